@@ -1,0 +1,23 @@
+// The subcommands. Each returns the process exit code and prints its report to `out`; errors
+// go to the log (stderr). Run() picks the subcommand.
+#ifndef PREWARM_CLI_COMMANDS_H_
+#define PREWARM_CLI_COMMANDS_H_
+
+#include <ostream>
+
+#include "absl/status/status.h"
+#include "prewarm/cli/config.h"
+
+namespace prewarm {
+
+int Run(const Config& config, std::ostream& out);
+int RunPlan(const Config& config, std::ostream& out);
+int RunReplay(const Config& config, std::ostream& out);
+
+// Logs the error and maps it to an exit code: InvalidArgument is bad input (2), anything else
+// a failed run (1).
+int ReportError(const absl::Status& status);
+
+}  // namespace prewarm
+
+#endif  // PREWARM_CLI_COMMANDS_H_

@@ -1,0 +1,34 @@
+// The immutable configuration main builds from flags and the environment. Values are still the
+// user's text where a later step validates them (limits, arch), so every error can name both
+// the value and where it came from.
+#ifndef PREWARM_CLI_CONFIG_H_
+#define PREWARM_CLI_CONFIG_H_
+
+#include <string>
+
+#include "prewarm/limits/limits.h"
+
+namespace prewarm {
+
+enum class OutputFormat { kTable, kJson };
+
+struct Config {
+  std::string command;           // plan, replay
+  LimitValues explicit_limits;   // from flags and PREWARM_* variables, with origins
+  std::string vllm_args;         // the server's command line, "" if none
+  std::string vllm_args_origin;  // "--vllm-args" or "PREWARM_VLLM_ARGS"
+  std::string model_config;      // path, "" for the embedded example
+  std::string arch = "auto";
+  OutputFormat format = OutputFormat::kTable;
+  std::string trace;             // replay: JSON Lines file
+  bool strict = false;           // replay: a miss is a failure
+};
+
+// Process exit codes (DESIGN.md section 7).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRunFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+}  // namespace prewarm
+
+#endif  // PREWARM_CLI_CONFIG_H_

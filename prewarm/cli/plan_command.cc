@@ -1,0 +1,77 @@
+// prewarm plan: the reachable keys, as a table for people or JSON (DESIGN.md section 7).
+#include <iomanip>
+
+#include "prewarm/util/strings.h"
+#include "prewarm/cli/commands.h"
+#include "prewarm/cli/inputs.h"
+
+namespace prewarm {
+namespace {
+
+void PrintHeader(const Inputs& in, const Plan& plan, std::ostream& out) {
+  std::vector<std::string> archs;
+  for (const Arch& a : plan.archs) archs.push_back(a.name);
+  out << "prewarm plan: " << plan.TotalKeys() << " keys, " << plan.launchers.size()
+      << " launchers, arch " << StrJoin(archs, ",") << "\n";
+  out << "limits:\n";
+  for (const IntLimitSpec& spec : IntLimitSpecs()) {
+    out << "  " << std::left << std::setw(28) << spec.field << std::setw(10)
+        << in.limits.Get(spec.id) << "(" << in.limits.origins[static_cast<int>(spec.id)] << ")\n";
+  }
+  out << "  " << std::setw(28) << "kv_cache_dtype" << KvCacheDtypeName(in.limits.kv_cache_dtype)
+      << "\n";
+  out << "  " << std::setw(28) << "graph_only" << (in.limits.graph_only ? "true" : "false")
+      << "\n";
+  out << "  " << std::setw(28) << "decode tokens per step" << "1.."
+      << in.limits.MaxDecodeTokens() << "\n";
+  const ModelConfig& m = in.model;
+  const Shape& s = in.shape;
+  out << "model: " << m.name << " (" << m.source << ")\n"
+      << "  H=" << m.num_heads << " L=" << s.kv_lora_rank << " Dn=" << s.qk_nope_head_dim
+      << " Dr=" << s.qk_rope_head_dim << " Dv=" << s.v_head_dim;
+  if (s.has_indexer) {
+    out << " Hi=" << s.index_n_heads << " Di=" << s.index_head_dim << " Ktop=" << s.index_topk;
+  } else {
+    out << " (no indexer)";
+  }
+  out << "; per rank (tp " << in.limits.tensor_parallel_size << "): Hr=" << s.heads << "\n";
+  if (!in.arch_note.empty()) out << "arch: " << in.arch_note << "\n";
+  if (plan.launchers.size() == 1) {
+    out << "note: only fp8_bmm applies (the NVFP4 launchers need --kv-cache-dtype nvfp4 and a "
+           "model with an indexer)\n";
+  }
+}
+
+void PrintTable(const Inputs& in, const Plan& plan, std::ostream& out) {
+  PrintHeader(in, plan, out);
+  out << "\n" << std::left << std::setw(20) << "LAUNCHER" << "KEYS\n";
+  for (const LauncherPlan& lp : plan.launchers) {
+    out << std::setw(20) << lp.name << lp.keys.size() << "\n";
+  }
+  out << std::setw(20) << "total" << plan.TotalKeys() << "\n";
+  for (const LauncherPlan& lp : plan.launchers) {
+    out << "\n" << lp.name << " (" << lp.keys.size() << " keys)\n";
+    size_t width = 0;
+    for (const PlannedKey& pk : lp.keys) width = std::max(width, pk.key.String().size());
+    for (const PlannedKey& pk : lp.keys) {
+      out << "  " << std::setw(static_cast<int>(width)) << pk.key.String()
+          << "  witness: " << DescribeStep(pk.witness) << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+int RunPlan(const Config& config, std::ostream& out) {
+  absl::StatusOr<Inputs> in = ResolveInputs(config, AutoArchPolicy::kFallBackToGfx942);
+  if (!in.ok()) return ReportError(in.status());
+  const Plan plan = BuildPlan(in->limits, in->model, in->shape, in->archs);
+  if (config.format == OutputFormat::kJson) {
+    out << PlanToJson(plan).dump(2) << "\n";
+  } else {
+    PrintTable(*in, plan, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace prewarm

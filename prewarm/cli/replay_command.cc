@@ -1,0 +1,74 @@
+// prewarm replay: dispatches each step of a trace and reports the keys each launcher reaches.
+// Out-of-range and malformed steps are reported with the rule they break; the exit code is 2
+// when there was any, after every step has been reported.
+#include <fstream>
+#include <set>
+
+#include "prewarm/util/strings.h"
+#include "nlohmann/json.hpp"
+#include "prewarm/cli/commands.h"
+#include "prewarm/cli/inputs.h"
+
+namespace prewarm {
+
+int RunReplay(const Config& config, std::ostream& out) {
+  if (config.trace.empty()) {
+    return ReportError(absl::InvalidArgumentError("replay needs --trace FILE (JSON Lines)"));
+  }
+  absl::StatusOr<Inputs> in = ResolveInputs(config, AutoArchPolicy::kFallBackToGfx942);
+  if (!in.ok()) return ReportError(in.status());
+  if (in->archs.size() != 1) {
+    return ReportError(absl::InvalidArgumentError(
+        StrCat("--arch ", config.arch, ": replay dispatches for one arch; name one")));
+  }
+  const Arch& arch = in->archs.front();
+  std::ifstream file(config.trace);
+  if (!file) {
+    return ReportError(
+        absl::InvalidArgumentError(StrCat("--trace ", config.trace, ": cannot open the file")));
+  }
+  if (!in->arch_note.empty()) out << "arch: " << in->arch_note << "\n";
+  std::string line;
+  int64_t line_no = 0, steps = 0, bad = 0;
+  std::set<std::string> distinct;
+  while (std::getline(file, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    ++steps;
+    const std::string where = StrCat(config.trace, ":", line_no);
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    absl::StatusOr<Step> step = j.is_discarded()
+                                    ? absl::InvalidArgumentError("malformed JSON")
+                                    : StepFromJson(j);
+    if (!step.ok()) {
+      ++bad;
+      out << where << ": malformed step: " << step.status().message() << "\n";
+      continue;
+    }
+    if (absl::Status range = CheckStep(*step, in->limits); !range.ok()) {
+      ++bad;
+      out << where << ": out of range: " << range.message() << "\n";
+      continue;
+    }
+    out << where << ": " << DescribeStep(*step) << "\n";
+    for (const DispatchedLauncher& d : DispatchStep(*step, in->limits, in->shape, arch)) {
+      for (const Key& key : d.keys) {
+        out << "  " << d.name << " " << key.String() << "\n";
+        distinct.insert(StrCat(d.name, " ", key.String()));
+      }
+    }
+  }
+  if (file.bad()) {
+    return ReportError(absl::InternalError(StrCat("--trace ", config.trace, ": read error")));
+  }
+  out << "replay: " << steps << " steps, " << steps - bad << " in range, " << bad
+      << " out of range or malformed; " << distinct.size() << " distinct keys\n";
+  if (bad > 0) {
+    return ReportError(absl::InvalidArgumentError(
+        StrCat(config.trace, ": ", bad, " of ", steps,
+                     " steps are out of range or malformed (listed above)")));
+  }
+  return kExitOk;
+}
+
+}  // namespace prewarm

@@ -1,0 +1,19 @@
+#include "prewarm/util/strings.h"
+#include "prewarm/cli/commands.h"
+#include "prewarm/util/log.h"
+
+namespace prewarm {
+
+int ReportError(const absl::Status& status) {
+  LogError(ToStd(status.message()));
+  return status.code() == absl::StatusCode::kInvalidArgument ? kExitBadInput : kExitRunFailed;
+}
+
+int Run(const Config& config, std::ostream& out) {
+  if (config.command == "plan") return RunPlan(config, out);
+  if (config.command == "replay") return RunReplay(config, out);
+  return ReportError(absl::InvalidArgumentError(
+      StrCat("unknown command \"", config.command, "\" (see prewarm --help)")));
+}
+
+}  // namespace prewarm

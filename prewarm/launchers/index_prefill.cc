@@ -1,0 +1,53 @@
+// index_prefill: index scores for the prefill rows of a step.
+// Key: large = (W > 2^26), W = sum over prefill requests of q_len * ctx. One 8K prompt
+// (2^26) uses the shared kernel; two use the large one.
+#include "prewarm/launchers/launcher.h"
+
+namespace prewarm {
+namespace {
+
+class IndexPrefillLauncher final : public Launcher {
+ public:
+  std::string_view Name() const override { return "index_prefill"; }
+  bool AppliesTo(const Shape& shape, const Limits& limits) const override {
+    return NvFp4LaunchersApply(shape, limits);
+  }
+
+  std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
+    if (step.prefill_ctx.empty()) return {};
+    return {KeyFor(step.prefill_work > ctx.thresholds.index_prefill_large_work, ctx)};
+  }
+
+  std::vector<PlannedKey> Enumerate(const Limits& limits,
+                                    const LaunchContext& ctx) const override {
+    const int64_t large_above = ctx.thresholds.index_prefill_large_work;
+    std::vector<PlannedKey> out;
+    // W ranges from 1 (q 1, ctx 1) to min(B, S * Lmax) * Lmax (every request at ctx = Lmax).
+    if (large_above >= 1) out.push_back({KeyFor(false, ctx), PrefillWitness(1, limits)});
+    const int64_t lmax = limits.max_model_len;
+    const int64_t max_tokens = limits.MaxStepTokens();
+    if (max_tokens > large_above / lmax) {  // max_tokens * lmax > large_above, without overflow
+      // The fewest tokens that reach it, each at ctx = Lmax.
+      const int64_t tokens = large_above / lmax + 1;
+      out.push_back({KeyFor(true, ctx), PrefillWitness(tokens, limits, lmax)});
+    }
+    return out;
+  }
+
+ private:
+  Key KeyFor(bool large, const LaunchContext& ctx) const {
+    Key key = NewKey(Name(), ctx.arch);
+    key.Set("large", large)
+        .Set("index_heads", ctx.shape.index_n_heads)
+        .Set("index_head_dim", ctx.shape.index_head_dim);
+    return key;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Launcher> MakeIndexPrefillLauncher() {
+  return std::make_unique<IndexPrefillLauncher>();
+}
+
+}  // namespace prewarm

@@ -1,0 +1,49 @@
+// norm_rope_insert: every step; RMSNorm + RoPE + NVFP4 insert of the T new tokens.
+// Key: small = (T <= 512).
+#include "prewarm/launchers/launcher.h"
+
+namespace prewarm {
+namespace {
+
+class NormRopeInsertLauncher final : public Launcher {
+ public:
+  std::string_view Name() const override { return "norm_rope_insert"; }
+  bool AppliesTo(const Shape& shape, const Limits& limits) const override {
+    return NvFp4LaunchersApply(shape, limits);
+  }
+
+  std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
+    if (step.total_tokens < 1) return {};
+    return {KeyFor(step.total_tokens <= ctx.thresholds.norm_small_max_tokens, ctx)};
+  }
+
+  std::vector<PlannedKey> Enumerate(const Limits& limits,
+                                    const LaunchContext& ctx) const override {
+    const int64_t small_max = ctx.thresholds.norm_small_max_tokens;
+    std::vector<PlannedKey> out;
+    // T ranges over 1..min(B, S * Lmax): a prefill request takes any q_len up to its ctx.
+    if (small_max >= 1) out.push_back({KeyFor(true, ctx), PrefillWitness(1, limits)});
+    if (limits.MaxStepTokens() > small_max) {
+      out.push_back({KeyFor(false, ctx), PrefillWitness(std::max<int64_t>(small_max + 1, 1), limits)});
+    }
+    return out;
+  }
+
+ private:
+  Key KeyFor(bool small, const LaunchContext& ctx) const {
+    Key key = NewKey(Name(), ctx.arch);
+    key.Set("small", small)
+        .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
+        .Set("rope_dim", ctx.shape.qk_rope_head_dim)
+        .Set("index_head_dim", ctx.shape.index_head_dim);
+    return key;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Launcher> MakeNormRopeInsertLauncher() {
+  return std::make_unique<NormRopeInsertLauncher>();
+}
+
+}  // namespace prewarm

@@ -1,0 +1,48 @@
+// The plan: for every launcher that applies and every arch, the reachable keys with witnesses.
+// Pure: no I/O, no GPU.
+#ifndef PREWARM_LAUNCHERS_PLAN_H_
+#define PREWARM_LAUNCHERS_PLAN_H_
+
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "prewarm/launchers/launcher.h"
+
+namespace prewarm {
+
+struct LauncherPlan {
+  std::string name;
+  std::vector<PlannedKey> keys;  // every arch's keys, arch by arch
+};
+
+struct Plan {
+  Limits limits;
+  ModelConfig model;
+  Shape shape;
+  std::vector<Arch> archs;
+  std::vector<LauncherPlan> launchers;  // only the launchers that apply, in plan order
+  size_t TotalKeys() const;
+};
+
+Plan BuildPlan(const Limits& limits, const ModelConfig& model, const Shape& shape,
+               const std::vector<Arch>& archs, const Thresholds& thresholds = {});
+
+// Every launcher that runs in `step` with the keys it reaches (launchers that do not run are
+// left out). The step must be in range (CheckStep).
+struct DispatchedLauncher {
+  std::string name;
+  std::vector<Key> keys;  // duplicates removed, order kept
+};
+std::vector<DispatchedLauncher> DispatchStep(const Step& step, const Limits& limits,
+                                             const Shape& shape, const Arch& arch,
+                                             const Thresholds& thresholds = {});
+
+nlohmann::json LimitsToJson(const Limits& limits);
+nlohmann::json ShapeToJson(const ModelConfig& model, const Shape& shape, const Limits& limits);
+// DESIGN.md section 7's schema.
+nlohmann::json PlanToJson(const Plan& plan);
+
+}  // namespace prewarm
+
+#endif  // PREWARM_LAUNCHERS_PLAN_H_

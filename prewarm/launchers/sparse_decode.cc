@@ -1,0 +1,68 @@
+// sparse_decode: MLA attention of the decode rows over the selected positions, split-K with a
+// combine. Key: splits = min(16, max(1, largest power of two <= 256 / R)).
+#include <algorithm>
+
+#include "prewarm/launchers/launcher.h"
+
+namespace prewarm {
+namespace {
+
+int64_t Splits(int64_t r, const Thresholds& t) {
+  int64_t p = 1;
+  while (p * 2 * r <= t.sparse_splits_work) p *= 2;  // largest p with p * R <= work, else 1
+  return std::min(t.sparse_splits_cap, p);
+}
+
+class SparseDecodeLauncher final : public Launcher {
+ public:
+  std::string_view Name() const override { return "sparse_decode"; }
+  bool AppliesTo(const Shape& shape, const Limits& limits) const override {
+    return NvFp4LaunchersApply(shape, limits);
+  }
+
+  std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
+    if (step.decode_tokens < 1) return {};
+    return {KeyFor(Splits(step.decode_tokens, ctx.thresholds), ctx)};
+  }
+
+  std::vector<PlannedKey> Enumerate(const Limits& limits,
+                                    const LaunchContext& ctx) const override {
+    const Thresholds& t = ctx.thresholds;
+    const int64_t rmax = limits.MaxDecodeTokens();
+    // Splits(R) does not grow with R. The values it can take: the cap and the powers of two
+    // below it. For each, binary-search the smallest R whose splits are at most it.
+    std::vector<int64_t> values = {t.sparse_splits_cap};
+    for (int64_t p = 1; p < t.sparse_splits_cap; p *= 2) values.push_back(p);
+    std::sort(values.rbegin(), values.rend());
+    std::vector<PlannedKey> out;
+    for (int64_t v : values) {
+      if (rmax < 1 || Splits(rmax, t) > v) continue;
+      int64_t lo = 1, hi = rmax;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (Splits(mid, t) <= v) hi = mid; else lo = mid + 1;
+      }
+      if (Splits(lo, t) == v) out.push_back({KeyFor(v, ctx), DecodeWitness(lo, limits)});
+    }
+    return out;
+  }
+
+ private:
+  Key KeyFor(int64_t splits, const LaunchContext& ctx) const {
+    Key key = NewKey(Name(), ctx.arch);
+    key.Set("splits", splits)
+        .Set("heads", ctx.shape.heads)
+        .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
+        .Set("rope_dim", ctx.shape.qk_rope_head_dim)
+        .Set("topk", ctx.shape.index_topk);
+    return key;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Launcher> MakeSparseDecodeLauncher() {
+  return std::make_unique<SparseDecodeLauncher>();
+}
+
+}  // namespace prewarm

@@ -1,0 +1,57 @@
+// sparse_prefill: per prefill request, MLA attention over the selected positions.
+// Key: rounds = 1 if min(ctx, Ktop) <= 1024 else 2.
+#include <algorithm>
+
+#include "prewarm/launchers/launcher.h"
+
+namespace prewarm {
+namespace {
+
+class SparsePrefillLauncher final : public Launcher {
+ public:
+  std::string_view Name() const override { return "sparse_prefill"; }
+  bool AppliesTo(const Shape& shape, const Limits& limits) const override {
+    return NvFp4LaunchersApply(shape, limits);
+  }
+
+  std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
+    std::vector<Key> keys;
+    for (int64_t c : step.prefill_ctx) keys.push_back(KeyFor(Rounds(c, ctx), ctx));
+    return keys;
+  }
+
+  std::vector<PlannedKey> Enumerate(const Limits& limits,
+                                    const LaunchContext& ctx) const override {
+    const int64_t one_round_max = ctx.thresholds.sparse_one_round_max;
+    std::vector<PlannedKey> out;
+    if (one_round_max >= 1) out.push_back({KeyFor(1, ctx), Step{{{Phase::kPrefill, 1, 1}}}});
+    // Two rounds need both ctx and Ktop above the bound.
+    if (ctx.shape.index_topk > one_round_max && limits.max_model_len > one_round_max) {
+      out.push_back(
+          {KeyFor(2, ctx), Step{{{Phase::kPrefill, 1, std::max<int64_t>(one_round_max + 1, 1)}}}});
+    }
+    return out;
+  }
+
+ private:
+  static int64_t Rounds(int64_t ctx_len, const LaunchContext& ctx) {
+    return std::min(ctx_len, ctx.shape.index_topk) <= ctx.thresholds.sparse_one_round_max ? 1 : 2;
+  }
+  Key KeyFor(int64_t rounds, const LaunchContext& ctx) const {
+    Key key = NewKey(Name(), ctx.arch);
+    key.Set("rounds", rounds)
+        .Set("heads", ctx.shape.heads)
+        .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
+        .Set("rope_dim", ctx.shape.qk_rope_head_dim)
+        .Set("topk", ctx.shape.index_topk);
+    return key;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Launcher> MakeSparsePrefillLauncher() {
+  return std::make_unique<SparsePrefillLauncher>();
+}
+
+}  // namespace prewarm

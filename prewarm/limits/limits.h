@@ -1,0 +1,109 @@
+// Scheduler limits (DESIGN.md section 5) and where each value came from.
+//
+// Sources, highest precedence first (ResolveLimits is the one place that applies this order):
+//   1. a command-line flag            (--max-num-seqs 256)
+//   2. its PREWARM_* variable         (PREWARM_MAX_NUM_SEQS=256)
+//   3. --vllm-args                    (the server's own command line)
+//   4. the model config               (max_model_len from max_position_embeddings)
+//   5. the built-in default           (vLLM's, where vLLM has one)
+// Sources 1 and 2 are merged by the flag parser next to main (a flag wins over its variable);
+// this library takes them as one LimitValues marked with their origin.
+#ifndef PREWARM_LIMITS_LIMITS_H_
+#define PREWARM_LIMITS_LIMITS_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "prewarm/model/model_config.h"
+
+namespace prewarm {
+
+enum class KvCacheDtype { kAuto, kBfloat16, kFp8, kFp8E4m3, kFp8E5m2, kNvfp4 };
+std::string_view KvCacheDtypeName(KvCacheDtype dtype);
+
+// The numeric limits, in the order they are printed.
+enum class IntLimit {
+  kMaxNumSeqs,
+  kMaxNumBatchedTokens,
+  kMaxModelLen,
+  kNumSpeculativeTokens,
+  kMaxCudagraphCaptureSize,
+  kTensorParallelSize,
+  kBlockSize,
+};
+inline constexpr int kNumIntLimits = 7;
+
+struct IntLimitSpec {
+  IntLimit id;
+  std::string_view flag;   // "max-num-seqs" (vLLM's spelling)
+  std::string_view field;  // "max_num_seqs" (JSON and manifest spelling)
+  int64_t min_value;
+  std::string_view meaning;
+};
+const std::array<IntLimitSpec, kNumIntLimits>& IntLimitSpecs();
+const IntLimitSpec& SpecOf(IntLimit id);
+// The spec for a flag name with hyphens or underscores; nullptr when it is not a limit.
+const IntLimitSpec* FindIntLimit(std::string_view flag_name);
+
+template <typename T>
+struct Sourced {
+  T value{};
+  std::string origin;  // "--max-num-seqs", "PREWARM_MAX_NUM_SEQS", "--vllm-args --max-num-seqs"
+};
+
+// One source's partial view of the limits.
+struct LimitValues {
+  std::array<std::optional<Sourced<int64_t>>, kNumIntLimits> ints;
+  std::optional<Sourced<KvCacheDtype>> kv_cache_dtype;
+  std::optional<Sourced<bool>> graph_only;
+
+  std::optional<Sourced<int64_t>>& operator[](IntLimit id) { return ints[static_cast<int>(id)]; }
+  const std::optional<Sourced<int64_t>>& operator[](IntLimit id) const {
+    return ints[static_cast<int>(id)];
+  }
+};
+
+// Parses `text` as the value of the integer limit named by `flag_name` (hyphens or underscores)
+// and stores it with `origin`. Integers may carry vLLM's size suffixes (k = 1000, K = 1024,
+// m/M, g/G). InvalidArgument naming origin, the text and the rule: not an integer, below the
+// limit's minimum, or not a limit.
+absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name,
+                                 std::string_view text, std::string_view origin);
+// Parses a --kv-cache-dtype value (auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, nvfp4).
+absl::Status SetKvCacheDtypeFromText(LimitValues& values, std::string_view text,
+                                     std::string_view origin);
+
+// The resolved limits.
+struct Limits {
+  int64_t max_num_seqs = 256;                 // S
+  int64_t max_num_batched_tokens = 8192;      // B
+  int64_t max_model_len = 0;                  // Lmax
+  int64_t num_speculative_tokens = 0;         // k
+  int64_t max_cudagraph_capture_size = 512;   // G
+  int64_t tensor_parallel_size = 1;           // tp
+  int64_t block_size = 64;
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // resolved: never kAuto for the example
+  bool graph_only = false;
+  std::array<std::string, kNumIntLimits> origins;  // where each int came from
+
+  int64_t Get(IntLimit id) const;
+  // Rmax = min(S * min(k + 1, Lmax), B), and at most G with --graph-only.
+  int64_t MaxDecodeTokens() const;
+  // The most new tokens one step can hold: min(B, S * Lmax).
+  int64_t MaxStepTokens() const;
+  bool NvFp4KvCache() const { return kv_cache_dtype == KvCacheDtype::kNvfp4; }
+};
+
+// Applies the precedence above. `explicit_values` are flags and PREWARM_* variables.
+// InvalidArgument when the merged limits break a rule (naming the value and its origin).
+absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
+                                     const LimitValues& vllm_values, const ModelConfig& model);
+
+}  // namespace prewarm
+
+#endif  // PREWARM_LIMITS_LIMITS_H_

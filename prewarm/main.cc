@@ -1,0 +1,154 @@
+// prewarm: flags -> Config -> Run. Every flag is defined here and only here; each also reads
+// from PREWARM_<FLAG> (see cli/flag_parser.h for the rules and limits/limits.h for precedence).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "prewarm/util/strings.h"
+#include "prewarm/cli/commands.h"
+#include "prewarm/cli/config.h"
+#include "prewarm/cli/flag_parser.h"
+#include "prewarm/util/log.h"
+
+// Scheduler limits: text, so one parser (limits/) validates flags, variables and --vllm-args
+// alike and names the source in its error.
+ABSL_FLAG(std::string, max_num_seqs, "", "Requests in one step (vLLM --max-num-seqs). Default 256.");
+ABSL_FLAG(std::string, max_num_batched_tokens, "",
+          "New tokens in one step (vLLM --max-num-batched-tokens). Default 8192.");
+ABSL_FLAG(std::string, max_model_len, "",
+          "Context length of any request (vLLM --max-model-len). Default: the model's "
+          "max_position_embeddings.");
+ABSL_FLAG(std::string, num_speculative_tokens, "",
+          "Speculative tokens per decode request; a decode query is 1..k+1 tokens. Default 0.");
+ABSL_FLAG(std::string, max_cudagraph_capture_size, "",
+          "Largest captured decode batch (vLLM -O '{\"max_cudagraph_capture_size\":N}'). "
+          "Default 512; limits the plan only with --graph-only.");
+ABSL_FLAG(std::string, tensor_parallel_size, "",
+          "Tensor-parallel ranks; must divide the model's attention heads. Default 1.");
+ABSL_FLAG(std::string, block_size, "", "Paged KV block size in tokens. Default 64.");
+ABSL_FLAG(std::string, kv_cache_dtype, "",
+          "KV cache dtype: auto|bfloat16|fp8|fp8_e4m3|fp8_e5m2|nvfp4. The NVFP4 launchers need "
+          "nvfp4. Default auto: nvfp4 for the embedded example, the model's own otherwise.");
+ABSL_FLAG(bool, graph_only, false,
+          "Plan only steps with at most max_cudagraph_capture_size decode tokens (as AITER's "
+          "warmup did). Off by default: an eager step compiles inside a request too.");
+ABSL_FLAG(std::string, vllm_args, "",
+          "The server's own command line (\"vllm serve M --max-num-seqs 128 -tp 4 ...\"); limits "
+          "are read from it, below flags and PREWARM_* variables in precedence.");
+ABSL_FLAG(std::string, model_config, "",
+          "Path of the model's Hugging Face config.json. Default: the embedded example "
+          "(MiniMax-M3-like MLA with an indexer).");
+ABSL_FLAG(std::string, arch, "auto",
+          "Target list: gfx942, gfx950,gfx942, gfx90a, sm_90, or auto (the GPUs under "
+          "/sys/class/kfd; plan falls back to gfx942 when none is visible).");
+ABSL_FLAG(std::string, format, "table", "plan output: table or json.");
+ABSL_FLAG(std::string, trace, "", "replay: a JSON Lines file of scheduler steps.");
+ABSL_FLAG(bool, strict, false, "replay: exit 1 on any cache miss.");
+ABSL_FLAG(std::string, log_format, "text", "Log lines on stderr: text or json.");
+
+namespace {
+
+constexpr char kUsage[] =
+    "prewarm: compile the GPU kernel variants a vLLM server can reach, before it starts.\n"
+    "\n"
+    "usage: prewarm COMMAND [flags]\n"
+    "\n"
+    "commands:\n"
+    "  plan     print the compile keys reachable under the scheduler limits (--format table|json)\n"
+    "  replay   dispatch each step of --trace FILE and print the keys it reaches\n"
+    "\n"
+    "examples:\n"
+    "  prewarm plan                                  # the embedded example model\n"
+    "  prewarm plan --model-config config.json --vllm-args \"--max-num-seqs 128 -tp 8\"\n"
+    "  prewarm replay --trace steps.jsonl --arch gfx950\n"
+    "\n"
+    "Flags take hyphens or underscores; each also reads from PREWARM_<FLAG>. Precedence: flag,\n"
+    "PREWARM_* variable, --vllm-args, model config, default.\n"
+    "Exit codes: 0 done; 1 the run failed; 2 bad input (the message names the value).\n"
+    "\n"
+    "flags:\n";
+
+constexpr char kThisFile[] = "prewarm/main.cc";
+
+absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
+  prewarm::Config c;
+  c.command = args.command;
+  auto origin = [&](const std::string& flag) {
+    auto it = args.origins.find(flag);
+    return it == args.origins.end() ? std::string() : it->second;
+  };
+  const std::pair<const char*, const absl::Flag<std::string>*> limit_flags[] = {
+      {"max-num-seqs", &FLAGS_max_num_seqs},
+      {"max-num-batched-tokens", &FLAGS_max_num_batched_tokens},
+      {"max-model-len", &FLAGS_max_model_len},
+      {"num-speculative-tokens", &FLAGS_num_speculative_tokens},
+      {"max-cudagraph-capture-size", &FLAGS_max_cudagraph_capture_size},
+      {"tensor-parallel-size", &FLAGS_tensor_parallel_size},
+      {"block-size", &FLAGS_block_size}};
+  for (const auto& [name, flag] : limit_flags) {
+    const std::string from = origin(name);
+    if (from.empty()) continue;
+    if (absl::Status s = prewarm::SetIntLimitFromText(c.explicit_limits, name,
+                                                      absl::GetFlag(*flag), from);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (const std::string from = origin("kv-cache-dtype"); !from.empty()) {
+    if (absl::Status s = prewarm::SetKvCacheDtypeFromText(
+            c.explicit_limits, absl::GetFlag(FLAGS_kv_cache_dtype), from);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (const std::string from = origin("graph-only"); !from.empty()) {
+    c.explicit_limits.graph_only =
+        prewarm::Sourced<bool>{absl::GetFlag(FLAGS_graph_only), from};
+  }
+  c.vllm_args = absl::GetFlag(FLAGS_vllm_args);
+  c.vllm_args_origin = origin("vllm-args");
+  c.model_config = absl::GetFlag(FLAGS_model_config);
+  c.arch = absl::GetFlag(FLAGS_arch);
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format == "json") {
+    c.format = prewarm::OutputFormat::kJson;
+  } else if (format != "table") {
+    return absl::InvalidArgumentError(
+        prewarm::StrCat(origin("format"), "=", format, ": expected table or json"));
+  }
+  const std::string log_format = absl::GetFlag(FLAGS_log_format);
+  if (log_format == "json") {
+    prewarm::SetLogFormat(prewarm::LogFormat::kJson);
+  } else if (log_format != "text") {
+    return absl::InvalidArgumentError(
+        prewarm::StrCat(origin("log-format"), "=", log_format, ": expected text or json"));
+  }
+  c.trace = absl::GetFlag(FLAGS_trace);
+  c.strict = absl::GetFlag(FLAGS_strict);
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args_vec(argv, argv + argc);
+  absl::StatusOr<prewarm::ParsedArgs> args = prewarm::ParseArgs(args_vec, kThisFile);
+  if (!args.ok()) return prewarm::ReportError(args.status());
+  if (args->help || args->command == "help") {
+    std::cout << kUsage << prewarm::FlagsHelp(kThisFile);
+    return prewarm::kExitOk;
+  }
+  if (args->command.empty()) {
+    std::cerr << kUsage << "(run prewarm --help for the flags)\n";
+    return prewarm::kExitBadInput;
+  }
+  if (!args->positionals.empty()) {
+    return prewarm::ReportError(absl::InvalidArgumentError(
+        prewarm::StrCat("unexpected argument \"", args->positionals.front(), "\" after ",
+                     args->command, " (flags start with --)")));
+  }
+  absl::StatusOr<prewarm::Config> config = BuildConfig(*args);
+  if (!config.ok()) return prewarm::ReportError(config.status());
+  return prewarm::Run(*config, std::cout);
+}

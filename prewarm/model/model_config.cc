@@ -1,0 +1,143 @@
+#include "prewarm/model/model_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "prewarm/util/strings.h"
+#include "nlohmann/json.hpp"
+
+namespace prewarm {
+namespace {
+
+using nlohmann::json;
+
+// A required positive integer field. Booleans and floats with a fraction are rejected:
+// a head count of 64.5 or "64" in a config is a broken config, not something to guess at.
+absl::StatusOr<int64_t> PositiveInt(const json& j, std::string_view field, std::string_view origin) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) {
+    return absl::InvalidArgumentError(
+        StrCat(origin, ": required field \"", field, "\" is missing"));
+  }
+  if (!it->is_number_integer()) {
+    return absl::InvalidArgumentError(StrCat(origin, ": field \"", field, "\" is ",
+                                                   it->dump(), ", expected a positive integer"));
+  }
+  const int64_t v = it->get<int64_t>();
+  if (v < 1) {
+    return absl::InvalidArgumentError(StrCat(origin, ": field \"", field, "\" is ", v,
+                                                   ", expected a positive integer"));
+  }
+  return v;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_view origin) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(StrCat(origin, ": malformed JSON: ", e.what()));
+  }
+  if (!root.is_object()) {
+    return absl::InvalidArgumentError(StrCat(origin, ": expected a JSON object"));
+  }
+  const json* j = &root;
+  if (!root.contains("kv_lora_rank") && root.contains("text_config") &&
+      root["text_config"].is_object()) {
+    j = &root["text_config"];
+  }
+  ModelConfig m;
+  m.source = std::string(origin);
+  m.name = (j->contains("model_type") && (*j)["model_type"].is_string())
+               ? (*j)["model_type"].get<std::string>()
+               : "unknown";
+  m.is_mla = j->contains("kv_lora_rank") && !(*j)["kv_lora_rank"].is_null();
+  if (!m.is_mla) return m;
+  auto get = [&](std::string_view field, int64_t& out) -> absl::Status {
+    absl::StatusOr<int64_t> v = PositiveInt(*j, field, origin);
+    if (!v.ok()) return v.status();
+    out = *v;
+    return absl::OkStatus();
+  };
+  for (auto [field, out] : std::initializer_list<std::pair<std::string_view, int64_t*>>{
+           {"num_attention_heads", &m.num_heads},
+           {"kv_lora_rank", &m.kv_lora_rank},
+           {"qk_nope_head_dim", &m.qk_nope_head_dim},
+           {"qk_rope_head_dim", &m.qk_rope_head_dim},
+           {"v_head_dim", &m.v_head_dim},
+           {"max_position_embeddings", &m.max_position_embeddings}}) {
+    if (absl::Status s = get(field, *out); !s.ok()) return s;
+  }
+  m.has_indexer = j->contains("index_n_heads") && !(*j)["index_n_heads"].is_null();
+  if (m.has_indexer) {
+    for (auto [field, out] : std::initializer_list<std::pair<std::string_view, int64_t*>>{
+             {"index_n_heads", &m.index_n_heads},
+             {"index_head_dim", &m.index_head_dim},
+             {"index_topk", &m.index_topk}}) {
+      if (absl::Status s = get(field, *out); !s.ok()) return s;
+    }
+  }
+  return m;
+}
+
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        StrCat("--model-config ", path, ": cannot open the file"));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    return absl::InvalidArgumentError(StrCat("--model-config ", path, ": read error"));
+  }
+  return ParseModelConfig(ss.str(), path);
+}
+
+ModelConfig ExampleModelConfig() {
+  ModelConfig m;
+  m.name = "example (MiniMax-M3-like)";
+  m.source = "embedded example";
+  m.is_mla = true;
+  m.num_heads = 64;
+  m.kv_lora_rank = 512;
+  m.qk_nope_head_dim = 128;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  m.has_indexer = true;
+  m.index_n_heads = 4;
+  m.index_head_dim = 128;
+  m.index_topk = 2048;
+  m.max_position_embeddings = 32768;
+  m.is_embedded_example = true;
+  return m;
+}
+
+absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_parallel_size) {
+  if (!model.is_mla) {
+    return absl::InvalidArgumentError(StrCat(
+        "model ", model.source, " (", model.name,
+        ") is not an MLA model (no kv_lora_rank): prewarm has no launchers for it"));
+  }
+  if (tensor_parallel_size < 1 || model.num_heads % tensor_parallel_size != 0) {
+    return absl::InvalidArgumentError(
+        StrCat("--tensor-parallel-size ", tensor_parallel_size,
+                     ": must divide num_attention_heads (", model.num_heads, ") of ",
+                     model.source));
+  }
+  Shape s;
+  s.heads = model.num_heads / tensor_parallel_size;
+  s.kv_lora_rank = model.kv_lora_rank;
+  s.qk_nope_head_dim = model.qk_nope_head_dim;
+  s.qk_rope_head_dim = model.qk_rope_head_dim;
+  s.v_head_dim = model.v_head_dim;
+  s.has_indexer = model.has_indexer;
+  s.index_n_heads = model.index_n_heads;
+  s.index_head_dim = model.index_head_dim;
+  s.index_topk = model.index_topk;
+  return s;
+}
+
+}  // namespace prewarm

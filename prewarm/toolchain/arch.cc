@@ -1,0 +1,74 @@
+#include "prewarm/toolchain/arch.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+
+const std::vector<std::string_view>& KnownArchNames() {
+  static const std::vector<std::string_view>* const kNames = new std::vector<std::string_view>{
+      "gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1200", "gfx1201",
+      "sm_80",  "sm_86",  "sm_89",  "sm_90",  "sm_100",  "sm_120"};
+  return *kNames;
+}
+
+absl::StatusOr<Arch> ParseArch(std::string_view name) {
+  const auto& known = KnownArchNames();
+  if (std::find(known.begin(), known.end(), name) == known.end()) {
+    return absl::InvalidArgumentError(StrCat("--arch ", name, ": unknown architecture; known: ",
+                                                   StrJoin(known, ", "), ", or auto"));
+  }
+  return Arch{std::string(name), name.starts_with("sm_") ? Platform::kNvidia : Platform::kAmd};
+}
+
+absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list) {
+  std::vector<Arch> out;
+  for (std::string_view part : StrSplit(list, ',')) {
+    part = StripWhitespace(part);
+    if (part.empty()) {
+      return absl::InvalidArgumentError(
+          StrCat("--arch ", list, ": empty name in the list"));
+    }
+    absl::StatusOr<Arch> arch = ParseArch(part);
+    if (!arch.ok()) return arch.status();
+    if (std::find(out.begin(), out.end(), *arch) == out.end()) out.push_back(*arch);
+  }
+  return out;
+}
+
+std::vector<std::string> DetectKfdArchNames(const std::string& kfd_root) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  const std::filesystem::path nodes = std::filesystem::path(kfd_root) / "topology" / "nodes";
+  std::vector<std::filesystem::path> node_dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(nodes, ec)) {
+    node_dirs.push_back(entry.path());
+  }
+  std::sort(node_dirs.begin(), node_dirs.end());
+  for (const auto& dir : node_dirs) {
+    std::ifstream in(dir / "properties");
+    std::string line;
+    while (std::getline(in, line)) {
+      constexpr std::string_view kPrefix = "gfx_target_version ";
+      if (!line.starts_with(kPrefix)) continue;
+      const std::optional<int64_t> parsed = ParseInt64(StripWhitespace(std::string_view(line).substr(kPrefix.size())));
+      if (!parsed.has_value() || *parsed <= 0) break;
+      const int64_t v = *parsed;
+      // major*10000 + minor*100 + stepping; the stepping is one hex digit in the name.
+      const int64_t major = v / 10000, minor = (v / 100) % 100, step = v % 100;
+      std::ostringstream name;
+      name << "gfx" << major << minor << std::hex << step;
+      if (std::find(names.begin(), names.end(), name.str()) == names.end()) {
+        names.push_back(name.str());
+      }
+      break;
+    }
+  }
+  return names;
+}
+
+}  // namespace prewarm

@@ -1,0 +1,38 @@
+// GPU architecture names: parsing --arch lists and detecting the local GPUs.
+#ifndef PREWARM_TOOLCHAIN_ARCH_H_
+#define PREWARM_TOOLCHAIN_ARCH_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace prewarm {
+
+enum class Platform { kAmd, kNvidia };
+
+struct Arch {
+  std::string name;  // "gfx942", "sm_90"
+  Platform platform = Platform::kAmd;
+  bool operator==(const Arch&) const = default;
+};
+
+// The architectures prewarm knows: AMD gfx908 gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1200
+// gfx1201; NVIDIA sm_80 sm_86 sm_89 sm_90 sm_100 sm_120.
+const std::vector<std::string_view>& KnownArchNames();
+
+// Parses one name. InvalidArgument naming it and listing the known names.
+absl::StatusOr<Arch> ParseArch(std::string_view name);
+
+// Parses "gfx950,gfx942" (duplicates removed, order kept). "auto" is not handled here.
+absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list);
+
+// The AMD GPUs the kfd driver lists under `kfd_root`/topology/nodes/*/properties
+// (gfx_target_version 90402 -> gfx942; CPU nodes have 0). Empty when there is none or the
+// directory does not exist. Unknown gfx targets are returned too, so the caller can name them.
+std::vector<std::string> DetectKfdArchNames(const std::string& kfd_root = "/sys/class/kfd/kfd");
+
+}  // namespace prewarm
+
+#endif  // PREWARM_TOOLCHAIN_ARCH_H_

@@ -1,0 +1,52 @@
+#include "prewarm/util/strings.h"
+
+#include <cstdio>
+
+namespace prewarm {
+namespace strings_internal {
+
+void AppendDouble(std::string& out, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  out.append(buf);
+}
+
+}  // namespace strings_internal
+
+std::vector<std::string_view> StrSplit(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t pos = text.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.push_back(text.substr(start));
+      return out;
+    }
+    out.push_back(text.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::string_view StripWhitespace(std::string_view text) {
+  const size_t b = text.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  const size_t e = text.find_last_not_of(" \t\r\n");
+  return text.substr(b, e - b + 1);
+}
+
+std::string ReplaceAll(std::string_view text, char from, char to) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c == from) c = to;
+  }
+  return out;
+}
+
+std::optional<int64_t> ParseInt64(std::string_view text) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+}  // namespace prewarm

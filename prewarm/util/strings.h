@@ -1,0 +1,72 @@
+// String helpers on std::string_view. Debian's Abseil 20220623 has its own absl::string_view
+// (not std::string_view), so absl::StrCat and friends do not take std::string_view; these do.
+#ifndef PREWARM_UTIL_STRINGS_H_
+#define PREWARM_UTIL_STRINGS_H_
+
+#include <charconv>
+#include <concepts>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace prewarm {
+namespace strings_internal {
+
+inline void Append(std::string& out, std::string_view s) { out.append(s); }
+inline void Append(std::string& out, const char* s) { out.append(s); }
+inline void Append(std::string& out, const std::string& s) { out.append(s); }
+inline void Append(std::string& out, absl::string_view s) { out.append(s.data(), s.size()); }
+inline void Append(std::string& out, char c) { out.push_back(c); }
+inline void Append(std::string& out, bool b) { out.append(b ? "true" : "false"); }
+template <std::integral T>
+  requires(!std::same_as<T, bool> && !std::same_as<T, char>)
+void Append(std::string& out, T v) {
+  out.append(std::to_string(v));
+}
+void AppendDouble(std::string& out, double v);
+template <std::floating_point T>
+void Append(std::string& out, T v) {
+  AppendDouble(out, static_cast<double>(v));
+}
+
+}  // namespace strings_internal
+
+template <typename... Args>
+std::string StrCat(const Args&... args) {
+  std::string out;
+  (strings_internal::Append(out, args), ...);
+  return out;
+}
+
+template <typename... Args>
+void StrAppend(std::string& out, const Args&... args) {
+  (strings_internal::Append(out, args), ...);
+}
+
+template <typename Range>
+std::string StrJoin(const Range& parts, std::string_view sep) {
+  std::string out;
+  bool first = true;
+  for (const auto& p : parts) {
+    if (!first) out.append(sep);
+    first = false;
+    strings_internal::Append(out, p);
+  }
+  return out;
+}
+
+std::vector<std::string_view> StrSplit(std::string_view text, char sep);
+std::string_view StripWhitespace(std::string_view text);
+std::string ReplaceAll(std::string_view text, char from, char to);
+// A base-10 int64 with no sign other than '-', no spaces; nullopt otherwise.
+std::optional<int64_t> ParseInt64(std::string_view text);
+inline std::string_view ToStd(absl::string_view s) { return {s.data(), s.size()}; }
+
+}  // namespace prewarm
+
+#endif  // PREWARM_UTIL_STRINGS_H_
