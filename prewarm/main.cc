@@ -5,15 +5,16 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "prewarm/util/strings.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/config.h"
 #include "prewarm/cli/flag_parser.h"
 #include "prewarm/util/log.h"
+#include "prewarm/util/strings.h"
 
 // Scheduler limits: text, so one parser (limits/) validates flags, variables and --vllm-args
 // alike and names the source in its error.
-ABSL_FLAG(std::string, max_num_seqs, "", "Requests in one step (vLLM --max-num-seqs). Default 256.");
+ABSL_FLAG(std::string, max_num_seqs, "",
+          "Requests in one step (vLLM --max-num-seqs). Default 256.");
 ABSL_FLAG(std::string, max_num_batched_tokens, "",
           "New tokens in one step (vLLM --max-num-batched-tokens). Default 8192.");
 ABSL_FLAG(std::string, max_model_len, "",
@@ -89,8 +90,8 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
   for (const auto& [name, flag] : limit_flags) {
     const std::string from = origin(name);
     if (from.empty()) continue;
-    if (absl::Status s = prewarm::SetIntLimitFromText(c.explicit_limits, name,
-                                                      absl::GetFlag(*flag), from);
+    if (absl::Status s =
+            prewarm::SetIntLimitFromText(c.explicit_limits, name, absl::GetFlag(*flag), from);
         !s.ok()) {
       return s;
     }
@@ -103,8 +104,7 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
     }
   }
   if (const std::string from = origin("graph-only"); !from.empty()) {
-    c.explicit_limits.graph_only =
-        prewarm::Sourced<bool>{absl::GetFlag(FLAGS_graph_only), from};
+    c.explicit_limits.graph_only = prewarm::Sourced<bool>{absl::GetFlag(FLAGS_graph_only), from};
   }
   c.vllm_args = absl::GetFlag(FLAGS_vllm_args);
   c.vllm_args_origin = origin("vllm-args");
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   if (!args->positionals.empty()) {
     return prewarm::ReportError(absl::InvalidArgumentError(
         prewarm::StrCat("unexpected argument \"", args->positionals.front(), "\" after ",
-                     args->command, " (flags start with --)")));
+                        args->command, " (flags start with --)")));
   }
   absl::StatusOr<prewarm::Config> config = BuildConfig(*args);
   if (!config.ok()) return prewarm::ReportError(config.status());

@@ -20,8 +20,8 @@ struct Config {
   std::string model_config;      // path, "" for the embedded example
   std::string arch = "auto";
   OutputFormat format = OutputFormat::kTable;
-  std::string trace;             // replay: JSON Lines file
-  bool strict = false;           // replay: a miss is a failure
+  std::string trace;    // replay: JSON Lines file
+  bool strict = false;  // replay: a miss is a failure
 };
 
 // Process exit codes (DESIGN.md section 7).

@@ -4,8 +4,8 @@
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
-#include "prewarm/util/strings.h"
 #include "prewarm/util/env.h"
+#include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
@@ -13,8 +13,7 @@ namespace {
 std::string Hyphenated(std::string_view name) { return ReplaceAll(name, '_', '-'); }
 
 absl::CommandLineFlag* FindOwned(std::string_view hyphen_name, std::string_view owned_file) {
-  absl::CommandLineFlag* flag =
-      absl::FindCommandLineFlag(ReplaceAll(hyphen_name, '-', '_'));
+  absl::CommandLineFlag* flag = absl::FindCommandLineFlag(ReplaceAll(hyphen_name, '-', '_'));
   if (flag == nullptr || !flag->Filename().ends_with(owned_file)) return nullptr;
   return flag;
 }
@@ -24,13 +23,11 @@ std::vector<absl::CommandLineFlag*> OwnedFlags(std::string_view owned_file) {
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     if (flag->Filename().ends_with(owned_file)) out.push_back(flag);
   }
-  std::sort(out.begin(), out.end(),
-            [](auto* a, auto* b) { return a->Name() < b->Name(); });
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->Name() < b->Name(); });
   return out;
 }
 
-absl::Status SetFlag(absl::CommandLineFlag& flag, std::string_view value,
-                     std::string_view shown) {
+absl::Status SetFlag(absl::CommandLineFlag& flag, std::string_view value, std::string_view shown) {
   std::string error;
   if (!flag.ParseFrom(absl::string_view(value.data(), value.size()), &error)) {
     return absl::InvalidArgumentError(StrCat(shown, "=", value, ": ", error));
@@ -82,8 +79,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv,
       }
     }
     if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          StrCat("unknown flag ", word, " (see prewarm --help)"));
+      return absl::InvalidArgumentError(StrCat("unknown flag ", word, " (see prewarm --help)"));
     }
     const std::string shown = StrCat("--", name);
     if (flag->IsOfType<bool>()) {

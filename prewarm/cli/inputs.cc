@@ -1,9 +1,9 @@
 #include "prewarm/cli/inputs.h"
 
-#include "prewarm/util/strings.h"
 #include "prewarm/limits/vllm_args.h"
 #include "prewarm/util/env.h"
 #include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
@@ -15,9 +15,9 @@ absl::StatusOr<std::vector<Arch>> ResolveArchs(const Config& config, AutoArchPol
   std::vector<std::string> found = DetectKfdArchNames(kfd_root);
   if (found.empty()) {
     if (policy == AutoArchPolicy::kRequireGpu) {
-      return absl::InvalidArgumentError(StrCat(
-          "--arch auto: no GPU visible under ", kfd_root,
-          "; pass the target explicitly, e.g. --arch gfx942 or --arch gfx950,gfx942"));
+      return absl::InvalidArgumentError(
+          StrCat("--arch auto: no GPU visible under ", kfd_root,
+                 "; pass the target explicitly, e.g. --arch gfx942 or --arch gfx950,gfx942"));
     }
     note = StrCat("no GPU visible under ", kfd_root, "; --arch auto planned for gfx942");
     return std::vector<Arch>{*ParseArch("gfx942")};
@@ -25,9 +25,8 @@ absl::StatusOr<std::vector<Arch>> ResolveArchs(const Config& config, AutoArchPol
   note = StrCat("--arch auto found ", StrJoin(found, ","), " under ", kfd_root);
   absl::StatusOr<std::vector<Arch>> archs = ParseArchList(StrJoin(found, ","));
   if (!archs.ok()) {
-    return absl::InvalidArgumentError(
-        StrCat("--arch auto found ", StrJoin(found, ","), " under ", kfd_root, ": ",
-                     archs.status().message()));
+    return absl::InvalidArgumentError(StrCat("--arch auto found ", StrJoin(found, ","), " under ",
+                                             kfd_root, ": ", archs.status().message()));
   }
   return archs;
 }
@@ -41,6 +40,7 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
   } else {
     ASSIGN_OR_RETURN(in.model, LoadModelConfig(config.model_config));
   }
+  if (!in.model.is_mla) return ShapeForRank(in.model, 1).status();  // names the model
   LimitValues vllm;
   if (!config.vllm_args.empty()) {
     absl::StatusOr<LimitValues> parsed = ParseVllmArgs(config.vllm_args);
@@ -54,9 +54,9 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
   absl::StatusOr<Shape> shape = ShapeForRank(in.model, in.limits.tensor_parallel_size);
   if (!shape.ok() && in.model.is_mla) {
     // Name where tp came from, not just its value.
-    return absl::InvalidArgumentError(StrCat(
-        shape.status().message(), " (tensor_parallel_size from ",
-        in.limits.origins[static_cast<int>(IntLimit::kTensorParallelSize)], ")"));
+    return absl::InvalidArgumentError(
+        StrCat(shape.status().message(), " (tensor_parallel_size from ",
+               in.limits.origins[static_cast<int>(IntLimit::kTensorParallelSize)], ")"));
   }
   if (!shape.ok()) return shape.status();
   in.shape = *shape;

@@ -1,9 +1,9 @@
 // prewarm plan: the reachable keys, as a table for people or JSON (DESIGN.md section 7).
 #include <iomanip>
 
-#include "prewarm/util/strings.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
+#include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
@@ -20,10 +20,9 @@ void PrintHeader(const Inputs& in, const Plan& plan, std::ostream& out) {
   }
   out << "  " << std::setw(28) << "kv_cache_dtype" << KvCacheDtypeName(in.limits.kv_cache_dtype)
       << "\n";
-  out << "  " << std::setw(28) << "graph_only" << (in.limits.graph_only ? "true" : "false")
-      << "\n";
-  out << "  " << std::setw(28) << "decode tokens per step" << "1.."
-      << in.limits.MaxDecodeTokens() << "\n";
+  out << "  " << std::setw(28) << "graph_only" << (in.limits.graph_only ? "true" : "false") << "\n";
+  out << "  " << std::setw(28) << "decode tokens per step"
+      << "1.." << in.limits.MaxDecodeTokens() << "\n";
   const ModelConfig& m = in.model;
   const Shape& s = in.shape;
   out << "model: " << m.name << " (" << m.source << ")\n"
@@ -44,7 +43,9 @@ void PrintHeader(const Inputs& in, const Plan& plan, std::ostream& out) {
 
 void PrintTable(const Inputs& in, const Plan& plan, std::ostream& out) {
   PrintHeader(in, plan, out);
-  out << "\n" << std::left << std::setw(20) << "LAUNCHER" << "KEYS\n";
+  out << "\n"
+      << std::left << std::setw(20) << "LAUNCHER"
+      << "KEYS\n";
   for (const LauncherPlan& lp : plan.launchers) {
     out << std::setw(20) << lp.name << lp.keys.size() << "\n";
   }

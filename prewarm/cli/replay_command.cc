@@ -4,10 +4,10 @@
 #include <fstream>
 #include <set>
 
-#include "prewarm/util/strings.h"
 #include "nlohmann/json.hpp"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
+#include "prewarm/util/strings.h"
 
 namespace prewarm {
 
@@ -37,9 +37,8 @@ int RunReplay(const Config& config, std::ostream& out) {
     ++steps;
     const std::string where = StrCat(config.trace, ":", line_no);
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    absl::StatusOr<Step> step = j.is_discarded()
-                                    ? absl::InvalidArgumentError("malformed JSON")
-                                    : StepFromJson(j);
+    absl::StatusOr<Step> step =
+        j.is_discarded() ? absl::InvalidArgumentError("malformed JSON") : StepFromJson(j);
     if (!step.ok()) {
       ++bad;
       out << where << ": malformed step: " << step.status().message() << "\n";
@@ -64,9 +63,9 @@ int RunReplay(const Config& config, std::ostream& out) {
   out << "replay: " << steps << " steps, " << steps - bad << " in range, " << bad
       << " out of range or malformed; " << distinct.size() << " distinct keys\n";
   if (bad > 0) {
-    return ReportError(absl::InvalidArgumentError(
-        StrCat(config.trace, ": ", bad, " of ", steps,
-                     " steps are out of range or malformed (listed above)")));
+    return ReportError(
+        absl::InvalidArgumentError(StrCat(config.trace, ": ", bad, " of ", steps,
+                                          " steps are out of range or malformed (listed above)")));
   }
   return kExitOk;
 }

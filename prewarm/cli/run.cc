@@ -1,6 +1,6 @@
-#include "prewarm/util/strings.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/util/log.h"
+#include "prewarm/util/strings.h"
 
 namespace prewarm {
 

@@ -16,8 +16,7 @@ struct Gemm {
 };
 
 std::vector<Gemm> Gemms(const Shape& s) {
-  return {{"q_absorb", s.kv_lora_rank, s.qk_nope_head_dim},
-          {"v_up", s.v_head_dim, s.kv_lora_rank}};
+  return {{"q_absorb", s.kv_lora_rank, s.qk_nope_head_dim}, {"v_up", s.v_head_dim, s.kv_lora_rank}};
 }
 
 int64_t BlockM(int64_t m, const Thresholds& t) {
@@ -38,8 +37,7 @@ class Fp8BmmLauncher final : public Launcher {
     return keys;
   }
 
-  std::vector<PlannedKey> Enumerate(const Limits& limits,
-                                    const LaunchContext& ctx) const override {
+  std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     const Thresholds& t = ctx.thresholds;
     const int64_t rmax = limits.MaxDecodeTokens();
     // Every M in 1..rmax is reachable; one representative per key.

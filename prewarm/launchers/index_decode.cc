@@ -22,8 +22,7 @@ class IndexDecodeLauncher final : public Launcher {
                    step.decode_tokens * step.max_decode_ctx > t.index_decode_buffered_work, ctx)};
   }
 
-  std::vector<PlannedKey> Enumerate(const Limits& limits,
-                                    const LaunchContext& ctx) const override {
+  std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     const Thresholds& t = ctx.thresholds;
     const int64_t rmax = limits.MaxDecodeTokens();
     const int64_t lmax = limits.max_model_len;

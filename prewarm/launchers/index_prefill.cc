@@ -18,8 +18,7 @@ class IndexPrefillLauncher final : public Launcher {
     return {KeyFor(step.prefill_work > ctx.thresholds.index_prefill_large_work, ctx)};
   }
 
-  std::vector<PlannedKey> Enumerate(const Limits& limits,
-                                    const LaunchContext& ctx) const override {
+  std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     const int64_t large_above = ctx.thresholds.index_prefill_large_work;
     std::vector<PlannedKey> out;
     // W ranges from 1 (q 1, ctx 1) to min(B, S * Lmax) * Lmax (every request at ctx = Lmax).

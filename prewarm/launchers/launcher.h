@@ -25,20 +25,20 @@ namespace prewarm {
 // The rules' breakpoints. Production uses the defaults; tests scale them down so that every
 // in-range step of tiny limits can be enumerated by brute force and compared with Enumerate.
 struct Thresholds {
-  int64_t bmm_exact_max = 16;        // M <= this: m_exact = M
-  int64_t bmm_small_max = 128;       // block_m = bmm_block_small up to this M
-  int64_t bmm_mid_max = 512;         // block_m = bmm_block_mid up to this M
+  int64_t bmm_exact_max = 16;   // M <= this: m_exact = M
+  int64_t bmm_small_max = 128;  // block_m = bmm_block_small up to this M
+  int64_t bmm_mid_max = 512;    // block_m = bmm_block_mid up to this M
   int64_t bmm_block_small = 32;
   int64_t bmm_block_mid = 64;
   int64_t bmm_block_large = 128;
-  int64_t norm_small_max_tokens = 512;          // small = T <= this
-  int64_t index_prefill_large_work = 1 << 26;   // large = W > this
-  int64_t index_decode_rows_cap = 64;           // rows_tile = pow2 >= min(R, this)
-  int64_t index_decode_buffered_work = 1 << 20; // buffered = R * Cmax > this
-  int64_t topk_strip_len = 4096;                // strips = pow2 >= ceil(ctx / this)
-  int64_t sparse_one_round_max = 1024;          // rounds = 1 if min(ctx, Ktop) <= this
-  int64_t sparse_splits_work = 256;             // splits = largest pow2 <= this / R ...
-  int64_t sparse_splits_cap = 16;               // ... at most this
+  int64_t norm_small_max_tokens = 512;           // small = T <= this
+  int64_t index_prefill_large_work = 1 << 26;    // large = W > this
+  int64_t index_decode_rows_cap = 64;            // rows_tile = pow2 >= min(R, this)
+  int64_t index_decode_buffered_work = 1 << 20;  // buffered = R * Cmax > this
+  int64_t topk_strip_len = 4096;                 // strips = pow2 >= ceil(ctx / this)
+  int64_t sparse_one_round_max = 1024;           // rounds = 1 if min(ctx, Ktop) <= this
+  int64_t sparse_splits_work = 256;              // splits = largest pow2 <= this / R ...
+  int64_t sparse_splits_cap = 16;                // ... at most this
 };
 
 struct LaunchContext {

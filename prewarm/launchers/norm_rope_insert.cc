@@ -17,14 +17,14 @@ class NormRopeInsertLauncher final : public Launcher {
     return {KeyFor(step.total_tokens <= ctx.thresholds.norm_small_max_tokens, ctx)};
   }
 
-  std::vector<PlannedKey> Enumerate(const Limits& limits,
-                                    const LaunchContext& ctx) const override {
+  std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     const int64_t small_max = ctx.thresholds.norm_small_max_tokens;
     std::vector<PlannedKey> out;
     // T ranges over 1..min(B, S * Lmax): a prefill request takes any q_len up to its ctx.
     if (small_max >= 1) out.push_back({KeyFor(true, ctx), PrefillWitness(1, limits)});
     if (limits.MaxStepTokens() > small_max) {
-      out.push_back({KeyFor(false, ctx), PrefillWitness(std::max<int64_t>(small_max + 1, 1), limits)});
+      out.push_back(
+          {KeyFor(false, ctx), PrefillWitness(std::max<int64_t>(small_max + 1, 1), limits)});
     }
     return out;
   }

@@ -36,7 +36,8 @@ std::vector<DispatchedLauncher> DispatchStep(const Step& step, const Limits& lim
     if (keys.empty()) continue;
     DispatchedLauncher d{std::string(launcher->Name()), {}};
     for (Key& k : keys) {
-      if (std::find(d.keys.begin(), d.keys.end(), k) == d.keys.end()) d.keys.push_back(std::move(k));
+      if (std::find(d.keys.begin(), d.keys.end(), k) == d.keys.end())
+        d.keys.push_back(std::move(k));
     }
     out.push_back(std::move(d));
   }

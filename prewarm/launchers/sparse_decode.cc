@@ -25,8 +25,7 @@ class SparseDecodeLauncher final : public Launcher {
     return {KeyFor(Splits(step.decode_tokens, ctx.thresholds), ctx)};
   }
 
-  std::vector<PlannedKey> Enumerate(const Limits& limits,
-                                    const LaunchContext& ctx) const override {
+  std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     const Thresholds& t = ctx.thresholds;
     const int64_t rmax = limits.MaxDecodeTokens();
     // Splits(R) does not grow with R. The values it can take: the cap and the powers of two
@@ -40,7 +39,10 @@ class SparseDecodeLauncher final : public Launcher {
       int64_t lo = 1, hi = rmax;
       while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
-        if (Splits(mid, t) <= v) hi = mid; else lo = mid + 1;
+        if (Splits(mid, t) <= v)
+          hi = mid;
+        else
+          lo = mid + 1;
       }
       if (Splits(lo, t) == v) out.push_back({KeyFor(v, ctx), DecodeWitness(lo, limits)});
     }

@@ -20,8 +20,7 @@ class SparsePrefillLauncher final : public Launcher {
     return keys;
   }
 
-  std::vector<PlannedKey> Enumerate(const Limits& limits,
-                                    const LaunchContext& ctx) const override {
+  std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     const int64_t one_round_max = ctx.thresholds.sparse_one_round_max;
     std::vector<PlannedKey> out;
     if (one_round_max >= 1) out.push_back({KeyFor(1, ctx), Step{{{Phase::kPrefill, 1, 1}}}});

@@ -40,9 +40,8 @@ absl::Status CheckStep(const Step& step, const Limits& limits) {
       broken.push_back(StrCat(who, "ctx ", r.ctx, " > max_model_len ", limits.max_model_len));
     }
     if (r.phase == Phase::kDecode && r.q_len > limits.num_speculative_tokens + 1) {
-      broken.push_back(StrCat(who, "decode q_len ", r.q_len,
-                                    " > num_speculative_tokens + 1 = ",
-                                    limits.num_speculative_tokens + 1));
+      broken.push_back(StrCat(who, "decode q_len ", r.q_len, " > num_speculative_tokens + 1 = ",
+                              limits.num_speculative_tokens + 1));
     }
     // Saturating sums: a trace may hold any integer, and the total only has to exceed B.
     const int64_t q = std::clamp<int64_t>(r.q_len, 0, int64_t{1} << 40);
@@ -50,13 +49,12 @@ absl::Status CheckStep(const Step& step, const Limits& limits) {
     if (r.phase == Phase::kDecode) decode_tokens = std::min(decode_tokens + q, int64_t{1} << 60);
   }
   if (tokens > limits.max_num_batched_tokens) {
-    broken.push_back(StrCat(tokens, " new tokens > max_num_batched_tokens ",
-                                  limits.max_num_batched_tokens));
+    broken.push_back(
+        StrCat(tokens, " new tokens > max_num_batched_tokens ", limits.max_num_batched_tokens));
   }
   if (limits.graph_only && decode_tokens > limits.max_cudagraph_capture_size) {
-    broken.push_back(StrCat(decode_tokens,
-                                  " decode tokens > max_cudagraph_capture_size ",
-                                  limits.max_cudagraph_capture_size, " (--graph-only)"));
+    broken.push_back(StrCat(decode_tokens, " decode tokens > max_cudagraph_capture_size ",
+                            limits.max_cudagraph_capture_size, " (--graph-only)"));
   }
   if (broken.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(StrJoin(broken, "; "));
@@ -82,11 +80,10 @@ absl::StatusOr<Step> StepFromJson(const nlohmann::json& j) {
     const std::string who = StrCat("requests[", i++, "]");
     if (!r.is_object()) return absl::InvalidArgumentError(who + ": expected an object");
     auto phase = r.find("phase");
-    if (phase == r.end() || !phase->is_string() ||
-        (*phase != "decode" && *phase != "prefill")) {
+    if (phase == r.end() || !phase->is_string() || (*phase != "decode" && *phase != "prefill")) {
       return absl::InvalidArgumentError(
           StrCat(who, ".phase: ", phase == r.end() ? "missing" : phase->dump(),
-                       "; expected \"decode\" or \"prefill\""));
+                 "; expected \"decode\" or \"prefill\""));
     }
     Request req;
     req.phase = (*phase == "decode") ? Phase::kDecode : Phase::kPrefill;
@@ -94,9 +91,9 @@ absl::StatusOr<Step> StepFromJson(const nlohmann::json& j) {
                               std::pair<const char*, int64_t*>{"ctx", &req.ctx}}) {
       auto it = r.find(field);
       if (it == r.end() || !it->is_number_integer()) {
-        return absl::InvalidArgumentError(
-            StrCat(who, ".", field, ": ", it == r.end() ? "missing" : it->dump(),
-                         "; expected an integer"));
+        return absl::InvalidArgumentError(StrCat(who, ".", field, ": ",
+                                                 it == r.end() ? "missing" : it->dump(),
+                                                 "; expected an integer"));
       }
       *out = it->get<int64_t>();
     }
@@ -122,7 +119,7 @@ std::string DescribeStep(const Step& step) {
       return lo == hi ? StrCat(lo) : StrCat(lo, "..", hi);
     };
     parts.push_back(StrCat(count, phase == Phase::kDecode ? " decode" : " prefill", " (q ",
-                                 range(qmin, qmax), ", ctx ", range(cmin, cmax), ")"));
+                           range(qmin, qmax), ", ctx ", range(cmin, cmax), ")"));
   }
   return parts.empty() ? "empty step" : StrJoin(parts, " + ");
 }

@@ -33,10 +33,10 @@ struct Step {
 
 // What the key rules read from a step.
 struct StepStats {
-  int64_t total_tokens = 0;      // T = sum of q_len
-  int64_t decode_tokens = 0;     // R = sum of q_len over decode requests
-  int64_t max_decode_ctx = 0;    // Cmax = largest ctx among decode requests (0 if none)
-  int64_t prefill_work = 0;      // W = sum over prefill requests of q_len * ctx
+  int64_t total_tokens = 0;          // T = sum of q_len
+  int64_t decode_tokens = 0;         // R = sum of q_len over decode requests
+  int64_t max_decode_ctx = 0;        // Cmax = largest ctx among decode requests (0 if none)
+  int64_t prefill_work = 0;          // W = sum over prefill requests of q_len * ctx
   std::vector<int64_t> prefill_ctx;  // ctx of each prefill request, in order
 };
 StepStats ComputeStats(const Step& step);

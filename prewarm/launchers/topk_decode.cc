@@ -16,8 +16,7 @@ class TopkDecodeLauncher final : public Launcher {
     return {KeyFor(ctx)};
   }
 
-  std::vector<PlannedKey> Enumerate(const Limits& limits,
-                                    const LaunchContext& ctx) const override {
+  std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     if (limits.MaxDecodeTokens() < 1) return {};
     return {{KeyFor(ctx), DecodeWitness(1, limits)}};
   }

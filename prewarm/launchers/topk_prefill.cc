@@ -15,12 +15,12 @@ class TopkPrefillLauncher final : public Launcher {
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
     std::vector<Key> keys;
     const int64_t strip = ctx.thresholds.topk_strip_len;
-    for (int64_t c : step.prefill_ctx) keys.push_back(KeyFor(CeilPow2((c + strip - 1) / strip), ctx));
+    for (int64_t c : step.prefill_ctx)
+      keys.push_back(KeyFor(CeilPow2((c + strip - 1) / strip), ctx));
     return keys;
   }
 
-  std::vector<PlannedKey> Enumerate(const Limits& limits,
-                                    const LaunchContext& ctx) const override {
+  std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     const int64_t strip = ctx.thresholds.topk_strip_len;
     std::vector<PlannedKey> out;
     // strips = s needs ceil(ctx / strip) in (s/2, s]: the smallest such ctx is s/2 * strip + 1.

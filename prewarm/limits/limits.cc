@@ -9,7 +9,8 @@
 namespace prewarm {
 namespace {
 
-// Values past this are surely typos; it also keeps products like R * Cmax and B * Lmax inside int64.
+// Values past this are surely typos; it also keeps products like R * Cmax and B * Lmax inside
+// int64.
 constexpr int64_t kMaxLimitValue = (int64_t{1} << 31) - 1;
 
 std::string NormalizeFlag(std::string_view name) {
@@ -25,13 +26,26 @@ std::optional<int64_t> ParseSizedInt(std::string_view text) {
   int64_t multiplier = 1;
   const char last = text.back();
   switch (last) {
-    case 'k': multiplier = 1000; break;
-    case 'K': multiplier = 1024; break;
-    case 'm': multiplier = 1000 * 1000; break;
-    case 'M': multiplier = 1024 * 1024; break;
-    case 'g': multiplier = 1000 * 1000 * 1000; break;
-    case 'G': multiplier = 1024 * 1024 * 1024; break;
-    default: break;
+    case 'k':
+      multiplier = 1000;
+      break;
+    case 'K':
+      multiplier = 1024;
+      break;
+    case 'm':
+      multiplier = 1000 * 1000;
+      break;
+    case 'M':
+      multiplier = 1024 * 1024;
+      break;
+    case 'g':
+      multiplier = 1000 * 1000 * 1000;
+      break;
+    case 'G':
+      multiplier = 1024 * 1024 * 1024;
+      break;
+    default:
+      break;
   }
   if (multiplier != 1) text.remove_suffix(1);
   int64_t value = 0;
@@ -50,12 +64,18 @@ std::optional<int64_t> ParseSizedInt(std::string_view text) {
 
 std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
   switch (dtype) {
-    case KvCacheDtype::kAuto: return "auto";
-    case KvCacheDtype::kBfloat16: return "bfloat16";
-    case KvCacheDtype::kFp8: return "fp8";
-    case KvCacheDtype::kFp8E4m3: return "fp8_e4m3";
-    case KvCacheDtype::kFp8E5m2: return "fp8_e5m2";
-    case KvCacheDtype::kNvfp4: return "nvfp4";
+    case KvCacheDtype::kAuto:
+      return "auto";
+    case KvCacheDtype::kBfloat16:
+      return "bfloat16";
+    case KvCacheDtype::kFp8:
+      return "fp8";
+    case KvCacheDtype::kFp8E4m3:
+      return "fp8_e4m3";
+    case KvCacheDtype::kFp8E5m2:
+      return "fp8_e5m2";
+    case KvCacheDtype::kNvfp4:
+      return "nvfp4";
   }
   return "auto";
 }
@@ -94,20 +114,18 @@ absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name
   if (spec == nullptr) {
     return absl::InvalidArgumentError(StrCat(origin, ": not a scheduler limit"));
   }
-  const std::string rule = StrCat("--", spec->flag, " (", spec->meaning,
-                                        ") must be an integer >= ", spec->min_value);
+  const std::string rule =
+      StrCat("--", spec->flag, " (", spec->meaning, ") must be an integer >= ", spec->min_value);
   std::optional<int64_t> v = ParseSizedInt(text);
   if (!v.has_value()) {
-    return absl::InvalidArgumentError(
-        StrCat(origin, "=", text, ": not an integer; ", rule));
+    return absl::InvalidArgumentError(StrCat(origin, "=", text, ": not an integer; ", rule));
   }
   if (*v < spec->min_value) {
     return absl::InvalidArgumentError(StrCat(origin, "=", text, ": ", rule));
   }
   if (*v > kMaxLimitValue) {
-    return absl::InvalidArgumentError(StrCat(origin, "=", text, ": too large; --",
-                                                   spec->flag, " must be at most ",
-                                                   kMaxLimitValue));
+    return absl::InvalidArgumentError(StrCat(origin, "=", text, ": too large; --", spec->flag,
+                                             " must be at most ", kMaxLimitValue));
   }
   values[spec->id] = Sourced<int64_t>{*v, std::string(origin)};
   return absl::OkStatus();
@@ -124,19 +142,26 @@ absl::Status SetKvCacheDtypeFromText(LimitValues& values, std::string_view text,
   }
   return absl::InvalidArgumentError(
       StrCat(origin, "=", text,
-                   ": unknown KV cache dtype; expected one of auto, bfloat16, fp8, fp8_e4m3, "
-                   "fp8_e5m2, nvfp4"));
+             ": unknown KV cache dtype; expected one of auto, bfloat16, fp8, fp8_e4m3, "
+             "fp8_e5m2, nvfp4"));
 }
 
 int64_t Limits::Get(IntLimit id) const {
   switch (id) {
-    case IntLimit::kMaxNumSeqs: return max_num_seqs;
-    case IntLimit::kMaxNumBatchedTokens: return max_num_batched_tokens;
-    case IntLimit::kMaxModelLen: return max_model_len;
-    case IntLimit::kNumSpeculativeTokens: return num_speculative_tokens;
-    case IntLimit::kMaxCudagraphCaptureSize: return max_cudagraph_capture_size;
-    case IntLimit::kTensorParallelSize: return tensor_parallel_size;
-    case IntLimit::kBlockSize: return block_size;
+    case IntLimit::kMaxNumSeqs:
+      return max_num_seqs;
+    case IntLimit::kMaxNumBatchedTokens:
+      return max_num_batched_tokens;
+    case IntLimit::kMaxModelLen:
+      return max_model_len;
+    case IntLimit::kNumSpeculativeTokens:
+      return num_speculative_tokens;
+    case IntLimit::kMaxCudagraphCaptureSize:
+      return max_cudagraph_capture_size;
+    case IntLimit::kTensorParallelSize:
+      return tensor_parallel_size;
+    case IntLimit::kBlockSize:
+      return block_size;
   }
   return 0;
 }
@@ -156,8 +181,8 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
                                      const LimitValues& vllm_values, const ModelConfig& model) {
   Limits limits;
   // Built-in defaults (vLLM's), with max_model_len from the model config.
-  std::array<int64_t, kNumIntLimits> value = {256, 8192, model.max_position_embeddings, 0,
-                                              512, 1, 64};
+  std::array<int64_t, kNumIntLimits> value = {256, 8192, model.max_position_embeddings, 0, 512,
+                                              1,   64};
   std::array<std::string, kNumIntLimits> origin = {
       "default", "default", "model config max_position_embeddings", "default", "default",
       "default", "default"};
@@ -181,9 +206,8 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   limits.block_size = value[6];
   limits.origins = origin;
   if (limits.max_model_len < 1) {
-    return absl::InvalidArgumentError(
-        StrCat("max_model_len is ", limits.max_model_len, " (from ",
-                     origin[2], "); --max-model-len must be >= 1"));
+    return absl::InvalidArgumentError(StrCat("max_model_len is ", limits.max_model_len, " (from ",
+                                             origin[2], "); --max-model-len must be >= 1"));
   }
   // "auto" is the model's own dtype: NVFP4 only for the embedded example, whose dtype it is.
   if (limits.kv_cache_dtype == KvCacheDtype::kAuto && model.is_embedded_example) {

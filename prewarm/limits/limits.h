@@ -80,12 +80,12 @@ absl::Status SetKvCacheDtypeFromText(LimitValues& values, std::string_view text,
 
 // The resolved limits.
 struct Limits {
-  int64_t max_num_seqs = 256;                 // S
-  int64_t max_num_batched_tokens = 8192;      // B
-  int64_t max_model_len = 0;                  // Lmax
-  int64_t num_speculative_tokens = 0;         // k
-  int64_t max_cudagraph_capture_size = 512;   // G
-  int64_t tensor_parallel_size = 1;           // tp
+  int64_t max_num_seqs = 256;                // S
+  int64_t max_num_batched_tokens = 8192;     // B
+  int64_t max_model_len = 0;                 // Lmax
+  int64_t num_speculative_tokens = 0;        // k
+  int64_t max_cudagraph_capture_size = 512;  // G
+  int64_t tensor_parallel_size = 1;          // tp
   int64_t block_size = 64;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // resolved: never kAuto for the example
   bool graph_only = false;

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "prewarm/util/strings.h"
 #include "nlohmann/json.hpp"
 #include "prewarm/util/shell_split.h"
 #include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
@@ -49,8 +49,8 @@ const Known* FindKnown(std::string_view name) {
 absl::StatusOr<json> ParseJsonArg(std::string_view flag, std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(StrCat(kOrigin, "--", flag, " '", text,
-                                                   "': malformed JSON (expected an object)"));
+    return absl::InvalidArgumentError(
+        StrCat(kOrigin, "--", flag, " '", text, "': malformed JSON (expected an object)"));
   }
   return j;
 }
@@ -63,9 +63,9 @@ std::string JsonScalarText(const json& v) {
 absl::Status ApplySpeculative(LimitValues& out, std::string_view flag, const json& config) {
   auto it = config.find("num_speculative_tokens");
   if (it == config.end() || it->is_null()) {
-    return absl::InvalidArgumentError(StrCat(
-        kOrigin, "--", flag, " '", config.dump(),
-        "': has no num_speculative_tokens; add it there or pass --num-speculative-tokens"));
+    return absl::InvalidArgumentError(
+        StrCat(kOrigin, "--", flag, " '", config.dump(),
+               "': has no num_speculative_tokens; add it there or pass --num-speculative-tokens"));
   }
   return SetIntLimitFromText(out, "num-speculative-tokens", JsonScalarText(*it),
                              StrCat(kOrigin, "--", flag, " num_speculative_tokens"));
@@ -77,13 +77,13 @@ absl::Status ApplyCompilation(LimitValues& out, std::string_view flag, const jso
     return SetIntLimitFromText(out, "max-cudagraph-capture-size", JsonScalarText(*it),
                                origin + "max_cudagraph_capture_size");
   }
-  if (auto it = config.find("cudagraph_capture_sizes"); it != config.end() && it->is_array() &&
-                                                         !it->empty()) {
+  if (auto it = config.find("cudagraph_capture_sizes");
+      it != config.end() && it->is_array() && !it->empty()) {
     int64_t largest = 0;
     for (const json& v : *it) {
       if (!v.is_number_integer()) {
-        return absl::InvalidArgumentError(StrCat(
-            origin, "cudagraph_capture_sizes ", it->dump(), ": expected a list of integers"));
+        return absl::InvalidArgumentError(StrCat(origin, "cudagraph_capture_sizes ", it->dump(),
+                                                 ": expected a list of integers"));
       }
       largest = std::max(largest, v.get<int64_t>());
     }
@@ -97,8 +97,7 @@ absl::Status Apply(LimitValues& out, const Known& known, std::string_view shown_
                    std::string_view value) {
   switch (known.kind) {
     case Kind::kInt:
-      return SetIntLimitFromText(out, known.limit_flag, value,
-                                 StrCat(kOrigin, shown_flag));
+      return SetIntLimitFromText(out, known.limit_flag, value, StrCat(kOrigin, shown_flag));
     case Kind::kKvDtype:
       return SetKvCacheDtypeFromText(out, value, StrCat(kOrigin, shown_flag));
     case Kind::kSpeculative: {
@@ -154,8 +153,7 @@ absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
     } else if (i + 1 < w.size()) {
       value = w[++i];
     } else {
-      return absl::InvalidArgumentError(
-          StrCat(kOrigin, word, ": the flag has no value"));
+      return absl::InvalidArgumentError(StrCat(kOrigin, word, ": the flag has no value"));
     }
     if (!sub_key.empty()) {
       if (known->kind != Kind::kSpeculative && known->kind != Kind::kCompilation) continue;

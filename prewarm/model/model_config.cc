@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "prewarm/util/strings.h"
 #include "nlohmann/json.hpp"
+#include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
@@ -13,20 +13,21 @@ using nlohmann::json;
 
 // A required positive integer field. Booleans and floats with a fraction are rejected:
 // a head count of 64.5 or "64" in a config is a broken config, not something to guess at.
-absl::StatusOr<int64_t> PositiveInt(const json& j, std::string_view field, std::string_view origin) {
+absl::StatusOr<int64_t> PositiveInt(const json& j, std::string_view field,
+                                    std::string_view origin) {
   auto it = j.find(field);
   if (it == j.end() || it->is_null()) {
     return absl::InvalidArgumentError(
         StrCat(origin, ": required field \"", field, "\" is missing"));
   }
   if (!it->is_number_integer()) {
-    return absl::InvalidArgumentError(StrCat(origin, ": field \"", field, "\" is ",
-                                                   it->dump(), ", expected a positive integer"));
+    return absl::InvalidArgumentError(
+        StrCat(origin, ": field \"", field, "\" is ", it->dump(), ", expected a positive integer"));
   }
   const int64_t v = it->get<int64_t>();
   if (v < 1) {
-    return absl::InvalidArgumentError(StrCat(origin, ": field \"", field, "\" is ", v,
-                                                   ", expected a positive integer"));
+    return absl::InvalidArgumentError(
+        StrCat(origin, ": field \"", field, "\" is ", v, ", expected a positive integer"));
   }
   return v;
 }
@@ -85,8 +86,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return absl::InvalidArgumentError(
-        StrCat("--model-config ", path, ": cannot open the file"));
+    return absl::InvalidArgumentError(StrCat("--model-config ", path, ": cannot open the file"));
   }
   std::stringstream ss;
   ss << in.rdbuf();
@@ -117,15 +117,14 @@ ModelConfig ExampleModelConfig() {
 
 absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_parallel_size) {
   if (!model.is_mla) {
-    return absl::InvalidArgumentError(StrCat(
-        "model ", model.source, " (", model.name,
-        ") is not an MLA model (no kv_lora_rank): prewarm has no launchers for it"));
+    return absl::InvalidArgumentError(
+        StrCat("model ", model.source, " (", model.name,
+               ") is not an MLA model (no kv_lora_rank): prewarm has no launchers for it"));
   }
   if (tensor_parallel_size < 1 || model.num_heads % tensor_parallel_size != 0) {
-    return absl::InvalidArgumentError(
-        StrCat("--tensor-parallel-size ", tensor_parallel_size,
-                     ": must divide num_attention_heads (", model.num_heads, ") of ",
-                     model.source));
+    return absl::InvalidArgumentError(StrCat("--tensor-parallel-size ", tensor_parallel_size,
+                                             ": must divide num_attention_heads (", model.num_heads,
+                                             ") of ", model.source));
   }
   Shape s;
   s.heads = model.num_heads / tensor_parallel_size;

@@ -20,11 +20,11 @@ struct ModelConfig {
   std::string name;    // "model_type" or "example"
   std::string source;  // the file it came from, or "embedded example"
   bool is_mla = false;
-  int64_t num_heads = 0;       // H
-  int64_t kv_lora_rank = 0;    // L
+  int64_t num_heads = 0;         // H
+  int64_t kv_lora_rank = 0;      // L
   int64_t qk_nope_head_dim = 0;  // Dn
   int64_t qk_rope_head_dim = 0;  // Dr
-  int64_t v_head_dim = 0;      // Dv
+  int64_t v_head_dim = 0;        // Dv
   bool has_indexer = false;
   int64_t index_n_heads = 0;   // Hi
   int64_t index_head_dim = 0;  // Di

@@ -11,16 +11,16 @@ namespace prewarm {
 
 const std::vector<std::string_view>& KnownArchNames() {
   static const std::vector<std::string_view>* const kNames = new std::vector<std::string_view>{
-      "gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1200", "gfx1201",
-      "sm_80",  "sm_86",  "sm_89",  "sm_90",  "sm_100",  "sm_120"};
+      "gfx908",  "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1200",
+      "gfx1201", "sm_80",  "sm_86",  "sm_89",  "sm_90",   "sm_100",  "sm_120"};
   return *kNames;
 }
 
 absl::StatusOr<Arch> ParseArch(std::string_view name) {
   const auto& known = KnownArchNames();
   if (std::find(known.begin(), known.end(), name) == known.end()) {
-    return absl::InvalidArgumentError(StrCat("--arch ", name, ": unknown architecture; known: ",
-                                                   StrJoin(known, ", "), ", or auto"));
+    return absl::InvalidArgumentError(StrCat(
+        "--arch ", name, ": unknown architecture; known: ", StrJoin(known, ", "), ", or auto"));
   }
   return Arch{std::string(name), name.starts_with("sm_") ? Platform::kNvidia : Platform::kAmd};
 }
@@ -30,8 +30,7 @@ absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list) {
   for (std::string_view part : StrSplit(list, ',')) {
     part = StripWhitespace(part);
     if (part.empty()) {
-      return absl::InvalidArgumentError(
-          StrCat("--arch ", list, ": empty name in the list"));
+      return absl::InvalidArgumentError(StrCat("--arch ", list, ": empty name in the list"));
     }
     absl::StatusOr<Arch> arch = ParseArch(part);
     if (!arch.ok()) return arch.status();
@@ -55,7 +54,8 @@ std::vector<std::string> DetectKfdArchNames(const std::string& kfd_root) {
     while (std::getline(in, line)) {
       constexpr std::string_view kPrefix = "gfx_target_version ";
       if (!line.starts_with(kPrefix)) continue;
-      const std::optional<int64_t> parsed = ParseInt64(StripWhitespace(std::string_view(line).substr(kPrefix.size())));
+      const std::optional<int64_t> parsed =
+          ParseInt64(StripWhitespace(std::string_view(line).substr(kPrefix.size())));
       if (!parsed.has_value() || *parsed <= 0) break;
       const int64_t v = *parsed;
       // major*10000 + minor*100 + stepping; the stepping is one hex digit in the name.

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-
 namespace prewarm {
 
 const std::vector<EnvVar>& RegisteredEnvVars() {

@@ -22,8 +22,7 @@ absl::StatusOr<std::vector<std::string>> ShellSplit(std::string_view line) {
     if (c == '\'') {
       const size_t end = line.find('\'', i + 1);
       if (end == std::string_view::npos) {
-        return absl::InvalidArgumentError(
-            StrCat("unterminated single quote at offset ", i));
+        return absl::InvalidArgumentError(StrCat("unterminated single quote at offset ", i));
       }
       word.append(line.substr(i + 1, end - i - 1));
       i = end + 1;
@@ -31,8 +30,7 @@ absl::StatusOr<std::vector<std::string>> ShellSplit(std::string_view line) {
       size_t j = i + 1;
       for (;; ++j) {
         if (j >= line.size()) {
-          return absl::InvalidArgumentError(
-              StrCat("unterminated double quote at offset ", i));
+          return absl::InvalidArgumentError(StrCat("unterminated double quote at offset ", i));
         }
         if (line[j] == '"') break;
         if (line[j] == '\\' && j + 1 < line.size() &&

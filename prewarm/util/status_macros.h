@@ -9,12 +9,12 @@
 #define PREWARM_CONCAT_INNER_(a, b) a##b
 #define PREWARM_CONCAT_(a, b) PREWARM_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                  \
-  do {                                         \
-    ::absl::Status prewarm_status_ = (expr);   \
-    if (!prewarm_status_.ok()) {               \
-      return prewarm_status_;                  \
-    }                                          \
+#define RETURN_IF_ERROR(expr)                \
+  do {                                       \
+    ::absl::Status prewarm_status_ = (expr); \
+    if (!prewarm_status_.ok()) {             \
+      return prewarm_status_;                \
+    }                                        \
   } while (false)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \

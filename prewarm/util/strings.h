@@ -24,8 +24,7 @@ inline void Append(std::string& out, absl::string_view s) { out.append(s.data(),
 inline void Append(std::string& out, char c) { out.push_back(c); }
 inline void Append(std::string& out, bool b) { out.append(b ? "true" : "false"); }
 template <std::integral T>
-  requires(!std::same_as<T, bool> && !std::same_as<T, char>)
-void Append(std::string& out, T v) {
+requires(!std::same_as<T, bool> && !std::same_as<T, char>) void Append(std::string& out, T v) {
   out.append(std::to_string(v));
 }
 void AppendDouble(std::string& out, double v);

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <map>
 
-#include "prewarm/util/strings.h"
 #include "absl/time/clock.h"
+#include "prewarm/util/strings.h"
 
 extern char** environ;
 
@@ -120,8 +120,8 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
       if (pfds[p].revents == 0) continue;
       const int k = which[p];
       if (k == 0) {
-        const ssize_t w = ::write(fds[0], options.stdin_data.data() + in_off,
-                                  options.stdin_data.size() - in_off);
+        const ssize_t w =
+            ::write(fds[0], options.stdin_data.data() + in_off, options.stdin_data.size() - in_off);
         if (w > 0) in_off += static_cast<size_t>(w);
         if (w < 0 || in_off == options.stdin_data.size()) CloseIfOpen(fds[0]);
       } else {

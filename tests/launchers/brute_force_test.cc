@@ -1,0 +1,119 @@
+// For tiny limits, with every rule threshold scaled down so each rule has all its cases inside
+// them, enumerate every in-range step (every multiset of requests) and compare the set of keys
+// they reach with Enumerate's, exactly.
+#include <functional>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "prewarm/launchers/plan.h"
+
+namespace prewarm {
+namespace {
+
+Thresholds Tiny() {
+  Thresholds t;
+  t.bmm_exact_max = 2;
+  t.bmm_small_max = 4;
+  t.bmm_mid_max = 8;
+  t.bmm_block_small = 2;
+  t.bmm_block_mid = 4;
+  t.bmm_block_large = 3;  // not a power of two on purpose: even_m must still be exact
+  t.norm_small_max_tokens = 3;
+  t.index_prefill_large_work = 10;
+  t.index_decode_rows_cap = 4;
+  t.index_decode_buffered_work = 6;
+  t.topk_strip_len = 2;
+  t.sparse_one_round_max = 2;
+  t.sparse_splits_work = 8;
+  t.sparse_splits_cap = 4;
+  return t;
+}
+
+using KeySet = std::set<std::string>;
+
+KeySet BruteForce(const Limits& l, const Shape& shape, const Arch& arch, const Thresholds& t,
+                  int64_t* steps_seen) {
+  std::vector<Request> types;
+  for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
+    for (int64_t q = 1; q <= l.max_model_len; ++q) {
+      if (phase == Phase::kDecode && q > l.num_speculative_tokens + 1) continue;
+      for (int64_t c = q; c <= l.max_model_len; ++c) types.push_back({phase, q, c});
+    }
+  }
+  KeySet reached;
+  Step step;
+  std::function<void(size_t, int64_t, int64_t)> extend = [&](size_t first, int64_t budget,
+                                                             int64_t decode_budget) {
+    if (!step.requests.empty()) {
+      EXPECT_TRUE(CheckStep(step, l).ok());
+      ++*steps_seen;
+      for (const DispatchedLauncher& d : DispatchStep(step, l, shape, arch, t)) {
+        for (const Key& k : d.keys) reached.insert(d.name + " " + k.String());
+      }
+    }
+    if (static_cast<int64_t>(step.requests.size()) == l.max_num_seqs) return;
+    for (size_t i = first; i < types.size(); ++i) {
+      const Request& r = types[i];
+      if (r.q_len > budget) continue;
+      if (r.phase == Phase::kDecode && r.q_len > decode_budget) continue;
+      step.requests.push_back(r);
+      extend(i, budget - r.q_len, decode_budget - (r.phase == Phase::kDecode ? r.q_len : 0));
+      step.requests.pop_back();
+    }
+  };
+  extend(0, l.max_num_batched_tokens,
+         l.graph_only ? l.max_cudagraph_capture_size : l.max_num_batched_tokens);
+  return reached;
+}
+
+TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
+  const Thresholds t = Tiny();
+  const Arch arch = *ParseArch("gfx90a");
+  int64_t configs = 0, steps = 0;
+  for (int64_t topk : {2, 5}) {
+    ModelConfig model = ExampleModelConfig();
+    model.num_heads = 4;
+    model.index_topk = topk;
+    const Shape shape = *ShapeForRank(model, 1);
+    for (int64_t s : {1, 2, 3}) {
+      for (int64_t b : {1, 3, 5, 9}) {
+        for (int64_t lmax : {1, 2, 3, 5, 7}) {
+          for (int64_t k : {0, 2}) {
+            for (int64_t graph : {0, 1, 3}) {
+              Limits l;
+              l.max_num_seqs = s;
+              l.max_num_batched_tokens = b;
+              l.max_model_len = lmax;
+              l.num_speculative_tokens = k;
+              l.graph_only = graph > 0;
+              l.max_cudagraph_capture_size = std::max<int64_t>(graph, 1);
+              l.kv_cache_dtype = KvCacheDtype::kNvfp4;
+              const KeySet brute = BruteForce(l, shape, arch, t, &steps);
+              KeySet enumerated;
+              for (const LauncherPlan& lp : BuildPlan(l, model, shape, {arch}, t).launchers) {
+                for (const PlannedKey& pk : lp.keys)
+                  enumerated.insert(lp.name + " " + pk.key.String());
+              }
+              ++configs;
+              for (const std::string& key : brute) {
+                EXPECT_TRUE(enumerated.count(key))
+                    << "missing " << key << " S=" << s << " B=" << b << " Lmax=" << lmax
+                    << " k=" << k << " G=" << graph << " Ktop=" << topk;
+              }
+              for (const std::string& key : enumerated) {
+                EXPECT_TRUE(brute.count(key))
+                    << "extra " << key << " S=" << s << " B=" << b << " Lmax=" << lmax << " k=" << k
+                    << " G=" << graph << " Ktop=" << topk;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(configs, 2 * 3 * 4 * 5 * 2 * 3);
+  EXPECT_GT(steps, 100000);  // the cross-check really covered the step space
+}
+
+}  // namespace
+}  // namespace prewarm

@@ -1,0 +1,129 @@
+#include "prewarm/model/model_config.h"
+
+#include "gtest/gtest.h"
+#include "tests/testing/cli.h"
+
+namespace prewarm {
+namespace {
+
+using ::prewarm::testing::TestDataPath;
+
+TEST(ModelConfigTest, ReadsDeepSeekV2LiteWithoutIndexer) {
+  auto m = LoadModelConfig(TestDataPath("models/deepseek-v2-lite.json"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->is_mla);
+  EXPECT_FALSE(m->has_indexer);
+  EXPECT_EQ(m->num_heads, 16);
+  EXPECT_EQ(m->kv_lora_rank, 512);
+  EXPECT_EQ(m->qk_nope_head_dim, 128);
+  EXPECT_EQ(m->qk_rope_head_dim, 64);
+  EXPECT_EQ(m->v_head_dim, 128);
+  EXPECT_EQ(m->max_position_embeddings, 163840);
+  EXPECT_FALSE(m->is_embedded_example);
+}
+
+TEST(ModelConfigTest, ReadsDeepSeekV32Indexer) {
+  auto m = LoadModelConfig(TestDataPath("models/deepseek-v3.2.json"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->has_indexer);
+  EXPECT_EQ(m->index_n_heads, 64);
+  EXPECT_EQ(m->index_head_dim, 128);
+  EXPECT_EQ(m->index_topk, 2048);
+}
+
+TEST(ModelConfigTest, ShippedMiniMaxLikeConfigMatchesTheEmbeddedExample) {
+  auto m = LoadModelConfig(TestDataPath("models/minimax-m3-like.json"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  ModelConfig e = ExampleModelConfig();
+  EXPECT_EQ(m->num_heads, e.num_heads);
+  EXPECT_EQ(m->kv_lora_rank, e.kv_lora_rank);
+  EXPECT_EQ(m->qk_nope_head_dim, e.qk_nope_head_dim);
+  EXPECT_EQ(m->qk_rope_head_dim, e.qk_rope_head_dim);
+  EXPECT_EQ(m->v_head_dim, e.v_head_dim);
+  EXPECT_EQ(m->index_n_heads, e.index_n_heads);
+  EXPECT_EQ(m->index_head_dim, e.index_head_dim);
+  EXPECT_EQ(m->index_topk, e.index_topk);
+  EXPECT_EQ(m->max_position_embeddings, e.max_position_embeddings);
+}
+
+TEST(ModelConfigTest, NonMlaModelParsesButHasNoShape) {
+  auto m = LoadModelConfig(TestDataPath("models/llama-like-not-mla.json"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE(m->is_mla);
+  auto s = ShapeForRank(*m, 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("not an MLA model"), absl::string_view::npos);
+}
+
+TEST(ModelConfigTest, ReadsNestedTextConfig) {
+  auto m = ParseModelConfig(
+      R"({"model_type":"wrapper","text_config":{"num_attention_heads":8,"kv_lora_rank":64,
+          "qk_nope_head_dim":32,"qk_rope_head_dim":16,"v_head_dim":32,
+          "max_position_embeddings":1024}})",
+      "nested.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_heads, 8);
+}
+
+struct BadConfig {
+  const char* json;
+  const char* must_mention;
+};
+
+class BadModelConfigTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(BadModelConfigTest, NamesTheField) {
+  auto m = ParseModelConfig(GetParam().json, "cfg.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find(GetParam().must_mention), absl::string_view::npos)
+      << m.status().message();
+  EXPECT_NE(m.status().message().find("cfg.json"), absl::string_view::npos);
+}
+
+constexpr char kBase[] = R"("kv_lora_rank":512,"qk_nope_head_dim":128,"qk_rope_head_dim":64,)"
+                         R"("v_head_dim":128,"max_position_embeddings":4096)";
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, BadModelConfigTest,
+    ::testing::Values(
+        BadConfig{"{", "malformed JSON"}, BadConfig{"[1,2]", "expected a JSON object"},
+        BadConfig{R"({"kv_lora_rank":512})", "num_attention_heads"},
+        BadConfig{R"({"num_attention_heads":"64","kv_lora_rank":512})", "num_attention_heads"},
+        BadConfig{R"({"num_attention_heads":64.5,"kv_lora_rank":512})", "64.5"},
+        BadConfig{R"({"num_attention_heads":0,"kv_lora_rank":512})", "num_attention_heads"},
+        BadConfig{R"({"num_attention_heads":64,"kv_lora_rank":-1})", "kv_lora_rank"},
+        BadConfig{R"({"num_attention_heads":64,"kv_lora_rank":512,"qk_nope_head_dim":128,)"
+                  R"("qk_rope_head_dim":64,"v_head_dim":128})",
+                  "max_position_embeddings"},
+        BadConfig{R"({"num_attention_heads":64,"kv_lora_rank":512,"qk_nope_head_dim":128,)"
+                  R"("qk_rope_head_dim":64,"v_head_dim":128,"max_position_embeddings":4096,)"
+                  R"("index_n_heads":4})",
+                  "index_head_dim"},
+        BadConfig{R"({"num_attention_heads":64,"kv_lora_rank":512,"qk_nope_head_dim":128,)"
+                  R"("qk_rope_head_dim":64,"v_head_dim":128,"max_position_embeddings":4096,)"
+                  R"("index_n_heads":4,"index_head_dim":128,"index_topk":true})",
+                  "index_topk"}));
+
+TEST(ModelConfigTest, MissingFileNamesThePath) {
+  auto m = LoadModelConfig("/nonexistent/config.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/nonexistent/config.json"), absl::string_view::npos);
+}
+
+TEST(ShapeForRankTest, DividesHeadsAndKeepsIndexerReplicated) {
+  auto s = ShapeForRank(ExampleModelConfig(), 4);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->heads, 16);
+  EXPECT_EQ(s->index_n_heads, 4);
+}
+
+TEST(ShapeForRankTest, TpThatDoesNotDivideHeadsNamesBoth) {
+  auto s = ShapeForRank(ExampleModelConfig(), 3);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("--tensor-parallel-size 3"), absl::string_view::npos);
+  EXPECT_NE(s.status().message().find("(64)"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace prewarm

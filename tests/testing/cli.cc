@@ -1,0 +1,34 @@
+#include "tests/testing/cli.h"
+
+#include <cstring>
+
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace prewarm::testing {
+
+SubprocessResult RunPrewarm(
+    const std::vector<std::string>& args,
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& env) {
+  std::vector<std::string> argv = {PREWARM_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  SubprocessOptions options;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PREWARM_", 8) == 0) {
+      const char* eq = std::strchr(*e, '=');
+      options.env.emplace_back(std::string(*e, static_cast<size_t>(eq - *e)), std::nullopt);
+    }
+  }
+  options.env.emplace_back("PREWARM_KFD_ROOT", "/nonexistent/prewarm-test-kfd");
+  for (const auto& kv : env) options.env.push_back(kv);
+  absl::StatusOr<SubprocessResult> result = RunSubprocess(argv, options);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : SubprocessResult{};
+}
+
+std::string TestDataPath(const std::string& relative) {
+  return std::string(PREWARM_TEST_DATA_DIR) + "/" + relative;
+}
+
+}  // namespace prewarm::testing

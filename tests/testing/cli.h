@@ -1,0 +1,25 @@
+// Runs the real prewarm binary as a user would, and reads the result.
+#ifndef PREWARM_TESTS_TESTING_CLI_H_
+#define PREWARM_TESTS_TESTING_CLI_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "prewarm/util/subprocess.h"
+
+namespace prewarm::testing {
+
+// `args` follow the binary name. The child sees no PREWARM_* variables except those in `env`,
+// and PREWARM_KFD_ROOT points at an empty directory unless `env` sets it, so a GPU on the test
+// machine never changes the result.
+SubprocessResult RunPrewarm(
+    const std::vector<std::string>& args,
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& env = {});
+
+std::string TestDataPath(const std::string& relative);
+
+}  // namespace prewarm::testing
+
+#endif  // PREWARM_TESTS_TESTING_CLI_H_

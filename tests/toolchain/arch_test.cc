@@ -1,0 +1,43 @@
+#include "prewarm/toolchain/arch.h"
+
+#include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
+
+namespace prewarm {
+namespace {
+
+TEST(ArchTest, ParsesListsKeepingOrderAndDroppingDuplicates) {
+  auto a = ParseArchList("gfx950,gfx942,gfx950");
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->size(), 2u);
+  EXPECT_EQ((*a)[0].name, "gfx950");
+  EXPECT_EQ((*a)[1].name, "gfx942");
+  auto n = ParseArch("sm_90");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->platform, Platform::kNvidia);
+}
+
+TEST(ArchTest, UnknownOrEmptyNamesAreErrorsNamingThem) {
+  auto a = ParseArchList("gfx942,gfx9999");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("gfx9999"), absl::string_view::npos);
+  EXPECT_NE(a.status().message().find("gfx950"), absl::string_view::npos);  // lists known ones
+  EXPECT_FALSE(ParseArchList("gfx942,").ok());
+  EXPECT_FALSE(ParseArchList("").ok());
+}
+
+TEST(ArchTest, DetectsKfdNodesAndSkipsCpus) {
+  testing::TempDir dir;
+  dir.WriteFile("topology/nodes/0/properties", "cpu_cores_count 64\ngfx_target_version 0\n");
+  dir.WriteFile("topology/nodes/1/properties", "simd_count 304\ngfx_target_version 90402\n");
+  dir.WriteFile("topology/nodes/2/properties", "gfx_target_version 90402\n");
+  dir.WriteFile("topology/nodes/3/properties", "gfx_target_version 90010\n");
+  dir.WriteFile("topology/nodes/4/properties", "gfx_target_version 100300\n");
+  EXPECT_EQ(DetectKfdArchNames(dir.path()),
+            (std::vector<std::string>{"gfx942", "gfx90a", "gfx1030"}));
+}
+
+TEST(ArchTest, NoKfdMeansNoGpus) { EXPECT_TRUE(DetectKfdArchNames("/nonexistent/kfd").empty()); }
+
+}  // namespace
+}  // namespace prewarm

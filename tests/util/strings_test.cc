@@ -1,0 +1,30 @@
+#include "prewarm/util/strings.h"
+
+#include "gtest/gtest.h"
+
+namespace prewarm {
+namespace {
+
+TEST(StringsTest, StrCatMixesTypes) {
+  std::string_view sv = "b";
+  EXPECT_EQ(StrCat("a", sv, std::string("c"), 42, int64_t{-7}, true, 'x'), "abc42-7truex");
+}
+
+TEST(StringsTest, JoinSplitStrip) {
+  EXPECT_EQ(StrJoin(std::vector<std::string>{"a", "b", "c"}, ","), "a,b,c");
+  auto parts = StrSplit("a,,b", ',');
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[1], "");
+  EXPECT_EQ(StripWhitespace("  x y \n"), "x y");
+}
+
+TEST(StringsTest, ParseInt64) {
+  EXPECT_EQ(ParseInt64("90402"), 90402);
+  EXPECT_EQ(ParseInt64("-3"), -3);
+  EXPECT_EQ(ParseInt64("3x"), std::nullopt);
+  EXPECT_EQ(ParseInt64(""), std::nullopt);
+  EXPECT_EQ(ParseInt64("99999999999999999999"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace prewarm

@@ -1,0 +1,43 @@
+#include "prewarm/util/subprocess.h"
+
+#include <signal.h>
+
+#include "gtest/gtest.h"
+
+namespace prewarm {
+namespace {
+
+TEST(SubprocessTest, CollectsExitCodeAndBothStreams) {
+  auto r = RunSubprocess({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->stdout_text, "out\n");
+  EXPECT_EQ(r->stderr_text, "err\n");
+}
+
+TEST(SubprocessTest, PassesStdinAndEnv) {
+  SubprocessOptions o;
+  o.stdin_data = std::string(200000, 'x');  // larger than a pipe buffer
+  o.env = {{"PREWARM_TEST_VALUE", "hello"}};
+  auto r = RunSubprocess({"/bin/sh", "-c", "wc -c; echo $PREWARM_TEST_VALUE"}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stdout_text, "200000\nhello\n");
+}
+
+TEST(SubprocessTest, KillsOnTimeout) {
+  SubprocessOptions o;
+  o.timeout = absl::Milliseconds(200);
+  auto r = RunSubprocess({"/bin/sleep", "30"}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->term_signal, SIGKILL);
+}
+
+TEST(SubprocessTest, MissingProgramIsAnError) {
+  auto r = RunSubprocess({"/nonexistent/program"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/nonexistent/program"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace prewarm
