@@ -8,6 +8,9 @@
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/config.h"
 #include "prewarm/cli/flag_parser.h"
+#include "prewarm/toolchain/worker.h"
+#include "prewarm/util/cpu.h"
+#include "prewarm/util/env.h"
 #include "prewarm/util/log.h"
 #include "prewarm/util/strings.h"
 
@@ -46,6 +49,24 @@ ABSL_FLAG(std::string, arch, "auto",
 ABSL_FLAG(std::string, format, "table", "plan output: table or json.");
 ABSL_FLAG(std::string, trace, "", "replay: a JSON Lines file of scheduler steps.");
 ABSL_FLAG(bool, strict, false, "replay: exit 1 on any cache miss.");
+ABSL_FLAG(std::string, cache_dir, "",
+          "The cache root (the shared volume). Default ~/.cache/prewarm.");
+ABSL_FLAG(int32_t, jobs, 0,
+          "run: compile worker processes. Default 0: the cgroup CPU limit (cpu.max), else the "
+          "number of CPUs.");
+ABSL_FLAG(std::string, shard, "0/1",
+          "run: i/n compiles every n-th key of the plan starting at i, so n pods (an Indexed "
+          "Job) split one plan.");
+ABSL_FLAG(double, compile_timeout, 600,
+          "run: seconds one compile may take before its worker is killed (then retried once).");
+ABSL_FLAG(int64_t, compile_memory_mb, 0,
+          "run: address-space limit of each compile worker in MiB; 0 for none.");
+ABSL_FLAG(double, progress_interval, 5, "run: seconds between progress lines; 0 for none.");
+ABSL_FLAG(bool, quiet, false, "run: no progress lines, only errors and the summary.");
+ABSL_FLAG(bool, dry_run, false, "gc: list what would be removed, remove nothing.");
+ABSL_FLAG(bool, stale, false,
+          "gc: also remove prewarm's launcher directories that this build would not produce "
+          "for --arch (old compilers, old kernel sources).");
 ABSL_FLAG(std::string, log_format, "text", "Log lines on stderr: text or json.");
 
 namespace {
@@ -56,11 +77,15 @@ constexpr char kUsage[] =
     "usage: prewarm COMMAND [flags]\n"
     "\n"
     "commands:\n"
+    "  run      compile every reachable key that is not in the cache yet (--cache-dir)\n"
     "  plan     print the compile keys reachable under the scheduler limits (--format table|json)\n"
-    "  replay   dispatch each step of --trace FILE and print the keys it reaches\n"
+    "  verify   check that the cache holds a valid entry for every planned key\n"
+    "  replay   dispatch each step of --trace FILE and look its keys up in the cache\n"
+    "  gc       remove old temp files (and, with --stale, entries of other builds)\n"
     "\n"
     "examples:\n"
     "  prewarm plan                                  # the embedded example model\n"
+    "  prewarm run --arch gfx90a --cache-dir ./prewarm-cache\n"
     "  prewarm plan --model-config config.json --vllm-args \"--max-num-seqs 128 -tp 8\"\n"
     "  prewarm replay --trace steps.jsonl --arch gfx950\n"
     "\n"
@@ -126,12 +151,57 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
   }
   c.trace = absl::GetFlag(FLAGS_trace);
   c.strict = absl::GetFlag(FLAGS_strict);
+  c.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  if (c.cache_dir.empty()) {
+    const std::optional<std::string> home = prewarm::GetEnv("HOME");
+    c.cache_dir = prewarm::StrCat(home.value_or("/tmp"), "/.cache/prewarm");
+  }
+  const int32_t jobs = absl::GetFlag(FLAGS_jobs);
+  if (jobs < 0) {
+    return absl::InvalidArgumentError(
+        prewarm::StrCat(origin("jobs"), "=", jobs, ": must be >= 0 (0: one per available CPU)"));
+  }
+  c.jobs = jobs > 0 ? jobs : prewarm::AvailableCpus();
+  const std::string shard = absl::GetFlag(FLAGS_shard);
+  const size_t slash = shard.find('/');
+  const auto index = prewarm::ParseInt64(std::string_view(shard).substr(0, slash));
+  const auto count = slash == std::string::npos
+                         ? std::nullopt
+                         : prewarm::ParseInt64(std::string_view(shard).substr(slash + 1));
+  if (!index || !count || *count < 1 || *index < 0 || *index >= *count || *count > 100000) {
+    return absl::InvalidArgumentError(
+        prewarm::StrCat(origin("shard"), "=", shard, ": expected i/n with 0 <= i < n (e.g. 0/4)"));
+  }
+  c.shard_index = static_cast<int>(*index);
+  c.shard_count = static_cast<int>(*count);
+  c.compile_timeout_s = absl::GetFlag(FLAGS_compile_timeout);
+  if (!(c.compile_timeout_s > 0)) {
+    return absl::InvalidArgumentError(prewarm::StrCat(
+        origin("compile-timeout"), "=", c.compile_timeout_s, ": must be > 0 seconds"));
+  }
+  c.compile_memory_mb = absl::GetFlag(FLAGS_compile_memory_mb);
+  if (c.compile_memory_mb < 0) {
+    return absl::InvalidArgumentError(prewarm::StrCat(
+        origin("compile-memory-mb"), "=", c.compile_memory_mb, ": must be >= 0 (0: no limit)"));
+  }
+  c.progress_interval_s = absl::GetFlag(FLAGS_progress_interval);
+  if (c.progress_interval_s < 0) {
+    return absl::InvalidArgumentError(
+        prewarm::StrCat(origin("progress-interval"), "=", c.progress_interval_s, ": must be >= 0"));
+  }
+  c.quiet = absl::GetFlag(FLAGS_quiet);
+  c.dry_run = absl::GetFlag(FLAGS_dry_run);
+  c.stale = absl::GetFlag(FLAGS_stale);
   return c;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The hidden compile-worker mode (toolchain/worker.h): no flags, the job comes on stdin.
+  if (argc == 2 && std::string_view(argv[1]) == prewarm::kWorkerCommand) {
+    return prewarm::CompileWorkerMain();
+  }
   const std::vector<std::string> args_vec(argv, argv + argc);
   absl::StatusOr<prewarm::ParsedArgs> args = prewarm::ParseArgs(args_vec, kThisFile);
   if (!args.ok()) return prewarm::ReportError(args.status());

@@ -13,6 +13,9 @@ namespace prewarm {
 int Run(const Config& config, std::ostream& out);
 int RunPlan(const Config& config, std::ostream& out);
 int RunReplay(const Config& config, std::ostream& out);
+int RunRun(const Config& config, std::ostream& out);
+int RunVerify(const Config& config, std::ostream& out);
+int RunGc(const Config& config, std::ostream& out);
 
 // Logs the error and maps it to an exit code: InvalidArgument is bad input (2), anything else
 // a failed run (1).

@@ -4,6 +4,7 @@
 #ifndef PREWARM_CLI_CONFIG_H_
 #define PREWARM_CLI_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 
 #include "prewarm/limits/limits.h"
@@ -22,6 +23,16 @@ struct Config {
   OutputFormat format = OutputFormat::kTable;
   std::string trace;    // replay: JSON Lines file
   bool strict = false;  // replay: a miss is a failure
+  std::string cache_dir;  // the cache root
+  int jobs = 1;           // run: compile workers
+  int shard_index = 0;    // run: this pod's shard of the plan ...
+  int shard_count = 1;    // ... out of this many
+  double compile_timeout_s = 600;
+  int64_t compile_memory_mb = 0;  // run: RLIMIT_AS of each compile worker, 0: none
+  double progress_interval_s = 5;
+  bool quiet = false;    // run: no progress lines
+  bool dry_run = false;  // gc: list, remove nothing
+  bool stale = false;    // gc: also remove directories of other manager keys
 };
 
 // Process exit codes (DESIGN.md section 7).

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "nlohmann/json.hpp"
+#include "prewarm/cli/cache_plan.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
 #include "prewarm/util/strings.h"
@@ -28,6 +29,10 @@ int RunReplay(const Config& config, std::ostream& out) {
         absl::InvalidArgumentError(StrCat("--trace ", config.trace, ": cannot open the file")));
   }
   if (!in->arch_note.empty()) out << "arch: " << in->arch_note << "\n";
+  Toolchains toolchains;
+  ManagerKeys manager_keys;
+  const CacheStore store(config.cache_dir);
+  int64_t hits = 0, misses = 0;
   std::string line;
   int64_t line_no = 0, steps = 0, bad = 0;
   std::set<std::string> distinct;
@@ -51,8 +56,16 @@ int RunReplay(const Config& config, std::ostream& out) {
     }
     out << where << ": " << DescribeStep(*step) << "\n";
     for (const DispatchedLauncher& d : DispatchStep(*step, in->limits, in->shape, arch)) {
+      absl::StatusOr<std::string> mk = manager_keys.Get(toolchains, arch, d.name);
+      if (!mk.ok()) return ReportError(absl::InternalError(mk.status().message()));
       for (const Key& key : d.keys) {
-        out << "  " << d.name << " " << key.String() << "\n";
+        const CacheStore::Lookup l =
+            store.Read({d.name, *mk, key.String(), arch.name}, CacheStore::ReadLock::kWait);
+        const bool hit = l.state == CacheStore::State::kHit;
+        (hit ? hits : misses) += 1;
+        out << (hit ? "  hit  " : "  MISS ") << d.name << " " << key.String();
+        if (l.state == CacheStore::State::kRejected) out << " (rejected: " << l.detail << ")";
+        out << "\n";
         distinct.insert(StrCat(d.name, " ", key.String()));
       }
     }
@@ -61,11 +74,16 @@ int RunReplay(const Config& config, std::ostream& out) {
     return ReportError(absl::InternalError(StrCat("--trace ", config.trace, ": read error")));
   }
   out << "replay: " << steps << " steps, " << steps - bad << " in range, " << bad
-      << " out of range or malformed; " << distinct.size() << " distinct keys\n";
+      << " out of range or malformed; " << distinct.size() << " distinct keys; " << hits
+      << " hits, " << misses << " misses in " << config.cache_dir << "\n";
   if (bad > 0) {
     return ReportError(
         absl::InvalidArgumentError(StrCat(config.trace, ": ", bad, " of ", steps,
                                           " steps are out of range or malformed (listed above)")));
+  }
+  if (config.strict && misses > 0) {
+    return ReportError(absl::NotFoundError(
+        StrCat(misses, " launches missed the cache in ", config.cache_dir, " (--strict)")));
   }
   return kExitOk;
 }

@@ -12,6 +12,9 @@ int ReportError(const absl::Status& status) {
 int Run(const Config& config, std::ostream& out) {
   if (config.command == "plan") return RunPlan(config, out);
   if (config.command == "replay") return RunReplay(config, out);
+  if (config.command == "run") return RunRun(config, out);
+  if (config.command == "verify") return RunVerify(config, out);
+  if (config.command == "gc") return RunGc(config, out);
   return ReportError(absl::InvalidArgumentError(
       StrCat("unknown command \"", config.command, "\" (see prewarm --help)")));
 }

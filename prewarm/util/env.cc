@@ -12,7 +12,10 @@ const std::vector<EnvVar>& RegisteredEnvVars() {
       {"HOME", EnvKind::kNeutral, "default cache root ~/.cache/prewarm"},
       {"PREWARM_KFD_ROOT", EnvKind::kNeutral,
        "root of the kfd topology for --arch auto (tests point it at a fake sysfs)"},
-      {"CUDA_HOME", EnvKind::kKeyChanging, "where NVRTC and its headers are found"},
+      {"CUDA_HOME", EnvKind::kKeyChanging,
+       "where NVRTC is found (its version is in the manager key)"},
+      {"PREWARM_TEST_COMPILE_DELAY_MS", EnvKind::kNeutral,
+       "tests only: a compile worker sleeps this long before compiling"},
   };
   return *kVars;
 }

@@ -1,0 +1,13 @@
+// bf16 kept as its raw 16 bits (the vendors' bf16 headers are not reliably available under
+// run-time compilation). Conversion to bf16 rounds to nearest even; NaN stays a quiet NaN.
+#pragma once
+#include "common/portability.h"
+
+PW_HD inline float pw_bf16_to_float(pw_u16 v) { return pw_u2f(static_cast<pw_u32>(v) << 16); }
+
+PW_HD inline pw_u16 pw_float_to_bf16(float f) {
+  pw_u32 bits = pw_f2u(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<pw_u16>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<pw_u16>(bits >> 16);
+}

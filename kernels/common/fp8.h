@@ -1,0 +1,53 @@
+// FP8 E4M3 as raw bytes, in the two encodings of KERNELS.md:
+//   e4m3fn   (gfx950, NVIDIA): bias 7, max 448, S.1111.111 is NaN, no infinities.
+//   e4m3fnuz (gfx942):         bias 8, max 240, 0x80 is the only NaN, no negative zero.
+// Encoding rounds to nearest even and saturates to the largest finite value (as the GEMM's
+// scaling keeps values in range anyway). PW_FP8_FNUZ (0 or 1) selects the kernels' format.
+#pragma once
+#include "common/portability.h"
+
+PW_HD inline float pw_fp8_decode_fmt(pw_u8 code, bool fnuz) {
+  const int bias = fnuz ? 8 : 7;
+  const bool neg = (code & 0x80) != 0;
+  const int exp = (code >> 3) & 0xf;
+  const int mant = code & 7;
+  if (fnuz ? code == 0x80 : (exp == 15 && mant == 7)) return pw_u2f(0x7fc00000u);
+  const float mag = exp == 0 ? static_cast<float>(mant) * pw_exp2i(1 - bias - 3)
+                             : static_cast<float>(8 + mant) * pw_exp2i(exp - bias - 3);
+  return neg ? -mag : mag;
+}
+
+PW_HD inline pw_u8 pw_fp8_encode_fmt(float x, bool fnuz) {
+  const int bias = fnuz ? 8 : 7;
+  const int max_code = fnuz ? 0x7f : 0x7e;
+  const pw_u32 bits = pw_f2u(x);
+  const pw_u8 sign = (bits >> 31) ? 0x80 : 0;
+  const int e = static_cast<int>((bits >> 23) & 0xff) - 127;
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return fnuz ? 0x80 : 0x7f;  // NaN
+  int code;
+  if (e > 15) {
+    code = max_code;
+  } else if (e < -bias - 4) {
+    code = 0;  // below half the smallest subnormal (float subnormals included)
+  } else {
+    // The value is mant24 * 2^(e-23); the fp8 quantum is 2^(max(e, 1-bias) - 3).
+    const pw_u32 mant24 = (bits & 0x7fffffu) | 0x800000u;
+    const int shift = 20 + (e < 1 - bias ? (1 - bias - e) : 0);
+    pw_u32 q = mant24 >> shift;
+    const pw_u32 rem = mant24 & ((1u << shift) - 1u);
+    const pw_u32 half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u))) ++q;
+    code = e >= 1 - bias ? ((e + bias) << 3) + static_cast<int>(q) - 8 : static_cast<int>(q);
+    if (code > max_code) code = max_code;
+  }
+  if (code == 0) return 0;  // no negative zero (0x80 is NaN in fnuz)
+  return static_cast<pw_u8>(code | sign);
+}
+
+PW_HD inline float pw_fp8_max(bool fnuz) { return fnuz ? 240.0f : 448.0f; }
+
+#ifdef PW_FP8_FNUZ
+PW_HD inline float pw_fp8_decode(pw_u8 c) { return pw_fp8_decode_fmt(c, PW_FP8_FNUZ != 0); }
+PW_HD inline pw_u8 pw_fp8_encode(float x) { return pw_fp8_encode_fmt(x, PW_FP8_FNUZ != 0); }
+#define PW_FP8_MAX (PW_FP8_FNUZ ? 240.0f : 448.0f)
+#endif

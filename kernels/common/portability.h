@@ -1,0 +1,64 @@
+// What differs between hipRTC (AMD), NVRTC (NVIDIA) and the host compiler (CPU tests).
+//   PW_DEVICE_COMPILE  defined when a GPU run-time compiler is compiling this
+//   PW_HD              __host__ __device__ under a GPU compiler, nothing on the host
+//   PW_WARP            the wavefront / warp width: 64 on AMD, 32 on NVIDIA
+// Integers are spelled out: neither run-time compiler reliably ships <cstdint>.
+#pragma once
+
+#if defined(__HIPCC_RTC__) || defined(__CUDACC_RTC__) || defined(__CUDACC__) || defined(__HIPCC__)
+#define PW_DEVICE_COMPILE 1
+#define PW_HD __host__ __device__
+#define PW_DEVICE_INLINE __device__ __forceinline__
+#else
+#define PW_HD
+#define PW_DEVICE_INLINE inline
+#include <cstring>
+#endif
+
+#if defined(__HIPCC_RTC__) || defined(__HIP_PLATFORM_AMD__)
+#define PW_AMD 1
+#define PW_WARP 64
+#else
+#define PW_WARP 32
+#endif
+
+typedef unsigned char pw_u8;
+typedef unsigned short pw_u16;
+typedef unsigned int pw_u32;
+typedef int pw_i32;
+typedef unsigned long long pw_u64;
+
+// Bit casts between float and its 32-bit pattern.
+PW_HD inline pw_u32 pw_f2u(float f) {
+#ifdef PW_DEVICE_COMPILE
+  return __float_as_uint(f);
+#else
+  pw_u32 u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+#endif
+}
+
+PW_HD inline float pw_u2f(pw_u32 u) {
+#ifdef PW_DEVICE_COMPILE
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+#endif
+}
+
+// 2^n for -126 <= n <= 127, exactly.
+PW_HD inline float pw_exp2i(int n) { return pw_u2f(static_cast<pw_u32>(n + 127) << 23); }
+
+#ifdef PW_DEVICE_COMPILE
+// Butterfly shuffle within a warp / wavefront.
+PW_DEVICE_INLINE float pw_shfl_xor(float v, int lane_mask) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+#else
+  return __shfl_xor(v, lane_mask);
+#endif
+}
+#endif

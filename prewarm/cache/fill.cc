@@ -1,0 +1,127 @@
+#include "prewarm/cache/fill.h"
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+namespace {
+
+struct Queued {
+  size_t index;
+  bool deferred;
+};
+
+class Filler {
+ public:
+  Filler(const CacheStore& store, const std::vector<FillItem>& items, const FillOptions& options)
+      : store_(store), items_(items), options_(options), results_(items.size()) {
+    for (size_t i = 0; i < items.size(); ++i) queue_.push_back({i, false});
+  }
+
+  std::vector<FillResult> Run() {
+    std::vector<std::thread> threads;
+    const int n = std::max(1, std::min<int>(options_.jobs, static_cast<int>(items_.size())));
+    for (int t = 0; t < n; ++t) threads.emplace_back([this] { Work(); });
+    for (std::thread& t : threads) t.join();
+    return std::move(results_);
+  }
+
+ private:
+  void Work() {
+    for (;;) {
+      Queued q;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (queue_.empty()) return;
+        q = queue_.front();
+        queue_.pop_front();
+      }
+      std::optional<FillResult> r = Process(items_[q.index], /*may_defer=*/!q.deferred);
+      if (!r.has_value()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        queue_.push_back({q.index, true});
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      results_[q.index] = *r;
+      if (options_.on_done) options_.on_done(q.index, *r);
+    }
+  }
+
+  // nullopt: another process is writing this key; try again later.
+  std::optional<FillResult> Process(const FillItem& item, bool may_defer) {
+    FillResult r;
+    CacheStore::Lookup before =
+        store_.Read(item.ref, may_defer ? CacheStore::ReadLock::kTry : CacheStore::ReadLock::kWait);
+    if (before.state == CacheStore::State::kHit) {
+      r.state = KeyState::kCached;
+      return r;
+    }
+    if (before.state == CacheStore::State::kBusy) return std::nullopt;
+    absl::StatusOr<FileLock> lock = store_.LockForWrite(item.ref, /*wait=*/!may_defer);
+    if (!lock.ok() && absl::IsUnavailable(lock.status())) return std::nullopt;
+    if (!lock.ok()) {
+      r.error = std::string(lock.status().message());
+      return r;
+    }
+    // Another process may have written it while we waited.
+    if (store_.Read(item.ref, CacheStore::ReadLock::kHeld).state == CacheStore::State::kHit) {
+      r.state = KeyState::kCached;
+      return r;
+    }
+    for (r.attempts = 1; r.attempts <= 2; ++r.attempts) {
+      const auto t0 = std::chrono::steady_clock::now();
+      absl::StatusOr<CompileOutput> out = options_.compile(item.job);
+      r.compile_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (out.ok()) {
+        absl::Status written = store_.Write(item.ref, options_.producer, out->code);
+        if (!written.ok()) {
+          r.error = std::string(written.message());
+          return r;
+        }
+        r.state = KeyState::kCompiled;
+        r.error.clear();
+        return r;
+      }
+      r.error = std::string(out.status().message());
+      // Only a crash or a timeout is worth a second try.
+      if (!absl::IsAborted(out.status()) && !absl::IsDeadlineExceeded(out.status())) break;
+    }
+    r.attempts = std::min(r.attempts, 2);
+    r.state = KeyState::kFailed;
+    return r;
+  }
+
+  const CacheStore& store_;
+  const std::vector<FillItem>& items_;
+  const FillOptions& options_;
+  std::mutex mu_;
+  std::deque<Queued> queue_;
+  std::vector<FillResult> results_;
+};
+
+}  // namespace
+
+std::string_view KeyStateName(KeyState state) {
+  switch (state) {
+    case KeyState::kCached:
+      return "cached";
+    case KeyState::kCompiled:
+      return "compiled";
+    case KeyState::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+std::vector<FillResult> FillCache(const CacheStore& store, const std::vector<FillItem>& items,
+                                  const FillOptions& options) {
+  return Filler(store, items, options).Run();
+}
+
+}  // namespace prewarm

@@ -1,0 +1,59 @@
+#include "prewarm/cache/gc.h"
+
+#include <filesystem>
+
+#include "prewarm/launchers/launcher.h"
+#include "prewarm/util/files.h"
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+namespace fs = std::filesystem;
+
+bool IsOurLauncherDir(std::string_view name) {
+  const size_t us = name.rfind('_');
+  if (us == std::string_view::npos || name.size() - us - 1 != 32) return false;
+  for (char c : name.substr(us + 1)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return FindLauncher(name.substr(0, us)) != nullptr;
+}
+
+absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions& options) {
+  GcReport report;
+  std::error_code ec;
+  fs::directory_iterator it(root, ec);
+  if (ec) return ErrnoStatus("cannot list", root, ec.value());
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& dir : it) {
+    const std::string name = dir.path().filename().string();
+    if (!dir.is_directory(ec) || !IsOurLauncherDir(name)) continue;
+    if (options.stale && options.current_dirs.count(name) == 0) {
+      for (const auto& f : fs::recursive_directory_iterator(dir.path(), ec)) {
+        if (f.is_regular_file(ec)) report.bytes += static_cast<int64_t>(f.file_size(ec));
+      }
+      report.removed.push_back(name);
+      if (!options.dry_run) {
+        fs::remove_all(dir.path(), ec);
+        if (ec) return ErrnoStatus("cannot remove", dir.path().string(), ec.value());
+      }
+      continue;
+    }
+    for (const auto& f : fs::directory_iterator(dir.path(), ec)) {
+      const std::string fname = f.path().filename().string();
+      if (fname.find(kTempMarker) == std::string::npos) continue;
+      const auto age = now - f.last_write_time(ec);
+      if (ec || age < std::chrono::duration_cast<fs::file_time_type::duration>(
+                          absl::ToChronoSeconds(options.temp_age))) {
+        continue;
+      }
+      report.bytes += static_cast<int64_t>(f.file_size(ec));
+      report.removed.push_back(StrCat(name, "/", fname));
+      if (!options.dry_run && !fs::remove(f.path(), ec) && ec) {
+        return ErrnoStatus("cannot remove", f.path().string(), ec.value());
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace prewarm

@@ -1,0 +1,38 @@
+// prewarm gc: removes leftovers from our own directories and nothing else.
+//   - temp files ("<entry>.tmp.<pid>.<n>") older than `temp_age` in our launcher directories;
+//   - with `stale`, whole launcher directories ({launcher}_{32 hex}, with one of our launcher
+//     names) whose manager key is not in `current_dirs` (what this build produces for the
+//     given archs).
+// FlyDSL's and Triton's entries, and any other file in the volume, are never touched.
+#ifndef PREWARM_CACHE_GC_H_
+#define PREWARM_CACHE_GC_H_
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace prewarm {
+
+struct GcOptions {
+  absl::Duration temp_age = absl::Hours(1);
+  bool stale = false;
+  std::set<std::string> current_dirs;  // LauncherDirName()s to keep
+  bool dry_run = false;
+};
+
+struct GcReport {
+  std::vector<std::string> removed;  // paths, relative to the root
+  int64_t bytes = 0;
+};
+
+absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions& options);
+
+// Whether `name` is one of our launcher directories: "{launcher}_{32 lowercase hex}".
+bool IsOurLauncherDir(std::string_view name);
+
+}  // namespace prewarm
+
+#endif  // PREWARM_CACHE_GC_H_

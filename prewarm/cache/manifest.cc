@@ -1,0 +1,83 @@
+#include "prewarm/cache/manifest.h"
+
+#include <filesystem>
+
+#include "prewarm/launchers/launcher.h"
+#include "prewarm/util/files.h"
+#include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+namespace {
+
+std::string Iso8601(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+absl::Status WriteUnderPrewarmDir(const std::string& root, std::string_view name,
+                                  std::string_view content) {
+  const std::string dir = StrCat(root, "/prewarm");
+  RETURN_IF_ERROR(MakeDirs(dir));
+  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(StrCat(dir, "/", name), 0644));
+  RETURN_IF_ERROR(file.Write(content));
+  return file.Commit();
+}
+
+}  // namespace
+
+int64_t RunReport::Count(KeyState state) const {
+  int64_t n = 0;
+  for (const KeyRecord& k : keys) n += k.state == state ? 1 : 0;
+  return n;
+}
+
+nlohmann::json ManifestJson(const RunReport& report) {
+  nlohmann::json keys = nlohmann::json::array();
+  for (const KeyRecord& k : report.keys) {
+    nlohmann::json j = {{"launcher", k.launcher},
+                        {"key", k.key},
+                        {"file", k.file},
+                        {"state", KeyStateName(k.state)},
+                        {"compile_seconds", k.compile_seconds}};
+    if (!k.error.empty()) j["error"] = k.error;
+    keys.push_back(std::move(j));
+  }
+  return {{"format", 1},
+          {"started", Iso8601(report.started)},
+          {"finished", Iso8601(report.finished)},
+          {"limits", report.limits},
+          {"shape", report.shape},
+          {"arch", report.archs},
+          {"toolchain", report.toolchains},
+          {"shard", report.shard},
+          {"counts",
+           {{"planned", report.keys.size()},
+            {"cached", report.Count(KeyState::kCached)},
+            {"compiled", report.Count(KeyState::kCompiled)},
+            {"failed", report.Count(KeyState::kFailed)}}},
+          {"keys", keys}};
+}
+
+absl::Status WriteManifest(const std::string& root, const RunReport& report) {
+  return WriteUnderPrewarmDir(root, "manifest.json", ManifestJson(report).dump(2) + "\n");
+}
+
+absl::Status WriteMetricsFile(const std::string& root, const std::string& text) {
+  return WriteUnderPrewarmDir(root, "metrics.prom", text);
+}
+
+int64_t CacheBytes(const std::string& root) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& dir : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = dir.path().filename().string();
+    const size_t us = name.rfind('_');
+    if (us == std::string::npos || FindLauncher(name.substr(0, us)) == nullptr) continue;
+    for (const auto& f : std::filesystem::directory_iterator(dir.path(), ec)) {
+      if (f.path().extension() == ".co") bytes += static_cast<int64_t>(f.file_size(ec));
+    }
+  }
+  return bytes;
+}
+
+}  // namespace prewarm

@@ -1,0 +1,62 @@
+// What a run did, written as {root}/prewarm/manifest.json (DESIGN.md section 6):
+// {"format":1,"started":ISO-8601,"finished":ISO-8601,"limits":{...},"shape":{...},"arch":[...],
+//  "counts":{"planned":N,"cached":N,"compiled":N,"failed":N},
+//  "keys":[{"launcher":...,"key":...,"file":<relative to root>,"state":"cached|compiled|failed",
+//           "compile_seconds":x,"error":...}]}
+// "cached" means this run found the entry valid and did not compile it: valid before the run
+// began, or written meanwhile by another process sharing the volume.
+#ifndef PREWARM_CACHE_MANIFEST_H_
+#define PREWARM_CACHE_MANIFEST_H_
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "prewarm/cache/entry.h"
+#include "prewarm/cache/fill.h"
+
+namespace prewarm {
+
+struct KeyRecord {
+  std::string launcher;
+  std::string key;
+  std::string file;
+  KeyState state = KeyState::kFailed;
+  double compile_seconds = 0;
+  std::string error;
+};
+
+struct RunReport {
+  absl::Time started;
+  absl::Time finished;
+  nlohmann::json limits;
+  nlohmann::json shape;
+  std::vector<std::string> archs;
+  std::vector<std::string> toolchains;
+  std::string shard;  // "i/n"
+  std::vector<KeyRecord> keys;
+  double plan_seconds = 0;
+  double compile_seconds = 0;
+  double total_seconds = 0;
+  int64_t cache_bytes = 0;
+  std::array<int64_t, kNumRejectReasons> rejected{};
+
+  int64_t Count(KeyState state) const;
+};
+
+nlohmann::json ManifestJson(const RunReport& report);
+// Writes {root}/prewarm/manifest.json atomically. Errors name the path.
+absl::Status WriteManifest(const std::string& root, const RunReport& report);
+// Writes {root}/prewarm/metrics.prom atomically (text exposition format, for node-exporter's
+// textfile collector).
+absl::Status WriteMetricsFile(const std::string& root, const std::string& text);
+
+// Bytes of our entries under `root` (files ending in .co in our launcher directories).
+int64_t CacheBytes(const std::string& root);
+
+}  // namespace prewarm
+
+#endif  // PREWARM_CACHE_MANIFEST_H_

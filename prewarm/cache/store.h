@@ -1,0 +1,91 @@
+// The on-disk cache (DESIGN.md section 6), laid out like FlyDSL's:
+//   {root}/{launcher}_{manager_key}/{sha256(key_string)[:16]}.co     entry (entry.h), mode 0444
+//   {root}/{launcher}_{manager_key}/{sha256(key_string)[:16]}.lock   flock(2) file, never deleted
+//   {root}/prewarm/manifest.json, {root}/prewarm/metrics.prom
+// manager_key = the first 32 hex digits of SHA-256 over the entry format version, the toolchain
+// identity, the arch, the launcher's kernel source with every header it includes, and the
+// compile options common to the launcher. Anything else in the volume (FlyDSL's, Triton's
+// entries) is never touched.
+//
+// Thread safety: CacheStore is safe to use from many threads and processes at once; locking is
+// per entry with flock, and the rejection counters are atomic.
+#ifndef PREWARM_CACHE_STORE_H_
+#define PREWARM_CACHE_STORE_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "prewarm/cache/entry.h"
+#include "prewarm/toolchain/toolchain.h"
+#include "prewarm/util/files.h"
+
+namespace prewarm {
+
+// The manager key for one launcher and arch under `toolchain`. NotFound when the launcher's
+// kernel source is not embedded.
+absl::StatusOr<std::string> ManagerKey(const Toolchain& toolchain, const Arch& arch,
+                                       std::string_view launcher);
+
+// One entry's identity.
+struct EntryRef {
+  std::string launcher;
+  std::string manager_key;
+  std::string key_string;
+  std::string arch;
+};
+
+// "{launcher}_{manager_key}" and "{sha256(key)[:16]}".
+std::string LauncherDirName(const EntryRef& ref);
+std::string EntryStem(const EntryRef& ref);
+
+class CacheStore {
+ public:
+  explicit CacheStore(std::string root) : root_(std::move(root)) {}
+  const std::string& root() const { return root_; }
+
+  std::string DirPath(const EntryRef& ref) const;
+  std::string EntryPath(const EntryRef& ref) const;
+  std::string LockPath(const EntryRef& ref) const;
+  // The path relative to the root (for the manifest).
+  std::string RelativeEntryPath(const EntryRef& ref) const;
+
+  enum class State { kHit, kMissing, kRejected, kBusy };
+  struct Lookup {
+    State state = State::kMissing;
+    RejectReason reason = RejectReason::kUnreadable;  // for kRejected
+    std::string detail;
+    std::string payload;  // for kHit
+  };
+  enum class ReadLock {
+    kWait,  // take the shared lock, waiting for a writer
+    kTry,   // take it if free, else return kBusy
+    kHeld,  // the caller holds the exclusive lock (a second flock would deadlock)
+  };
+  // Reads and checks the entry. A rejected entry is counted by reason.
+  Lookup Read(const EntryRef& ref, ReadLock lock) const;
+
+  // The exclusive lock of one entry (creating its directory). With `wait` false, Unavailable
+  // when another holder has it.
+  absl::StatusOr<FileLock> LockForWrite(const EntryRef& ref, bool wait) const;
+  // Writes the entry atomically (temp, fsync, rename, fsync dir) with mode 0444. The caller
+  // holds LockForWrite. Errors name the path (and "disk full").
+  absl::Status Write(const EntryRef& ref, const std::string& producer,
+                     std::string_view payload) const;
+
+  int64_t rejected(RejectReason reason) const { return rejected_[static_cast<int>(reason)].load(); }
+
+ private:
+  std::string root_;
+  mutable std::array<std::atomic<int64_t>, kNumRejectReasons> rejected_{};
+};
+
+// The producer string written into entries: "prewarm <version> (<toolchain identity>)".
+std::string ProducerString(const Toolchain& toolchain);
+inline constexpr char kPrewarmVersion[] = "0.1.0";
+
+}  // namespace prewarm
+
+#endif  // PREWARM_CACHE_STORE_H_

@@ -1,0 +1,46 @@
+// prewarm gc: removes our old temp files and, with --stale, our launcher directories of other
+// manager keys. Never touches anything else in the volume.
+#include <set>
+
+#include "prewarm/cache/gc.h"
+#include "prewarm/cache/store.h"
+#include "prewarm/cli/cache_plan.h"
+#include "prewarm/cli/commands.h"
+#include "prewarm/toolchain/toolchain.h"
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+
+int RunGc(const Config& config, std::ostream& out) {
+  GcOptions options;
+  options.stale = config.stale;
+  options.dry_run = config.dry_run;
+  if (config.stale) {
+    if (config.arch == "auto") {
+      return ReportError(absl::InvalidArgumentError(
+          "gc --stale needs --arch: the list of archs whose current entries to keep"));
+    }
+    absl::StatusOr<std::vector<Arch>> archs = ParseArchList(config.arch);
+    if (!archs.ok()) return ReportError(archs.status());
+    Toolchains toolchains;
+    ManagerKeys keys;
+    for (const Arch& arch : *archs) {
+      for (const Launcher* l : AllLaunchers()) {
+        absl::StatusOr<std::string> mk = keys.Get(toolchains, arch, std::string(l->Name()));
+        if (absl::IsNotFound(mk.status())) continue;  // no kernel for it in this build
+        if (!mk.ok()) return ReportError(absl::InternalError(mk.status().message()));
+        options.current_dirs.insert(LauncherDirName({std::string(l->Name()), *mk, "", ""}));
+      }
+    }
+  }
+  absl::StatusOr<GcReport> report = CollectGarbage(config.cache_dir, options);
+  if (!report.ok()) return ReportError(absl::InternalError(report.status().message()));
+  for (const std::string& p : report->removed) {
+    out << (config.dry_run ? "would remove " : "removed ") << p << "\n";
+  }
+  out << "prewarm gc: " << (config.dry_run ? "would remove " : "removed ") << report->removed.size()
+      << " items, " << report->bytes << " bytes from " << config.cache_dir << "\n";
+  return kExitOk;
+}
+
+}  // namespace prewarm

@@ -1,0 +1,66 @@
+// Run-time compilers behind one interface: hipRTC (AMD) and NVRTC (NVIDIA), both opened with
+// dlopen so the binary starts on a machine that has neither (and needs no GPU driver).
+//
+// Thread safety: a Toolchain is immutable after Open; Compile may be called from several
+// threads, but the compilers serialize internally (DESIGN.md section 3), which is why the pool
+// compiles in child processes (worker.h).
+#ifndef PREWARM_TOOLCHAIN_TOOLCHAIN_H_
+#define PREWARM_TOOLCHAIN_TOOLCHAIN_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "prewarm/launchers/key.h"
+#include "prewarm/toolchain/arch.h"
+
+namespace prewarm {
+
+// One compile: a kernel file of kernels/ with the defines of one key, for one arch.
+struct CompileJob {
+  std::string launcher;
+  std::string key_string;
+  Arch arch;
+  std::string kernel;                // "fp8_bmm.hip"
+  std::vector<std::string> defines;  // "-DPW_M_EXACT=3", from the key
+};
+
+struct CompileOutput {
+  std::string code;  // an ELF code object (AMD) or cubin (NVIDIA)
+  std::string log;   // the compiler's log, possibly empty
+};
+
+class Toolchain {
+ public:
+  virtual ~Toolchain() = default;
+  virtual Platform platform() const = 0;
+  // Platform, compiler and its version: "hiprtc libamdhip64.so.5.2.21153". Part of the
+  // manager key, so a compiler upgrade moves every entry to a new directory.
+  virtual std::string Identity() const = 0;
+  // OK when this compiler can target `arch`; FailedPrecondition naming it otherwise. Checked
+  // before compiling because hipRTC 5.2 aborts the whole process on an arch it does not know.
+  virtual absl::Status CheckArch(const Arch& arch) const = 0;
+  // The options every compile for `arch` gets besides the key's defines (part of the manager
+  // key): the target, the language standard, the FP8 format.
+  virtual std::vector<std::string> CommonOptions(const Arch& arch) const = 0;
+  // Compiles in this process. Internal with the compiler's log on a compile error.
+  virtual absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const = 0;
+};
+
+// FailedPrecondition naming the libraries tried when the compiler cannot be loaded.
+absl::StatusOr<std::unique_ptr<Toolchain>> OpenHiprtc();
+absl::StatusOr<std::unique_ptr<Toolchain>> OpenNvrtc();
+absl::StatusOr<std::unique_ptr<Toolchain>> OpenToolchain(Platform platform);
+
+// The kernel file a launcher compiles ("fp8_bmm.hip", "nvfp4_mla/index_decode.hip").
+std::string KernelFileFor(std::string_view launcher);
+// The job for a planned key: its kernel file and one -DPW_<NAME>=<value> per integer or boolean
+// param (booleans as 0/1; strings such as arch and gemm name no define).
+CompileJob JobForKey(const Key& key, const Arch& arch);
+// -DPW_FP8_FNUZ: gfx942 uses e4m3fnuz, every other target e4m3fn.
+std::string Fp8FormatDefine(const Arch& arch);
+
+}  // namespace prewarm
+
+#endif  // PREWARM_TOOLCHAIN_TOOLCHAIN_H_

@@ -1,0 +1,79 @@
+// Files the way a shared cache volume needs them.
+//
+// AtomicFile: the content goes to a temp file in the target's directory; Commit() fsyncs it,
+// sets its mode, renames it over the target and fsyncs the directory. Destroying an AtomicFile
+// without Commit() removes the temp file: a crash or an error leaves no partial target (a
+// SIGKILL can leave the temp file, which `prewarm gc` removes after an hour).
+//
+// FileLock: flock(2) on a lock file that is never deleted (the same family FlyDSL uses, so both
+// coexist on one volume). Shared to read, exclusive to write. Released on destruction.
+//
+// Thread safety: each object is used by one thread; distinct objects are independent (flock
+// locks belong to the open file, so two threads of one process exclude each other too).
+#ifndef PREWARM_UTIL_FILES_H_
+#define PREWARM_UTIL_FILES_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace prewarm {
+
+// Errors name the path and the system's reason (errno text); ENOSPC and EDQUOT say "disk full".
+absl::Status ErrnoStatus(std::string_view what, std::string_view path, int err);
+
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+// Creates the directory and its parents (mode 0755 less umask).
+absl::Status MakeDirs(const std::string& path);
+absl::Status FsyncDir(const std::string& dir);
+
+// Marker in temp file names: "<target>.tmp.<pid>.<random>".
+inline constexpr std::string_view kTempMarker = ".tmp.";
+
+class AtomicFile {
+ public:
+  // Opens the temp file. Fails (with the directory named) when it cannot be created.
+  static absl::StatusOr<AtomicFile> Create(const std::string& target, mode_t final_mode);
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&&) = delete;
+  ~AtomicFile();
+
+  absl::Status Write(std::string_view data);
+  absl::Status Commit();
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  AtomicFile(std::string target, std::string temp, int fd, mode_t mode)
+      : target_(std::move(target)), temp_path_(std::move(temp)), fd_(fd), mode_(mode) {}
+  std::string target_;
+  std::string temp_path_;
+  int fd_ = -1;
+  mode_t mode_;
+  bool committed_ = false;
+};
+
+class FileLock {
+ public:
+  enum class Mode { kShared, kExclusive };
+  // Blocks until the lock is held. Creates the lock file when it can; on a read-only volume a
+  // shared lock is taken on the existing file, or NotFound/PermissionDenied is returned.
+  static absl::StatusOr<FileLock> Acquire(const std::string& path, Mode mode);
+  // Like Acquire but returns Unavailable at once when another holder has it.
+  static absl::StatusOr<FileLock> TryAcquire(const std::string& path, Mode mode);
+  FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  FileLock& operator=(FileLock&&) = delete;
+  ~FileLock();
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  static absl::StatusOr<FileLock> Take(const std::string& path, Mode mode, bool wait);
+  int fd_ = -1;
+};
+
+}  // namespace prewarm
+
+#endif  // PREWARM_UTIL_FILES_H_
