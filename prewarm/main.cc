@@ -51,6 +51,9 @@ ABSL_FLAG(std::string, trace, "", "replay: a JSON Lines file of scheduler steps.
 ABSL_FLAG(bool, strict, false, "replay: exit 1 on any cache miss.");
 ABSL_FLAG(std::string, cache_dir, "",
           "The cache root (the shared volume). Default ~/.cache/prewarm.");
+ABSL_FLAG(std::string, manifest, "",
+          "run: where to write the manifest. Default {cache-dir}/prewarm/manifest.json, or "
+          "manifest-shard-I-of-N.json with --shard.");
 ABSL_FLAG(int32_t, jobs, 0,
           "run: compile worker processes. Default 0: the cgroup CPU limit (cpu.max), else the "
           "number of CPUs.");
@@ -174,6 +177,12 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
   }
   c.shard_index = static_cast<int>(*index);
   c.shard_count = static_cast<int>(*count);
+  c.manifest = absl::GetFlag(FLAGS_manifest);
+  if (c.manifest.empty()) {
+    c.manifest = c.shard_count > 1 ? prewarm::StrCat(c.cache_dir, "/prewarm/manifest-shard-",
+                                                     c.shard_index, "-of-", c.shard_count, ".json")
+                                   : prewarm::StrCat(c.cache_dir, "/prewarm/manifest.json");
+  }
   c.compile_timeout_s = absl::GetFlag(FLAGS_compile_timeout);
   if (!(c.compile_timeout_s > 0)) {
     return absl::InvalidArgumentError(prewarm::StrCat(

@@ -14,11 +14,9 @@ std::string Iso8601(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
 }
 
-absl::Status WriteUnderPrewarmDir(const std::string& root, std::string_view name,
-                                  std::string_view content) {
-  const std::string dir = StrCat(root, "/prewarm");
-  RETURN_IF_ERROR(MakeDirs(dir));
-  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(StrCat(dir, "/", name), 0644));
+absl::Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  RETURN_IF_ERROR(MakeDirs(std::filesystem::path(path).parent_path().string()));
+  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, 0644));
   RETURN_IF_ERROR(file.Write(content));
   return file.Commit();
 }
@@ -58,12 +56,12 @@ nlohmann::json ManifestJson(const RunReport& report) {
           {"keys", keys}};
 }
 
-absl::Status WriteManifest(const std::string& root, const RunReport& report) {
-  return WriteUnderPrewarmDir(root, "manifest.json", ManifestJson(report).dump(2) + "\n");
+absl::Status WriteManifest(const std::string& path, const RunReport& report) {
+  return WriteFileAtomically(path, ManifestJson(report).dump(2) + "\n");
 }
 
 absl::Status WriteMetricsFile(const std::string& root, const std::string& text) {
-  return WriteUnderPrewarmDir(root, "metrics.prom", text);
+  return WriteFileAtomically(StrCat(root, "/prewarm/metrics.prom"), text);
 }
 
 int64_t CacheBytes(const std::string& root) {

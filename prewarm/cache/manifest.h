@@ -48,8 +48,8 @@ struct RunReport {
 };
 
 nlohmann::json ManifestJson(const RunReport& report);
-// Writes {root}/prewarm/manifest.json atomically. Errors name the path.
-absl::Status WriteManifest(const std::string& root, const RunReport& report);
+// Writes the manifest atomically to `path` (by default {root}/prewarm/manifest.json).
+absl::Status WriteManifest(const std::string& path, const RunReport& report);
 // Writes {root}/prewarm/metrics.prom atomically (text exposition format, for node-exporter's
 // textfile collector).
 absl::Status WriteMetricsFile(const std::string& root, const std::string& text);

@@ -80,7 +80,8 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
     out.reason = d.reason;
     out.detail = StrCat(path, ": ", d.detail);
   }
-  rejected_[static_cast<int>(out.reason)].fetch_add(1);
+  // The re-check under the writer's lock sees the same bad file again: count it once.
+  if (mode != ReadLock::kHeld) rejected_[static_cast<int>(out.reason)].fetch_add(1);
   return out;
 }
 

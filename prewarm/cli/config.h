@@ -21,9 +21,10 @@ struct Config {
   std::string model_config;      // path, "" for the embedded example
   std::string arch = "auto";
   OutputFormat format = OutputFormat::kTable;
-  std::string trace;    // replay: JSON Lines file
-  bool strict = false;  // replay: a miss is a failure
+  std::string trace;      // replay: JSON Lines file
+  bool strict = false;    // replay: a miss is a failure
   std::string cache_dir;  // the cache root
+  std::string manifest;   // run: where to write the manifest ("" for the default)
   int jobs = 1;           // run: compile workers
   int shard_index = 0;    // run: this pod's shard of the plan ...
   int shard_count = 1;    // ... out of this many

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -30,7 +31,11 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string Seconds(double s) { return StrCat(static_cast<int64_t>(s * 10) / 10.0, " s"); }
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", s);
+  return buf;
+}
 
 // The keys a server hits first compile first: small steps, short contexts.
 int64_t Priority(const Step& witness) {
@@ -203,7 +208,7 @@ int RunRun(const Config& config, std::ostream& out) {
   report.finished = absl::Now();
   report.total_seconds = Since(t0);
   const int64_t failed = report.Count(KeyState::kFailed);
-  absl::Status written = WriteManifest(config.cache_dir, report);
+  absl::Status written = WriteManifest(config.manifest, report);
   if (written.ok())
     written = WriteMetricsFile(config.cache_dir, RunMetricsText(report, failed == 0));
   out << "prewarm run: " << mine.size() << " keys: " << report.Count(KeyState::kCompiled)
@@ -213,7 +218,7 @@ int RunRun(const Config& config, std::ostream& out) {
   if (failed > 0) {
     return ReportError(absl::InternalError(StrCat(failed, " of ", mine.size(),
                                                   " keys failed to compile (listed above); see ",
-                                                  config.cache_dir, "/prewarm/manifest.json")));
+                                                  config.manifest)));
   }
   return kExitOk;
 }

@@ -41,7 +41,6 @@ class Hiprtc final : public Toolchain {
   }
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const override {
-    RETURN_IF_ERROR(CheckArch(job.arch));
     return RtcCompile(api_, "hipRTC", job, CommonOptions(job.arch));
   }
 

@@ -34,7 +34,6 @@ class Nvrtc final : public Toolchain {
   }
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const override {
-    RETURN_IF_ERROR(CheckArch(job.arch));
     return RtcCompile(api_, "NVRTC", job, CommonOptions(job.arch));
   }
 

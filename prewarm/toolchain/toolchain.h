@@ -44,7 +44,8 @@ class Toolchain {
   // The options every compile for `arch` gets besides the key's defines (part of the manager
   // key): the target, the language standard, the FP8 format.
   virtual std::vector<std::string> CommonOptions(const Arch& arch) const = 0;
-  // Compiles in this process. Internal with the compiler's log on a compile error.
+  // Compiles in this process. Internal with the compiler's log on a compile error. Does not
+  // call CheckArch: callers check each arch once, before compiling anything.
   virtual absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const = 0;
 };
 

@@ -33,4 +33,9 @@ std::string TempDir::WriteFile(std::string_view name, std::string_view content) 
   return p.string();
 }
 
+void TempDir::WriteFileAt(const std::string& path, std::string_view content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
 }  // namespace prewarm::testing

@@ -17,6 +17,8 @@ class TempDir {
   const std::string& path() const { return path_; }
   // Writes `content` to path()/name (creating parent directories) and returns the full path.
   std::string WriteFile(std::string_view name, std::string_view content) const;
+  // Writes `content` to an absolute path.
+  static void WriteFileAt(const std::string& path, std::string_view content);
 
  private:
   std::string path_;

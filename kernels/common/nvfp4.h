@@ -1,0 +1,63 @@
+// NVFP4: E2M1 values {0, 0.5, 1, 1.5, 2, 3, 4, 6} with a sign bit, two per byte (low nibble
+// first); one E4M3 (fn) scale per 16 consecutive values; one FP32 global scale g per tensor.
+//   quantize:   s = e4m3(amax16 / 6 / g);  q = round-to-nearest-even(x / (s * g)) on the grid
+//   dequantize: e2m1(q) * s * g
+// Usable on the host (the CPU references) and on the device.
+#pragma once
+#include "common/fp8.h"
+#include "common/portability.h"
+
+PW_HD inline float pw_e2m1_decode(pw_u8 nibble) {
+  const int e = (nibble >> 1) & 3, m = nibble & 1;
+  const float mag = e == 0 ? 0.5f * static_cast<float>(m)
+                           : (1.0f + 0.5f * static_cast<float>(m)) * pw_exp2i(e - 1);
+  return (nibble & 8) ? -mag : mag;
+}
+
+// Round to nearest on the grid, ties to the even code; saturates at 6.
+PW_HD inline pw_u8 pw_e2m1_encode(float x) {
+  const float a = x < 0.0f ? -x : x;
+  pw_u8 code;
+  if (a <= 0.25f) {
+    code = 0;
+  } else if (a < 0.75f) {
+    code = 1;
+  } else if (a <= 1.25f) {
+    code = 2;
+  } else if (a < 1.75f) {
+    code = 3;
+  } else if (a <= 2.5f) {
+    code = 4;
+  } else if (a < 3.5f) {
+    code = 5;
+  } else if (a <= 5.0f) {
+    code = 6;
+  } else {
+    code = 7;
+  }
+  return (x < 0.0f && code != 0) ? static_cast<pw_u8>(code | 8) : code;
+}
+
+// Quantizes 16 values: writes 8 bytes of nibbles to `out` and returns the scale byte.
+PW_HD inline pw_u8 pw_nvfp4_quantize16(const float* x, float g, pw_u8* out) {
+  float amax = 0.0f;
+  for (int i = 0; i < 16; ++i) {
+    const float a = x[i] < 0.0f ? -x[i] : x[i];
+    amax = a > amax ? a : amax;
+  }
+  const pw_u8 scale = pw_fp8_encode_fmt(amax / 6.0f / g, false);
+  const float sg = pw_fp8_decode_fmt(scale, false) * g;
+  for (int i = 0; i < 8; ++i) {
+    const pw_u8 lo = sg > 0.0f ? pw_e2m1_encode(x[2 * i] / sg) : 0;
+    const pw_u8 hi = sg > 0.0f ? pw_e2m1_encode(x[2 * i + 1] / sg) : 0;
+    out[i] = static_cast<pw_u8>(lo | (hi << 4));
+  }
+  return scale;
+}
+
+// Element d of an NVFP4 vector of n values stored as n/2 value bytes then n/16 scale bytes.
+PW_HD inline float pw_nvfp4_load(const pw_u8* rec, int n, int d, float g) {
+  const pw_u8 byte = rec[d >> 1];
+  const pw_u8 nibble = (d & 1) ? static_cast<pw_u8>(byte >> 4) : static_cast<pw_u8>(byte & 15);
+  return pw_e2m1_decode(nibble) * pw_fp8_decode_fmt(rec[n / 2 + d / 16], false) * g;
+}

@@ -1,0 +1,165 @@
+// Real compiles: hipRTC (Debian's HIP 5.2) for gfx90a and NVRTC (CUDA 13) for sm_90.
+#include "prewarm/toolchain/toolchain.h"
+
+#include "gtest/gtest.h"
+#include "prewarm/cache/store.h"
+#include "prewarm/launchers/plan.h"
+#include "prewarm/toolchain/kernel_sources.h"
+#include "prewarm/toolchain/worker.h"
+
+namespace prewarm {
+namespace {
+
+// e_machine of an ELF file (little-endian), or -1.
+int ElfMachine(const std::string& code) {
+  if (code.size() < 20 || code.compare(0, 4,
+                                       "\x7f"
+                                       "ELF") != 0)
+    return -1;
+  return static_cast<unsigned char>(code[18]) | (static_cast<unsigned char>(code[19]) << 8);
+}
+constexpr int kEmAmdgpu = 224;
+constexpr int kEmCuda = 190;
+
+// The q_absorb key of a step with m decode tokens.
+Key Fp8BmmKey(const Arch& arch, int64_t m) {
+  const ModelConfig model = ExampleModelConfig();
+  const Shape shape = *ShapeForRank(model, 1);
+  StepStats stats;
+  stats.decode_tokens = m;
+  stats.total_tokens = m;
+  stats.max_decode_ctx = m;
+  return FindLauncher("fp8_bmm")->Dispatch(stats, {shape, arch, {}}).front();
+}
+
+TEST(KernelSourcesTest, ClosureHasTheKernelAndItsHeaders) {
+  auto c = SourceClosure("fp8_bmm.hip");
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<std::string> names;
+  for (const KernelSource& s : *c) names.emplace_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fp8_bmm.hip", "common/bf16.h", "common/fp8.h",
+                                             "common/portability.h"}));
+  EXPECT_FALSE(SourceClosure("nope.hip").ok());
+}
+
+TEST(JobForKeyTest, IntegersAndBooleansBecomeDefines) {
+  const Arch arch = *ParseArch("gfx90a");
+  CompileJob job = JobForKey(Fp8BmmKey(arch, 200), arch);
+  EXPECT_EQ(job.kernel, "fp8_bmm.hip");
+  EXPECT_NE(std::find(job.defines.begin(), job.defines.end(), "-DPW_BLOCK_M=64"),
+            job.defines.end());
+  EXPECT_NE(std::find(job.defines.begin(), job.defines.end(), "-DPW_EVEN_M=0"), job.defines.end());
+  for (const std::string& d : job.defines) EXPECT_EQ(d.find("gfx"), std::string::npos) << d;
+}
+
+TEST(HiprtcTest, CompilesGfx90aCodeObjects) {
+  auto tc = OpenHiprtc();
+  ASSERT_TRUE(tc.ok()) << tc.status();
+  EXPECT_NE((*tc)->Identity().find("hiprtc libamdhip64.so.5"), std::string::npos);
+  const Arch arch = *ParseArch("gfx90a");
+  for (int64_t m : {3, 200}) {
+    auto out = (*tc)->Compile(JobForKey(Fp8BmmKey(arch, m), arch));
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(ElfMachine(out->code), kEmAmdgpu);
+  }
+}
+
+TEST(HiprtcTest, RefusesArchsThatWouldAbortIt) {
+  auto tc = OpenHiprtc();
+  ASSERT_TRUE(tc.ok());
+  absl::Status s = (*tc)->CheckArch(*ParseArch("gfx942"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(s));
+  EXPECT_NE(s.message().find("ROCm 6.4"), absl::string_view::npos);
+}
+
+TEST(NvrtcTest, CompilesSm90Cubins) {
+  auto tc = OpenNvrtc();
+  ASSERT_TRUE(tc.ok()) << tc.status();
+  EXPECT_NE((*tc)->Identity().find("nvrtc 13."), std::string::npos);
+  const Arch arch = *ParseArch("sm_90");
+  auto out = (*tc)->Compile(JobForKey(Fp8BmmKey(arch, 1), arch));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(ElfMachine(out->code), kEmCuda);
+}
+
+TEST(CompileErrorTest, ReturnsTheCompilersLog) {
+  auto tc = OpenHiprtc();
+  ASSERT_TRUE(tc.ok());
+  CompileJob job = JobForKey(Fp8BmmKey(*ParseArch("gfx90a"), 3), *ParseArch("gfx90a"));
+  job.defines = {"-DPW_M_EXACT=3"};  // no PW_N: the kernel's #error fires
+  auto out = (*tc)->Compile(job);
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(absl::IsInternal(out.status()));
+  EXPECT_NE(out.status().message().find("fp8_bmm needs PW_BATCH"), absl::string_view::npos)
+      << out.status();
+}
+
+TEST(ManagerKeyTest, MovesWithArchAndToolchain) {
+  auto hip = OpenHiprtc();
+  auto nv = OpenNvrtc();
+  ASSERT_TRUE(hip.ok() && nv.ok());
+  const std::string a = *ManagerKey(**hip, *ParseArch("gfx90a"), "fp8_bmm");
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a, *ManagerKey(**hip, *ParseArch("gfx90a"), "fp8_bmm")) << "deterministic";
+  EXPECT_NE(a, *ManagerKey(**hip, *ParseArch("gfx1030"), "fp8_bmm"));
+  EXPECT_NE(*ManagerKey(**nv, *ParseArch("sm_90"), "fp8_bmm"),
+            *ManagerKey(**nv, *ParseArch("sm_80"), "fp8_bmm"));
+}
+
+class WorkerTest : public ::testing::Test {
+ protected:
+  WorkerOptions Options() {
+    WorkerOptions o;
+    o.binary = PREWARM_BINARY;
+    o.timeout = absl::Seconds(60);
+    return o;
+  }
+  const Arch gfx90a_ = *ParseArch("gfx90a");
+};
+
+TEST_F(WorkerTest, CompilesInAChild) {
+  auto out = CompileInWorker(JobForKey(Fp8BmmKey(gfx90a_, 5), gfx90a_), Options());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(ElfMachine(out->code), kEmAmdgpu);
+}
+
+TEST_F(WorkerTest, AHipRtcAbortCostsOnlyTheChild) {
+  // Skipping the arch check lets hipRTC 5.2 abort on gfx942 for real.
+  const Arch gfx942 = *ParseArch("gfx942");
+  WorkerOptions o = Options();
+  o.skip_arch_check = true;
+  auto out = CompileInWorker(JobForKey(Fp8BmmKey(gfx942, 5), gfx942), o);
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(absl::IsAborted(out.status())) << out.status();
+  EXPECT_NE(out.status().message().find("killed by signal 6"), absl::string_view::npos)
+      << out.status();
+}
+
+TEST_F(WorkerTest, WithoutSkippingTheCheckTheArchIsRefusedCleanly) {
+  const Arch gfx942 = *ParseArch("gfx942");
+  auto out = CompileInWorker(JobForKey(Fp8BmmKey(gfx942, 5), gfx942), Options());
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(out.status())) << out.status();
+}
+
+TEST_F(WorkerTest, AHangIsKilledAtTheTimeout) {
+  ::setenv("PREWARM_TEST_COMPILE_DELAY_MS", "5000", 1);
+  WorkerOptions o = Options();
+  o.timeout = absl::Milliseconds(300);
+  auto out = CompileInWorker(JobForKey(Fp8BmmKey(gfx90a_, 5), gfx90a_), o);
+  ::unsetenv("PREWARM_TEST_COMPILE_DELAY_MS");
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(out.status())) << out.status();
+  EXPECT_NE(out.status().message().find("timed out"), absl::string_view::npos);
+}
+
+TEST_F(WorkerTest, AMemoryLimitFailsTheKeyWithAReason) {
+  WorkerOptions o = Options();
+  o.memory_limit_mb = 40;  // far below what hipRTC needs
+  auto out = CompileInWorker(JobForKey(Fp8BmmKey(gfx90a_, 5), gfx90a_), o);
+  ASSERT_FALSE(out.ok());
+  EXPECT_FALSE(out.status().message().empty());
+}
+
+}  // namespace
+}  // namespace prewarm
