@@ -21,7 +21,7 @@ PW_HD inline pw_u8 pw_fp8_encode_fmt(float x, bool fnuz) {
   const int bias = fnuz ? 8 : 7;
   const int max_code = fnuz ? 0x7f : 0x7e;
   const pw_u32 bits = pw_f2u(x);
-  const pw_u8 sign = (bits >> 31) ? 0x80 : 0;
+  const pw_u8 sign = static_cast<pw_u8>((bits >> 31) ? 0x80 : 0);
   const int e = static_cast<int>((bits >> 23) & 0xff) - 127;
   if ((bits & 0x7fffffffu) > 0x7f800000u) return fnuz ? 0x80 : 0x7f;  // NaN
   int code;

@@ -9,9 +9,10 @@
 #define PW_KPAD PW_KPAD_OF(PW_TOPK)
 #define PW_NO_INDEX 0x7fffffff
 
-// Scores as unsigned keys in the same order.
+// Scores as unsigned keys in the same order. -0 and +0 are the same score (a tie, broken by
+// index), so -0 maps to +0's key.
 __device__ inline pw_u32 pw_order_key(float f) {
-  const pw_u32 u = __float_as_uint(f);
+  const pw_u32 u = f == 0.0f ? 0u : __float_as_uint(f);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 

@@ -1,5 +1,6 @@
 #include "tests/testing/cli.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "gtest/gtest.h"
@@ -11,7 +12,7 @@ namespace prewarm::testing {
 SubprocessResult RunPrewarm(
     const std::vector<std::string>& args,
     const std::vector<std::pair<std::string, std::optional<std::string>>>& env) {
-  std::vector<std::string> argv = {PREWARM_BINARY};
+  std::vector<std::string> argv = {PrewarmBinary()};
   argv.insert(argv.end(), args.begin(), args.end());
   SubprocessOptions options;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -25,6 +26,11 @@ SubprocessResult RunPrewarm(
   absl::StatusOr<SubprocessResult> result = RunSubprocess(argv, options);
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *result : SubprocessResult{};
+}
+
+std::string PrewarmBinary() {
+  const char* env = std::getenv("PREWARM_TEST_BINARY");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string(PREWARM_BINARY);
 }
 
 std::string TestDataPath(const std::string& relative) {

@@ -20,6 +20,10 @@ SubprocessResult RunPrewarm(
 
 std::string TestDataPath(const std::string& relative);
 
+// The prewarm binary: $PREWARM_TEST_BINARY when set (the device machine runs a copied build),
+// else the one this build made.
+std::string PrewarmBinary();
+
 }  // namespace prewarm::testing
 
 #endif  // PREWARM_TESTS_TESTING_CLI_H_

@@ -1,0 +1,153 @@
+// The CUDA driver API through dlopen("libcuda.so.1"); declarations are ours (no CUDA headers).
+#include <vector>
+
+#include "prewarm/runtime/gpu.h"
+#include "prewarm/toolchain/dynamic_library.h"
+#include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUdeviceptr = unsigned long long;
+
+struct CudaApi {
+  CUresult (*init)(unsigned) = nullptr;
+  CUresult (*device_get_count)(int*) = nullptr;
+  CUresult (*device_get)(CUdevice*, int) = nullptr;
+  CUresult (*device_get_name)(char*, int, CUdevice) = nullptr;
+  CUresult (*device_get_attribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*primary_ctx_retain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*ctx_set_current)(CUcontext) = nullptr;
+  CUresult (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*mem_free)(CUdeviceptr) = nullptr;
+  CUresult (*memcpy_htod)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, void*, void**, void**) = nullptr;
+  CUresult (*ctx_synchronize)() = nullptr;
+  CUresult (*get_error_string)(CUresult, const char**) = nullptr;
+};
+
+constexpr int kAttrComputeMajor = 75;
+constexpr int kAttrComputeMinor = 76;
+
+class CudaGpu final : public Gpu {
+ public:
+  CudaGpu(DynamicLibrary lib, CudaApi api, CUcontext ctx, std::string name, std::string arch)
+      : lib_(std::move(lib)),
+        api_(api),
+        ctx_(ctx),
+        name_(std::move(name)),
+        arch_(std::move(arch)) {}
+
+  std::string Name() const override { return name_; }
+  std::string ArchName() const override { return arch_; }
+
+  absl::StatusOr<DevicePtr> Alloc(size_t bytes) override {
+    CUdeviceptr p = 0;
+    RETURN_IF_ERROR(Check(api_.mem_alloc(&p, bytes), "cuMemAlloc"));
+    return p;
+  }
+  absl::Status Free(DevicePtr p) override { return Check(api_.mem_free(p), "cuMemFree"); }
+  absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    return Check(api_.memcpy_htod(dst, src, bytes), "cuMemcpyHtoD");
+  }
+  absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) override {
+    return Check(api_.memcpy_dtoh(dst, src, bytes), "cuMemcpyDtoH");
+  }
+  absl::Status Fill(DevicePtr dst, unsigned char byte, size_t bytes) override {
+    return Check(api_.memset_d8(dst, byte, bytes), "cuMemsetD8");
+  }
+  absl::StatusOr<void*> LoadModule(const std::string& code) override {
+    CUmodule m = nullptr;
+    RETURN_IF_ERROR(Check(api_.module_load_data(&m, code.data()), "cuModuleLoadData"));
+    return m;
+  }
+  absl::StatusOr<void*> GetFunction(void* module, const std::string& name) override {
+    CUfunction f = nullptr;
+    RETURN_IF_ERROR(Check(api_.module_get_function(&f, module, name.c_str()),
+                          StrCat("cuModuleGetFunction ", name)));
+    return f;
+  }
+  absl::Status Launch(void* function, Dim3 grid, Dim3 block,
+                      const std::vector<void*>& args) override {
+    std::vector<void*> a = args;
+    return Check(api_.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, 0,
+                                    nullptr, a.data(), nullptr),
+                 "cuLaunchKernel");
+  }
+  absl::Status Synchronize() override { return Check(api_.ctx_synchronize(), "cuCtxSynchronize"); }
+
+ private:
+  absl::Status Check(CUresult r, std::string_view what) {
+    if (r == 0) return absl::OkStatus();
+    const char* msg = nullptr;
+    api_.get_error_string(r, &msg);
+    return absl::InternalError(StrCat(what, ": CUDA error ", r, " (", msg ? msg : "?", ")"));
+  }
+
+  DynamicLibrary lib_;
+  CudaApi api_;
+  CUcontext ctx_;
+  std::string name_, arch_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
+  ASSIGN_OR_RETURN(DynamicLibrary lib, DynamicLibrary::Open({"libcuda.so.1"}));
+  CudaApi a;
+  RETURN_IF_ERROR(lib.Get("cuInit", a.init));
+  RETURN_IF_ERROR(lib.Get("cuDeviceGetCount", a.device_get_count));
+  RETURN_IF_ERROR(lib.Get("cuDeviceGet", a.device_get));
+  RETURN_IF_ERROR(lib.Get("cuDeviceGetName", a.device_get_name));
+  RETURN_IF_ERROR(lib.Get("cuDeviceGetAttribute", a.device_get_attribute));
+  RETURN_IF_ERROR(lib.Get("cuDevicePrimaryCtxRetain", a.primary_ctx_retain));
+  RETURN_IF_ERROR(lib.Get("cuCtxSetCurrent", a.ctx_set_current));
+  RETURN_IF_ERROR(lib.Get("cuMemAlloc_v2", a.mem_alloc));
+  RETURN_IF_ERROR(lib.Get("cuMemFree_v2", a.mem_free));
+  RETURN_IF_ERROR(lib.Get("cuMemcpyHtoD_v2", a.memcpy_htod));
+  RETURN_IF_ERROR(lib.Get("cuMemcpyDtoH_v2", a.memcpy_dtoh));
+  RETURN_IF_ERROR(lib.Get("cuMemsetD8_v2", a.memset_d8));
+  RETURN_IF_ERROR(lib.Get("cuModuleLoadData", a.module_load_data));
+  RETURN_IF_ERROR(lib.Get("cuModuleGetFunction", a.module_get_function));
+  RETURN_IF_ERROR(lib.Get("cuLaunchKernel", a.launch_kernel));
+  RETURN_IF_ERROR(lib.Get("cuCtxSynchronize", a.ctx_synchronize));
+  RETURN_IF_ERROR(lib.Get("cuGetErrorString", a.get_error_string));
+  if (CUresult r = a.init(0); r != 0) {
+    return absl::FailedPreconditionError(
+        StrCat("cuInit failed with CUDA error ", r, " (no NVIDIA GPU or driver visible)"));
+  }
+  int count = 0;
+  a.device_get_count(&count);
+  if (device >= count) {
+    return absl::FailedPreconditionError(
+        StrCat("CUDA sees ", count, " GPUs; wanted device ", device));
+  }
+  CUdevice dev = 0;
+  a.device_get(&dev, device);
+  char name[256] = {};
+  a.device_get_name(name, sizeof(name), dev);
+  int major = 0, minor = 0;
+  a.device_get_attribute(&major, kAttrComputeMajor, dev);
+  a.device_get_attribute(&minor, kAttrComputeMinor, dev);
+  CUcontext ctx = nullptr;
+  if (CUresult r = a.primary_ctx_retain(&ctx, dev); r != 0) {
+    return absl::FailedPreconditionError(StrCat("cuDevicePrimaryCtxRetain failed: ", r));
+  }
+  a.ctx_set_current(ctx);
+  const std::string arch = StrCat("sm_", major * 10 + minor);
+  return std::unique_ptr<Gpu>(
+      new CudaGpu(std::move(lib), a, ctx, StrCat(name, " (", arch, ")"), arch));
+}
+
+}  // namespace prewarm

@@ -1,0 +1,43 @@
+#include "prewarm/runtime/gpu.h"
+
+#include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (gpu_ != nullptr) (void)gpu_->Free(ptr_);
+    gpu_ = o.gpu_;
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.gpu_ = nullptr;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (gpu_ != nullptr) (void)gpu_->Free(ptr_);
+}
+
+absl::StatusOr<DeviceBuffer> AllocBuffer(Gpu& gpu, size_t bytes) {
+  ASSIGN_OR_RETURN(DevicePtr p, gpu.Alloc(bytes == 0 ? 1 : bytes));
+  return DeviceBuffer(&gpu, p, bytes);
+}
+
+absl::StatusOr<DeviceBuffer> Upload(Gpu& gpu, const void* data, size_t bytes) {
+  ASSIGN_OR_RETURN(DeviceBuffer b, AllocBuffer(gpu, bytes));
+  if (bytes > 0) RETURN_IF_ERROR(gpu.CopyToDevice(b.ptr(), data, bytes));
+  return b;
+}
+
+absl::StatusOr<std::unique_ptr<Gpu>> OpenAnyGpu() {
+  absl::StatusOr<std::unique_ptr<Gpu>> cuda = OpenCudaGpu();
+  if (cuda.ok()) return cuda;
+  absl::StatusOr<std::unique_ptr<Gpu>> hip = OpenHipGpu();
+  if (hip.ok()) return hip;
+  return absl::FailedPreconditionError(
+      StrCat("no GPU: CUDA: ", cuda.status().message(), "; HIP: ", hip.status().message()));
+}
+
+}  // namespace prewarm

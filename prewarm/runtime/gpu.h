@@ -1,0 +1,90 @@
+// A GPU behind one small interface: the CUDA driver API (libcuda.so.1) on NVIDIA and the HIP
+// runtime (libamdhip64.so) on AMD, both opened with dlopen, so the binary starts anywhere. With
+// no GPU (or no driver) Open returns FailedPrecondition saying which, never crashes.
+//
+// Thread safety: one Gpu is used from one thread at a time (it binds its context to the calling
+// thread on each call).
+#ifndef PREWARM_RUNTIME_GPU_H_
+#define PREWARM_RUNTIME_GPU_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "prewarm/toolchain/arch.h"
+
+namespace prewarm {
+
+using DevicePtr = uint64_t;
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+class Gpu {
+ public:
+  virtual ~Gpu() = default;
+  // "NVIDIA H200 (sm_90)".
+  virtual std::string Name() const = 0;
+  // The device's arch: "sm_90", "gfx942".
+  virtual std::string ArchName() const = 0;
+
+  virtual absl::StatusOr<DevicePtr> Alloc(size_t bytes) = 0;
+  virtual absl::Status Free(DevicePtr p) = 0;
+  virtual absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) = 0;
+  virtual absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) = 0;
+  virtual absl::Status Fill(DevicePtr dst, unsigned char byte, size_t bytes) = 0;
+
+  // Loads a code object (cubin or AMDGPU ELF); the handle lives until the Gpu is destroyed.
+  virtual absl::StatusOr<void*> LoadModule(const std::string& code) = 0;
+  virtual absl::StatusOr<void*> GetFunction(void* module, const std::string& name) = 0;
+  // `args` points at each kernel argument's value, in order.
+  virtual absl::Status Launch(void* function, Dim3 grid, Dim3 block,
+                              const std::vector<void*>& args) = 0;
+  virtual absl::Status Synchronize() = 0;
+};
+
+absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device = 0);
+absl::StatusOr<std::unique_ptr<Gpu>> OpenHipGpu(int device = 0);
+// The first GPU found: CUDA, then HIP. FailedPrecondition listing why each failed.
+absl::StatusOr<std::unique_ptr<Gpu>> OpenAnyGpu();
+
+// A device buffer freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Gpu* gpu, DevicePtr ptr, size_t bytes) : gpu_(gpu), ptr_(ptr), bytes_(bytes) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept : gpu_(o.gpu_), ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.gpu_ = nullptr;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  ~DeviceBuffer();
+  DevicePtr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  Gpu* gpu_ = nullptr;
+  DevicePtr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+absl::StatusOr<DeviceBuffer> AllocBuffer(Gpu& gpu, size_t bytes);
+// Allocates and uploads.
+absl::StatusOr<DeviceBuffer> Upload(Gpu& gpu, const void* data, size_t bytes);
+template <typename T>
+absl::StatusOr<DeviceBuffer> Upload(Gpu& gpu, const std::vector<T>& v) {
+  return Upload(gpu, v.data(), v.size() * sizeof(T));
+}
+template <typename T>
+absl::StatusOr<std::vector<T>> Download(Gpu& gpu, const DeviceBuffer& b, size_t count) {
+  std::vector<T> out(count);
+  absl::Status s = gpu.CopyToHost(out.data(), b.ptr(), count * sizeof(T));
+  if (!s.ok()) return s;
+  return out;
+}
+
+}  // namespace prewarm
+
+#endif  // PREWARM_RUNTIME_GPU_H_

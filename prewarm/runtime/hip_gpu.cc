@@ -1,0 +1,125 @@
+// The HIP runtime through dlopen("libamdhip64.so"); declarations are ours (no HIP headers).
+// The device's arch name comes from the kfd topology (the runtime's property struct differs
+// between ROCm releases).
+#include <vector>
+
+#include "prewarm/runtime/gpu.h"
+#include "prewarm/toolchain/dynamic_library.h"
+#include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+namespace {
+
+using HipError = int;
+
+struct HipApi {
+  HipError (*init)(unsigned) = nullptr;
+  HipError (*get_device_count)(int*) = nullptr;
+  HipError (*set_device)(int) = nullptr;
+  HipError (*malloc)(void**, size_t) = nullptr;
+  HipError (*free)(void*) = nullptr;
+  HipError (*memcpy)(void*, const void*, size_t, int) = nullptr;
+  HipError (*memset)(void*, int, size_t) = nullptr;
+  HipError (*module_load_data)(void**, const void*) = nullptr;
+  HipError (*module_get_function)(void**, void*, const char*) = nullptr;
+  HipError (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     void*, void**, void**) = nullptr;
+  HipError (*synchronize)() = nullptr;
+  const char* (*error_string)(HipError) = nullptr;
+};
+
+constexpr int kHostToDevice = 1;
+constexpr int kDeviceToHost = 2;
+
+class HipGpu final : public Gpu {
+ public:
+  HipGpu(DynamicLibrary lib, HipApi api, int device, std::string arch)
+      : lib_(std::move(lib)), api_(api), device_(device), arch_(std::move(arch)) {}
+
+  std::string Name() const override { return StrCat("AMD GPU ", device_, " (", arch_, ")"); }
+  std::string ArchName() const override { return arch_; }
+
+  absl::StatusOr<DevicePtr> Alloc(size_t bytes) override {
+    void* p = nullptr;
+    RETURN_IF_ERROR(Check(api_.malloc(&p, bytes), "hipMalloc"));
+    return reinterpret_cast<DevicePtr>(p);
+  }
+  absl::Status Free(DevicePtr p) override {
+    return Check(api_.free(reinterpret_cast<void*>(p)), "hipFree");
+  }
+  absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    return Check(api_.memcpy(reinterpret_cast<void*>(dst), src, bytes, kHostToDevice), "hipMemcpy");
+  }
+  absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) override {
+    return Check(api_.memcpy(dst, reinterpret_cast<void*>(src), bytes, kDeviceToHost), "hipMemcpy");
+  }
+  absl::Status Fill(DevicePtr dst, unsigned char byte, size_t bytes) override {
+    return Check(api_.memset(reinterpret_cast<void*>(dst), byte, bytes), "hipMemset");
+  }
+  absl::StatusOr<void*> LoadModule(const std::string& code) override {
+    void* m = nullptr;
+    RETURN_IF_ERROR(Check(api_.module_load_data(&m, code.data()), "hipModuleLoadData"));
+    return m;
+  }
+  absl::StatusOr<void*> GetFunction(void* module, const std::string& name) override {
+    void* f = nullptr;
+    RETURN_IF_ERROR(Check(api_.module_get_function(&f, module, name.c_str()),
+                          StrCat("hipModuleGetFunction ", name)));
+    return f;
+  }
+  absl::Status Launch(void* function, Dim3 grid, Dim3 block,
+                      const std::vector<void*>& args) override {
+    std::vector<void*> a = args;
+    return Check(api_.launch(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, 0,
+                             nullptr, a.data(), nullptr),
+                 "hipModuleLaunchKernel");
+  }
+  absl::Status Synchronize() override { return Check(api_.synchronize(), "hipDeviceSynchronize"); }
+
+ private:
+  absl::Status Check(HipError r, std::string_view what) {
+    if (r == 0) return absl::OkStatus();
+    return absl::InternalError(StrCat(what, ": HIP error ", r, " (", api_.error_string(r), ")"));
+  }
+
+  DynamicLibrary lib_;
+  HipApi api_;
+  int device_;
+  std::string arch_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Gpu>> OpenHipGpu(int device) {
+  ASSIGN_OR_RETURN(DynamicLibrary lib, DynamicLibrary::Open({"libamdhip64.so.6", "libamdhip64.so.5",
+                                                             "libamdhip64.so"}));
+  HipApi a;
+  RETURN_IF_ERROR(lib.Get("hipInit", a.init));
+  RETURN_IF_ERROR(lib.Get("hipGetDeviceCount", a.get_device_count));
+  RETURN_IF_ERROR(lib.Get("hipSetDevice", a.set_device));
+  RETURN_IF_ERROR(lib.Get("hipMalloc", a.malloc));
+  RETURN_IF_ERROR(lib.Get("hipFree", a.free));
+  RETURN_IF_ERROR(lib.Get("hipMemcpy", a.memcpy));
+  RETURN_IF_ERROR(lib.Get("hipMemset", a.memset));
+  RETURN_IF_ERROR(lib.Get("hipModuleLoadData", a.module_load_data));
+  RETURN_IF_ERROR(lib.Get("hipModuleGetFunction", a.module_get_function));
+  RETURN_IF_ERROR(lib.Get("hipModuleLaunchKernel", a.launch));
+  RETURN_IF_ERROR(lib.Get("hipDeviceSynchronize", a.synchronize));
+  RETURN_IF_ERROR(lib.Get("hipGetErrorString", a.error_string));
+  // Without a kfd node the runtime has nothing to open; say so before touching it.
+  const std::vector<std::string> archs = DetectKfdArchNames();
+  if (archs.empty()) {
+    return absl::FailedPreconditionError("no AMD GPU visible under /sys/class/kfd");
+  }
+  int count = 0;
+  if (HipError r = a.init(0); r != 0 || a.get_device_count(&count) != 0 || count <= device) {
+    return absl::FailedPreconditionError(
+        StrCat("HIP sees ", count, " GPUs (hipInit: ", r, "); wanted device ", device));
+  }
+  a.set_device(device);
+  const std::string arch = archs[static_cast<size_t>(device) < archs.size() ? device : 0];
+  return std::unique_ptr<Gpu>(new HipGpu(std::move(lib), a, device, arch));
+}
+
+}  // namespace prewarm

@@ -1,0 +1,127 @@
+#include "prewarm/runtime/launch.h"
+
+#include <algorithm>
+
+#include "prewarm/util/status_macros.h"
+
+namespace prewarm {
+namespace {
+
+constexpr unsigned kBlock = 256;
+
+unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+absl::Status Run(Gpu& gpu, void* module, const char* entry, Dim3 grid, std::vector<void*> args) {
+  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, entry));
+  return gpu.Launch(fn, grid, {kBlock, 1, 1}, args);
+}
+
+}  // namespace
+
+int64_t KeyInt(const Key& key, const std::string& name) {
+  auto it = key.params.find(name);
+  if (it == key.params.end()) return 0;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return *i;
+  if (const auto* b = std::get_if<bool>(&it->second)) return *b ? 1 : 0;
+  return 0;
+}
+
+absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmArgs& a) {
+  const int64_t exact = KeyInt(key, "m_exact");
+  const int64_t rows = exact > 0 ? exact : KeyInt(key, "block_m");
+  Fp8BmmArgs v = a;
+  return Run(gpu, module, "pw_fp8_bmm",
+             {CeilDiv(KeyInt(key, "n"), 64), static_cast<unsigned>(KeyInt(key, "batch")),
+              CeilDiv(a.m, rows)},
+             {&v.x, &v.w, &v.w_scale, &v.y, &v.m});
+}
+
+absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
+                                  const NormRopeInsertArgs& a) {
+  NormRopeInsertArgs v = a;
+  const unsigned grid = KeyInt(key, "small") ? static_cast<unsigned>(a.num_tokens)
+                                             : static_cast<unsigned>(std::min(a.num_tokens, 1024));
+  return Run(gpu, module, "pw_norm_rope_insert", {grid, 1, 1},
+             {&v.latent, &v.rope, &v.index_key, &v.gamma, &v.pos, &v.slot, &v.g_kv, &v.g_idx,
+              &v.num_tokens, &v.kv_cache, &v.index_cache});
+}
+
+size_t IndexWorkspaceBytes(const Key& key, int rows, int stride) {
+  if (!KeyInt(key, "buffered")) return 0;
+  return static_cast<size_t>(rows) * KeyInt(key, "index_heads") * stride * sizeof(float);
+}
+
+absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
+  IndexArgs v = a;
+  const unsigned chunks = KeyInt(key, "large") ? CeilDiv(a.stride, 1024) : 1;
+  return Run(gpu, module, "pw_index_prefill", {static_cast<unsigned>(a.rows), chunks, 1},
+             {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
+              &v.index_cache, &v.g_idx, &v.out, &v.stride});
+}
+
+absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
+  IndexArgs v = a;
+  RETURN_IF_ERROR(
+      Run(gpu, module, "pw_index_decode",
+          {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, 64), 1},
+          {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
+           &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows, &v.ws}));
+  if (!KeyInt(key, "buffered")) return absl::OkStatus();
+  return Run(gpu, module, "pw_index_decode_reduce",
+             {static_cast<unsigned>(a.rows), CeilDiv(a.stride, kBlock), 1},
+             {&v.w, &v.visible, &v.ws, &v.out, &v.stride});
+}
+
+size_t TopkWorkspaceBytes(const Key& key, int rows) {
+  const int64_t strips = KeyInt(key, "strips");
+  if (strips <= 1) return 0;
+  return static_cast<size_t>(rows) * strips * KeyInt(key, "topk") * 4;
+}
+
+absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const TopkArgs& a) {
+  TopkArgs v = a;
+  const int64_t strips = KeyInt(key, "strips");
+  RETURN_IF_ERROR(Run(gpu, module, "pw_topk_prefill",
+                      {static_cast<unsigned>(a.rows), static_cast<unsigned>(strips), 1},
+                      {&v.scores, &v.visible, &v.stride, &v.out, &v.ws_key, &v.ws_idx}));
+  if (strips <= 1) return absl::OkStatus();
+  return Run(gpu, module, "pw_topk_prefill_merge", {static_cast<unsigned>(a.rows), 1, 1},
+             {&v.ws_key, &v.ws_idx, &v.out});
+}
+
+absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key&, const TopkArgs& a) {
+  TopkArgs v = a;
+  return Run(gpu, module, "pw_topk_decode", {static_cast<unsigned>(a.rows), 1, 1},
+             {&v.scores, &v.visible, &v.stride, &v.out});
+}
+
+size_t SparseWorkspaceBytes(const Key& key, int rows) {
+  const int64_t splits = KeyInt(key, "splits");
+  if (splits <= 1) return 0;
+  return static_cast<size_t>(rows) * KeyInt(key, "heads") * splits * KeyInt(key, "kv_lora_rank") *
+         sizeof(float);
+}
+
+absl::Status LaunchSparsePrefill(Gpu& gpu, void* module, const Key& key, const SparseArgs& a) {
+  SparseArgs v = a;
+  return Run(gpu, module, "pw_sparse_prefill",
+             {static_cast<unsigned>(a.rows), static_cast<unsigned>(KeyInt(key, "heads")), 1},
+             {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks,
+              &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse});
+}
+
+absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const SparseArgs& a) {
+  SparseArgs v = a;
+  const int64_t splits = KeyInt(key, "splits");
+  const unsigned heads = static_cast<unsigned>(KeyInt(key, "heads"));
+  RETURN_IF_ERROR(
+      Run(gpu, module, "pw_sparse_decode",
+          {static_cast<unsigned>(a.rows), heads, static_cast<unsigned>(splits)},
+          {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks,
+           &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse, &v.ws_o, &v.ws_lse}));
+  if (splits <= 1) return absl::OkStatus();
+  return Run(gpu, module, "pw_sparse_decode_combine", {static_cast<unsigned>(a.rows), heads, 1},
+             {&v.ws_o, &v.ws_lse, &v.out, &v.lse});
+}
+
+}  // namespace prewarm

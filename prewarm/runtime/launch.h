@@ -1,0 +1,72 @@
+// How to launch each launcher's kernels: entry names, grids and argument order, one helper per
+// launcher, matching the comments at the top of each kernels/ file. The key decides the
+// compile-time part (rows_tile, splits, ...); the arguments carry the run-time sizes.
+// Workspace sizes are given by the *WorkspaceBytes helpers (0 when a variant needs none).
+#ifndef PREWARM_RUNTIME_LAUNCH_H_
+#define PREWARM_RUNTIME_LAUNCH_H_
+
+#include "absl/status/status.h"
+#include "prewarm/launchers/key.h"
+#include "prewarm/runtime/gpu.h"
+
+namespace prewarm {
+
+struct Fp8BmmArgs {
+  DevicePtr x = 0, w = 0, y = 0;  // bf16 [M][B][K], fp8 [B][N][K], bf16 [M][B][N]
+  float w_scale = 1;
+  int m = 0;
+};
+absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmArgs& a);
+
+struct NormRopeInsertArgs {
+  DevicePtr latent = 0, rope = 0, index_key = 0, gamma = 0, pos = 0, slot = 0;
+  float g_kv = 1, g_idx = 1;
+  int num_tokens = 0;
+  DevicePtr kv_cache = 0, index_cache = 0;
+};
+absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
+                                  const NormRopeInsertArgs& a);
+
+struct IndexArgs {
+  DevicePtr q = 0, w = 0, row_req = 0, visible = 0, block_table = 0;
+  int max_blocks = 0, block_size = 0;
+  DevicePtr index_cache = 0;
+  float g_idx = 1;
+  DevicePtr out = 0;
+  int stride = 0, rows = 0;
+  DevicePtr ws = 0;  // index_decode with buffered: IndexWorkspaceBytes
+};
+size_t IndexWorkspaceBytes(const Key& key, int rows, int stride);
+absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a);
+absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a);
+
+struct TopkArgs {
+  DevicePtr scores = 0, visible = 0;
+  int stride = 0, rows = 0;
+  DevicePtr out = 0;
+  DevicePtr ws_key = 0, ws_idx = 0;  // topk_prefill with strips > 1: TopkWorkspaceBytes each
+};
+size_t TopkWorkspaceBytes(const Key& key, int rows);
+absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const TopkArgs& a);
+absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key& key, const TopkArgs& a);
+
+struct SparseArgs {
+  DevicePtr q_latent = 0, q_rope = 0, topk = 0, row_req = 0, block_table = 0;
+  int max_blocks = 0, block_size = 0;
+  DevicePtr kv_cache = 0;
+  float g_kv = 1, scale = 1;
+  DevicePtr out = 0, lse = 0;
+  int rows = 0;
+  DevicePtr ws_o = 0, ws_lse = 0;  // sparse_decode with splits > 1: SparseWorkspaceBytes
+};
+// Bytes of ws_o; ws_lse needs ws_o / kv_lora_rank.
+size_t SparseWorkspaceBytes(const Key& key, int rows);
+absl::Status LaunchSparsePrefill(Gpu& gpu, void* module, const Key& key, const SparseArgs& a);
+absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const SparseArgs& a);
+
+// A key's integer or boolean param (booleans as 0/1).
+int64_t KeyInt(const Key& key, const std::string& name);
+
+}  // namespace prewarm
+
+#endif  // PREWARM_RUNTIME_LAUNCH_H_

@@ -1,0 +1,488 @@
+// The GPU check (label gpu): every variant of the embedded example's plan, compiled through our
+// own toolchain and cache code, loaded with the GPU driver (dlopen), run on fresh random inputs
+// sized from the plan's witness step, outputs poisoned first, and compared with the CPU
+// reference. Prints one table. Without a GPU the test is skipped and says why.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <set>
+
+#include "common/bf16.h"
+#include "common/fp8.h"
+#include "common/nvfp4.h"
+#include "gtest/gtest.h"
+#include "prewarm/cache/fill.h"
+#include "prewarm/launchers/plan.h"
+#include "prewarm/runtime/gpu.h"
+#include "prewarm/runtime/launch.h"
+#include "prewarm/toolchain/worker.h"
+#include "prewarm/util/cpu.h"
+#include "prewarm/util/sha256.h"
+#include "tests/gpu/reference.h"
+#include "tests/testing/cli.h"
+#include "tests/testing/temp_dir.h"
+
+namespace prewarm {
+namespace {
+
+namespace ref = reference;
+using u8 = unsigned char;
+using u16 = unsigned short;
+
+constexpr int kBlockSize = 64;
+constexpr float kGKv = 0.05f, kGIdx = 0.05f;
+
+#define CHECK_OK(expr)                                      \
+  do {                                                      \
+    const absl::Status s_ = (expr);                         \
+    if (!s_.ok()) return Failed(std::string(s_.message())); \
+  } while (false)
+#define ASSIGN_OK(lhs, expr)                                                   \
+  auto lhs##_or = (expr);                                                      \
+  if (!lhs##_or.ok()) return Failed(std::string(lhs##_or.status().message())); \
+  auto lhs = std::move(*lhs##_or)
+
+struct Result {
+  double error = INFINITY;
+  double bound = 0;
+  std::string note;
+};
+Result Failed(std::string why) { return {INFINITY, 0, "error: " + why}; }
+
+// Query rows of one phase of a step: the request of each row and its visible key count.
+struct Rows {
+  std::vector<int> req, visible;
+  int Count() const { return static_cast<int>(req.size()); }
+  int MaxVisible() const {
+    return req.empty() ? 0 : *std::max_element(visible.begin(), visible.end());
+  }
+};
+Rows RowsOf(const Step& step, Phase phase) {
+  Rows r;
+  for (size_t i = 0; i < step.requests.size(); ++i) {
+    const Request& q = step.requests[i];
+    if (q.phase != phase) continue;
+    for (int64_t t = 0; t < q.q_len; ++t) {
+      r.req.push_back(static_cast<int>(i));
+      r.visible.push_back(static_cast<int>(q.ctx - q.q_len + t + 1));
+    }
+  }
+  return r;
+}
+
+// Rows to compare against the CPU reference: all of them when few, else a spread.
+std::vector<int> Sample(int rows, int max) {
+  std::vector<int> out;
+  for (int i = 0; i < rows; ++i) {
+    if (rows <= max || i % (rows / max + 1) == 0 || i == rows - 1) out.push_back(i);
+  }
+  return out;
+}
+
+class Inputs {
+ public:
+  explicit Inputs(uint64_t seed) : rng_(seed) {}
+  std::vector<u16> Bf16(size_t n, double sigma) {
+    std::normal_distribution<double> d(0, sigma);
+    std::vector<u16> v(n);
+    for (auto& x : v) x = pw_float_to_bf16(static_cast<float>(d(rng_)));
+    return v;
+  }
+  std::vector<float> Uniform(size_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng_);
+    return v;
+  }
+  std::vector<u8> Fp8(size_t n, bool fnuz) {
+    std::vector<u8> v(n);
+    for (auto& x : v) {
+      do x = static_cast<u8>(rng_() & 0xff);
+      while (std::isnan(pw_fp8_decode_fmt(x, fnuz)));
+    }
+    return v;
+  }
+  // Records of `values` NVFP4 values then `extra_bf16` random bf16 values.
+  std::vector<u8> Records(size_t count, int values, int extra_bf16) {
+    const size_t bytes = values / 2 + values / 16 + 2 * extra_bf16;
+    std::vector<u8> v(count * bytes);
+    std::normal_distribution<double> d(0, 1);
+    for (size_t r = 0; r < count; ++r) {
+      u8* rec = &v[r * bytes];
+      for (int i = 0; i < values / 2; ++i) rec[i] = static_cast<u8>(rng_() & 0xff);
+      // Scales 2^-3 .. 2^2: exponent field 4..9 of E4M3 fn, any mantissa, positive.
+      for (int i = 0; i < values / 16; ++i) {
+        rec[values / 2 + i] = static_cast<u8>(((4 + rng_() % 6) << 3) | (rng_() & 7));
+      }
+      u16* tail = reinterpret_cast<u16*>(rec + values / 2 + values / 16);
+      for (int i = 0; i < extra_bf16; ++i) tail[i] = pw_float_to_bf16(static_cast<float>(d(rng_)));
+    }
+    return v;
+  }
+  // A block table giving each request ceil(ctx / block_size) distinct random blocks.
+  std::vector<int> BlockTable(const Step& step, int* max_blocks, int* num_blocks) {
+    *max_blocks = 1;
+    for (const Request& r : step.requests) {
+      *max_blocks = std::max(*max_blocks, static_cast<int>((r.ctx + kBlockSize - 1) / kBlockSize));
+    }
+    *num_blocks = *max_blocks * static_cast<int>(step.requests.size());
+    std::vector<int> ids(*num_blocks);
+    for (int i = 0; i < *num_blocks; ++i) ids[i] = i;
+    std::shuffle(ids.begin(), ids.end(), rng_);
+    return ids;  // request r uses ids[r * max_blocks ...]
+  }
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+// The witness with longer contexts where that keeps the same key: a one-token context checks
+// little. Tries ctx >= 2500, then >= 1100, else keeps the witness.
+Step Enrich(const Step& witness, const std::string& launcher, const Key& key, const Limits& l,
+            const Shape& shape, const Arch& arch) {
+  for (int64_t floor : {2500, 1100}) {
+    Step s = witness;
+    for (Request& r : s.requests) r.ctx = std::min(l.max_model_len, std::max(r.ctx, floor));
+    if (!CheckStep(s, l).ok()) continue;
+    for (const DispatchedLauncher& d : DispatchStep(s, l, shape, arch)) {
+      if (d.name == launcher && std::find(d.keys.begin(), d.keys.end(), key) != d.keys.end())
+        return s;
+    }
+  }
+  return witness;
+}
+
+class GpuCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Gpu>> gpu = OpenAnyGpu();
+    if (!gpu.ok())
+      GTEST_SKIP() << "skipped: no GPU on this machine (" << gpu.status().message() << ")";
+    gpu_ = *std::move(gpu);
+  }
+
+  Result CheckFp8Bmm(const Key& key, const Step& step, Inputs& in) {
+    const int m = static_cast<int>(ComputeStats(step).decode_tokens);
+    const int b = static_cast<int>(KeyInt(key, "batch")), n = static_cast<int>(KeyInt(key, "n")),
+              k = static_cast<int>(KeyInt(key, "k"));
+    const bool fnuz = arch_.name == "gfx942";
+    const std::vector<u16> x = in.Bf16(static_cast<size_t>(m) * b * k, 1.0);
+    const std::vector<u8> w = in.Fp8(static_cast<size_t>(b) * n * k, fnuz);
+    ASSIGN_OK(dx, Upload(*gpu_, x));
+    ASSIGN_OK(dw, Upload(*gpu_, w));
+    ASSIGN_OK(dy, AllocBuffer(*gpu_, static_cast<size_t>(m) * b * n * 2));
+    CHECK_OK(gpu_->Fill(dy.ptr(), 0xff, dy.bytes()));
+    CHECK_OK(LaunchFp8Bmm(*gpu_, module_, key, {dx.ptr(), dw.ptr(), dy.ptr(), 0.01f, m}));
+    CHECK_OK(gpu_->Synchronize());
+    ASSIGN_OK(y, Download<u16>(*gpu_, dy, static_cast<size_t>(m) * b * n));
+    std::vector<double> got(y.size());
+    for (size_t i = 0; i < y.size(); ++i) got[i] = pw_bf16_to_float(y[i]);
+    return {ref::RelativeError(got, ref::Fp8Bmm(x, w, 0.01f, m, b, n, k, fnuz)), 1e-2,
+            "M=" + std::to_string(m)};
+  }
+
+  Result CheckNormRopeInsert(const Key& key, const Step& step, Inputs& in) {
+    const int l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
+              dr = static_cast<int>(KeyInt(key, "rope_dim")),
+              di = static_cast<int>(KeyInt(key, "index_head_dim"));
+    // A small key takes up to 512 tokens: use 300 of them rather than the witness's one.
+    const int t = KeyInt(key, "small") ? 300 : static_cast<int>(ComputeStats(step).total_tokens);
+    const int slots = 2 * t;
+    const int kv_bytes = l / 2 + l / 16 + 2 * dr, idx_bytes = di / 2 + di / 16;
+    const std::vector<u16> latent = in.Bf16(static_cast<size_t>(t) * l, 1.0);
+    const std::vector<u16> rope = in.Bf16(static_cast<size_t>(t) * dr, 1.0);
+    const std::vector<u16> index_key = in.Bf16(static_cast<size_t>(t) * di, 1.0);
+    const std::vector<float> gamma = in.Uniform(l, 0.5f, 1.5f);
+    std::vector<int> pos(t);
+    std::vector<long long> slot(t);
+    std::vector<int> free_slots(slots);
+    for (int i = 0; i < slots; ++i) free_slots[i] = i;
+    std::shuffle(free_slots.begin(), free_slots.end(), in.rng());
+    for (int i = 0; i < t; ++i) {
+      pos[i] = static_cast<int>(in.rng()() % 32768);
+      slot[i] = (i % 7 == 3) ? -1 : free_slots[i];  // some tokens write nothing
+    }
+    ASSIGN_OK(d_latent, Upload(*gpu_, latent));
+    ASSIGN_OK(d_rope, Upload(*gpu_, rope));
+    ASSIGN_OK(d_index, Upload(*gpu_, index_key));
+    ASSIGN_OK(d_gamma, Upload(*gpu_, gamma));
+    ASSIGN_OK(d_pos, Upload(*gpu_, pos));
+    ASSIGN_OK(d_slot, Upload(*gpu_, slot));
+    ASSIGN_OK(d_kv, AllocBuffer(*gpu_, static_cast<size_t>(slots) * kv_bytes));
+    ASSIGN_OK(d_idx, AllocBuffer(*gpu_, static_cast<size_t>(slots) * idx_bytes));
+    CHECK_OK(gpu_->Fill(d_kv.ptr(), 0xff, d_kv.bytes()));
+    CHECK_OK(gpu_->Fill(d_idx.ptr(), 0xff, d_idx.bytes()));
+    CHECK_OK(
+        LaunchNormRopeInsert(*gpu_, module_, key,
+                             {d_latent.ptr(), d_rope.ptr(), d_index.ptr(), d_gamma.ptr(),
+                              d_pos.ptr(), d_slot.ptr(), kGKv, kGIdx, t, d_kv.ptr(), d_idx.ptr()}));
+    CHECK_OK(gpu_->Synchronize());
+    ASSIGN_OK(kv, Download<u8>(*gpu_, d_kv, d_kv.bytes()));
+    ASSIGN_OK(idx, Download<u8>(*gpu_, d_idx, d_idx.bytes()));
+    std::vector<double> got, want;
+    int untouched_bad = 0;
+    std::set<long long> written;
+    for (int i = 0; i < t; ++i) {
+      if (slot[i] < 0) continue;
+      written.insert(slot[i]);
+      const ref::InsertedToken r = ref::NormRopeInsert(
+          &latent[static_cast<size_t>(i) * l], &rope[static_cast<size_t>(i) * dr],
+          &index_key[static_cast<size_t>(i) * di], gamma.data(), pos[i], kGKv, kGIdx, l, dr, di);
+      const u8* g_rec = &kv[slot[i] * kv_bytes];
+      const u8* g_idx = &idx[slot[i] * idx_bytes];
+      for (int d = 0; d < l; ++d) {
+        got.push_back(pw_nvfp4_load(g_rec, l, d, kGKv));
+        want.push_back(pw_nvfp4_load(r.kv_record.data(), l, d, kGKv));
+      }
+      for (int d = 0; d < dr; ++d) {
+        got.push_back(pw_bf16_to_float(reinterpret_cast<const u16*>(g_rec + l / 2 + l / 16)[d]));
+        want.push_back(
+            pw_bf16_to_float(reinterpret_cast<const u16*>(r.kv_record.data() + l / 2 + l / 16)[d]));
+      }
+      for (int d = 0; d < di; ++d) {
+        got.push_back(pw_nvfp4_load(g_idx, di, d, kGIdx));
+        want.push_back(pw_nvfp4_load(r.index_record.data(), di, d, kGIdx));
+      }
+    }
+    for (long long s = 0; s < slots; ++s) {
+      if (written.count(s)) continue;
+      for (int b = 0; b < kv_bytes; ++b) untouched_bad += kv[s * kv_bytes + b] != 0xff;
+    }
+    Result res{ref::RelativeError(got, want), 2e-2, "T=" + std::to_string(t)};
+    if (untouched_bad > 0)
+      res = Failed(std::to_string(untouched_bad) + " bytes written outside the slots");
+    return res;
+  }
+
+  Result CheckIndex(const Key& key, const Step& step, Inputs& in, bool prefill) {
+    const Rows rows = RowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
+    const int hi = static_cast<int>(KeyInt(key, "index_heads")),
+              di = static_cast<int>(KeyInt(key, "index_head_dim"));
+    const int n = rows.Count(), stride = rows.MaxVisible();
+    int max_blocks = 0, num_blocks = 0;
+    const std::vector<int> table = in.BlockTable(step, &max_blocks, &num_blocks);
+    const std::vector<u8> cache = in.Records(static_cast<size_t>(num_blocks) * kBlockSize, di, 0);
+    const std::vector<u16> q = in.Bf16(static_cast<size_t>(n) * hi * di, 1.0);
+    const std::vector<float> w = in.Uniform(static_cast<size_t>(n) * hi, 0.0f, 1.0f);
+    ASSIGN_OK(dq, Upload(*gpu_, q));
+    ASSIGN_OK(dw, Upload(*gpu_, w));
+    ASSIGN_OK(dreq, Upload(*gpu_, rows.req));
+    ASSIGN_OK(dvis, Upload(*gpu_, rows.visible));
+    ASSIGN_OK(dtable, Upload(*gpu_, table));
+    ASSIGN_OK(dcache, Upload(*gpu_, cache));
+    ASSIGN_OK(dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * stride * 4));
+    ASSIGN_OK(dws, AllocBuffer(*gpu_, IndexWorkspaceBytes(key, n, stride)));
+    CHECK_OK(gpu_->Fill(dout.ptr(), 0xff, dout.bytes()));
+    const IndexArgs a{dq.ptr(),   dw.ptr(),   dreq.ptr(),   dvis.ptr(), dtable.ptr(),
+                      max_blocks, kBlockSize, dcache.ptr(), kGIdx,      dout.ptr(),
+                      stride,     n,          dws.ptr()};
+    CHECK_OK(prefill ? LaunchIndexPrefill(*gpu_, module_, key, a)
+                     : LaunchIndexDecode(*gpu_, module_, key, a));
+    CHECK_OK(gpu_->Synchronize());
+    ASSIGN_OK(out, Download<float>(*gpu_, dout, static_cast<size_t>(n) * stride));
+    const ref::Paged paged{&cache, di / 2 + di / 16, &table, max_blocks, kBlockSize};
+    std::vector<double> got, want;
+    int bad_tail = 0;
+    for (int r : Sample(n, 12)) {
+      const std::vector<double> s =
+          ref::IndexScores(&q[static_cast<size_t>(r) * hi * di], &w[static_cast<size_t>(r) * hi],
+                           hi, di, rows.visible[r], rows.req[r], paged, kGIdx);
+      for (int j = 0; j < stride; ++j) {
+        const float o = out[static_cast<size_t>(r) * stride + j];
+        if (j < rows.visible[r]) {
+          got.push_back(o);
+          want.push_back(s[j]);
+        } else if (!(std::isinf(o) && o < 0)) {
+          ++bad_tail;
+        }
+      }
+    }
+    if (bad_tail > 0)
+      return Failed(std::to_string(bad_tail) + " positions past the visible range are not -inf");
+    return {ref::RelativeError(got, want), 1e-4,
+            "rows=" + std::to_string(n) + " keys<=" + std::to_string(stride)};
+  }
+
+  Result CheckTopk(const Key& key, const Step& step, Inputs& in, bool prefill) {
+    const Rows rows = RowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
+    const int k = static_cast<int>(KeyInt(key, "topk"));
+    const int n = rows.Count(), stride = rows.MaxVisible();
+    // Scores on a coarse grid, so ties are common and the tie rule is exercised.
+    std::normal_distribution<double> d(0, 1);
+    std::vector<float> scores(static_cast<size_t>(n) * stride, -INFINITY);
+    for (int r = 0; r < n; ++r) {
+      for (int j = 0; j < rows.visible[r]; ++j) {
+        scores[static_cast<size_t>(r) * stride + j] =
+            static_cast<float>(std::round(d(in.rng()) * 8) / 8);
+      }
+    }
+    ASSIGN_OK(ds, Upload(*gpu_, scores));
+    ASSIGN_OK(dvis, Upload(*gpu_, rows.visible));
+    ASSIGN_OK(dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * k * 4));
+    ASSIGN_OK(dwk, AllocBuffer(*gpu_, TopkWorkspaceBytes(key, n)));
+    ASSIGN_OK(dwi, AllocBuffer(*gpu_, TopkWorkspaceBytes(key, n)));
+    CHECK_OK(gpu_->Fill(dout.ptr(), 0xab, dout.bytes()));
+    const TopkArgs a{ds.ptr(), dvis.ptr(), stride, n, dout.ptr(), dwk.ptr(), dwi.ptr()};
+    CHECK_OK(prefill ? LaunchTopkPrefill(*gpu_, module_, key, a)
+                     : LaunchTopkDecode(*gpu_, module_, key, a));
+    CHECK_OK(gpu_->Synchronize());
+    ASSIGN_OK(out, Download<int>(*gpu_, dout, static_cast<size_t>(n) * k));
+    int64_t mismatches = 0, total = 0;
+    for (int r : Sample(n, 64)) {
+      const std::vector<int> want =
+          ref::TopK(&scores[static_cast<size_t>(r) * stride], rows.visible[r], k);
+      for (int i = 0; i < k; ++i, ++total)
+        mismatches += out[static_cast<size_t>(r) * k + i] != want[i];
+    }
+    return {static_cast<double>(mismatches) / static_cast<double>(total), 0,
+            "rows=" + std::to_string(n) + " keys<=" + std::to_string(stride) + " exact"};
+  }
+
+  Result CheckSparse(const Key& key, const Step& step, Inputs& in, bool prefill) {
+    const Rows rows = RowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
+    const int hr = static_cast<int>(KeyInt(key, "heads")),
+              l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
+              dr = static_cast<int>(KeyInt(key, "rope_dim")),
+              k = static_cast<int>(KeyInt(key, "topk"));
+    const int n = rows.Count();
+    int max_blocks = 0, num_blocks = 0;
+    const std::vector<int> table = in.BlockTable(step, &max_blocks, &num_blocks);
+    const std::vector<u8> cache = in.Records(static_cast<size_t>(num_blocks) * kBlockSize, l, dr);
+    const std::vector<u16> ql = in.Bf16(static_cast<size_t>(n) * hr * l, 0.5);
+    const std::vector<u16> qr = in.Bf16(static_cast<size_t>(n) * hr * dr, 0.5);
+    std::vector<int> sel(static_cast<size_t>(n) * k, -1);
+    for (int r = 0; r < n; ++r) {
+      std::vector<int> p(rows.visible[r]);
+      for (int j = 0; j < rows.visible[r]; ++j) p[j] = j;
+      std::shuffle(p.begin(), p.end(), in.rng());
+      p.resize(std::min(k, rows.visible[r]));
+      std::sort(p.begin(), p.end());
+      std::copy(p.begin(), p.end(), sel.begin() + static_cast<size_t>(r) * k);
+    }
+    const float scale = 1.0f / std::sqrt(192.0f);
+    ASSIGN_OK(dql, Upload(*gpu_, ql));
+    ASSIGN_OK(dqr, Upload(*gpu_, qr));
+    ASSIGN_OK(dsel, Upload(*gpu_, sel));
+    ASSIGN_OK(dreq, Upload(*gpu_, rows.req));
+    ASSIGN_OK(dtable, Upload(*gpu_, table));
+    ASSIGN_OK(dcache, Upload(*gpu_, cache));
+    ASSIGN_OK(dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * hr * l * 2));
+    ASSIGN_OK(dlse, AllocBuffer(*gpu_, static_cast<size_t>(n) * hr * 4));
+    const size_t ws = SparseWorkspaceBytes(key, n);
+    ASSIGN_OK(dws_o, AllocBuffer(*gpu_, ws));
+    ASSIGN_OK(dws_l, AllocBuffer(*gpu_, ws / static_cast<size_t>(l) + 4));
+    CHECK_OK(gpu_->Fill(dout.ptr(), 0xff, dout.bytes()));
+    CHECK_OK(gpu_->Fill(dlse.ptr(), 0xff, dlse.bytes()));
+    const SparseArgs a{dql.ptr(),  dqr.ptr(),    dsel.ptr(), dreq.ptr(), dtable.ptr(), max_blocks,
+                       kBlockSize, dcache.ptr(), kGKv,       scale,      dout.ptr(),   dlse.ptr(),
+                       n,          dws_o.ptr(),  dws_l.ptr()};
+    CHECK_OK(prefill ? LaunchSparsePrefill(*gpu_, module_, key, a)
+                     : LaunchSparseDecode(*gpu_, module_, key, a));
+    CHECK_OK(gpu_->Synchronize());
+    ASSIGN_OK(out, Download<u16>(*gpu_, dout, static_cast<size_t>(n) * hr * l));
+    ASSIGN_OK(lse, Download<float>(*gpu_, dlse, static_cast<size_t>(n) * hr));
+    const ref::Paged paged{&cache, l / 2 + l / 16 + 2 * dr, &table, max_blocks, kBlockSize};
+    std::vector<double> got, want;
+    double lse_err = 0;
+    for (int r : Sample(n, 3)) {
+      for (int h = 0; h < hr; ++h) {
+        const size_t o = static_cast<size_t>(r) * hr + h;
+        const ref::Attention at =
+            ref::SparseAttention(&ql[o * l], &qr[o * dr], &sel[static_cast<size_t>(r) * k], k,
+                                 rows.req[r], paged, kGKv, scale, l, dr);
+        for (int d = 0; d < l; ++d) {
+          got.push_back(pw_bf16_to_float(out[o * l + d]));
+          want.push_back(at.out[d]);
+        }
+        lse_err = std::max(lse_err, std::fabs(lse[o] - at.lse) / std::max(1.0, std::fabs(at.lse)));
+      }
+    }
+    Result res{std::max(ref::RelativeError(got, want), lse_err), 1e-2,
+               "rows=" + std::to_string(n) +
+                   " selected<=" + std::to_string(std::min(k, rows.MaxVisible()))};
+    return res;
+  }
+
+  std::unique_ptr<Gpu> gpu_;
+  Arch arch_;
+  void* module_ = nullptr;
+};
+
+TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
+  absl::StatusOr<Arch> arch = ParseArch(gpu_->ArchName());
+  ASSERT_TRUE(arch.ok()) << arch.status();
+  arch_ = *arch;
+  auto tc = OpenToolchain(arch_.platform);
+  ASSERT_TRUE(tc.ok()) << tc.status();
+  ASSERT_TRUE((*tc)->CheckArch(arch_).ok()) << (*tc)->CheckArch(arch_);
+  const ModelConfig model = ExampleModelConfig();
+  const Limits limits = *ResolveLimits({}, {}, model);
+  const Shape shape = *ShapeForRank(model, 1);
+  const Plan plan = BuildPlan(limits, model, shape, {arch_});
+
+  // Compile every variant through the worker pool into a fresh cache.
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  std::vector<FillItem> items;
+  std::vector<std::pair<std::string, PlannedKey>> planned;
+  for (const LauncherPlan& lp : plan.launchers) {
+    const std::string mk = *ManagerKey(**tc, arch_, lp.name);
+    for (const PlannedKey& pk : lp.keys) {
+      items.push_back({{lp.name, mk, pk.key.String(), arch_.name}, JobForKey(pk.key, arch_)});
+      planned.emplace_back(lp.name, pk);
+    }
+  }
+  FillOptions fo;
+  fo.jobs = AvailableCpus();
+  fo.producer = ProducerString(**tc);
+  WorkerOptions wo;
+  wo.binary = testing::PrewarmBinary();
+  fo.compile = [wo](const CompileJob& job) { return CompileInWorker(job, wo); };
+  const std::vector<FillResult> filled = FillCache(store, items, fo);
+
+  std::printf("GPU check on %s: %zu variants of the embedded example's plan\n",
+              gpu_->Name().c_str(), items.size());
+  std::printf("%-17s %-62s %-34s %-10s %-7s %s\n", "launcher", "key", "inputs", "rel_err", "bound",
+              "ok");
+  int failures = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& [launcher, pk] = planned[i];
+    Result r;
+    if (filled[i].state == KeyState::kFailed) {
+      r = Failed("compile: " + filled[i].error);
+    } else {
+      CacheStore::Lookup entry = store.Read(items[i].ref, CacheStore::ReadLock::kWait);
+      absl::StatusOr<void*> module = entry.state == CacheStore::State::kHit
+                                         ? gpu_->LoadModule(entry.payload)
+                                         : absl::InternalError("entry not in the cache");
+      if (!module.ok()) {
+        r = Failed(std::string(module.status().message()));
+      } else {
+        module_ = *module;
+        Inputs in(Sha256Of(pk.key.String())[0] * 7919u + i);
+        const Step step = Enrich(pk.witness, launcher, pk.key, limits, shape, arch_);
+        if (launcher == "fp8_bmm") r = CheckFp8Bmm(pk.key, step, in);
+        if (launcher == "norm_rope_insert") r = CheckNormRopeInsert(pk.key, step, in);
+        if (launcher == "index_prefill") r = CheckIndex(pk.key, step, in, true);
+        if (launcher == "index_decode") r = CheckIndex(pk.key, step, in, false);
+        if (launcher == "topk_prefill") r = CheckTopk(pk.key, step, in, true);
+        if (launcher == "topk_decode") r = CheckTopk(pk.key, step, in, false);
+        if (launcher == "sparse_prefill") r = CheckSparse(pk.key, step, in, true);
+        if (launcher == "sparse_decode") r = CheckSparse(pk.key, step, in, false);
+      }
+    }
+    const bool ok = r.error <= r.bound;
+    failures += ok ? 0 : 1;
+    std::string shown_key = pk.key.String();
+    shown_key = shown_key.substr(shown_key.find(',') + 1);  // drop arch=, it is in the header
+    std::printf("%-17s %-62s %-34s %-10.2e %-7.0e %s\n", launcher.c_str(), shown_key.c_str(),
+                r.note.c_str(), r.error, r.bound, ok ? "yes" : "NO");
+    EXPECT_TRUE(ok) << launcher << " " << pk.key.String() << ": " << r.note;
+  }
+  std::printf("%d of %zu variants outside their bound\n", failures, items.size());
+}
+
+}  // namespace
+}  // namespace prewarm

@@ -1,0 +1,148 @@
+#include "tests/gpu/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common/bf16.h"
+#include "common/fp8.h"
+#include "common/nvfp4.h"
+
+namespace prewarm::reference {
+
+std::vector<double> Fp8Bmm(const std::vector<u16>& x, const std::vector<u8>& w, float w_scale,
+                           int m, int batch, int n, int k, bool fnuz) {
+  const float fp8_max = pw_fp8_max(fnuz);
+  std::vector<double> y(static_cast<size_t>(m) * batch * n, 0.0);
+  std::vector<double> qx(k);
+  for (int mi = 0; mi < m; ++mi) {
+    for (int b = 0; b < batch; ++b) {
+      const u16* row = &x[(static_cast<size_t>(mi) * batch + b) * k];
+      for (int g0 = 0; g0 < k; g0 += 128) {
+        const int g1 = std::min(k, g0 + 128);
+        // The activations' quantization, exactly as defined: sx = amax / FP8_MAX (float).
+        float amax = 0;
+        for (int kk = g0; kk < g1; ++kk)
+          amax = std::max(amax, std::fabs(pw_bf16_to_float(row[kk])));
+        const float sx = amax / fp8_max;
+        for (int kk = g0; kk < g1; ++kk) {
+          qx[kk] = sx > 0 ? pw_fp8_decode_fmt(
+                                pw_fp8_encode_fmt(pw_bf16_to_float(row[kk]) / sx, fnuz), fnuz)
+                          : 0.0;
+        }
+        for (int ni = 0; ni < n; ++ni) {
+          const u8* wrow = &w[(static_cast<size_t>(b) * n + ni) * k];
+          double dot = 0;
+          for (int kk = g0; kk < g1; ++kk) dot += qx[kk] * pw_fp8_decode_fmt(wrow[kk], fnuz);
+          y[(static_cast<size_t>(mi) * batch + b) * n + ni] += dot * sx * w_scale;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+InsertedToken NormRopeInsert(const u16* latent, const u16* rope, const u16* index_key,
+                             const float* gamma, int pos, float g_kv, float g_idx, int l, int dr,
+                             int di) {
+  InsertedToken t;
+  t.kv_record.assign(l / 2 + l / 16 + 2 * dr, 0);
+  double sumsq = 0;
+  for (int d = 0; d < l; ++d) sumsq += std::pow(pw_bf16_to_float(latent[d]), 2);
+  const double inv_rms = 1.0 / std::sqrt(sumsq / l + 1e-6);
+  std::vector<float> y(l);
+  for (int d = 0; d < l; ++d)
+    y[d] = static_cast<float>(pw_bf16_to_float(latent[d]) * inv_rms * gamma[d]);
+  for (int b = 0; b < l / 16; ++b) {
+    t.kv_record[l / 2 + b] = pw_nvfp4_quantize16(&y[16 * b], g_kv, &t.kv_record[8 * b]);
+  }
+  u16* rope_out = reinterpret_cast<u16*>(&t.kv_record[l / 2 + l / 16]);
+  for (int i = 0; i < dr / 2; ++i) {
+    const double angle = pos * std::pow(10000.0, -2.0 * i / dr);
+    const double x1 = pw_bf16_to_float(rope[i]), x2 = pw_bf16_to_float(rope[i + dr / 2]);
+    rope_out[i] = pw_float_to_bf16(static_cast<float>(x1 * std::cos(angle) - x2 * std::sin(angle)));
+    rope_out[i + dr / 2] =
+        pw_float_to_bf16(static_cast<float>(x2 * std::cos(angle) + x1 * std::sin(angle)));
+  }
+  t.index_record.assign(di / 2 + di / 16, 0);
+  for (int b = 0; b < di / 16; ++b) {
+    float v[16];
+    for (int i = 0; i < 16; ++i) v[i] = pw_bf16_to_float(index_key[16 * b + i]);
+    t.index_record[di / 2 + b] = pw_nvfp4_quantize16(v, g_idx, &t.index_record[8 * b]);
+  }
+  return t;
+}
+
+const u8* Paged::Record(int req, int pos) const {
+  const long long slot =
+      static_cast<long long>((*block_table)[req * max_blocks + pos / block_size]) * block_size +
+      pos % block_size;
+  return cache->data() + slot * record_bytes;
+}
+
+std::vector<double> IndexScores(const u16* q_row, const float* w_row, int heads, int dim,
+                                int visible, int req, const Paged& index_cache, float g_idx) {
+  std::vector<double> scores(visible);
+  std::vector<double> k(dim);
+  for (int j = 0; j < visible; ++j) {
+    const u8* rec = index_cache.Record(req, j);
+    for (int d = 0; d < dim; ++d) k[d] = pw_nvfp4_load(rec, dim, d, g_idx);
+    double s = 0;
+    for (int h = 0; h < heads; ++h) {
+      double dot = 0;
+      for (int d = 0; d < dim; ++d) dot += pw_bf16_to_float(q_row[h * dim + d]) * k[d];
+      s += w_row[h] * std::max(0.0, dot);
+    }
+    scores[j] = s;
+  }
+  return scores;
+}
+
+std::vector<int> TopK(const float* scores, int n, int k) {
+  std::vector<int> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return scores[a] > scores[b]; });
+  idx.resize(std::min(n, k));
+  idx.resize(k, -1);
+  return idx;
+}
+
+Attention SparseAttention(const u16* q_latent, const u16* q_rope, const int* selected, int topk,
+                          int req, const Paged& kv_cache, float g_kv, float scale, int l, int dr) {
+  std::vector<double> s;
+  std::vector<const u8*> recs;
+  for (int i = 0; i < topk; ++i) {
+    if (selected[i] < 0) continue;
+    const u8* rec = kv_cache.Record(req, selected[i]);
+    const u16* rope = reinterpret_cast<const u16*>(rec + l / 2 + l / 16);
+    double dot = 0;
+    for (int d = 0; d < l; ++d)
+      dot += pw_bf16_to_float(q_latent[d]) * pw_nvfp4_load(rec, l, d, g_kv);
+    for (int d = 0; d < dr; ++d) dot += pw_bf16_to_float(q_rope[d]) * pw_bf16_to_float(rope[d]);
+    s.push_back(dot * scale);
+    recs.push_back(rec);
+  }
+  Attention a{std::vector<double>(l, 0.0), -INFINITY};
+  if (s.empty()) return a;
+  const double m = *std::max_element(s.begin(), s.end());
+  double sum = 0;
+  for (double v : s) sum += std::exp(v - m);
+  for (size_t j = 0; j < s.size(); ++j) {
+    const double p = std::exp(s[j] - m) / sum;
+    for (int d = 0; d < l; ++d) a.out[d] += p * pw_nvfp4_load(recs[j], l, d, g_kv);
+  }
+  a.lse = m + std::log(sum);
+  return a;
+}
+
+double RelativeError(const std::vector<double>& out, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (out[i] - ref[i]) * (out[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  if (std::isnan(num)) return INFINITY;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+}  // namespace prewarm::reference
