@@ -1,6 +1,7 @@
-// Compile throughput of the embedded example's plan: worker processes (1, 2, 4, ... jobs) against
-// the same pool running the compiler in threads, each on an empty cache, then a rerun on the
-// full cache (verify-and-skip). Prints one table.
+// Compile throughput of the embedded example's plan with 1, 2, 4, ... jobs, each on an empty
+// cache: one-shot worker processes (one per key), persistent worker processes (prewarm run's
+// mode), and the same pool running the compiler in threads; then a rerun on the full cache
+// (verify-and-skip). Speedups are against one-shot processes with one job. Prints one table.
 //   compile_bench [--arch gfx90a|sm_90] [--jobs 1,2,4] [--worker PATH]
 #include <chrono>
 #include <cstdio>
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   std::printf("%-9s %-5s %-9s %-9s %-8s %-7s\n", "mode", "jobs", "seconds", "keys/s", "speedup",
               "failed");
   double one_process = 0;
-  for (const char* mode : {"process", "thread"}) {
+  for (const char* mode : {"process", "persistent", "thread"}) {
     double one = 0;
     for (std::string_view j : prewarm::StrSplit(jobs_list, ',')) {
       const int jobs = static_cast<int>(*prewarm::ParseInt64(j));
@@ -76,6 +77,14 @@ int main(int argc, char** argv) {
         o.compile = [w](const prewarm::CompileJob& job) {
           return prewarm::CompileInWorker(job, w);
         };
+      } else if (std::string_view(mode) == "persistent") {
+        prewarm::WorkerOptions w;
+        w.binary = worker;
+        o.compile = [w](const prewarm::CompileJob& job) {
+          thread_local std::unique_ptr<prewarm::PersistentWorker> pw;
+          if (pw == nullptr) pw = std::make_unique<prewarm::PersistentWorker>(w);
+          return pw->Compile(job);
+        };
       } else {
         const prewarm::Toolchain* t = tc->get();
         o.compile = [t](const prewarm::CompileJob& job) { return t->Compile(job); };
@@ -86,7 +95,7 @@ int main(int argc, char** argv) {
       if (one_process == 0) one_process = s;
       std::printf("%-9s %-5d %-9.2f %-9.2f %-8.2f %-7d\n", mode, jobs, s,
                   static_cast<double>(items.size()) / s, one_process / s, failed);
-      if (std::string_view(mode) == "process" && j == prewarm::StrSplit(jobs_list, ',').back()) {
+      if (std::string_view(mode) == "persistent" && j == prewarm::StrSplit(jobs_list, ',').back()) {
         // The same cache, full: every key is read, checked and skipped.
         int f2 = 0;
         const double warm = Fill(base, items, o, &f2);

@@ -4,9 +4,9 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -179,7 +179,12 @@ int RunRun(const Config& config, std::ostream& out) {
   wopt.memory_limit_mb = config.compile_memory_mb;
   FillOptions fopt;
   fopt.jobs = config.jobs;
-  fopt.compile = [&wopt](const CompileJob& job) { return CompileInWorker(job, wopt); };
+  // One persistent worker per pool thread: the compiler loads once per worker, not per key.
+  fopt.compile = [&wopt](const CompileJob& job) {
+    thread_local std::unique_ptr<PersistentWorker> worker;
+    if (worker == nullptr) worker = std::make_unique<PersistentWorker>(wopt);
+    return worker->Compile(job);
+  };
   const Clock::time_point compile_start = Clock::now();
   std::vector<FillResult> results;
   {

@@ -1,11 +1,17 @@
 #include "prewarm/toolchain/worker.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <iterator>
 #include <thread>
@@ -14,6 +20,8 @@
 #include "prewarm/util/env.h"
 #include "prewarm/util/strings.h"
 #include "prewarm/util/subprocess.h"
+
+extern char** environ;
 
 namespace prewarm {
 namespace {
@@ -26,22 +34,16 @@ void WriteAll(int fd, std::string_view data) {
   }
 }
 
-}  // namespace
+// One job: the exit code (0, 1, 2, 3), with the code object or the message.
+struct JobResult {
+  int code = 0;
+  std::string message;  // the log on success, the error otherwise
+  std::string object;
+};
 
-std::string SelfExecutable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("prewarm");
-}
-
-int CompileWorkerMain() {
-  const std::string input((std::istreambuf_iterator<char>(std::cin)),
-                          std::istreambuf_iterator<char>());
+JobResult RunJob(std::string_view input) {
   nlohmann::json req = nlohmann::json::parse(input, nullptr, /*allow_exceptions=*/false);
-  if (req.is_discarded() || !req.is_object()) {
-    WriteAll(STDERR_FILENO, "compile worker: malformed request\n");
-    return 2;
-  }
+  if (req.is_discarded() || !req.is_object()) return {2, "compile worker: malformed request", ""};
   CompileJob job;
   try {
     job.launcher = req.at("launcher").get<std::string>();
@@ -52,14 +54,7 @@ int CompileWorkerMain() {
     if (!arch.ok()) throw std::runtime_error(std::string(arch.status().message()));
     job.arch = *arch;
   } catch (const std::exception& e) {
-    WriteAll(STDERR_FILENO, StrCat("compile worker: bad request: ", e.what(), "\n"));
-    return 2;
-  }
-  const int64_t memory_mb = req.value("memory_limit_mb", int64_t{0});
-  if (memory_mb > 0) {
-    const rlim_t bytes = static_cast<rlim_t>(memory_mb) * 1024 * 1024;
-    rlimit lim{bytes, bytes};
-    ::setrlimit(RLIMIT_AS, &lim);
+    return {2, StrCat("compile worker: bad request: ", e.what()), ""};
   }
   // Tests hold a compile open with this (registered in util/env.cc as test-only).
   if (std::optional<std::string> delay = GetEnv("PREWARM_TEST_COMPILE_DELAY_MS")) {
@@ -67,65 +62,261 @@ int CompileWorkerMain() {
       std::this_thread::sleep_for(std::chrono::milliseconds(*ms));
     }
   }
-  absl::StatusOr<std::unique_ptr<Toolchain>> tc = OpenToolchain(job.arch.platform);
-  if (!tc.ok()) {
-    WriteAll(STDERR_FILENO, StrCat(tc.status().message(), "\n"));
-    return 3;
+  // The compiler is opened once per process (a persistent worker keeps it).
+  static absl::StatusOr<std::unique_ptr<Toolchain>>* toolchains[2] = {nullptr, nullptr};
+  auto*& tc = toolchains[job.arch.platform == Platform::kAmd ? 0 : 1];
+  if (tc == nullptr) {
+    tc = new absl::StatusOr<std::unique_ptr<Toolchain>>(OpenToolchain(job.arch.platform));
   }
+  if (!tc->ok()) return {3, std::string(tc->status().message()), ""};
   if (!req.value("skip_arch_check", false)) {
-    if (absl::Status s = (*tc)->CheckArch(job.arch); !s.ok()) {
-      WriteAll(STDERR_FILENO, StrCat(s.message(), "\n"));
-      return 3;
-    }
+    if (absl::Status s = (**tc)->CheckArch(job.arch); !s.ok())
+      return {3, std::string(s.message()), ""};
   }
-  // Compile through the rtc layer directly when the arch check is skipped on purpose.
-  absl::StatusOr<CompileOutput> out = (*tc)->Compile(job);
+  absl::StatusOr<CompileOutput> out = (**tc)->Compile(job);
   if (!out.ok()) {
-    WriteAll(STDERR_FILENO, StrCat(out.status().message(), "\n"));
-    return out.status().code() == absl::StatusCode::kFailedPrecondition ? 3 : 1;
+    return {out.status().code() == absl::StatusCode::kFailedPrecondition ? 3 : 1,
+            std::string(out.status().message()), ""};
   }
-  WriteAll(STDERR_FILENO, out->log);
-  WriteAll(STDOUT_FILENO, out->code);
-  return 0;
+  return {0, std::move(out->log), std::move(out->code)};
 }
 
+void SetMemoryLimit(int64_t memory_mb) {
+  if (memory_mb <= 0) return;
+  const rlim_t bytes = static_cast<rlim_t>(memory_mb) * 1024 * 1024;
+  rlimit lim{bytes, bytes};
+  ::setrlimit(RLIMIT_AS, &lim);
+}
+
+bool ReadExactly(int fd, char* buf, size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::read(fd, buf, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    buf += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void PutLe(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+uint64_t GetLe(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+std::string SelfExecutable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("prewarm");
+}
+
+int CompileWorkerMain(bool serve) {
+  if (!serve) {
+    const std::string input((std::istreambuf_iterator<char>(std::cin)),
+                            std::istreambuf_iterator<char>());
+    nlohmann::json req = nlohmann::json::parse(input, nullptr, /*allow_exceptions=*/false);
+    if (req.is_object()) SetMemoryLimit(req.value("memory_limit_mb", int64_t{0}));
+    JobResult r = RunJob(input);
+    WriteAll(STDERR_FILENO, r.code == 0 ? r.message : r.message + "\n");
+    if (r.code == 0) WriteAll(STDOUT_FILENO, r.object);
+    return r.code;
+  }
+  bool limited = false;
+  for (;;) {
+    char len[4];
+    if (!ReadExactly(STDIN_FILENO, len, 4)) return 0;  // the parent closed: done
+    std::string input(GetLe(len, 4), '\0');
+    if (!ReadExactly(STDIN_FILENO, input.data(), input.size())) return 2;
+    if (!limited) {
+      nlohmann::json req = nlohmann::json::parse(input, nullptr, /*allow_exceptions=*/false);
+      if (req.is_object()) SetMemoryLimit(req.value("memory_limit_mb", int64_t{0}));
+      limited = true;
+    }
+    const JobResult r = RunJob(input);
+    std::string frame;
+    PutLe(frame, static_cast<uint64_t>(r.code), 4);
+    PutLe(frame, r.message.size(), 4);
+    frame += r.message;
+    PutLe(frame, r.object.size(), 8);
+    frame += r.object;
+    WriteAll(STDOUT_FILENO, frame);
+  }
+}
+
+namespace {
+
+nlohmann::json RequestJson(const CompileJob& job, const WorkerOptions& options) {
+  return {{"launcher", job.launcher},
+          {"key", job.key_string},
+          {"kernel", job.kernel},
+          {"defines", job.defines},
+          {"arch", job.arch.name},
+          {"memory_limit_mb", options.memory_limit_mb},
+          {"skip_arch_check", options.skip_arch_check}};
+}
+
+std::string What(const CompileJob& job) { return StrCat(job.launcher, " ", job.key_string); }
+
+absl::Status SignalStatus(const CompileJob& job, int sig, std::string_view stderr_tail) {
+  std::string reason = StrCat("compile worker for ", What(job), " was killed by signal ", sig, " (",
+                              ::strsignal(sig), ")");
+  if (sig == SIGKILL) StrAppend(reason, "; out of memory?");
+  stderr_tail = StripWhitespace(stderr_tail);
+  if (!stderr_tail.empty()) {
+    StrAppend(reason, ": ",
+              stderr_tail.substr(stderr_tail.size() > 500 ? stderr_tail.size() - 500 : 0));
+  }
+  return absl::AbortedError(reason);
+}
+
+absl::StatusOr<CompileOutput> FromExitCode(const CompileJob& job, int code, std::string message,
+                                           std::string object) {
+  switch (code) {
+    case 0:
+      return CompileOutput{std::move(object), std::move(message)};
+    case 3:
+      return absl::FailedPreconditionError(std::string(StripWhitespace(message)));
+    default:
+      return absl::InternalError(StrCat("compile of ", What(job), " failed (worker exit ", code,
+                                        "): ", StripWhitespace(message)));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<CompileOutput> CompileInWorker(const CompileJob& job, const WorkerOptions& options) {
-  nlohmann::json req = {{"launcher", job.launcher},
-                        {"key", job.key_string},
-                        {"kernel", job.kernel},
-                        {"defines", job.defines},
-                        {"arch", job.arch.name},
-                        {"memory_limit_mb", options.memory_limit_mb},
-                        {"skip_arch_check", options.skip_arch_check}};
   SubprocessOptions so;
-  so.stdin_data = req.dump();
+  so.stdin_data = RequestJson(job, options).dump();
   so.timeout = options.timeout;
   const std::string binary = options.binary.empty() ? SelfExecutable() : options.binary;
   absl::StatusOr<SubprocessResult> r = RunSubprocess({binary, kWorkerCommand}, so);
   if (!r.ok()) return r.status();
-  const std::string what = StrCat(job.launcher, " ", job.key_string);
   if (r->timed_out) {
-    return absl::DeadlineExceededError(
-        StrCat("compile of ", what, " timed out after ", absl::FormatDuration(options.timeout)));
+    return absl::DeadlineExceededError(StrCat("compile of ", What(job), " timed out after ",
+                                              absl::FormatDuration(options.timeout)));
   }
-  if (r->term_signal != 0) {
-    std::string reason = StrCat("compile worker for ", what, " was killed by signal ",
-                                r->term_signal, " (", ::strsignal(r->term_signal), ")");
-    if (r->term_signal == SIGKILL) StrAppend(reason, "; out of memory?");
-    const std::string_view tail = StripWhitespace(r->stderr_text);
-    if (!tail.empty())
-      StrAppend(reason, ": ", tail.substr(tail.size() > 500 ? tail.size() - 500 : 0));
-    return absl::AbortedError(reason);
+  if (r->term_signal != 0) return SignalStatus(job, r->term_signal, r->stderr_text);
+  return FromExitCode(job, r->exit_code, std::move(r->stderr_text), std::move(r->stdout_text));
+}
+
+PersistentWorker::~PersistentWorker() { Stop(/*kill=*/false); }
+
+absl::Status PersistentWorker::Start() {
+  int in_pipe[2], out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
   }
-  switch (r->exit_code) {
-    case 0:
-      return CompileOutput{std::move(r->stdout_text), std::move(r->stderr_text)};
-    case 3:
-      return absl::FailedPreconditionError(std::string(StripWhitespace(r->stderr_text)));
-    default:
-      return absl::InternalError(StrCat("compile of ", what, " failed (worker exit ", r->exit_code,
-                                        "): ", StripWhitespace(r->stderr_text)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  const std::string binary = options_.binary.empty() ? SelfExecutable() : options_.binary;
+  std::string cmd = kWorkerCommand, serve = "--serve";
+  char* argv[] = {const_cast<char*>(binary.c_str()), cmd.data(), serve.data(), nullptr};
+  const int rc = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  to_child_ = in_pipe[1];
+  from_child_ = out_pipe[0];
+  if (rc != 0) {
+    pid_ = -1;
+    Stop(false);
+    return absl::InternalError(StrCat("cannot start ", binary, ": ", std::strerror(rc)));
   }
+  return absl::OkStatus();
+}
+
+void PersistentWorker::Stop(bool kill) {
+  if (to_child_ >= 0) ::close(to_child_);
+  if (from_child_ >= 0) ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  if (pid_ > 0) {
+    if (kill) ::kill(pid_, SIGKILL);
+    Reap();
+  }
+}
+
+std::string PersistentWorker::Reap() {
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  if (WIFSIGNALED(status)) return StrCat("signal ", WTERMSIG(status));
+  return StrCat("exit ", WEXITSTATUS(status));
+}
+
+absl::StatusOr<CompileOutput> PersistentWorker::Compile(const CompileJob& job) {
+  if (pid_ < 0) {
+    absl::Status s = Start();
+    if (!s.ok()) return s;
+  }
+  // A worker that dies writing or reading is this job's failure; the next job starts afresh.
+  ::signal(SIGPIPE, SIG_IGN);
+  const std::string body = RequestJson(job, options_).dump();
+  std::string frame;
+  PutLe(frame, body.size(), 4);
+  frame += body;
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  auto fail = [&](bool timed_out) -> absl::Status {
+    if (timed_out) {
+      Stop(/*kill=*/true);
+      return absl::DeadlineExceededError(StrCat("compile of ", What(job), " timed out after ",
+                                                absl::FormatDuration(options_.timeout)));
+    }
+    ::close(to_child_);
+    ::close(from_child_);
+    to_child_ = from_child_ = -1;
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    if (WIFSIGNALED(status)) return SignalStatus(job, WTERMSIG(status), "");
+    return absl::InternalError(
+        StrCat("compile worker for ", What(job), " exited with ", WEXITSTATUS(status), " mid-job"));
+  };
+  size_t off = 0;
+  while (off < frame.size()) {
+    const ssize_t n = ::write(to_child_, frame.data() + off, frame.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(false);
+    off += static_cast<size_t>(n);
+  }
+  // Reads exactly n bytes before the deadline.
+  auto read_exactly = [&](char* buf, size_t n) -> int {  // 0 ok, 1 eof/error, 2 timeout
+    while (n > 0) {
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) return 2;
+      pollfd p{from_child_, POLLIN, 0};
+      const int pr = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+      if (pr < 0 && errno == EINTR) continue;
+      if (pr == 0) continue;
+      const ssize_t r = ::read(from_child_, buf, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return 1;
+      buf += r;
+      n -= static_cast<size_t>(r);
+    }
+    return 0;
+  };
+  char head[8];
+  if (int rc = read_exactly(head, 8); rc != 0) return fail(rc == 2);
+  const int code = static_cast<int>(GetLe(head, 4));
+  std::string message(GetLe(head + 4, 4), '\0');
+  if (int rc = read_exactly(message.data(), message.size()); rc != 0) return fail(rc == 2);
+  char len[8];
+  if (int rc = read_exactly(len, 8); rc != 0) return fail(rc == 2);
+  std::string object(GetLe(len, 8), '\0');
+  if (int rc = read_exactly(object.data(), object.size()); rc != 0) return fail(rc == 2);
+  return FromExitCode(job, code, std::move(message), std::move(object));
 }
 
 }  // namespace prewarm

@@ -1,9 +1,15 @@
-// Compiles in child processes: the parent runs `<prewarm binary> __compile-worker` with the job
-// as JSON on stdin; the child compiles and writes the code object to stdout, the compiler's log
-// and any error to stderr. A child that crashes (hipRTC aborts on an unknown arch), hangs or runs
-// out of memory costs that one key, never the run.
+// Compiles in child processes, so a child that crashes (hipRTC aborts on an unknown arch), hangs
+// or runs out of memory costs that one key, never the run.
 //
-// Child exit codes: 0 compiled; 1 compile error; 2 bad request; 3 no compiler available.
+// One-shot (CompileInWorker): `<prewarm> __compile-worker` reads one job as JSON on stdin,
+// writes the code object to stdout and the log or error to stderr, and exits: 0 compiled;
+// 1 compile error; 2 bad request; 3 no compiler available.
+//
+// Persistent (PersistentWorker): `<prewarm> __compile-worker --serve` compiles job after job,
+// so the compiler is loaded once per worker, not once per key (NVRTC takes about 0.25 s to load
+// and initialize, ten times its compile of one of our kernels). Frames, little-endian:
+//   request  := u32 length, JSON (the one-shot request)
+//   response := u32 exit code (as above), u32 length, message or log, u64 length, code
 #ifndef PREWARM_TOOLCHAIN_WORKER_H_
 #define PREWARM_TOOLCHAIN_WORKER_H_
 
@@ -17,8 +23,8 @@ namespace prewarm {
 
 inline constexpr char kWorkerCommand[] = "__compile-worker";
 
-// The child's main: reads the request from stdin. Returns the exit code.
-int CompileWorkerMain();
+// The child's main: one request, or with `serve` a stream of them. Returns the exit code.
+int CompileWorkerMain(bool serve);
 
 struct WorkerOptions {
   std::string binary;  // the prewarm binary; empty: this process's own (/proc/self/exe)
@@ -32,6 +38,29 @@ struct WorkerOptions {
 // Aborted naming the signal (crash), DeadlineExceeded (timeout), FailedPrecondition (no
 // compiler or an arch it cannot target).
 absl::StatusOr<CompileOutput> CompileInWorker(const CompileJob& job, const WorkerOptions& options);
+
+// A long-lived compile worker. Not thread-safe: one per pool thread. A crash or timeout fails
+// that job; the next Compile starts a fresh child.
+class PersistentWorker {
+ public:
+  explicit PersistentWorker(WorkerOptions options) : options_(std::move(options)) {}
+  ~PersistentWorker();
+  PersistentWorker(const PersistentWorker&) = delete;
+  PersistentWorker& operator=(const PersistentWorker&) = delete;
+
+  absl::StatusOr<CompileOutput> Compile(const CompileJob& job);
+
+ private:
+  absl::Status Start();
+  void Stop(bool kill);
+  // The child's end: a signal, or an exit code.
+  std::string Reap();
+
+  WorkerOptions options_;
+  int pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+};
 
 // The path of the running binary.
 std::string SelfExecutable();

@@ -161,5 +161,47 @@ TEST_F(WorkerTest, AMemoryLimitFailsTheKeyWithAReason) {
   EXPECT_FALSE(out.status().message().empty());
 }
 
+TEST_F(WorkerTest, APersistentWorkerCompilesJobAfterJobAndSurvivesACrash) {
+  WorkerOptions o = Options();
+  o.skip_arch_check = true;  // so that gfx942 really aborts hipRTC in the child
+  PersistentWorker worker(o);
+  for (int64_t m : {1, 2, 3}) {
+    auto out = worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, m), gfx90a_));
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(ElfMachine(out->code), kEmAmdgpu);
+  }
+  const Arch gfx942 = *ParseArch("gfx942");
+  auto crashed = worker.Compile(JobForKey(Fp8BmmKey(gfx942, 5), gfx942));
+  ASSERT_FALSE(crashed.ok());
+  EXPECT_TRUE(absl::IsAborted(crashed.status())) << crashed.status();
+  // A hipRTC that has compiled before dies on gfx942 with SIGSEGV rather than SIGABRT.
+  EXPECT_NE(crashed.status().message().find("was killed by signal"), absl::string_view::npos)
+      << crashed.status();
+  auto after = worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, 4), gfx90a_));
+  ASSERT_TRUE(after.ok()) << "a fresh worker takes the next job: " << after.status();
+}
+
+TEST_F(WorkerTest, APersistentWorkerReportsCompileErrorsAndTimeouts) {
+  WorkerOptions o = Options();
+  PersistentWorker worker(o);
+  CompileJob bad = JobForKey(Fp8BmmKey(gfx90a_, 3), gfx90a_);
+  bad.defines = {"-DPW_M_EXACT=3"};
+  auto out = worker.Compile(bad);
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(absl::IsInternal(out.status()));
+  EXPECT_NE(out.status().message().find("fp8_bmm needs PW_BATCH"), absl::string_view::npos);
+  EXPECT_TRUE(worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, 3), gfx90a_)).ok());
+
+  ::setenv("PREWARM_TEST_COMPILE_DELAY_MS", "5000", 1);
+  WorkerOptions slow = Options();
+  slow.timeout = absl::Milliseconds(400);
+  PersistentWorker hanging(slow);
+  auto late = hanging.Compile(JobForKey(Fp8BmmKey(gfx90a_, 2), gfx90a_));
+  ::unsetenv("PREWARM_TEST_COMPILE_DELAY_MS");
+  ASSERT_FALSE(late.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
+  EXPECT_TRUE(hanging.Compile(JobForKey(Fp8BmmKey(gfx90a_, 2), gfx90a_)).ok());
+}
+
 }  // namespace
 }  // namespace prewarm
