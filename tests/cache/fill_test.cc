@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <iostream>
 #include <mutex>
 #include <thread>
 
@@ -47,7 +48,13 @@ class FillTest : public ::testing::Test {
 
   static int Count(const std::vector<FillResult>& r, KeyState s) {
     int n = 0;
-    for (const FillResult& x : r) n += x.state == s ? 1 : 0;
+    for (const FillResult& x : r) {
+      n += x.state == s ? 1 : 0;
+      // Say why when a key failed that the test did not mean to fail.
+      if (s != KeyState::kFailed && x.state == KeyState::kFailed) {
+        std::cerr << "failed key (" << x.attempts << " attempts): " << x.error << "\n";
+      }
+    }
     return n;
   }
 
