@@ -15,7 +15,8 @@ double Fp8Value(int code, bool fnuz) {
   const int sign = code >> 7, exp = (code >> 3) & 15, mant = code & 7;
   if (fnuz && code == 0x80) return NAN;
   if (!fnuz && exp == 15 && mant == 7) return NAN;
-  const double mag = exp == 0 ? std::ldexp(mant / 8.0, 1 - bias) : std::ldexp(1 + mant / 8.0, exp - bias);
+  const double mag =
+      exp == 0 ? std::ldexp(mant / 8.0, 1 - bias) : std::ldexp(1 + mant / 8.0, exp - bias);
   return sign ? -mag : mag;
 }
 
