@@ -66,6 +66,21 @@ ABSL_FLAG(int64_t, compile_memory_mb, 0,
           "run: address-space limit of each compile worker in MiB; 0 for none.");
 ABSL_FLAG(double, progress_interval, 5, "run: seconds between progress lines; 0 for none.");
 ABSL_FLAG(bool, quiet, false, "run: no progress lines, only errors and the summary.");
+ABSL_FLAG(bool, serve, false,
+          "run: keep serving metrics and gRPC health after the run, until SIGTERM (the native "
+          "sidecar mode); re-verify the cache every --verify-interval.");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9400",
+          "run: where to serve Prometheus metrics (GET /metrics); port 0 picks a free port.");
+ABSL_FLAG(std::string, grpc_address, "0.0.0.0:9401",
+          "run: where to serve grpc.health.v1.Health and prewarm.v1.Status; port 0 picks one.");
+ABSL_FLAG(double, verify_interval, 60,
+          "run --serve: seconds between cheap re-checks of the cache (stat and header).");
+ABSL_FLAG(std::string, pushgateway, "",
+          "run: push the final metrics to this Pushgateway (http://host:port); a failed push "
+          "is logged, not fatal.");
+ABSL_FLAG(std::string, addr, "", "probe: the gRPC address to check, HOST:PORT.");
+ABSL_FLAG(std::string, service, "prewarm", "probe: the health service name to check.");
+ABSL_FLAG(double, timeout, 1, "probe: seconds to wait for the connection and the answer.");
 ABSL_FLAG(bool, dry_run, false, "gc: list what would be removed, remove nothing.");
 ABSL_FLAG(bool, stale, false,
           "gc: also remove prewarm's launcher directories that this build would not produce "
@@ -85,10 +100,13 @@ constexpr char kUsage[] =
     "  verify   check that the cache holds a valid entry for every planned key\n"
     "  replay   dispatch each step of --trace FILE and look its keys up in the cache\n"
     "  gc       remove old temp files (and, with --stale, entries of other builds)\n"
+    "  probe    check a prewarm's gRPC health (--addr HOST:PORT): exit 0 serving, 2 cannot\n"
+    "           connect, 3 RPC failed, 4 not serving (grpc_health_probe's codes)\n"
     "\n"
     "examples:\n"
     "  prewarm plan                                  # the embedded example model\n"
     "  prewarm run --arch gfx90a --cache-dir ./prewarm-cache\n"
+    "  prewarm run --serve --arch gfx942 --cache-dir /cache   # the Kubernetes sidecar\n"
     "  prewarm plan --model-config config.json --vllm-args \"--max-num-seqs 128 -tp 8\"\n"
     "  prewarm replay --trace steps.jsonl --arch gfx950\n"
     "\n"
@@ -197,6 +215,24 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
   if (c.progress_interval_s < 0) {
     return absl::InvalidArgumentError(
         prewarm::StrCat(origin("progress-interval"), "=", c.progress_interval_s, ": must be >= 0"));
+  }
+  c.serve = absl::GetFlag(FLAGS_serve);
+  c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  c.grpc_address = absl::GetFlag(FLAGS_grpc_address);
+  c.metrics_address_given = !origin("metrics-address").empty();
+  c.grpc_address_given = !origin("grpc-address").empty();
+  c.verify_interval_s = absl::GetFlag(FLAGS_verify_interval);
+  if (!(c.verify_interval_s > 0)) {
+    return absl::InvalidArgumentError(prewarm::StrCat(
+        origin("verify-interval"), "=", c.verify_interval_s, ": must be > 0 seconds"));
+  }
+  c.pushgateway = absl::GetFlag(FLAGS_pushgateway);
+  c.probe_addr = absl::GetFlag(FLAGS_addr);
+  c.probe_service = absl::GetFlag(FLAGS_service);
+  c.probe_timeout_s = absl::GetFlag(FLAGS_timeout);
+  if (!(c.probe_timeout_s > 0)) {
+    return absl::InvalidArgumentError(
+        prewarm::StrCat(origin("timeout"), "=", c.probe_timeout_s, ": must be > 0 seconds"));
   }
   c.quiet = absl::GetFlag(FLAGS_quiet);
   c.dry_run = absl::GetFlag(FLAGS_dry_run);

@@ -125,4 +125,37 @@ DecodeResult DecodeEntry(std::string_view bytes, std::string_view expected_key,
   return out;
 }
 
+DecodeResult CheckEntryHeader(std::string_view prefix, uint64_t file_size,
+                              std::string_view expected_key, std::string_view expected_arch) {
+  if (prefix.size() < kMagic.size() || prefix.substr(0, kMagic.size()) != kMagic) {
+    return Reject(
+        prefix.size() < kMagic.size() ? RejectReason::kTruncated : RejectReason::kBadMagic,
+        "not a prewarm entry (bad magic)");
+  }
+  Reader r(prefix.substr(kMagic.size()));
+  uint64_t version = 0, payload = 0;
+  DecodeResult out;
+  if (!r.Int(4, version)) return Reject(RejectReason::kTruncated, "truncated header");
+  if (version != kEntryFormatVersion) {
+    return Reject(RejectReason::kUnknownVersion, StrCat("format version ", version));
+  }
+  if (!r.String(4, out.entry.producer) || !r.String(4, out.entry.key) ||
+      !r.String(4, out.entry.arch) || !r.Int(8, payload)) {
+    return Reject(RejectReason::kTruncated, "truncated header");
+  }
+  const uint64_t want = kMagic.size() + r.pos() + payload + 32;
+  if (file_size != want) {
+    return Reject(file_size < want ? RejectReason::kTruncated : RejectReason::kBadChecksum,
+                  StrCat("size ", file_size, ", the header says ", want));
+  }
+  if (!expected_key.empty() && out.entry.key != expected_key) {
+    return Reject(RejectReason::kWrongKey, StrCat("key is '", out.entry.key, "'"));
+  }
+  if (!expected_arch.empty() && out.entry.arch != expected_arch) {
+    return Reject(RejectReason::kWrongArch, StrCat("arch is ", out.entry.arch));
+  }
+  out.ok = true;
+  return out;
+}
+
 }  // namespace prewarm

@@ -56,6 +56,12 @@ struct DecodeResult {
 DecodeResult DecodeEntry(std::string_view bytes, std::string_view expected_key,
                          std::string_view expected_arch);
 
+// The cheap check of a serving sidecar: the header of an entry (its first bytes, at least up to
+// the payload length) and the file's size, without reading the payload or its checksum.
+// Catches truncation, a wrong magic, version, key or arch; `prewarm verify` checks the rest.
+DecodeResult CheckEntryHeader(std::string_view prefix, uint64_t file_size,
+                              std::string_view expected_key, std::string_view expected_arch);
+
 }  // namespace prewarm
 
 #endif  // PREWARM_CACHE_ENTRY_H_

@@ -53,8 +53,14 @@ class Filler {
   }
 
   // nullopt: another process is writing this key; try again later.
+  bool Cancelled() const { return options_.cancelled != nullptr && options_.cancelled->load(); }
+
   std::optional<FillResult> Process(const FillItem& item, bool may_defer) {
     FillResult r;
+    if (Cancelled()) {
+      r.error = "cancelled";
+      return r;
+    }
     CacheStore::Lookup before =
         store_.Read(item.ref, may_defer ? CacheStore::ReadLock::kTry : CacheStore::ReadLock::kWait);
     if (before.state == CacheStore::State::kHit) {
@@ -91,9 +97,11 @@ class Filler {
       r.error = std::string(out.status().message());
       // Only a crash or a timeout is worth a second try.
       if (!absl::IsAborted(out.status()) && !absl::IsDeadlineExceeded(out.status())) break;
+      if (Cancelled()) break;
     }
     r.attempts = std::min(r.attempts, 2);
     r.state = KeyState::kFailed;
+    if (Cancelled()) r.error = "cancelled";  // its worker was killed by the stop, not by the key
     return r;
   }
 

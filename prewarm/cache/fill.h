@@ -10,6 +10,7 @@
 #ifndef PREWARM_CACHE_FILL_H_
 #define PREWARM_CACHE_FILL_H_
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ struct FillOptions {
   CompileFn compile;
   std::string producer;
   std::function<void(size_t index, const FillResult& result)> on_done;
+  // When set (by a SIGTERM), keys not started yet fail as "cancelled" and nothing is retried.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 // Results in the order of `items`.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "prewarm/toolchain/kernel_sources.h"
 #include "prewarm/util/sha256.h"
@@ -82,6 +83,29 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
   }
   // The re-check under the writer's lock sees the same bad file again: count it once.
   if (mode != ReadLock::kHeld) rejected_[static_cast<int>(out.reason)].fetch_add(1);
+  return out;
+}
+
+CacheStore::Lookup CacheStore::QuickCheck(const EntryRef& ref) const {
+  Lookup out;
+  const std::string path = EntryPath(ref);
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return out;  // kMissing
+  std::string prefix(4096, '\0');
+  {
+    std::ifstream in(path, std::ios::binary);
+    in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+    prefix.resize(static_cast<size_t>(in.gcount()));
+  }
+  const DecodeResult d = CheckEntryHeader(prefix, size, ref.key_string, ref.arch);
+  if (d.ok) {
+    out.state = State::kHit;
+    return out;
+  }
+  out.state = State::kRejected;
+  out.reason = d.reason;
+  out.detail = StrCat(path, ": ", d.detail);
   return out;
 }
 

@@ -67,6 +67,9 @@ class CacheStore {
   // Reads and checks the entry. A rejected entry is counted by reason.
   Lookup Read(const EntryRef& ref, ReadLock lock) const;
 
+  // The cheap check (CheckEntryHeader): stat and the first 4 KiB, no lock, no checksum.
+  Lookup QuickCheck(const EntryRef& ref) const;
+
   // The exclusive lock of one entry (creating its directory). With `wait` false, Unavailable
   // when another holder has it.
   absl::StatusOr<FileLock> LockForWrite(const EntryRef& ref, bool wait) const;

@@ -34,6 +34,18 @@ struct Config {
   bool quiet = false;    // run: no progress lines
   bool dry_run = false;  // gc: list, remove nothing
   bool stale = false;    // gc: also remove directories of other manager keys
+  // run: the servers. They run with --serve, or during the run when an address was given.
+  bool serve = false;
+  std::string metrics_address = "0.0.0.0:9400";
+  std::string grpc_address = "0.0.0.0:9401";
+  bool metrics_address_given = false;
+  bool grpc_address_given = false;
+  double verify_interval_s = 60;
+  std::string pushgateway;  // "http://host:port", "" for none
+  // probe
+  std::string probe_addr;
+  std::string probe_service = "prewarm";
+  double probe_timeout_s = 1;
 };
 
 // Process exit codes (DESIGN.md section 7).

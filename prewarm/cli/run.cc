@@ -15,6 +15,7 @@ int Run(const Config& config, std::ostream& out) {
   if (config.command == "run") return RunRun(config, out);
   if (config.command == "verify") return RunVerify(config, out);
   if (config.command == "gc") return RunGc(config, out);
+  if (config.command == "probe") return RunProbe(config, out);
   return ReportError(absl::InvalidArgumentError(
       StrCat("unknown command \"", config.command, "\" (see prewarm --help)")));
 }

@@ -1,9 +1,13 @@
 // prewarm run: plan, skip what is cached and valid, compile the rest in worker processes,
 // write the manifest and metrics. Exit 0 when every key of this shard is in the cache, 1 when
 // any failed (compile or I/O), 2 on bad input.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -16,11 +20,13 @@
 #include "prewarm/cli/cache_plan.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
-#include "prewarm/service/metrics_text.h"
+#include "prewarm/service/servers.h"
+#include "prewarm/service/telemetry.h"
 #include "prewarm/toolchain/worker.h"
 #include "prewarm/util/files.h"
 #include "prewarm/util/log.h"
 #include "prewarm/util/strings.h"
+#include "prometheus/gateway.h"
 
 namespace prewarm {
 namespace {
@@ -70,7 +76,7 @@ class Progress {
     ++done_;
     auto& counts = per_launcher_[e.launcher];
     ++counts[static_cast<int>(r.state)];
-    if (r.state == KeyState::kFailed) {
+    if (r.state == KeyState::kFailed && r.error != "cancelled") {
       LogError(StrCat(e.launcher, " ", e.key.String(), ": ", r.error));
     }
     if (--remaining_[e.launcher] == 0 && !quiet_) {
@@ -108,6 +114,45 @@ class Progress {
   std::thread ticker_;
 };
 
+// SIGTERM / SIGINT: the handler only writes a byte to a pipe; a watcher thread does the rest.
+int g_stop_pipe[2] = {-1, -1};
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnStopSignal(int) {
+  g_stop.store(true);
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &byte, 1);
+}
+
+// Waits up to `seconds` for a stop signal; true when one came.
+bool WaitForStop(double seconds) {
+  pollfd p{g_stop_pipe[0], POLLIN, 0};
+  const int rc = ::poll(&p, 1, static_cast<int>(seconds * 1000));
+  return rc > 0 || g_stop.load();
+}
+
+// Pushes the final metrics; a failure is logged once and is not fatal.
+void Push(const std::string& url, const Telemetry& telemetry) {
+  std::string rest = url;
+  for (const char* scheme : {"http://", "https://"}) {
+    if (rest.rfind(scheme, 0) == 0) rest = rest.substr(std::string_view(scheme).size());
+  }
+  rest = rest.substr(0, rest.find('/'));
+  const size_t colon = rest.rfind(':');
+  const std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
+  const std::string port = colon == std::string::npos ? "9091" : rest.substr(colon + 1);
+  try {
+    prometheus::Gateway gateway(host, port, "prewarm");
+    gateway.RegisterCollectable(telemetry.registry());
+    const int code = gateway.Push();
+    if (code < 200 || code >= 300) {
+      LogWarning(StrCat("push to the Pushgateway ", url, " failed (HTTP ", code, "); continuing"));
+    }
+  } catch (const std::exception& e) {
+    LogWarning(StrCat("push to the Pushgateway ", url, " failed: ", e.what(), "; continuing"));
+  }
+}
+
 }  // namespace
 
 int RunRun(const Config& config, std::ostream& out) {
@@ -116,6 +161,11 @@ int RunRun(const Config& config, std::ostream& out) {
   report.started = absl::Now();
   // A full disk under RLIMIT_FSIZE must be an EFBIG error we report, not a SIGXFSZ death.
   ::signal(SIGXFSZ, SIG_IGN);
+  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return ReportError(absl::InternalError("cannot create the signal pipe"));
+  }
+  ::signal(SIGTERM, OnStopSignal);
+  ::signal(SIGINT, OnStopSignal);
   absl::StatusOr<Inputs> in = ResolveInputs(config, AutoArchPolicy::kRequireGpu);
   if (!in.ok()) return ReportError(in.status());
   Toolchains toolchains;
@@ -127,10 +177,46 @@ int RunRun(const Config& config, std::ostream& out) {
           absl::InvalidArgumentError(StrCat("--arch ", arch.name, ": ", s.message())));
     }
   }
+  for (const Arch& a : in->archs) report.archs.push_back(a.name);
+  report.toolchains = toolchains.Identities();
+  Telemetry telemetry(kPrewarmVersion, StrJoin(report.toolchains, ","), StrJoin(report.archs, ","));
+
+  // The servers come up before the plan, so a probe sees NOT_SERVING from the first moment.
+  std::unique_ptr<MetricsServer> metrics;
+  std::unique_ptr<HealthServer> health;
+  if (config.serve || config.metrics_address_given) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> m =
+        MetricsServer::Start(config.metrics_address, telemetry);
+    if (!m.ok()) {
+      return ReportError(absl::IsInvalidArgument(m.status())
+                             ? m.status()
+                             : absl::InternalError(m.status().message()));
+    }
+    metrics = *std::move(m);
+    LogInfo(StrCat("metrics on ",
+                   config.metrics_address.substr(0, config.metrics_address.rfind(':')), ":",
+                   metrics->port(), "/metrics"));
+  }
+  if (config.serve || config.grpc_address_given) {
+    absl::StatusOr<std::unique_ptr<HealthServer>> h =
+        HealthServer::Start(config.grpc_address, telemetry);
+    if (!h.ok()) {
+      return ReportError(absl::IsInvalidArgument(h.status())
+                             ? h.status()
+                             : absl::InternalError(h.status().message()));
+    }
+    health = *std::move(h);
+    LogInfo(StrCat("gRPC health and status on ",
+                   config.grpc_address.substr(0, config.grpc_address.rfind(':')), ":",
+                   health->port()));
+  }
+
+  telemetry.SetPhase("planning");
   const Plan plan = BuildPlan(in->limits, in->model, in->shape, in->archs);
   absl::StatusOr<std::vector<PlannedEntry>> all = EntriesForPlan(plan, toolchains);
   if (!all.ok()) return ReportError(absl::InternalError(all.status().message()));
   report.plan_seconds = Since(t0);
+  telemetry.SetPhaseSeconds("plan", report.plan_seconds);
 
   // The shard: every n-th key of a stable order (launcher, arch, key), then by priority.
   std::vector<PlannedEntry> entries = *std::move(all);
@@ -148,6 +234,9 @@ int RunRun(const Config& config, std::ostream& out) {
   std::stable_sort(mine.begin(), mine.end(), [](const PlannedEntry& a, const PlannedEntry& b) {
     return Priority(a.witness) < Priority(b.witness);
   });
+  std::map<std::string, int64_t> planned;
+  for (const PlannedEntry& e : mine) ++planned[e.launcher];
+  telemetry.SetPlan(planned);
 
   CacheStore store(config.cache_dir);
   if (absl::Status s = MakeDirs(StrCat(config.cache_dir, "/prewarm")); !s.ok()) {
@@ -171,31 +260,48 @@ int RunRun(const Config& config, std::ostream& out) {
                    ", ", config.jobs, " workers, cache ", config.cache_dir));
   }
   std::vector<FillItem> items;
-  for (const PlannedEntry& e : mine) {
-    items.push_back({e.ref, JobForKey(e.key, e.arch)});
-  }
+  for (const PlannedEntry& e : mine) items.push_back({e.ref, JobForKey(e.key, e.arch)});
   WorkerOptions wopt;
   wopt.timeout = absl::Seconds(config.compile_timeout_s);
   wopt.memory_limit_mb = config.compile_memory_mb;
+  std::atomic<bool> cancelled{false};
   FillOptions fopt;
   fopt.jobs = config.jobs;
+  fopt.cancelled = &cancelled;
   // One persistent worker per pool thread: the compiler loads once per worker, not per key.
   fopt.compile = [&wopt](const CompileJob& job) {
     thread_local std::unique_ptr<PersistentWorker> worker;
     if (worker == nullptr) worker = std::make_unique<PersistentWorker>(wopt);
     return worker->Compile(job);
   };
+  fopt.producer = StrCat("prewarm ", kPrewarmVersion, " (", StrJoin(report.toolchains, ", "), ")");
+  telemetry.SetPhase("compiling");
   const Clock::time_point compile_start = Clock::now();
   std::vector<FillResult> results;
   {
+    // A stop signal during the compile: stop taking keys and kill the workers in flight, so
+    // the process ends within a second; their temp files are removed as their writers unwind.
+    std::atomic<bool> filled{false};
+    std::thread watcher([&] {
+      while (!filled.load()) {
+        if (WaitForStop(0.1) && !filled.load()) {
+          cancelled.store(true);
+          KillAllWorkers();
+          return;
+        }
+      }
+    });
     Progress progress(mine, config);
-    fopt.on_done = [&progress](size_t i, const FillResult& r) { progress.Done(i, r); };
-    // Producer: the toolchain of the first arch (every entry names its own arch and key).
-    fopt.producer =
-        StrCat("prewarm ", kPrewarmVersion, " (", StrJoin(toolchains.Identities(), ", "), ")");
+    fopt.on_done = [&](size_t i, const FillResult& r) {
+      progress.Done(i, r);
+      telemetry.KeyDone(mine[i].launcher, r.state, r.compile_seconds, r.error);
+    };
     results = FillCache(store, items, fopt);
+    filled.store(true);
+    watcher.join();
   }
   report.compile_seconds = Since(compile_start);
+  telemetry.SetPhaseSeconds("compile", report.compile_seconds);
 
   for (size_t i = 0; i < mine.size(); ++i) {
     report.keys.push_back({mine[i].launcher, mine[i].ref.key_string,
@@ -204,22 +310,54 @@ int RunRun(const Config& config, std::ostream& out) {
   }
   report.limits = LimitsToJson(in->limits);
   report.shape = ShapeToJson(in->model, in->shape, in->limits);
-  for (const Arch& a : in->archs) report.archs.push_back(a.name);
-  report.toolchains = toolchains.Identities();
   report.shard = StrCat(config.shard_index, "/", config.shard_count);
-  for (int r = 0; r < kNumRejectReasons; ++r)
+  for (int r = 0; r < kNumRejectReasons; ++r) {
     report.rejected[r] = store.rejected(static_cast<RejectReason>(r));
+    telemetry.SetRejected(static_cast<RejectReason>(r), report.rejected[r]);
+  }
   report.cache_bytes = CacheBytes(config.cache_dir);
+  telemetry.SetCacheBytes(report.cache_bytes);
   report.finished = absl::Now();
   report.total_seconds = Since(t0);
+  telemetry.SetPhaseSeconds("total", report.total_seconds);
   const int64_t failed = report.Count(KeyState::kFailed);
+  telemetry.SetReady(failed == 0);
   absl::Status written = WriteManifest(config.manifest, report);
-  if (written.ok())
-    written = WriteMetricsFile(config.cache_dir, RunMetricsText(report, failed == 0));
+  if (written.ok()) written = WriteMetricsFile(config.cache_dir, telemetry.Text());
+  if (!config.pushgateway.empty()) Push(config.pushgateway, telemetry);
   out << "prewarm run: " << mine.size() << " keys: " << report.Count(KeyState::kCompiled)
       << " compiled, " << report.Count(KeyState::kCached) << " cached, " << failed << " failed in "
-      << Seconds(report.total_seconds) << "; cache " << config.cache_dir << "\n";
+      << Seconds(report.total_seconds) << "; cache " << config.cache_dir << std::endl;
   if (!written.ok()) return ReportError(absl::InternalError(written.message()));
+  if (cancelled.load()) {
+    LogWarning(
+        StrCat("stopped by a signal; ", failed, " keys not compiled (a rerun completes them)"));
+    if (health) health->Shutdown(0.2);
+    (void)metrics.release();  // as below: do not wait for civetweb's threads on the way out
+    return config.serve ? kExitOk : kExitRunFailed;
+  }
+  if (config.serve) {
+    telemetry.SetPhase("serving");
+    LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
+                   " s"));
+    while (!WaitForStop(config.verify_interval_s)) {
+      // The cheap check: stat and header of every entry of this shard.
+      int64_t bad = 0;
+      for (const PlannedEntry& e : mine)
+        bad += store.QuickCheck(e.ref).state != CacheStore::State::kHit;
+      const bool ready = bad == 0;
+      if (ready != telemetry.Snapshot().ready) {
+        if (!ready) LogError(StrCat(bad, " planned entries are missing or damaged; NOT_SERVING"));
+        telemetry.SetReady(ready);
+      }
+    }
+    LogInfo("stopping");
+    if (health) health->Shutdown(0.2);
+    // civetweb's stop waits up to a second for its threads to notice; the process is exiting,
+    // so the OS closes the socket instead and SIGTERM is answered well within a second.
+    (void)metrics.release();
+    return kExitOk;
+  }
   if (failed > 0) {
     return ReportError(absl::InternalError(StrCat(failed, " of ", mine.size(),
                                                   " keys failed to compile (listed above); see ",

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <iostream>
 #include <iterator>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "nlohmann/json.hpp"
@@ -207,6 +209,24 @@ absl::StatusOr<CompileOutput> CompileInWorker(const CompileJob& job, const Worke
   return FromExitCode(job, r->exit_code, std::move(r->stderr_text), std::move(r->stdout_text));
 }
 
+namespace {
+
+std::mutex& LiveMutex() {
+  static std::mutex* const mu = new std::mutex;
+  return *mu;
+}
+std::set<int>& LivePids() {
+  static std::set<int>* const pids = new std::set<int>;
+  return *pids;
+}
+
+}  // namespace
+
+void KillAllWorkers() {
+  std::lock_guard<std::mutex> lock(LiveMutex());
+  for (int pid : LivePids()) ::kill(pid, SIGKILL);
+}
+
 PersistentWorker::~PersistentWorker() { Stop(/*kill=*/false); }
 
 absl::Status PersistentWorker::Start() {
@@ -227,6 +247,10 @@ absl::Status PersistentWorker::Start() {
   ::close(out_pipe[1]);
   to_child_ = in_pipe[1];
   from_child_ = out_pipe[0];
+  if (rc == 0) {
+    std::lock_guard<std::mutex> lock(LiveMutex());
+    LivePids().insert(pid_);
+  }
   if (rc != 0) {
     pid_ = -1;
     Stop(false);
@@ -248,6 +272,10 @@ void PersistentWorker::Stop(bool kill) {
 std::string PersistentWorker::Reap() {
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  {
+    std::lock_guard<std::mutex> lock(LiveMutex());
+    LivePids().erase(pid_);
   }
   pid_ = -1;
   if (WIFSIGNALED(status)) return StrCat("signal ", WTERMSIG(status));
@@ -277,6 +305,10 @@ absl::StatusOr<CompileOutput> PersistentWorker::Compile(const CompileJob& job) {
     to_child_ = from_child_ = -1;
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    {
+      std::lock_guard<std::mutex> lock(LiveMutex());
+      LivePids().erase(pid_);
     }
     pid_ = -1;
     if (WIFSIGNALED(status)) return SignalStatus(job, WTERMSIG(status), "");

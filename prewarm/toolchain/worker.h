@@ -62,6 +62,10 @@ class PersistentWorker {
   int from_child_ = -1;
 };
 
+// Kills every live compile worker of this process (SIGKILL), so that a SIGTERM'd run stops
+// within a second instead of waiting for compiles. Their jobs fail as crashes.
+void KillAllWorkers();
+
 // The path of the running binary.
 std::string SelfExecutable();
 

@@ -99,7 +99,18 @@ INSTANTIATE_TEST_SUITE_P(
                  {"replay", "--trace", "/nonexistent/t.jsonl"},
                  {},
                  {"/nonexistent/t.jsonl"}},
-        BadInput{"NoCommand", {}, {}, {"usage: prewarm COMMAND"}}));
+        BadInput{"NoCommand", {}, {}, {"usage: prewarm COMMAND"}},
+        BadInput{
+            "ZeroVerifyInterval", {"run", "--verify-interval", "0"}, {}, {"--verify-interval=0"}},
+        BadInput{
+            "ZeroProbeTimeout", {"probe", "--addr", "x:1", "--timeout", "0"}, {}, {"--timeout=0"}},
+        BadInput{"ProbeWithoutAddr", {"probe"}, {}, {"--addr"}},
+        BadInput{"MetricsAddressWithoutPort",
+                 {"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs", "1",
+                  "--cache-dir", "/tmp/prewarm-bad-input-never-created", "--metrics-address",
+                  "localhost"},
+                 {},
+                 {"--metrics-address=localhost", "HOST:PORT"}}));
 
 TEST(BadInputFileTest, MalformedModelConfigNamesFileAndField) {
   testing::TempDir dir;

@@ -1,0 +1,122 @@
+#include "prewarm/service/servers.h"
+
+#include <chrono>
+
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prewarm/service/proto/status.grpc.pb.h"
+#include "prewarm/util/strings.h"
+#include "prometheus/exposer.h"
+
+namespace prewarm {
+namespace {
+
+class StatusService final : public prewarm::v1::Status::Service {
+ public:
+  explicit StatusService(const Telemetry& telemetry) : telemetry_(telemetry) {}
+  grpc::Status Get(grpc::ServerContext*, const prewarm::v1::GetRequest*,
+                   prewarm::v1::GetResponse* response) override {
+    const ProgressSnapshot s = telemetry_.Snapshot();
+    for (const auto& [launcher, c] : s.launchers) {
+      prewarm::v1::LauncherProgress* p = response->add_launchers();
+      p->set_launcher(launcher);
+      p->set_planned(c.planned);
+      p->set_done(c.compiled + c.cached);
+      p->set_failed(c.failed);
+      p->set_compiled(c.compiled);
+      p->set_cached(c.cached);
+    }
+    response->set_elapsed_seconds(s.elapsed_seconds);
+    response->set_eta_seconds(s.eta_seconds);
+    response->set_last_error(s.last_error);
+    response->set_ready(s.ready);
+    response->set_phase(s.phase);
+    return grpc::Status::OK;
+  }
+
+ private:
+  const Telemetry& telemetry_;
+};
+
+// Splits "host:port" (host may be "[::1]"). nullopt when the port is not a number.
+std::optional<std::pair<std::string, int>> SplitAddress(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::optional<int64_t> port = ParseInt64(std::string_view(address).substr(colon + 1));
+  if (!port || *port < 0 || *port > 65535) return std::nullopt;
+  return std::make_pair(address.substr(0, colon), static_cast<int>(*port));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& address,
+                                                                    const Telemetry& telemetry) {
+  if (!SplitAddress(address)) {
+    return absl::InvalidArgumentError(
+        StrCat("--metrics-address=", address, ": expected HOST:PORT (port 0 picks a free one)"));
+  }
+  std::unique_ptr<MetricsServer> server(new MetricsServer());
+  try {  // prometheus-cpp (civetweb) throws when it cannot bind
+    server->exposer_ = std::make_unique<prometheus::Exposer>(address, 2);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(StrCat("cannot serve metrics on ", address, ": ", e.what()));
+  }
+  server->exposer_->RegisterCollectable(telemetry.registry());
+  const std::vector<int> ports = server->exposer_->GetListeningPorts();
+  server->port_ = ports.empty() ? 0 : ports.front();
+  return server;
+}
+
+MetricsServer::~MetricsServer() = default;
+
+struct HealthServer::Impl {
+  std::unique_ptr<StatusService> status;
+  std::unique_ptr<grpc::Server> server;
+};
+
+absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& address,
+                                                                  Telemetry& telemetry) {
+  if (!SplitAddress(address)) {
+    return absl::InvalidArgumentError(
+        StrCat("--grpc-address=", address, ": expected HOST:PORT (port 0 picks a free one)"));
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  std::unique_ptr<HealthServer> hs(new HealthServer());
+  hs->impl_ = std::make_unique<Impl>();
+  hs->impl_->status = std::make_unique<StatusService>(telemetry);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  // gRPC 1.51 will not build a synchronous server whose only service is the default health
+  // service; prewarm.v1.Status beside it is what we want anyway.
+  builder.RegisterService(hs->impl_->status.get());
+  hs->impl_->server = builder.BuildAndStart();
+  if (hs->impl_->server == nullptr || port == 0) {
+    return absl::UnavailableError(StrCat("cannot serve gRPC on ", address));
+  }
+  hs->port_ = port;
+  // Both names start NOT_SERVING (gRPC's default starts the empty name SERVING).
+  hs->SetServing(false);
+  telemetry.OnReadyChange([raw = hs.get()](bool ready) { raw->SetServing(ready); });
+  return hs;
+}
+
+void HealthServer::SetServing(bool serving) {
+  if (impl_ == nullptr || impl_->server == nullptr) return;
+  grpc::HealthCheckServiceInterface* health = impl_->server->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus(kHealthService, serving);
+  health->SetServingStatus(serving);
+}
+
+void HealthServer::Shutdown(double grace_seconds) {
+  if (impl_ == nullptr || impl_->server == nullptr) return;
+  if (auto* health = impl_->server->GetHealthCheckService()) health->Shutdown();
+  impl_->server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(grace_seconds * 1000)));
+  impl_->server.reset();
+}
+
+HealthServer::~HealthServer() { Shutdown(); }
+
+}  // namespace prewarm

@@ -1,0 +1,306 @@
+// prewarm run --serve against real clients: prewarm probe, a gRPC health client (Check and
+// Watch), prewarm.v1.Status/Get, promtool on the metrics, and a real Prometheus server scraping.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "prewarm/service/proto/status.grpc.pb.h"
+#include "prewarm/util/subprocess.h"
+#include "tests/testing/background.h"
+#include "tests/testing/cli.h"
+#include "tests/testing/temp_dir.h"
+
+namespace prewarm {
+namespace {
+
+namespace fs = std::filesystem;
+using grpc::health::v1::HealthCheckResponse;
+
+std::vector<std::string> ServeArgs(const std::string& cache, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {testing::PrewarmBinary(),
+                                "run",
+                                "--serve",
+                                "--arch",
+                                "gfx90a",
+                                "--kv-cache-dtype",
+                                "fp8",
+                                "--max-num-seqs",
+                                "4",
+                                "--cache-dir",
+                                cache,
+                                "--metrics-address",
+                                "127.0.0.1:0",
+                                "--grpc-address",
+                                "127.0.0.1:0",
+                                "--progress-interval",
+                                "0"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+int Probe(int port, const std::string& service = "prewarm") {
+  return testing::RunPrewarm({"probe", "--addr", "127.0.0.1:" + std::to_string(port), "--service",
+                              service, "--timeout", "2"})
+      .exit_code;
+}
+
+std::string Http(const std::string& url) {
+  auto r = RunSubprocess({"curl", "-s", "--max-time", "5", url});
+  return r.ok() ? r->stdout_text : "";
+}
+
+// A free loopback port (bound and released; fine for a test).
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct Ports {
+  int metrics = -1, grpc = -1;
+};
+Ports WaitForPorts(testing::Background& p) {
+  Ports ports;
+  if (auto m = p.WaitForStderr("metrics on ", 20)) ports.metrics = testing::PortAfter(*m);
+  if (auto g = p.WaitForStderr("gRPC health and status on ", 20))
+    ports.grpc = testing::PortAfter(*g);
+  return ports;
+}
+
+TEST(ServeTest, HealthFollowsTheCacheFromStartToShutdown) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  // Slow compiles hold the NOT_SERVING window open.
+  testing::Background p(ServeArgs(cache, {"--jobs", "1", "--verify-interval", "0.3"}), dir.path(),
+                        {{"PREWARM_TEST_COMPILE_DELAY_MS", "400"}});
+  ASSERT_TRUE(p.started());
+  const Ports ports = WaitForPorts(p);
+  ASSERT_GT(ports.grpc, 0) << p.Stderr();
+  ASSERT_GT(ports.metrics, 0) << p.Stderr();
+
+  EXPECT_EQ(Probe(ports.grpc), 4) << "NOT_SERVING while keys are missing";
+  EXPECT_EQ(Probe(ports.grpc, ""), 4) << "the empty name mirrors prewarm";
+  EXPECT_EQ(Probe(ports.grpc, "no-such-service"), 3) << "an unknown service is an RPC failure";
+
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(ports.grpc),
+                                     grpc::InsecureChannelCredentials());
+  // Watch from a second thread: it must see NOT_SERVING, then SERVING.
+  std::mutex mu;
+  std::vector<int> seen;
+  grpc::ClientContext watch_ctx;
+  std::thread watcher([&] {
+    auto stub = grpc::health::v1::Health::NewStub(channel);
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service("prewarm");
+    auto reader = stub->Watch(&watch_ctx, req);
+    HealthCheckResponse resp;
+    while (reader->Read(&resp)) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(resp.status());
+    }
+  });
+  {
+    auto status = prewarm::v1::Status::NewStub(channel);
+    grpc::ClientContext ctx;
+    prewarm::v1::GetResponse resp;
+    ASSERT_TRUE(status->Get(&ctx, prewarm::v1::GetRequest(), &resp).ok());
+    EXPECT_FALSE(resp.ready());
+  }
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  EXPECT_EQ(Probe(ports.grpc), 0);
+  EXPECT_EQ(Probe(ports.grpc, ""), 0);
+  {
+    auto status = prewarm::v1::Status::NewStub(channel);
+    grpc::ClientContext ctx;
+    prewarm::v1::GetResponse resp;
+    ASSERT_TRUE(status->Get(&ctx, prewarm::v1::GetRequest(), &resp).ok());
+    EXPECT_TRUE(resp.ready());
+    EXPECT_EQ(resp.phase(), "serving");
+    ASSERT_EQ(resp.launchers_size(), 1);
+    EXPECT_EQ(resp.launchers(0).launcher(), "fp8_bmm");
+    EXPECT_EQ(resp.launchers(0).planned(), 8);
+    EXPECT_EQ(resp.launchers(0).done(), 8);
+    EXPECT_EQ(resp.launchers(0).failed(), 0);
+  }
+  EXPECT_NE(Http("http://127.0.0.1:" + std::to_string(ports.metrics) + "/metrics")
+                .find("prewarm_ready 1"),
+            std::string::npos);
+
+  // Damage an entry while serving: the next cheap re-check turns health NOT_SERVING.
+  for (const auto& e : fs::recursive_directory_iterator(cache)) {
+    if (e.path().extension() == ".co") {
+      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+      fs::resize_file(e.path(), 100);
+      break;
+    }
+  }
+  bool went_down = false;
+  for (int i = 0; i < 40 && !went_down; ++i) {
+    went_down = Probe(ports.grpc) == 4;
+    if (!went_down) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(went_down) << p.Stderr();
+  EXPECT_NE(Http("http://127.0.0.1:" + std::to_string(ports.metrics) + "/metrics")
+                .find("prewarm_ready 0"),
+            std::string::npos);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  p.Signal(SIGTERM);
+  const std::optional<int> code = p.Wait(3);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(code.has_value()) << "still running 3 s after SIGTERM";
+  EXPECT_EQ(*code, 0) << p.Stderr();
+  EXPECT_LT(took, 1.5) << "with a Watch stream open";
+  watch_ctx.TryCancel();
+  watcher.join();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_EQ(seen.front(), HealthCheckResponse::NOT_SERVING);
+  EXPECT_NE(std::find(seen.begin(), seen.end(), HealthCheckResponse::SERVING), seen.end());
+  EXPECT_EQ(Probe(ports.grpc), 2) << "a dead port is a connect failure";
+}
+
+TEST(ServeTest, SigtermDuringACompileStopsQuicklyLeavesNothingPartialAndARerunCompletes) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  testing::Background p(ServeArgs(cache, {"--jobs", "2"}), dir.path(),
+                        {{"PREWARM_TEST_COMPILE_DELAY_MS", "5000"}});
+  ASSERT_TRUE(p.WaitForStderr("run: 8 keys", 20)) << p.Stderr();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the workers are compiling
+  const auto t0 = std::chrono::steady_clock::now();
+  p.Signal(SIGTERM);
+  const std::optional<int> code = p.Wait(5);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(code.has_value());
+  EXPECT_LT(took, 2.0) << p.Stderr();
+  EXPECT_NE(p.Stderr().find("stopped by a signal"), std::string::npos) << p.Stderr();
+  for (const auto& e : fs::recursive_directory_iterator(cache)) {
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
+  }
+  SubprocessResult r = testing::RunPrewarm({"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8",
+                                            "--max-num-seqs", "4", "--cache-dir", cache});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("8 keys: 8 compiled, 0 cached"), std::string::npos) << r.stdout_text;
+}
+
+TEST(MetricsTest, PromtoolAcceptsTheLiveEndpointAndTheTextfile) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  testing::Background p(ServeArgs(cache), dir.path());
+  const Ports ports = WaitForPorts(p);
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  const std::string live = Http("http://127.0.0.1:" + std::to_string(ports.metrics) + "/metrics");
+  ASSERT_NE(live.find("prewarm_build_info{"), std::string::npos) << live;
+  for (const std::string& text : {live, ReadText(cache + "/prewarm/metrics.prom")}) {
+    SubprocessOptions o;
+    o.stdin_data = text;
+    auto r = RunSubprocess({"promtool", "check", "metrics"}, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text;
+    EXPECT_EQ(r->stdout_text + r->stderr_text, "") << "promtool complained";
+  }
+  for (const char* metric :
+       {"prewarm_variants{", "prewarm_compile_seconds_bucket{",
+        "prewarm_run_seconds{phase=\"total\"}", "prewarm_cache_bytes ",
+        "prewarm_cache_entries_rejected_total{reason=\"bad_checksum\"}", "prewarm_ready 1"}) {
+    EXPECT_NE(live.find(metric), std::string::npos) << metric;
+  }
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(5), 0);
+}
+
+TEST(MetricsTest, AnAddressInUseIsExitOneAndAFailedPushIsOnlyAWarning) {
+  testing::TempDir dir;
+  // Hold a port, then ask prewarm to serve metrics on it.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ::listen(fd, 1);
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string busy = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const std::vector<std::string> base = {
+      "run", "--arch",      "gfx90a",         "--kv-cache-dtype", "fp8", "--max-num-seqs",
+      "1",   "--cache-dir", dir.path() + "/c"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--metrics-address", busy});
+  SubprocessResult r = testing::RunPrewarm(args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.stderr_text.find("cannot serve metrics on " + busy), std::string::npos)
+      << r.stderr_text;
+  ::close(fd);
+  // A Pushgateway that is not there: the run still succeeds, and says so once.
+  args = base;
+  args.insert(args.end(), {"--pushgateway", "http://127.0.0.1:" + std::to_string(FreePort())});
+  r = testing::RunPrewarm(args);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  const size_t first = r.stderr_text.find("push to the Pushgateway");
+  EXPECT_NE(first, std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("push to the Pushgateway", first + 1), std::string::npos);
+}
+
+TEST(MetricsTest, ARealPrometheusScrapesTheSidecar) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  testing::Background p(ServeArgs(cache), dir.path());
+  const Ports ports = WaitForPorts(p);
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  const int prom_port = FreePort();
+  const std::string config =
+      dir.WriteFile("prometheus.yml",
+                    "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: prewarm\n    static_configs:\n"
+                    "      - targets: ['127.0.0.1:" +
+                        std::to_string(ports.metrics) + "']\n");
+  testing::Background prom(
+      {"prometheus", "--config.file=" + config, "--storage.tsdb.path=" + dir.path() + "/tsdb",
+       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+      dir.path());
+  ASSERT_TRUE(prom.started());
+  const std::string base = "http://127.0.0.1:" + std::to_string(prom_port);
+  double compiled = -1;
+  for (int i = 0; i < 60 && compiled < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const std::string body =
+        Http(base + "/api/v1/query?query=sum(prewarm_variants%7Bstate%3D%22compiled%22%7D)");
+    const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    if (j.is_object() && j.value("status", "") == "success" && !j["data"]["result"].empty()) {
+      compiled = std::stod(j["data"]["result"][0]["value"][1].get<std::string>());
+    }
+  }
+  const nlohmann::json manifest =
+      nlohmann::json::parse(std::ifstream(cache + "/prewarm/manifest.json"));
+  EXPECT_EQ(compiled, manifest["counts"]["compiled"].get<double>()) << prom.Stderr();
+  EXPECT_EQ(compiled, 8);
+  prom.Signal(SIGTERM);
+  prom.Wait(10);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(5), 0);
+}
+
+}  // namespace
+}  // namespace prewarm

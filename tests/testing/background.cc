@@ -1,0 +1,112 @@
+#include "tests/testing/background.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace prewarm::testing {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Background::Background(const std::vector<std::string>& argv, const std::string& dir,
+                       const std::vector<std::pair<std::string, std::string>>& env) {
+  static int counter = 0;
+  const std::string stem = dir + "/bg" + std::to_string(counter++);
+  out_path_ = stem + ".out";
+  err_path_ = stem + ".err";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path_.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path_.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> envs;
+  for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
+  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+  std::vector<char*> cenv, cargv;
+  for (std::string& e : envs) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  for (std::string& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  if (::posix_spawnp(&pid_, cargv[0], &actions, nullptr, cargv.data(), cenv.data()) != 0) pid_ = -1;
+  posix_spawn_file_actions_destroy(&actions);
+}
+
+Background::~Background() {
+  if (pid_ > 0 && !exit_) {
+    ::kill(pid_, SIGKILL);
+    Wait(5);
+  }
+}
+
+std::string Background::Stdout() const { return Slurp(out_path_); }
+std::string Background::Stderr() const { return Slurp(err_path_); }
+
+std::optional<std::string> Background::WaitForStderr(const std::string& text,
+                                                     double timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string err = Stderr();
+    const size_t at = err.find(text);
+    if (at != std::string::npos) {
+      const size_t end = err.find('\n', at);
+      return err.substr(at + text.size(),
+                        end == std::string::npos ? std::string::npos : end - at - text.size());
+    }
+    if (Wait(0).has_value()) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return std::nullopt;
+}
+
+void Background::Signal(int sig) {
+  if (pid_ > 0 && !exit_) ::kill(pid_, sig);
+}
+
+std::optional<int> Background::Wait(double timeout_seconds) {
+  if (exit_) return exit_;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int PortAfter(const std::string& line) {
+  const size_t colon = line.rfind(':');
+  if (colon == std::string::npos) return -1;
+  int port = 0;
+  size_t i = colon + 1;
+  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
+    port = port * 10 + (line[i] - '0');
+  return i == colon + 1 ? -1 : port;
+}
+
+}  // namespace prewarm::testing

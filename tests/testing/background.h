@@ -1,0 +1,42 @@
+// A process running beside the test (a server), its stdout and stderr going to files the test
+// can read while it runs. Killed with SIGKILL if still running when destroyed.
+#ifndef PREWARM_TESTS_TESTING_BACKGROUND_H_
+#define PREWARM_TESTS_TESTING_BACKGROUND_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace prewarm::testing {
+
+class Background {
+ public:
+  // `dir` receives the output files. The child gets the parent's environment plus `env`.
+  Background(const std::vector<std::string>& argv, const std::string& dir,
+             const std::vector<std::pair<std::string, std::string>>& env = {});
+  ~Background();
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  std::string Stdout() const;
+  std::string Stderr() const;
+  // Waits for `text` in stderr; the text of the rest of its line, or nullopt on timeout or exit.
+  std::optional<std::string> WaitForStderr(const std::string& text, double timeout_seconds);
+  void Signal(int sig);
+  // The exit code (128 + signal for a signal), or nullopt when still running after the timeout.
+  std::optional<int> Wait(double timeout_seconds);
+
+ private:
+  int pid_ = -1;
+  std::string out_path_, err_path_;
+  std::optional<int> exit_;
+};
+
+// The port in a log line "... on 127.0.0.1:PORT...", or -1.
+int PortAfter(const std::string& line);
+
+}  // namespace prewarm::testing
+
+#endif  // PREWARM_TESTS_TESTING_BACKGROUND_H_
