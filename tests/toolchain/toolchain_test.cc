@@ -192,9 +192,11 @@ TEST_F(WorkerTest, APersistentWorkerReportsCompileErrorsAndTimeouts) {
   EXPECT_NE(out.status().message().find("fp8_bmm needs PW_BATCH"), absl::string_view::npos);
   EXPECT_TRUE(worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, 3), gfx90a_)).ok());
 
-  ::setenv("PREWARM_TEST_COMPILE_DELAY_MS", "5000", 1);
+  // The timeout also bounds the next job's fresh worker start and compile: leave room for both
+  // on a loaded 2-core machine.
+  ::setenv("PREWARM_TEST_COMPILE_DELAY_MS", "30000", 1);
   WorkerOptions slow = Options();
-  slow.timeout = absl::Milliseconds(400);
+  slow.timeout = absl::Seconds(3);
   PersistentWorker hanging(slow);
   auto late = hanging.Compile(JobForKey(Fp8BmmKey(gfx90a_, 2), gfx90a_));
   ::unsetenv("PREWARM_TEST_COMPILE_DELAY_MS");
