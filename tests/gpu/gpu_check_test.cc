@@ -16,10 +16,12 @@
 #include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/gpu.h"
 #include "prewarm/runtime/launch.h"
+#include "prewarm/runtime/runtime.h"
 #include "prewarm/toolchain/worker.h"
 #include "prewarm/util/cpu.h"
 #include "prewarm/util/sha256.h"
 #include "tests/gpu/reference.h"
+#include "tests/launchers/step_generator.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
@@ -482,6 +484,95 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
     EXPECT_TRUE(ok) << launcher << " " << pk.key.String() << ": " << r.note;
   }
   std::printf("%d of %zu variants outside their bound\n", failures, items.size());
+}
+
+// The serving side on the GPU: after `prewarm run` with the plan's limits, random in-range steps
+// (at least 40 launches per launcher) load every kernel from the cache through the strict
+// runtime, with no miss and no compile, and each launch matches the CPU reference. The limits
+// are smaller than the example's defaults so the references stay quick; they still reach the
+// large index_prefill kernel (B 4096 x Lmax 32768 > 2^26).
+TEST_F(GpuCheckTest, TheStrictRuntimeServesRandomStepsWithoutMissesAndMatchesReferences) {
+  arch_ = *ParseArch(gpu_->ArchName());
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  const std::vector<std::string> limits_flags = {
+      "--max-num-seqs", "16", "--max-num-batched-tokens", "4096", "--num-speculative-tokens", "1"};
+  std::vector<std::string> run = {"run", "--arch", arch_.name, "--cache-dir", cache, "--quiet"};
+  run.insert(run.end(), limits_flags.begin(), limits_flags.end());
+  SubprocessResult r = testing::RunPrewarm(run);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+
+  RuntimeOptions o;
+  o.cache_dir = cache;
+  o.strict = true;
+  auto gpu = OpenAnyGpu();
+  ASSERT_TRUE(gpu.ok());
+  auto rt = Runtime::Open(o, *std::move(gpu));
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  LimitValues values;
+  ASSERT_TRUE(SetIntLimitFromText(values, "max-num-seqs", "16", "test").ok());
+  ASSERT_TRUE(SetIntLimitFromText(values, "max-num-batched-tokens", "4096", "test").ok());
+  ASSERT_TRUE(SetIntLimitFromText(values, "num-speculative-tokens", "1", "test").ok());
+  const Limits limits = *ResolveLimits(values, {}, ExampleModelConfig());
+  testing::StepGenerator gen(limits, 4242);
+  std::map<std::string, int> launches;
+  std::map<std::string, double> worst;
+  int failures = 0;
+  for (int i = 0; i < 400; ++i) {
+    bool all_enough = true;
+    for (const Launcher* l : AllLaunchers()) all_enough &= launches[std::string(l->Name())] >= 40;
+    if (all_enough) break;
+    const Step step = gen.Next();
+    for (const Launcher* l : AllLaunchers()) {
+      const std::string name(l->Name());
+      const bool per_request = name == "topk_prefill" || name == "sparse_prefill";
+      std::vector<Step> subs;
+      if (per_request) {
+        for (const Request& q : step.requests) {
+          if (q.phase == Phase::kPrefill) subs.push_back(Step{{q}});
+        }
+      } else {
+        subs.push_back(step);
+      }
+      for (const Step& sub : subs) {
+        auto kernels = (*rt)->ForStep(name, sub);
+        ASSERT_TRUE(kernels.ok()) << kernels.status();
+        for (const LoadedKernel& k : *kernels) {
+          if (launches[name] >= 40) continue;
+          ++launches[name];
+          module_ = k.module;
+          Inputs in(static_cast<uint64_t>(i) * 131 + launches[name]);
+          Result res;
+          if (name == "fp8_bmm") res = CheckFp8Bmm(k.key, sub, in);
+          if (name == "norm_rope_insert") res = CheckNormRopeInsert(k.key, sub, in);
+          if (name == "index_prefill") res = CheckIndex(k.key, sub, in, true);
+          if (name == "index_decode") res = CheckIndex(k.key, sub, in, false);
+          if (name == "topk_prefill") res = CheckTopk(k.key, sub, in, true);
+          if (name == "topk_decode") res = CheckTopk(k.key, sub, in, false);
+          if (name == "sparse_prefill") res = CheckSparse(k.key, sub, in, true);
+          if (name == "sparse_decode") res = CheckSparse(k.key, sub, in, false);
+          worst[name] = std::max(worst[name], res.error);
+          if (!(res.error <= res.bound)) {
+            ++failures;
+            ADD_FAILURE() << name << " " << k.key.String() << " on " << StepToJson(sub).dump()
+                          << ": " << res.error << " > " << res.bound << " " << res.note;
+          }
+        }
+      }
+    }
+  }
+  std::printf(
+      "strict runtime on %s: %lld keys loaded, %lld misses, %lld compiles, %.3f s loading\n",
+      gpu_->Name().c_str(), static_cast<long long>((*rt)->stats().hits),
+      static_cast<long long>((*rt)->stats().misses),
+      static_cast<long long>((*rt)->stats().compiles), (*rt)->stats().load_seconds);
+  for (const auto& [name, n] : launches) {
+    std::printf("  %-17s %3d launches, worst rel_err %.2e\n", name.c_str(), n, worst[name]);
+    EXPECT_GE(n, 40) << name;
+  }
+  EXPECT_EQ((*rt)->stats().misses, 0);
+  EXPECT_EQ((*rt)->stats().compiles, 0);
+  EXPECT_EQ(failures, 0);
 }
 
 }  // namespace
