@@ -187,7 +187,8 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
     const DevicePtr d_req = pool.Small(rows.req), d_vis = pool.Small(rows.visible);
     IndexArgs ia{pool["bf16_in"], pool["w"], d_req,          d_vis,  d_table, pool.max_blocks(), 64,
                  pool["index"],   0.05f,     pool["scores"], stride, n,       pool["ws1"]};
-    for (const LoadedKernel& k : Must(rt.ForStep(prefill ? "index_prefill" : "index_decode", step))) {
+    for (const LoadedKernel& k :
+         Must(rt.ForStep(prefill ? "index_prefill" : "index_decode", step))) {
       RETURN_IF_ERROR_OR(prefill ? LaunchIndexPrefill(gpu, k.module, k.key, ia)
                                  : LaunchIndexDecode(gpu, k.module, k.key, ia));
     }

@@ -153,6 +153,21 @@ void Push(const std::string& url, const Telemetry& telemetry) {
   }
 }
 
+// Starts one server and logs where it listens (the chosen port when the address says 0).
+// A malformed address is bad input (exit 2); a port we cannot bind is a failed run (exit 1).
+template <typename Server, typename T>
+absl::Status StartServer(const std::string& address, T& telemetry, std::string_view what,
+                         std::string_view path, std::unique_ptr<Server>& out) {
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(address, telemetry);
+  if (!s.ok()) {
+    return absl::IsInvalidArgument(s.status()) ? s.status()
+                                               : absl::InternalError(s.status().message());
+  }
+  out = *std::move(s);
+  LogInfo(StrCat(what, address.substr(0, address.rfind(':')), ":", out->port(), path));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunRun(const Config& config, std::ostream& out) {
@@ -184,32 +199,16 @@ int RunRun(const Config& config, std::ostream& out) {
   // The servers come up before the plan, so a probe sees NOT_SERVING from the first moment.
   std::unique_ptr<MetricsServer> metrics;
   std::unique_ptr<HealthServer> health;
+  absl::Status started = absl::OkStatus();
   if (config.serve || config.metrics_address_given) {
-    absl::StatusOr<std::unique_ptr<MetricsServer>> m =
-        MetricsServer::Start(config.metrics_address, telemetry);
-    if (!m.ok()) {
-      return ReportError(absl::IsInvalidArgument(m.status())
-                             ? m.status()
-                             : absl::InternalError(m.status().message()));
-    }
-    metrics = *std::move(m);
-    LogInfo(StrCat("metrics on ",
-                   config.metrics_address.substr(0, config.metrics_address.rfind(':')), ":",
-                   metrics->port(), "/metrics"));
+    started = StartServer<MetricsServer>(config.metrics_address, telemetry, "metrics on ",
+                                         "/metrics", metrics);
   }
-  if (config.serve || config.grpc_address_given) {
-    absl::StatusOr<std::unique_ptr<HealthServer>> h =
-        HealthServer::Start(config.grpc_address, telemetry);
-    if (!h.ok()) {
-      return ReportError(absl::IsInvalidArgument(h.status())
-                             ? h.status()
-                             : absl::InternalError(h.status().message()));
-    }
-    health = *std::move(h);
-    LogInfo(StrCat("gRPC health and status on ",
-                   config.grpc_address.substr(0, config.grpc_address.rfind(':')), ":",
-                   health->port()));
+  if (started.ok() && (config.serve || config.grpc_address_given)) {
+    started = StartServer<HealthServer>(config.grpc_address, telemetry,
+                                        "gRPC health and status on ", "", health);
   }
+  if (!started.ok()) return ReportError(started);
 
   telemetry.SetPhase("planning");
   const Plan plan = BuildPlan(in->limits, in->model, in->shape, in->archs);

@@ -35,6 +35,17 @@ Key NewKey(std::string_view launcher, const Arch& arch) {
   return key;
 }
 
+Key SparseAttentionKey(std::string_view launcher, const char* field, int64_t value,
+                       const LaunchContext& ctx) {
+  Key key = NewKey(launcher, ctx.arch);
+  key.Set(field, value)
+      .Set("heads", ctx.shape.heads)
+      .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
+      .Set("rope_dim", ctx.shape.qk_rope_head_dim)
+      .Set("topk", ctx.shape.index_topk);
+  return key;
+}
+
 int64_t CeilPow2(int64_t x) {
   int64_t p = 1;
   while (p < x) p <<= 1;

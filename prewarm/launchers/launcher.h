@@ -81,6 +81,10 @@ bool NvFp4LaunchersApply(const Shape& shape, const Limits& limits);
 
 // A key for `launcher` with the arch already set.
 Key NewKey(std::string_view launcher, const Arch& arch);
+// A sparse attention key (sparse_prefill, sparse_decode): `field` = `value`, the arch, and the
+// shape constants the attention kernels are compiled with (Hr, L, Dr, Ktop).
+Key SparseAttentionKey(std::string_view launcher, const char* field, int64_t value,
+                       const LaunchContext& ctx);
 
 // Smallest power of two >= x (x >= 1).
 int64_t CeilPow2(int64_t x);

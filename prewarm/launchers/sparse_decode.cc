@@ -51,13 +51,7 @@ class SparseDecodeLauncher final : public Launcher {
 
  private:
   Key KeyFor(int64_t splits, const LaunchContext& ctx) const {
-    Key key = NewKey(Name(), ctx.arch);
-    key.Set("splits", splits)
-        .Set("heads", ctx.shape.heads)
-        .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
-        .Set("rope_dim", ctx.shape.qk_rope_head_dim)
-        .Set("topk", ctx.shape.index_topk);
-    return key;
+    return SparseAttentionKey(Name(), "splits", splits, ctx);
   }
 };
 

@@ -37,13 +37,7 @@ class SparsePrefillLauncher final : public Launcher {
     return std::min(ctx_len, ctx.shape.index_topk) <= ctx.thresholds.sparse_one_round_max ? 1 : 2;
   }
   Key KeyFor(int64_t rounds, const LaunchContext& ctx) const {
-    Key key = NewKey(Name(), ctx.arch);
-    key.Set("rounds", rounds)
-        .Set("heads", ctx.shape.heads)
-        .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
-        .Set("rope_dim", ctx.shape.qk_rope_head_dim)
-        .Set("topk", ctx.shape.index_topk);
-    return key;
+    return SparseAttentionKey(Name(), "rounds", rounds, ctx);
   }
 };
 
