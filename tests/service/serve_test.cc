@@ -263,6 +263,35 @@ TEST(MetricsTest, AnAddressInUseIsExitOneAndAFailedPushIsOnlyAWarning) {
   EXPECT_EQ(r.stderr_text.find("push to the Pushgateway", first + 1), std::string::npos);
 }
 
+TEST(MetricsTest, TheFinalMetricsArePushedToARealPushgateway) {
+  testing::TempDir dir;
+  const int port = FreePort();
+  testing::Background gw(
+      {"prometheus-pushgateway", "--web.listen-address=127.0.0.1:" + std::to_string(port),
+       "--persistence.file=" + dir.path() + "/pg.data"},
+      dir.path());
+  ASSERT_TRUE(gw.started());
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  bool up = false;
+  for (int i = 0; i < 50 && !up; ++i) {
+    up = Http(base + "/-/ready").find("OK") != std::string::npos;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(up) << gw.Stderr();
+  SubprocessResult r =
+      testing::RunPrewarm({"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs",
+                           "4", "--cache-dir", dir.path() + "/c", "--pushgateway", base});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("Pushgateway"), std::string::npos) << r.stderr_text;
+  const std::string pushed = Http(base + "/metrics");
+  EXPECT_NE(pushed.find("prewarm_variants{"), std::string::npos) << pushed.substr(0, 2000);
+  EXPECT_NE(pushed.find("prewarm_ready{"), std::string::npos);
+  EXPECT_NE(pushed.find("state=\"compiled\""), std::string::npos);
+  EXPECT_NE(pushed.find("job=\"prewarm\""), std::string::npos);
+  gw.Signal(SIGTERM);
+  gw.Wait(5);
+}
+
 TEST(MetricsTest, ARealPrometheusScrapesTheSidecar) {
   testing::TempDir dir;
   const std::string cache = dir.path() + "/cache";
