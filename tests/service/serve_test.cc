@@ -19,6 +19,7 @@
 #include "prewarm/util/subprocess.h"
 #include "tests/testing/background.h"
 #include "tests/testing/cli.h"
+#include "tests/testing/net.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prewarm {
@@ -60,23 +61,8 @@ int Probe(int port, const std::string& service = "prewarm") {
       .exit_code;
 }
 
-std::string Http(const std::string& url) {
-  auto r = RunSubprocess({"curl", "-s", "--max-time", "5", url});
-  return r.ok() ? r->stdout_text : "";
-}
-
-// A free loopback port (bound and released; fine for a test).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using testing::FreePort;
+std::string Http(const std::string& url) { return testing::HttpGet(url); }
 
 struct Ports {
   int metrics = -1, grpc = -1;

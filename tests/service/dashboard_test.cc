@@ -1,0 +1,84 @@
+// Every query of dashboards/prewarm-startup.json, run by a real Prometheus that scrapes a real
+// `prewarm run --serve`: no query may fail, and every prewarm panel must show data (the
+// kube-state-metrics panels may be empty here: there is no cluster).
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/background.h"
+#include "tests/testing/cli.h"
+#include "tests/testing/net.h"
+#include "tests/testing/temp_dir.h"
+
+namespace prewarm {
+namespace {
+
+std::string Substitute(std::string expr) {
+  for (const auto& [var, value] :
+       {std::pair<std::string, std::string>{"$__rate_interval", "1m"}, {"$namespace", ".*"}}) {
+    for (size_t at; (at = expr.find(var)) != std::string::npos;)
+      expr.replace(at, var.size(), value);
+  }
+  return expr;
+}
+
+TEST(DashboardTest, EveryPanelQueryRunsAndPrewarmPanelsHaveData) {
+  const nlohmann::json dash = nlohmann::json::parse(std::ifstream(PREWARM_DASHBOARD));
+  ASSERT_EQ(dash["schemaVersion"], 39);
+  testing::TempDir dir;
+  testing::Background p(
+      {testing::PrewarmBinary(), "run", "--serve", "--arch", "gfx90a", "--kv-cache-dtype", "fp8",
+       "--max-num-seqs", "4", "--cache-dir", dir.path() + "/cache", "--metrics-address",
+       "127.0.0.1:0", "--grpc-address", "127.0.0.1:0"},
+      dir.path());
+  auto metrics_line = p.WaitForStderr("metrics on ", 20);
+  ASSERT_TRUE(metrics_line.has_value()) << p.Stderr();
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  const int prom_port = testing::FreePort();
+  const std::string config =
+      dir.WriteFile("prometheus.yml",
+                    "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: prewarm\n"
+                    "    static_configs:\n      - targets: ['127.0.0.1:" +
+                        std::to_string(testing::PortAfter(*metrics_line)) + "']\n");
+  testing::Background prom(
+      {"prometheus", "--config.file=" + config, "--storage.tsdb.path=" + dir.path() + "/tsdb",
+       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+      dir.path());
+  const std::string base = "http://127.0.0.1:" + std::to_string(prom_port);
+  // Wait for a few scrapes: increase() over 1m needs two samples.
+  bool have = false;
+  for (int i = 0; i < 60 && !have; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const auto j = nlohmann::json::parse(
+        testing::PromQuery(base, "count_over_time(prewarm_ready[1m])"), nullptr, false);
+    have = j.is_object() && !j["data"]["result"].empty() &&
+           std::stoi(j["data"]["result"][0]["value"][1].get<std::string>()) >= 3;
+  }
+  ASSERT_TRUE(have) << prom.Stderr();
+  int queries = 0;
+  for (const auto& panel : dash["panels"]) {
+    for (const auto& target : panel["targets"]) {
+      const std::string expr = Substitute(target["expr"].get<std::string>());
+      const auto j = nlohmann::json::parse(testing::PromQuery(base, expr), nullptr, false);
+      ++queries;
+      ASSERT_TRUE(j.is_object()) << panel["title"] << ": no answer for " << expr;
+      EXPECT_EQ(j.value("status", ""), "success")
+          << panel["title"] << ": " << expr << ": " << j.dump();
+      if (expr.find("prewarm_") != std::string::npos) {
+        EXPECT_FALSE(j["data"]["result"].empty()) << panel["title"] << ": no data for " << expr;
+      }
+    }
+  }
+  EXPECT_GE(queries, 12);
+  prom.Signal(SIGTERM);
+  prom.Wait(10);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(5), 0);
+}
+
+}  // namespace
+}  // namespace prewarm
