@@ -41,7 +41,7 @@ if ! podman image exists "$base"; then
 fi
 echo "podman build --target debian"
 podman build --network host -f "$src/docker/Dockerfile" --target debian \
-  --build-arg DEBIAN_IMAGE="$base" -t localhost/prewarm:debian "$src" >"$work/build.log" 2>&1 \
+  --build-arg BASE_IMAGE="$base" -t localhost/prewarm:debian "$src" >"$work/build.log" 2>&1 \
   || { tail -30 "$work/build.log"; exit 1; }
 
 fail=0

@@ -38,23 +38,13 @@ TEST(DashboardTest, EveryPanelQueryRunsAndPrewarmPanelsHaveData) {
   auto metrics_line = p.WaitForStderr("metrics on ", 20);
   ASSERT_TRUE(metrics_line.has_value()) << p.Stderr();
   ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
-  const int prom_port = testing::FreePort();
-  const std::string config =
-      dir.WriteFile("prometheus.yml",
-                    "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: prewarm\n"
-                    "    static_configs:\n      - targets: ['127.0.0.1:" +
-                        std::to_string(testing::PortAfter(*metrics_line)) + "']\n");
-  testing::Background prom(
-      {"prometheus", "--config.file=" + config, "--storage.tsdb.path=" + dir.path() + "/tsdb",
-       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-      dir.path());
-  const std::string base = "http://127.0.0.1:" + std::to_string(prom_port);
+  const testing::Prometheus prom(dir.path(), testing::PortAfter(*metrics_line));
   // Wait for a few scrapes: increase() over 1m needs two samples.
   bool have = false;
   for (int i = 0; i < 60 && !have; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    const auto j = nlohmann::json::parse(
-        testing::PromQuery(base, "count_over_time(prewarm_ready[1m])"), nullptr, false);
+    const auto j =
+        nlohmann::json::parse(prom.Query("count_over_time(prewarm_ready[1m])"), nullptr, false);
     have = j.is_object() && !j["data"]["result"].empty() &&
            std::stoi(j["data"]["result"][0]["value"][1].get<std::string>()) >= 3;
   }
@@ -63,7 +53,7 @@ TEST(DashboardTest, EveryPanelQueryRunsAndPrewarmPanelsHaveData) {
   for (const auto& panel : dash["panels"]) {
     for (const auto& target : panel["targets"]) {
       const std::string expr = Substitute(target["expr"].get<std::string>());
-      const auto j = nlohmann::json::parse(testing::PromQuery(base, expr), nullptr, false);
+      const auto j = nlohmann::json::parse(prom.Query(expr), nullptr, false);
       ++queries;
       ASSERT_TRUE(j.is_object()) << panel["title"] << ": no answer for " << expr;
       EXPECT_EQ(j.value("status", ""), "success")
@@ -74,8 +64,6 @@ TEST(DashboardTest, EveryPanelQueryRunsAndPrewarmPanelsHaveData) {
     }
   }
   EXPECT_GE(queries, 12);
-  prom.Signal(SIGTERM);
-  prom.Wait(10);
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(5), 0);
 }

@@ -284,24 +284,11 @@ TEST(MetricsTest, ARealPrometheusScrapesTheSidecar) {
   testing::Background p(ServeArgs(cache), dir.path());
   const Ports ports = WaitForPorts(p);
   ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
-  const int prom_port = FreePort();
-  const std::string config =
-      dir.WriteFile("prometheus.yml",
-                    "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                    "scrape_configs:\n  - job_name: prewarm\n    static_configs:\n"
-                    "      - targets: ['127.0.0.1:" +
-                        std::to_string(ports.metrics) + "']\n");
-  testing::Background prom(
-      {"prometheus", "--config.file=" + config, "--storage.tsdb.path=" + dir.path() + "/tsdb",
-       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-      dir.path());
-  ASSERT_TRUE(prom.started());
-  const std::string base = "http://127.0.0.1:" + std::to_string(prom_port);
+  const testing::Prometheus prom(dir.path(), ports.metrics);
   double compiled = -1;
   for (int i = 0; i < 60 && compiled < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    const std::string body =
-        Http(base + "/api/v1/query?query=sum(prewarm_variants%7Bstate%3D%22compiled%22%7D)");
+    const std::string body = prom.Query("sum(prewarm_variants{state=\"compiled\"})");
     const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
     if (j.is_object() && j.value("status", "") == "success" && !j["data"]["result"].empty()) {
       compiled = std::stod(j["data"]["result"][0]["value"][1].get<std::string>());
@@ -311,8 +298,6 @@ TEST(MetricsTest, ARealPrometheusScrapesTheSidecar) {
       nlohmann::json::parse(std::ifstream(cache + "/prewarm/manifest.json"));
   EXPECT_EQ(compiled, manifest["counts"]["compiled"].get<double>()) << prom.Stderr();
   EXPECT_EQ(compiled, 8);
-  prom.Signal(SIGTERM);
-  prom.Wait(10);
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(5), 0);
 }

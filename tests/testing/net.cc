@@ -1,8 +1,11 @@
 #include "tests/testing/net.h"
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <fstream>
 
 #include "prewarm/util/subprocess.h"
 
@@ -29,6 +32,25 @@ std::string PromQuery(const std::string& base, const std::string& expr) {
   auto r = RunSubprocess({"curl", "-s", "--max-time", "5", "-G", "--data-urlencode",
                           "query=" + expr, base + "/api/v1/query"});
   return r.ok() ? r->stdout_text : "";
+}
+
+Prometheus::Prometheus(const std::string& dir, int target_port) {
+  const int port = FreePort();
+  const std::string config = dir + "/prometheus.yml";
+  std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                        << "scrape_configs:\n  - job_name: prewarm\n    static_configs:\n"
+                        << "      - targets: ['127.0.0.1:" << target_port << "']\n";
+  process_ = std::make_unique<Background>(
+      std::vector<std::string>{"prometheus", "--config.file=" + config,
+                               "--storage.tsdb.path=" + dir + "/tsdb",
+                               "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+      dir);
+  base_ = "http://127.0.0.1:" + std::to_string(port);
+}
+
+Prometheus::~Prometheus() {
+  process_->Signal(SIGTERM);
+  process_->Wait(10);
 }
 
 }  // namespace prewarm::testing

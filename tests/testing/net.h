@@ -3,7 +3,10 @@
 #ifndef PREWARM_TESTS_TESTING_NET_H_
 #define PREWARM_TESTS_TESTING_NET_H_
 
+#include <memory>
 #include <string>
+
+#include "tests/testing/background.h"
 
 namespace prewarm::testing {
 
@@ -13,6 +16,22 @@ int FreePort();
 std::string HttpGet(const std::string& url);
 // The JSON body of Prometheus's instant query API at `base` for `expr`.
 std::string PromQuery(const std::string& base, const std::string& expr);
+
+// A real Prometheus server on a free loopback port, scraping 127.0.0.1:`target_port` every
+// second, its data under `dir`. Stopped (SIGTERM) when destroyed.
+class Prometheus {
+ public:
+  Prometheus(const std::string& dir, int target_port);
+  ~Prometheus();
+  const std::string& base() const { return base_; }  // "http://127.0.0.1:PORT"
+  std::string Stderr() const { return process_->Stderr(); }
+  // The instant query's JSON body.
+  std::string Query(const std::string& expr) const { return PromQuery(base_, expr); }
+
+ private:
+  std::unique_ptr<Background> process_;
+  std::string base_;
+};
 
 }  // namespace prewarm::testing
 
