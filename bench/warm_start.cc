@@ -134,22 +134,6 @@ class Pool {
   int64_t num_slots_ = 0;
 };
 
-struct Rows {
-  std::vector<int> req, visible;
-};
-Rows RowsOf(const Step& step, Phase phase, int only = -1) {
-  Rows r;
-  for (size_t i = 0; i < step.requests.size(); ++i) {
-    const Request& q = step.requests[i];
-    if (q.phase != phase || (only >= 0 && static_cast<int>(i) != only)) continue;
-    for (int64_t t = 0; t < q.q_len; ++t) {
-      r.req.push_back(static_cast<int>(i));
-      r.visible.push_back(static_cast<int>(q.ctx - q.q_len + t + 1));
-    }
-  }
-  return r;
-}
-
 // Runs one step: every launcher, in the order a forward pass runs them.
 absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
   Gpu& gpu = rt.gpu();
@@ -180,7 +164,7 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
          pool.Small(slot), 0.05f, 0.05f, tokens, pool["kv"], pool["index"]}));
   }
   for (Phase phase : {Phase::kPrefill, Phase::kDecode}) {
-    const Rows rows = RowsOf(step, phase);
+    const QueryRows rows = QueryRowsOf(step, phase);
     if (rows.req.empty()) continue;
     const bool prefill = phase == Phase::kPrefill;
     const int n = static_cast<int>(rows.req.size());
@@ -198,7 +182,7 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
       for (size_t i = 0; i < step.requests.size(); ++i) {
         if (step.requests[i].phase != Phase::kPrefill) continue;
         const Step one{{step.requests[i]}};
-        const Rows rr = RowsOf(step, Phase::kPrefill, static_cast<int>(i));
+        const QueryRows rr = QueryRowsOf(step, Phase::kPrefill, static_cast<int>(i));
         const int m = static_cast<int>(rr.req.size());
         const DevicePtr scores = pool["scores"] + static_cast<DevicePtr>(row0) * stride * 4;
         const DevicePtr topk = pool["topk"] + static_cast<DevicePtr>(row0) * s.index_topk * 4;

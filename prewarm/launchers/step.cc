@@ -21,6 +21,23 @@ StepStats ComputeStats(const Step& step) {
   return s;
 }
 
+int QueryRows::MaxVisible() const {
+  return visible.empty() ? 0 : *std::max_element(visible.begin(), visible.end());
+}
+
+QueryRows QueryRowsOf(const Step& step, Phase phase, int only_request) {
+  QueryRows rows;
+  for (size_t i = 0; i < step.requests.size(); ++i) {
+    const Request& r = step.requests[i];
+    if (r.phase != phase || (only_request >= 0 && static_cast<int>(i) != only_request)) continue;
+    for (int64_t t = 0; t < r.q_len; ++t) {
+      rows.req.push_back(static_cast<int>(i));
+      rows.visible.push_back(static_cast<int>(r.ctx - r.q_len + t + 1));
+    }
+  }
+  return rows;
+}
+
 absl::Status CheckStep(const Step& step, const Limits& limits) {
   std::vector<std::string> broken;
   const int64_t n = static_cast<int64_t>(step.requests.size());

@@ -41,6 +41,18 @@ struct StepStats {
 };
 StepStats ComputeStats(const Step& step);
 
+// The query rows of one phase of a step, as the index and sparse kernels take them: for each
+// new token of each request of that phase (optionally only request `only_request`), the
+// request's index in the step and how many key positions it sees (causal:
+// ctx - q_len + i + 1 for the i-th new token).
+struct QueryRows {
+  std::vector<int> req;
+  std::vector<int> visible;
+  int Count() const { return static_cast<int>(req.size()); }
+  int MaxVisible() const;
+};
+QueryRows QueryRowsOf(const Step& step, Phase phase, int only_request = -1);
+
 // OK when the step is in range. Otherwise InvalidArgument listing every rule it breaks, each
 // naming the value and the limit ("request 2: decode q_len 5 > num_speculative_tokens + 1 = 4").
 absl::Status CheckStep(const Step& step, const Limits& limits);

@@ -52,27 +52,6 @@ struct Result {
 };
 Result Failed(std::string why) { return {INFINITY, 0, "error: " + why}; }
 
-// Query rows of one phase of a step: the request of each row and its visible key count.
-struct Rows {
-  std::vector<int> req, visible;
-  int Count() const { return static_cast<int>(req.size()); }
-  int MaxVisible() const {
-    return req.empty() ? 0 : *std::max_element(visible.begin(), visible.end());
-  }
-};
-Rows RowsOf(const Step& step, Phase phase) {
-  Rows r;
-  for (size_t i = 0; i < step.requests.size(); ++i) {
-    const Request& q = step.requests[i];
-    if (q.phase != phase) continue;
-    for (int64_t t = 0; t < q.q_len; ++t) {
-      r.req.push_back(static_cast<int>(i));
-      r.visible.push_back(static_cast<int>(q.ctx - q.q_len + t + 1));
-    }
-  }
-  return r;
-}
-
 // Rows to compare against the CPU reference: all of them when few, else a spread.
 std::vector<int> Sample(int rows, int max) {
   std::vector<int> out;
@@ -259,7 +238,7 @@ class GpuCheckTest : public ::testing::Test {
   }
 
   Result CheckIndex(const Key& key, const Step& step, Inputs& in, bool prefill) {
-    const Rows rows = RowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
+    const QueryRows rows = QueryRowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
     const int hi = static_cast<int>(KeyInt(key, "index_heads")),
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
     const int n = rows.Count(), stride = rows.MaxVisible();
@@ -308,7 +287,7 @@ class GpuCheckTest : public ::testing::Test {
   }
 
   Result CheckTopk(const Key& key, const Step& step, Inputs& in, bool prefill) {
-    const Rows rows = RowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
+    const QueryRows rows = QueryRowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
     const int k = static_cast<int>(KeyInt(key, "topk"));
     const int n = rows.Count(), stride = rows.MaxVisible();
     // Scores on a coarse grid, so ties are common and the tie rule is exercised.
@@ -343,7 +322,7 @@ class GpuCheckTest : public ::testing::Test {
   }
 
   Result CheckSparse(const Key& key, const Step& step, Inputs& in, bool prefill) {
-    const Rows rows = RowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
+    const QueryRows rows = QueryRowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
     const int hr = static_cast<int>(KeyInt(key, "heads")),
               l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
               dr = static_cast<int>(KeyInt(key, "rope_dim")),

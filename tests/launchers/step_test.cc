@@ -77,6 +77,20 @@ TEST(StepTest, JsonRoundTripAndErrors) {
   }
 }
 
+TEST(StepTest, QueryRowsAreCausal) {
+  Step s{{{Phase::kPrefill, 3, 10}, {Phase::kDecode, 2, 7}, {Phase::kPrefill, 1, 4}}};
+  QueryRows prefill = QueryRowsOf(s, Phase::kPrefill);
+  EXPECT_EQ(prefill.req, (std::vector<int>{0, 0, 0, 2}));
+  EXPECT_EQ(prefill.visible, (std::vector<int>{8, 9, 10, 4}));
+  EXPECT_EQ(prefill.MaxVisible(), 10);
+  QueryRows decode = QueryRowsOf(s, Phase::kDecode);
+  EXPECT_EQ(decode.req, (std::vector<int>{1, 1}));
+  EXPECT_EQ(decode.visible, (std::vector<int>{6, 7}));
+  QueryRows only = QueryRowsOf(s, Phase::kPrefill, 2);
+  EXPECT_EQ(only.req, std::vector<int>{2});
+  EXPECT_EQ(QueryRowsOf(s, Phase::kDecode, 0).Count(), 0);
+}
+
 TEST(StepTest, Describe) {
   Step s{{{Phase::kDecode, 1, 10}, {Phase::kDecode, 2, 30}, {Phase::kPrefill, 512, 8192}}};
   EXPECT_EQ(DescribeStep(s), "2 decode (q 1..2, ctx 10..30) + 1 prefill (q 512, ctx 8192)");
