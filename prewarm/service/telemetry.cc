@@ -8,6 +8,12 @@ namespace {
 
 const char* const kStates[] = {"planned", "cached", "compiled", "failed"};
 
+const prometheus::Histogram::BucketBoundaries& CompileBuckets() {
+  static const auto* const kBounds = new prometheus::Histogram::BucketBoundaries(
+      std::begin(metrics::kCompileBuckets), std::end(metrics::kCompileBuckets));
+  return *kBounds;
+}
+
 }  // namespace
 
 Telemetry::Telemetry(std::string version, std::string toolchain, std::string arch)
@@ -65,9 +71,7 @@ void Telemetry::SetPlan(const std::map<std::string, int64_t>& planned) {
       variants_.Add({{"launcher", launcher}, {"state", state}})
           .Set(std::string(state) == "planned" ? static_cast<double>(n) : 0.0);
     }
-    std::vector<double> bounds(std::begin(metrics::kCompileBuckets),
-                               std::end(metrics::kCompileBuckets));
-    compile_seconds_.Add({{"launcher", launcher}}, bounds);
+    compile_seconds_.Add({{"launcher", launcher}}, CompileBuckets());
   }
 }
 
@@ -79,9 +83,7 @@ void Telemetry::KeyDone(const std::string& launcher, KeyState state, double comp
   (state == KeyState::kCompiled ? c.compiled : state == KeyState::kCached ? c.cached : c.failed)++;
   variants_.Add({{"launcher", launcher}, {"state", name}}).Increment();
   if (state == KeyState::kCompiled) {
-    std::vector<double> bounds(std::begin(metrics::kCompileBuckets),
-                               std::end(metrics::kCompileBuckets));
-    compile_seconds_.Add({{"launcher", launcher}}, bounds).Observe(compile_seconds);
+    compile_seconds_.Add({{"launcher", launcher}}, CompileBuckets()).Observe(compile_seconds);
   }
   if (!error.empty()) progress_.last_error = launcher + ": " + error;
 }
