@@ -11,3 +11,14 @@ PW_HD inline pw_u16 pw_float_to_bf16(float f) {
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<pw_u16>(bits >> 16);
 }
+
+// Two floats as a bf16 pair (lo in the low 16 bits), each rounded to nearest even.
+PW_HD inline pw_u32 pw_pack_bf16x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(PW_AMD)
+  pw_u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return static_cast<pw_u32>(pw_float_to_bf16(lo)) | (static_cast<pw_u32>(pw_float_to_bf16(hi)) << 16);
+#endif
+}

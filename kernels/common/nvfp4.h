@@ -14,6 +14,14 @@ PW_HD inline float pw_e2m1_decode(pw_u8 nibble) {
   return (nibble & 8) ? -mag : mag;
 }
 
+// The same value from the nibble's bits, without branches: for exponent field e > 0 the float
+// 2^(e-1) * (1 + m/2); for e = 0 the subnormal m/2.
+PW_HD inline float pw_e2m1_value(pw_u32 nibble) {
+  const pw_u32 e = (nibble >> 1) & 3u, m = nibble & 1u;
+  const pw_u32 mag = e != 0 ? ((e + 126u) << 23) | (m << 22) : m * 0x3f000000u;
+  return pw_u2f(mag | ((nibble & 8u) << 28));
+}
+
 // Round to nearest on the grid, ties to the even code; saturates at 6.
 PW_HD inline pw_u8 pw_e2m1_encode(float x) {
   const float a = x < 0.0f ? -x : x;

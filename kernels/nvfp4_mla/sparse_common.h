@@ -2,18 +2,45 @@
 //   q = [q_latent (L) ; q_rope (Dr)] (bf16);  for each selected position j (topk[t][*] >= 0):
 //   k_j = [dequant latent_j ; rope_j],  v_j = dequant latent_j,
 //   out = softmax(q . k_j * scale) . v_j   (L wide, bf16)   and   lse = log sum exp.
-// Defines: PW_HEADS (Hr), PW_KV_LORA_RANK (L), PW_ROPE_DIM (Dr), PW_TOPK (Ktop).
-// One block of 256 threads per (row, head[, split]).
+// Defines: PW_HEADS (Hr), PW_KV_LORA_RANK (L), PW_ROPE_DIM (Dr), PW_TOPK (Ktop), PW_LDS_KIB.
+//
+// The heads of a row share the latent KV, so they are the M dimension of two GEMMs
+// (sparse_geometry.h has the block's shape): per tile of selected positions the block loads each
+// record once, dequantizes NVFP4 to bf16 into shared memory for all its heads, computes
+// S = Q Kᵀ on matrix cores (common/mma.h), updates an online softmax, and accumulates O += P V
+// on matrix cores. Tiles past the last selected position are skipped.
+//   PW_PREFETCH 0: each tile's records are loaded, then dequantized, then used.
+//   PW_PREFETCH 1: the next tile's records are loaded into registers before this tile's GEMMs,
+//                  so their latency hides behind the arithmetic (worth it for long selected
+//                  sets; for short ones it only costs registers).
+// q_latent, q_rope and out are contiguous, 16-byte aligned tensors; so is the KV cache.
 #pragma once
 #include "common/bf16.h"
+#include "common/mma.h"
 #include "common/nvfp4.h"
-#include "common/reduce.h"
 #include "nvfp4_mla/kv_layout.h"
+#include "nvfp4_mla/sparse_geometry.h"
 
 #define PW_L PW_KV_LORA_RANK
 #define PW_DR PW_ROPE_DIM
 #define PW_DQ (PW_KV_LORA_RANK + PW_ROPE_DIM)
-#define PW_PER_THREAD ((PW_KV_LORA_RANK + 255) / 256)
+
+#ifndef PW_SPARSE_SPLITS
+#define PW_SPARSE_SPLITS 1
+#endif
+constexpr int kPwRange = pw_sparse_range(PW_TOPK, PW_SPARSE_SPLITS);
+constexpr PwSparseGeometry kPwSg =
+    pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange);
+constexpr int kPwRow = pw_sparse_row(PW_L, PW_DR);              // Q and K rows in shared memory
+constexpr int kPwSRow = kPwSg.keys + 1;                         // S rows (floats)
+constexpr int kPwPRow = kPwSg.keys + 8;                         // P rows (bf16)
+constexpr int kPwOutTiles = PW_L / 2 / 16;                      // 16x16 output tiles per warp
+constexpr int kPwGroup = kPwSg.threads / kPwSg.head_tile;       // threads per softmax row
+constexpr int kPwItems = PW_L / 16 + PW_DR / 8;                 // dequant items per record
+constexpr int kPwPerThread = (kPwSg.keys * kPwItems + kPwSg.threads - 1) / kPwSg.threads;
+static_assert(PW_L % 32 == 0 && PW_DR % 16 == 0, "L must be a multiple of 32, Dr of 16");
+static_assert(kPwGroup <= PW_WARP && (kPwGroup & (kPwGroup - 1)) == 0, "softmax group");
+static_assert(kPwSg.keys % kPwGroup == 0, "keys per softmax thread");
 
 struct PwSparseArgs {
   const pw_u16* q_latent;  // [rows][Hr][L]
@@ -28,81 +55,292 @@ struct PwSparseArgs {
   float scale;
 };
 
-struct PwSparseShared {
-  float q[PW_DQ];
-  float s[PW_TOPK];
-  float scratch[32];
+// Where a block's result goes: out_f32 (split-K partials) or out_bf16, element (head h, dim d)
+// at base + h * head_stride + d; the LSE of head h at lse[lse_base + h * lse_stride].
+struct PwSparseOut {
+  float* out_f32;
+  pw_u16* out_bf16;
+  long long base, head_stride;
+  float* lse;
+  long long lse_base, lse_stride;
 };
 
-__device__ inline const pw_u8* pw_sparse_record(const PwSparseArgs& a, int row, int pos) {
-  const long long slot = pw_slot(a.block_table, a.max_blocks, a.block_size, a.row_req[row], pos);
-  return a.kv_cache + slot * PW_KV_RECORD(PW_L, PW_DR);
-}
+struct PwSparseSmem {
+  pw_u16* q;       // [head_tile][kPwRow]
+  pw_u16* k;       // [keys][kPwRow]
+  float* s;        // [head_tile][kPwSRow], scores in log2 units
+  pw_u16* p;       // [head_tile][kPwPRow]
+  float* alpha;    // [head_tile] rescale of the running output
+  float* m;        // [head_tile] final running max (log2 units)
+  float* l;        // [head_tile] final running sum
+  int* last;       // one int: 1 + the last selected index
+  int* slots;      // [range] the cache slot of each selected entry, -1 for none
+};
 
 __device__ inline float pw_sparse_neg_inf() { return -__int_as_float(0x7f800000); }
 
-// Loads q and the scores of every selected position into shared memory (-inf for unused).
-__device__ inline void pw_sparse_scores(const PwSparseArgs& a, int row, int head,
-                                        PwSparseShared& sh) {
-  const long long qo = static_cast<long long>(row) * PW_HEADS + head;
-  for (int d = threadIdx.x; d < PW_DQ; d += blockDim.x) {
-    sh.q[d] = d < PW_L ? pw_bf16_to_float(a.q_latent[qo * PW_L + d])
-                       : pw_bf16_to_float(a.q_rope[qo * PW_DR + d - PW_L]);
+__device__ inline PwSparseSmem pw_sparse_smem(unsigned char* base) {
+  PwSparseSmem sm;
+  sm.q = reinterpret_cast<pw_u16*>(base + kPwSg.q_offset);
+  sm.k = reinterpret_cast<pw_u16*>(base + kPwSg.k_offset);
+  sm.s = reinterpret_cast<float*>(base + kPwSg.s_offset);
+  sm.p = reinterpret_cast<pw_u16*>(base + kPwSg.p_offset);
+  sm.alpha = reinterpret_cast<float*>(base + kPwSg.stats_offset);
+  sm.m = sm.alpha + kPwSg.head_tile;
+  sm.l = sm.m + kPwSg.head_tile;
+  sm.last = reinterpret_cast<int*>(sm.l + kPwSg.head_tile);
+  sm.slots = reinterpret_cast<int*>(base + kPwSg.slots_offset);
+  return sm;
+}
+
+// One dequant item's raw bytes: a 16-value NVFP4 block (8 bytes of nibbles in x, y and its
+// scale byte in z) or 8 bf16 of the rope part (x..w). `pos` < 0: nothing selected there.
+struct PwSparseRaw {
+  uint4 v;
+  int pos;
+};
+
+// The tile of selected entries [k0, k0 + keys) (of the block's range starting at `begin`), raw.
+__device__ inline void pw_sparse_load(const PwSparseArgs& a, const int* slots, int k0, int end,
+                                      PwSparseRaw* raw) {
+#pragma unroll
+  for (int i = 0; i < kPwPerThread; ++i) {
+    const int it = threadIdx.x + i * kPwSg.threads;
+    const int r = it / kPwItems, part = it % kPwItems;
+    raw[i].pos = -1;
+    if (r >= kPwSg.keys || k0 + r >= end) continue;
+    const int slot = slots[k0 + r];
+    raw[i].pos = slot;
+    if (slot < 0) continue;
+    const pw_u8* rec = a.kv_cache + static_cast<long long>(slot) * PW_KV_RECORD(PW_L, PW_DR);
+    if (part < PW_L / 16) {
+      const uint2 nib = *reinterpret_cast<const uint2*>(rec + 8 * part);
+      raw[i].v = make_uint4(nib.x, nib.y, rec[PW_L / 2 + part], 0);
+    } else {
+      raw[i].v = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (part - PW_L / 16));
+    }
   }
-  __syncthreads();
-  const int lane = threadIdx.x % PW_WARP, warp = threadIdx.x / PW_WARP;
-  const int warps = blockDim.x / PW_WARP;
-  const int* sel = a.topk + static_cast<long long>(row) * PW_TOPK;
-  for (int i = warp; i < PW_TOPK; i += warps) {
-    const int pos = sel[i];
-    float dot = 0.0f;
-    if (pos >= 0) {
-      const pw_u8* rec = pw_sparse_record(a, row, pos);
-      const pw_u16* rope = reinterpret_cast<const pw_u16*>(rec + PW_L / 2 + PW_L / 16);
-      for (int d = lane; d < PW_DQ; d += PW_WARP) {
-        const float k = d < PW_L ? pw_nvfp4_load(rec, PW_L, d, a.g_kv) : pw_bf16_to_float(rope[d - PW_L]);
-        dot += sh.q[d] * k;
+}
+
+// Eight nibbles (one 32-bit word, low nibble first) times sg, as four packed bf16 pairs.
+__device__ inline void pw_sparse_dequant8(pw_u32 w, float sg, pw_u32* out) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const pw_u32 b = w >> (8 * j);
+    out[j] = pw_pack_bf16x2(pw_e2m1_value(b & 15) * sg, pw_e2m1_value((b >> 4) & 15) * sg);
+  }
+}
+
+__device__ inline void pw_sparse_dequant(const PwSparseRaw* raw, float g_kv, pw_u16* k_smem) {
+#pragma unroll
+  for (int i = 0; i < kPwPerThread; ++i) {
+    const int it = threadIdx.x + i * kPwSg.threads;
+    const int r = it / kPwItems, part = it % kPwItems;
+    if (r >= kPwSg.keys) continue;
+    pw_u16* dst = k_smem + r * kPwRow;
+    if (part < PW_L / 16) {
+      uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
+      if (raw[i].pos >= 0) {
+        const float sg = pw_fp8_decode_fmt(static_cast<pw_u8>(raw[i].v.z), false) * g_kv;
+        pw_sparse_dequant8(raw[i].v.x, sg, &lo.x);
+        pw_sparse_dequant8(raw[i].v.y, sg, &hi.x);
       }
+      *reinterpret_cast<uint4*>(dst + 16 * part) = lo;
+      *reinterpret_cast<uint4*>(dst + 16 * part + 8) = hi;
+    } else {
+      *reinterpret_cast<uint4*>(dst + PW_L + 8 * (part - PW_L / 16)) =
+          raw[i].pos >= 0 ? raw[i].v : make_uint4(0, 0, 0, 0);
     }
-    for (int o = PW_WARP / 2; o > 0; o >>= 1) dot += pw_shfl_xor(dot, o);
-    if (lane == 0) sh.s[i] = pos >= 0 ? dot * a.scale : pw_sparse_neg_inf();
+  }
+}
+
+// Q of heads [head0, head0 + head_tile) into shared memory; heads past Hr are zeros.
+__device__ inline void pw_sparse_stage_q(const PwSparseArgs& a, int row, int head0, pw_u16* q) {
+  constexpr int chunks = PW_DQ / 8;
+  for (int i = threadIdx.x; i < kPwSg.head_tile * chunks; i += kPwSg.threads) {
+    const int h = i / chunks, d = 8 * (i % chunks);
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (head0 + h < PW_HEADS) {
+      const long long qo = static_cast<long long>(row) * PW_HEADS + head0 + h;
+      v = d < PW_L ? *reinterpret_cast<const uint4*>(a.q_latent + qo * PW_L + d)
+                   : *reinterpret_cast<const uint4*>(a.q_rope + qo * PW_DR + d - PW_L);
+    }
+    *reinterpret_cast<uint4*>(q + h * kPwRow + d) = v;
+  }
+}
+
+// Looks up the cache slot of every selected entry in [begin, end) into slots[i - begin] (-1
+// where nothing is selected) and returns 1 + the last index that selects a position (begin when
+// none does). The loads are independent, so their latency is paid once per block, not per tile.
+__device__ inline int pw_sparse_slots(const PwSparseArgs& a, int row, int begin, int end,
+                                      const PwSparseSmem& sm) {
+  if (threadIdx.x == 0) *sm.last = begin;
+  __syncthreads();
+  const int* sel = a.topk + static_cast<long long>(row) * PW_TOPK;
+  const int req = a.row_req[row];
+  int mine = begin;
+  for (int i = begin + threadIdx.x; i < end; i += kPwSg.threads) {
+    const int pos = sel[i];
+    sm.slots[i - begin] =
+        pos < 0 ? -1 : static_cast<int>(pw_slot(a.block_table, a.max_blocks, a.block_size, req, pos));
+    if (pos >= 0) mine = i + 1;
+  }
+  if (mine > begin) atomicMax(sm.last, mine);
+  __syncthreads();
+  return *sm.last;
+}
+
+// S tiles (head group x 16 keys), spread over the warps; scores scaled into log2 units.
+__device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2) {
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  constexpr int key_tiles = kPwSg.keys / 16;
+  for (int st = warp; st < kPwSg.head_tile / 16 * key_tiles; st += kPwSg.warps) {
+    const int g = st / key_tiles, kt = st % key_tiles;
+    // Two accumulators (even and odd k steps) halve the chain of dependent MMAs.
+    PwMmaC c, c2;
+    pw_mma_zero(c);
+    pw_mma_zero(c2);
+    const pw_u16* qa = sm.q + 16 * g * kPwRow;
+    const pw_u16* kb = sm.k + 16 * kt * kPwRow;
+    static_assert(PW_DQ % 32 == 0, "L + Dr must be a multiple of 32");
+#pragma unroll 2
+    for (int kk = 0; kk < PW_DQ / 16; kk += 2) {
+      PwMmaA fa, fa2;
+      PwMmaB fb, fb2;
+      pw_mma_load_a(fa, qa + 16 * kk, kPwRow);
+      pw_mma_load_b_nk(fb, kb + 16 * kk, kPwRow);
+      pw_mma_load_a(fa2, qa + 16 * kk + 16, kPwRow);
+      pw_mma_load_b_nk(fb2, kb + 16 * kk + 16, kPwRow);
+      pw_mma(c, fa, fb);
+      pw_mma(c2, fa2, fb2);
+    }
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) c.v[e] += c2.v[e];
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+      sm.s[(16 * g + pw_mma_c_row(lane, e)) * kPwSRow + 16 * kt + pw_mma_c_col(lane, e)] =
+          c.v[e] * scale_log2;
+    }
+  }
+}
+
+// Online softmax of one tile: each row's kPwGroup threads (adjacent lanes) share its keys.
+// Updates the running max m and sum l of this thread's row, writes P (bf16) and alpha.
+__device__ inline void pw_sparse_softmax(const PwSparseSmem& sm, const int* slots, int k0, int end,
+                                         float& m, float& l) {
+  const int r = threadIdx.x / kPwGroup, gi = threadIdx.x % kPwGroup;
+  constexpr int per = kPwSg.keys / kPwGroup;
+  const float ninf = pw_sparse_neg_inf();
+  float x[per];
+  float mx = ninf;
+#pragma unroll
+  for (int u = 0; u < per; ++u) {
+    const int j = gi + kPwGroup * u;
+    const bool valid = k0 + j < end && slots[k0 + j] >= 0;
+    x[u] = valid ? sm.s[r * kPwSRow + j] : ninf;
+    mx = fmaxf(mx, x[u]);
+  }
+  for (int o = kPwGroup / 2; o > 0; o >>= 1) mx = fmaxf(mx, pw_shfl_xor(mx, o));
+  const float m_new = fmaxf(m, mx);
+  const bool none = m_new == ninf;
+  const float alpha = none ? 1.0f : exp2f(m - m_new);
+  float sum = 0.0f;
+#pragma unroll
+  for (int u = 0; u < per; ++u) {
+    const float p = none ? 0.0f : exp2f(x[u] - m_new);
+    sum += p;
+    sm.p[r * kPwPRow + gi + kPwGroup * u] = pw_float_to_bf16(p);
+  }
+  for (int o = kPwGroup / 2; o > 0; o >>= 1) sum += pw_shfl_xor(sum, o);
+  m = m_new;
+  l = l * alpha + sum;
+  if (gi == 0) sm.alpha[r] = alpha;
+}
+
+// O (this warp's head group and half of the output dims) = O * alpha + P V.
+__device__ inline void pw_sparse_accumulate(const PwSparseSmem& sm, PwMmaC* acc) {
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  const int g = warp / 2, half = warp % 2;
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    const float al = sm.alpha[16 * g + pw_mma_c_row(lane, e)];
+#pragma unroll
+    for (int t = 0; t < kPwOutTiles; ++t) acc[t].v[e] *= al;
+  }
+#pragma unroll
+  for (int kk = 0; kk < kPwSg.keys / 16; ++kk) {
+    PwMmaA fa;
+    pw_mma_load_a(fa, sm.p + 16 * g * kPwPRow + 16 * kk, kPwPRow);
+    const pw_u16* vb = sm.k + 16 * kk * kPwRow + half * (PW_L / 2);
+#pragma unroll
+    for (int t = 0; t < kPwOutTiles; ++t) {
+      PwMmaB fb;
+      pw_mma_load_b_kn(fb, vb + 16 * t, kPwRow);
+      pw_mma(acc[t], fa, fb);
+    }
+  }
+}
+
+__device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc, int head0,
+                                       const PwSparseOut& o) {
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  const int g = warp / 2, half = warp % 2;
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    const int hr = 16 * g + pw_mma_c_row(lane, e);
+    if (head0 + hr >= PW_HEADS) continue;
+    const float inv = sm.l[hr] > 0.0f ? 1.0f / sm.l[hr] : 0.0f;
+    const long long base = o.base + static_cast<long long>(head0 + hr) * o.head_stride +
+                           half * (PW_L / 2) + pw_mma_c_col(lane, e);
+#pragma unroll
+    for (int t = 0; t < kPwOutTiles; ++t) {
+      const float v = acc[t].v[e] * inv;
+      if (o.out_f32)
+        o.out_f32[base + 16 * t] = v;
+      else
+        o.out_bf16[base + 16 * t] = pw_float_to_bf16(v);
+    }
+  }
+  if (threadIdx.x < kPwSg.head_tile && head0 + threadIdx.x < PW_HEADS) {
+    const int h = threadIdx.x;
+    o.lse[o.lse_base + (head0 + h) * o.lse_stride] =
+        sm.l[h] > 0.0f ? (sm.m[h] + log2f(sm.l[h])) * 0.69314718055994531f
+                       : pw_sparse_neg_inf();
+  }
+}
+
+// The whole attention of `row` over selected entries [begin, end) for the block's heads.
+__device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head0, int begin,
+                                        int end, const PwSparseOut& out) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
+  const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
+  pw_sparse_stage_q(a, row, head0, sm.q);
+  end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // also the barrier after staging Q
+  const int* slots = sm.slots;
+  begin = 0;
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  PwMmaC acc[kPwOutTiles];
+#pragma unroll
+  for (int t = 0; t < kPwOutTiles; ++t) pw_mma_zero(acc[t]);
+  float m = pw_sparse_neg_inf(), l = 0.0f;
+  PwSparseRaw raw[kPwPerThread];
+  if (PW_PREFETCH && begin < end) pw_sparse_load(a, slots, begin, end, raw);
+  for (int k0 = begin; k0 < end; k0 += kPwSg.keys) {
+    if (!PW_PREFETCH) pw_sparse_load(a, slots, k0, end, raw);
+    pw_sparse_dequant(raw, a.g_kv, sm.k);
+    __syncthreads();
+    if (PW_PREFETCH && k0 + kPwSg.keys < end) pw_sparse_load(a, slots, k0 + kPwSg.keys, end, raw);
+    pw_sparse_scores(sm, scale_log2);
+    __syncthreads();
+    pw_sparse_softmax(sm, slots, k0, end, m, l);
+    __syncthreads();
+    pw_sparse_accumulate(sm, acc);
+    __syncthreads();
+  }
+  if (threadIdx.x % kPwGroup == 0) {
+    sm.m[threadIdx.x / kPwGroup] = m;
+    sm.l[threadIdx.x / kPwGroup] = l;
   }
   __syncthreads();
-}
-
-// Softmax over sh.s[begin, end) and the weighted sum of the values: o[PW_PER_THREAD] holds this
-// thread's output dims (d = threadIdx.x + 256 * i), normalized; returns the log-sum-exp
-// (-inf when the range selects nothing, with o zero).
-__device__ inline float pw_sparse_attend(const PwSparseArgs& a, int row, int begin, int end,
-                                         PwSparseShared& sh, float* o) {
-  float m = pw_sparse_neg_inf();
-  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) m = fmaxf(m, sh.s[i]);
-  m = pw_block_max(m, sh.scratch);
-  for (int k = 0; k < PW_PER_THREAD; ++k) o[k] = 0.0f;
-  if (m == pw_sparse_neg_inf()) return m;
-  float sum = 0.0f;
-  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) sum += expf(sh.s[i] - m);
-  sum = pw_block_sum(sum, sh.scratch);
-  const int* sel = a.topk + static_cast<long long>(row) * PW_TOPK;
-  for (int i = begin; i < end; ++i) {
-    const int pos = sel[i];
-    if (pos < 0) continue;
-    const float p = expf(sh.s[i] - m) / sum;
-    const pw_u8* rec = pw_sparse_record(a, row, pos);
-    for (int k = 0; k < PW_PER_THREAD; ++k) {
-      const int d = threadIdx.x + 256 * k;
-      if (d < PW_L) o[k] += p * pw_nvfp4_load(rec, PW_L, d, a.g_kv);
-    }
-  }
-  return m + logf(sum);
-}
-
-__device__ inline void pw_sparse_store(int row, int head, const float* o, float lse, pw_u16* out,
-                                       float* lse_out) {
-  const long long base = (static_cast<long long>(row) * PW_HEADS + head) * PW_L;
-  for (int k = 0; k < PW_PER_THREAD; ++k) {
-    const int d = threadIdx.x + 256 * k;
-    if (d < PW_L) out[base + d] = pw_float_to_bf16(o[k]);
-  }
-  if (threadIdx.x == 0) lse_out[static_cast<long long>(row) * PW_HEADS + head] = lse;
+  pw_sparse_store(sm, acc, head0, out);
 }

@@ -1,67 +1,75 @@
 // sparse_decode: sparse MLA attention of the decode rows (sparse_common.h), split-K.
-// Defines: PW_HEADS, PW_KV_LORA_RANK, PW_ROPE_DIM, PW_TOPK, PW_SPLITS.
-//   splits 1: grid (rows, Hr); writes out and lse directly.
-//   splits S > 1: pw_sparse_decode grid (rows, Hr, S): split s attends over its slice of the
-//     selected set and writes its normalized partial output and LSE to ws_o [rows][Hr][S][L] and
-//     ws_lse [rows][Hr][S]; pw_sparse_decode_combine grid (rows, Hr) combines them by LSE.
-// Block: 256 threads.
+// Defines: PW_HEADS, PW_KV_LORA_RANK, PW_ROPE_DIM, PW_TOPK, PW_SPLITS, PW_LDS_KIB.
+//   splits 1: grid (rows, ceil(Hr / head_tile)); writes out and lse directly.
+//   splits S > 1: pw_sparse_decode grid (rows, ceil(Hr / head_tile), S): split s reads only its
+//     slice of the selected set and writes its normalized partial output and LSE to
+//     ws_o [rows][Hr][S][L] and ws_lse [rows][Hr][S]; pw_sparse_decode_combine, grid (rows, Hr),
+//     block 128, combines them by LSE.
+// The records of a split are prefetched (sparse_common.h) when a split holds more than one tile.
+// Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
+#define PW_SPARSE_SPLITS PW_SPLITS
+#define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
+#define PW_PREFETCH (PW_SPLIT_LEN > 32)
 #include "nvfp4_mla/sparse_common.h"
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(kPwSg.threads, 1)
     pw_sparse_decode(const pw_u16* q_latent, const pw_u16* q_rope, const int* topk,
                      const int* row_req, const int* block_table, int max_blocks, int block_size,
                      const pw_u8* kv_cache, float g_kv, float scale, pw_u16* out, float* lse,
                      float* ws_o, float* ws_lse) {
   const PwSparseArgs a{q_latent, q_rope, topk,     row_req, block_table,
                        max_blocks, block_size, kv_cache, g_kv, scale};
-  __shared__ PwSparseShared sh;
-  const int row = blockIdx.x, head = blockIdx.y;
-  pw_sparse_scores(a, row, head, sh);
-  float o[PW_PER_THREAD];
+  const int row = blockIdx.x, head0 = blockIdx.y * kPwSg.head_tile;
 #if PW_SPLITS == 1
-  const float l = pw_sparse_attend(a, row, 0, PW_TOPK, sh, o);
-  pw_sparse_store(row, head, o, l, out, lse);
+  const PwSparseOut o{nullptr, out, static_cast<long long>(row) * PW_HEADS * PW_L, PW_L,
+                      lse,     static_cast<long long>(row) * PW_HEADS, 1};
+  pw_sparse_attend(a, row, head0, 0, PW_TOPK, o);
 #else
   const int split = blockIdx.z;
-  const int per = (PW_TOPK + PW_SPLITS - 1) / PW_SPLITS;
-  const int begin = split * per;
-  const int end = begin + per < PW_TOPK ? begin + per : PW_TOPK;
-  const float l = pw_sparse_attend(a, row, begin, end, sh, o);
-  const long long part = (static_cast<long long>(row) * PW_HEADS + head) * PW_SPLITS + split;
-  for (int k = 0; k < PW_PER_THREAD; ++k) {
-    const int d = threadIdx.x + 256 * k;
-    if (d < PW_L) ws_o[part * PW_L + d] = o[k];
-  }
-  if (threadIdx.x == 0) ws_lse[part] = l;
+  const int begin = split * PW_SPLIT_LEN;
+  const int end = begin + PW_SPLIT_LEN < PW_TOPK ? begin + PW_SPLIT_LEN : PW_TOPK;
+  const long long first = static_cast<long long>(row) * PW_HEADS * PW_SPLITS + split;
+  const PwSparseOut o{ws_o, nullptr, first * PW_L, static_cast<long long>(PW_SPLITS) * PW_L,
+                      ws_lse, first, PW_SPLITS};
+  pw_sparse_attend(a, row, head0, begin, end, o);
 #endif
 }
 
 #if PW_SPLITS > 1
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
     pw_sparse_decode_combine(const float* ws_o, const float* ws_lse, pw_u16* out, float* lse) {
   const int row = blockIdx.x, head = blockIdx.y;
   const long long first = (static_cast<long long>(row) * PW_HEADS + head) * PW_SPLITS;
   const float ninf = pw_sparse_neg_inf();
+  float ls[PW_SPLITS];
   float hi = ninf;
-  for (int s = 0; s < PW_SPLITS; ++s) hi = fmaxf(hi, ws_lse[first + s]);
-  float total = 0.0f;
-  if (hi != ninf) {
-    for (int s = 0; s < PW_SPLITS; ++s) {
-      if (ws_lse[first + s] != ninf) total += expf(ws_lse[first + s] - hi);
-    }
-  }
-  const float l = hi == ninf ? ninf : hi + logf(total);
-  float o[PW_PER_THREAD];
-  for (int k = 0; k < PW_PER_THREAD; ++k) o[k] = 0.0f;
+#pragma unroll
   for (int s = 0; s < PW_SPLITS; ++s) {
-    const float ls = ws_lse[first + s];
-    if (ls == ninf) continue;
-    const float w = expf(ls - l);
-    for (int k = 0; k < PW_PER_THREAD; ++k) {
-      const int d = threadIdx.x + 256 * k;
-      if (d < PW_L) o[k] += w * ws_o[(first + s) * PW_L + d];
-    }
+    ls[s] = ws_lse[first + s];
+    hi = fmaxf(hi, ls[s]);
   }
-  pw_sparse_store(row, head, o, l, out, lse);
+  float total = 0.0f;
+#pragma unroll
+  for (int s = 0; s < PW_SPLITS; ++s) total += ls[s] == ninf ? 0.0f : expf(ls[s] - hi);
+  const float l = hi == ninf ? ninf : hi + logf(total);
+  const long long o = static_cast<long long>(row) * PW_HEADS + head;
+  for (int d = 4 * threadIdx.x; d < PW_L; d += 4 * 128) {
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int s = 0; s < PW_SPLITS; ++s) {
+      if (ls[s] == ninf) continue;
+      const float w = expf(ls[s] - l);
+      const float4 v = *reinterpret_cast<const float4*>(ws_o + (first + s) * PW_L + d);
+      acc.x += w * v.x;
+      acc.y += w * v.y;
+      acc.z += w * v.z;
+      acc.w += w * v.w;
+    }
+    uint2 packed;
+    packed.x = pw_pack_bf16x2(acc.x, acc.y);
+    packed.y = pw_pack_bf16x2(acc.z, acc.w);
+    *reinterpret_cast<uint2*>(out + o * PW_L + d) = packed;
+  }
+  if (threadIdx.x == 0) lse[o] = l;
 }
 #endif

@@ -15,6 +15,7 @@ using CUcontext = void*;
 using CUmodule = void*;
 using CUfunction = void*;
 using CUdeviceptr = unsigned long long;
+using CUevent = void*;
 
 struct CudaApi {
   CUresult (*init)(unsigned) = nullptr;
@@ -29,16 +30,25 @@ struct CudaApi {
   CUresult (*memcpy_htod)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*memcpy_dtoh)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
   CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
   CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                             unsigned, void*, void**, void**) = nullptr;
   CUresult (*ctx_synchronize)() = nullptr;
+  CUresult (*func_set_attribute)(CUfunction, int, int) = nullptr;
+  CUresult (*event_create)(CUevent*, unsigned) = nullptr;
+  CUresult (*event_record)(CUevent, void*) = nullptr;
+  CUresult (*event_synchronize)(CUevent) = nullptr;
+  CUresult (*event_elapsed_time)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*event_destroy)(CUevent) = nullptr;
   CUresult (*get_error_string)(CUresult, const char**) = nullptr;
 };
 
 constexpr int kAttrComputeMajor = 75;
 constexpr int kAttrComputeMinor = 76;
+constexpr int kFuncAttrMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+constexpr unsigned kStaticSharedLimit = 48 * 1024;
 
 class CudaGpu final : public Gpu {
  public:
@@ -67,6 +77,9 @@ class CudaGpu final : public Gpu {
   absl::Status Fill(DevicePtr dst, unsigned char byte, size_t bytes) override {
     return Check(api_.memset_d8(dst, byte, bytes), "cuMemsetD8");
   }
+  absl::Status CopyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes) override {
+    return Check(api_.memcpy_dtod(dst, src, bytes), "cuMemcpyDtoD");
+  }
   absl::StatusOr<void*> LoadModule(const std::string& code) override {
     CUmodule m = nullptr;
     RETURN_IF_ERROR(Check(api_.module_load_data(&m, code.data()), "cuModuleLoadData"));
@@ -78,13 +91,33 @@ class CudaGpu final : public Gpu {
                           StrCat("cuModuleGetFunction ", name)));
     return f;
   }
-  absl::Status Launch(void* function, Dim3 grid, Dim3 block,
-                      const std::vector<void*>& args) override {
+  absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
+                      unsigned shared_bytes) override {
+    if (shared_bytes > kStaticSharedLimit) {
+      RETURN_IF_ERROR(Check(api_.func_set_attribute(function, kFuncAttrMaxDynamicShared,
+                                                    static_cast<int>(shared_bytes)),
+                            StrCat("cuFuncSetAttribute(max dynamic shared ", shared_bytes, ")")));
+    }
     std::vector<void*> a = args;
-    return Check(api_.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, 0,
-                                    nullptr, a.data(), nullptr),
+    return Check(api_.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                    shared_bytes, nullptr, a.data(), nullptr),
                  "cuLaunchKernel");
   }
+  absl::StatusOr<void*> CreateEvent() override {
+    CUevent e = nullptr;
+    RETURN_IF_ERROR(Check(api_.event_create(&e, 0), "cuEventCreate"));
+    return e;
+  }
+  absl::Status RecordEvent(void* event) override {
+    return Check(api_.event_record(event, nullptr), "cuEventRecord");
+  }
+  absl::StatusOr<float> ElapsedMs(void* start, void* stop) override {
+    RETURN_IF_ERROR(Check(api_.event_synchronize(stop), "cuEventSynchronize"));
+    float ms = 0;
+    RETURN_IF_ERROR(Check(api_.event_elapsed_time(&ms, start, stop), "cuEventElapsedTime"));
+    return ms;
+  }
+  void DestroyEvent(void* event) override { api_.event_destroy(event); }
   absl::Status Synchronize() override { return Check(api_.ctx_synchronize(), "cuCtxSynchronize"); }
 
  private:
@@ -118,11 +151,18 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   RETURN_IF_ERROR(lib.Get("cuMemcpyHtoD_v2", a.memcpy_htod));
   RETURN_IF_ERROR(lib.Get("cuMemcpyDtoH_v2", a.memcpy_dtoh));
   RETURN_IF_ERROR(lib.Get("cuMemsetD8_v2", a.memset_d8));
+  RETURN_IF_ERROR(lib.Get("cuMemcpyDtoD_v2", a.memcpy_dtod));
   RETURN_IF_ERROR(lib.Get("cuModuleLoadData", a.module_load_data));
   RETURN_IF_ERROR(lib.Get("cuModuleGetFunction", a.module_get_function));
   RETURN_IF_ERROR(lib.Get("cuLaunchKernel", a.launch_kernel));
   RETURN_IF_ERROR(lib.Get("cuCtxSynchronize", a.ctx_synchronize));
   RETURN_IF_ERROR(lib.Get("cuGetErrorString", a.get_error_string));
+  RETURN_IF_ERROR(lib.Get("cuFuncSetAttribute", a.func_set_attribute));
+  RETURN_IF_ERROR(lib.Get("cuEventCreate", a.event_create));
+  RETURN_IF_ERROR(lib.Get("cuEventRecord", a.event_record));
+  RETURN_IF_ERROR(lib.Get("cuEventSynchronize", a.event_synchronize));
+  RETURN_IF_ERROR(lib.Get("cuEventElapsedTime", a.event_elapsed_time));
+  RETURN_IF_ERROR(lib.Get("cuEventDestroy_v2", a.event_destroy));
   if (CUresult r = a.init(0); r != 0) {
     return absl::FailedPreconditionError(
         StrCat("cuInit failed with CUDA error ", r, " (no NVIDIA GPU or driver visible)"));

@@ -31,6 +31,29 @@ absl::StatusOr<DeviceBuffer> Upload(Gpu& gpu, const void* data, size_t bytes) {
   return b;
 }
 
+absl::StatusOr<std::vector<float>> TimeEach(Gpu& gpu, const std::function<absl::Status()>& work,
+                                            const std::function<absl::Status()>& between,
+                                            int reps) {
+  ASSIGN_OR_RETURN(void* start, gpu.CreateEvent());
+  absl::StatusOr<void*> stop = gpu.CreateEvent();
+  std::vector<float> ms;
+  absl::Status status = stop.status();
+  for (int i = 0; i < reps && status.ok(); ++i) {
+    if (between) status = between();
+    if (status.ok()) status = gpu.RecordEvent(start);
+    if (status.ok()) status = work();
+    if (status.ok()) status = gpu.RecordEvent(*stop);
+    if (!status.ok()) break;
+    absl::StatusOr<float> t = gpu.ElapsedMs(start, *stop);
+    status = t.status();
+    if (t.ok()) ms.push_back(*t);
+  }
+  gpu.DestroyEvent(start);
+  if (stop.ok()) gpu.DestroyEvent(*stop);
+  if (!status.ok()) return status;
+  return ms;
+}
+
 absl::StatusOr<std::unique_ptr<Gpu>> OpenAnyGpu() {
   absl::StatusOr<std::unique_ptr<Gpu>> cuda = OpenCudaGpu();
   if (cuda.ok()) return cuda;

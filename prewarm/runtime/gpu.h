@@ -8,6 +8,7 @@
 #define PREWARM_RUNTIME_GPU_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,13 +37,21 @@ class Gpu {
   virtual absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) = 0;
   virtual absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) = 0;
   virtual absl::Status Fill(DevicePtr dst, unsigned char byte, size_t bytes) = 0;
+  virtual absl::Status CopyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes) = 0;
 
   // Loads a code object (cubin or AMDGPU ELF); the handle lives until the Gpu is destroyed.
   virtual absl::StatusOr<void*> LoadModule(const std::string& code) = 0;
   virtual absl::StatusOr<void*> GetFunction(void* module, const std::string& name) = 0;
-  // `args` points at each kernel argument's value, in order.
-  virtual absl::Status Launch(void* function, Dim3 grid, Dim3 block,
-                              const std::vector<void*>& args) = 0;
+  // `args` points at each kernel argument's value, in order. `shared_bytes` of dynamic shared
+  // memory; above 48 KiB the function is first allowed that much (CUDA's opt-in).
+  virtual absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
+                              unsigned shared_bytes) = 0;
+  // Events on the stream the launches use, for timing: an opaque handle, recorded, then the
+  // milliseconds between two (waiting for the second), then destroyed.
+  virtual absl::StatusOr<void*> CreateEvent() = 0;
+  virtual absl::Status RecordEvent(void* event) = 0;
+  virtual absl::StatusOr<float> ElapsedMs(void* start, void* stop) = 0;
+  virtual void DestroyEvent(void* event) = 0;
   virtual absl::Status Synchronize() = 0;
 };
 
@@ -69,6 +78,12 @@ class DeviceBuffer {
   DevicePtr ptr_ = 0;
   size_t bytes_ = 0;
 };
+
+// Runs `work` `reps` times and returns each run's device time in milliseconds (events around
+// each run); `between`, when set, runs before each rep outside the timing (to flush caches).
+absl::StatusOr<std::vector<float>> TimeEach(Gpu& gpu, const std::function<absl::Status()>& work,
+                                            const std::function<absl::Status()>& between,
+                                            int reps);
 
 absl::StatusOr<DeviceBuffer> AllocBuffer(Gpu& gpu, size_t bytes);
 // Allocates and uploads.

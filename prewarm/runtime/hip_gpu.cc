@@ -26,11 +26,17 @@ struct HipApi {
   HipError (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      void*, void**, void**) = nullptr;
   HipError (*synchronize)() = nullptr;
+  HipError (*event_create)(void**) = nullptr;
+  HipError (*event_record)(void*, void*) = nullptr;
+  HipError (*event_synchronize)(void*) = nullptr;
+  HipError (*event_elapsed_time)(float*, void*, void*) = nullptr;
+  HipError (*event_destroy)(void*) = nullptr;
   const char* (*error_string)(HipError) = nullptr;
 };
 
 constexpr int kHostToDevice = 1;
 constexpr int kDeviceToHost = 2;
+constexpr int kDeviceToDevice = 3;
 
 class HipGpu final : public Gpu {
  public:
@@ -54,6 +60,11 @@ class HipGpu final : public Gpu {
   absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) override {
     return Check(api_.memcpy(dst, reinterpret_cast<void*>(src), bytes, kDeviceToHost), "hipMemcpy");
   }
+  absl::Status CopyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes) override {
+    return Check(api_.memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes,
+                             kDeviceToDevice),
+                 "hipMemcpy");
+  }
   absl::Status Fill(DevicePtr dst, unsigned char byte, size_t bytes) override {
     return Check(api_.memset(reinterpret_cast<void*>(dst), byte, bytes), "hipMemset");
   }
@@ -68,13 +79,28 @@ class HipGpu final : public Gpu {
                           StrCat("hipModuleGetFunction ", name)));
     return f;
   }
-  absl::Status Launch(void* function, Dim3 grid, Dim3 block,
-                      const std::vector<void*>& args) override {
+  absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
+                      unsigned shared_bytes) override {
     std::vector<void*> a = args;
-    return Check(api_.launch(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, 0,
-                             nullptr, a.data(), nullptr),
+    return Check(api_.launch(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                             shared_bytes, nullptr, a.data(), nullptr),
                  "hipModuleLaunchKernel");
   }
+  absl::StatusOr<void*> CreateEvent() override {
+    void* e = nullptr;
+    RETURN_IF_ERROR(Check(api_.event_create(&e), "hipEventCreate"));
+    return e;
+  }
+  absl::Status RecordEvent(void* event) override {
+    return Check(api_.event_record(event, nullptr), "hipEventRecord");
+  }
+  absl::StatusOr<float> ElapsedMs(void* start, void* stop) override {
+    RETURN_IF_ERROR(Check(api_.event_synchronize(stop), "hipEventSynchronize"));
+    float ms = 0;
+    RETURN_IF_ERROR(Check(api_.event_elapsed_time(&ms, start, stop), "hipEventElapsedTime"));
+    return ms;
+  }
+  void DestroyEvent(void* event) override { api_.event_destroy(event); }
   absl::Status Synchronize() override { return Check(api_.synchronize(), "hipDeviceSynchronize"); }
 
  private:
@@ -107,6 +133,11 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenHipGpu(int device) {
   RETURN_IF_ERROR(lib.Get("hipModuleLaunchKernel", a.launch));
   RETURN_IF_ERROR(lib.Get("hipDeviceSynchronize", a.synchronize));
   RETURN_IF_ERROR(lib.Get("hipGetErrorString", a.error_string));
+  RETURN_IF_ERROR(lib.Get("hipEventCreate", a.event_create));
+  RETURN_IF_ERROR(lib.Get("hipEventRecord", a.event_record));
+  RETURN_IF_ERROR(lib.Get("hipEventSynchronize", a.event_synchronize));
+  RETURN_IF_ERROR(lib.Get("hipEventElapsedTime", a.event_elapsed_time));
+  RETURN_IF_ERROR(lib.Get("hipEventDestroy", a.event_destroy));
   // Without a kfd node the runtime has nothing to open; say so before touching it.
   const std::vector<std::string> archs = DetectKfdArchNames();
   if (archs.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "nvfp4_mla/sparse_geometry.h"
 #include "prewarm/util/status_macros.h"
 
 namespace prewarm {
@@ -11,9 +12,23 @@ constexpr unsigned kBlock = 256;
 
 unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
-absl::Status Run(Gpu& gpu, void* module, const char* entry, Dim3 grid, std::vector<void*> args) {
+absl::Status Run(Gpu& gpu, void* module, const char* entry, Dim3 grid, std::vector<void*> args,
+                 unsigned block = kBlock, unsigned shared_bytes = 0) {
   ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, entry));
-  return gpu.Launch(fn, grid, {kBlock, 1, 1}, args);
+  return gpu.Launch(fn, grid, {block, 1, 1}, args, shared_bytes);
+}
+
+// The block shape sparse_geometry.h gives the kernel compiled for this key.
+absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
+  auto it = key.params.find("arch");
+  const std::string* name = it == key.params.end() ? nullptr : std::get_if<std::string>(&it->second);
+  if (name == nullptr) return absl::InvalidArgumentError("key has no arch: " + key.String());
+  ASSIGN_OR_RETURN(const Arch arch, ParseArch(*name));
+  return pw_sparse_geometry(static_cast<int>(KeyInt(key, "heads")), WarpWidth(arch),
+                            SharedMemoryKib(arch), static_cast<int>(KeyInt(key, "kv_lora_rank")),
+                            static_cast<int>(KeyInt(key, "rope_dim")),
+                            pw_sparse_range(static_cast<int>(KeyInt(key, "topk")),
+                                            std::max<int>(1, static_cast<int>(KeyInt(key, "splits")))));
 }
 
 }  // namespace
@@ -104,24 +119,29 @@ size_t SparseWorkspaceBytes(const Key& key, int rows) {
 
 absl::Status LaunchSparsePrefill(Gpu& gpu, void* module, const Key& key, const SparseArgs& a) {
   SparseArgs v = a;
+  ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
   return Run(gpu, module, "pw_sparse_prefill",
-             {static_cast<unsigned>(a.rows), static_cast<unsigned>(KeyInt(key, "heads")), 1},
+             {static_cast<unsigned>(a.rows), CeilDiv(KeyInt(key, "heads"), g.head_tile), 1},
              {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks,
-              &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse});
+              &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse},
+             g.threads, g.smem_bytes);
 }
 
 absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const SparseArgs& a) {
   SparseArgs v = a;
+  ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
   const int64_t splits = KeyInt(key, "splits");
-  const unsigned heads = static_cast<unsigned>(KeyInt(key, "heads"));
+  const int64_t heads = KeyInt(key, "heads");
   RETURN_IF_ERROR(
       Run(gpu, module, "pw_sparse_decode",
-          {static_cast<unsigned>(a.rows), heads, static_cast<unsigned>(splits)},
+          {static_cast<unsigned>(a.rows), CeilDiv(heads, g.head_tile), static_cast<unsigned>(splits)},
           {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks,
-           &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse, &v.ws_o, &v.ws_lse}));
+           &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse, &v.ws_o, &v.ws_lse},
+          g.threads, g.smem_bytes));
   if (splits <= 1) return absl::OkStatus();
-  return Run(gpu, module, "pw_sparse_decode_combine", {static_cast<unsigned>(a.rows), heads, 1},
-             {&v.ws_o, &v.ws_lse, &v.out, &v.lse});
+  return Run(gpu, module, "pw_sparse_decode_combine",
+             {static_cast<unsigned>(a.rows), static_cast<unsigned>(heads), 1},
+             {&v.ws_o, &v.ws_lse, &v.out, &v.lse}, 128);
 }
 
 }  // namespace prewarm

@@ -25,6 +25,15 @@ absl::StatusOr<Arch> ParseArch(std::string_view name) {
   return Arch{std::string(name), name.starts_with("sm_") ? Platform::kNvidia : Platform::kAmd};
 }
 
+int SharedMemoryKib(const Arch& arch) {
+  if (arch.platform == Platform::kAmd) return arch.name == "gfx950" ? 160 : 64;
+  if (arch.name == "sm_80") return 163;
+  if (arch.name == "sm_90" || arch.name == "sm_100") return 227;
+  return 99;
+}
+
+int WarpWidth(const Arch& arch) { return arch.platform == Platform::kAmd ? 64 : 32; }
+
 absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list) {
   std::vector<Arch> out;
   for (std::string_view part : StrSplit(list, ',')) {

@@ -25,6 +25,13 @@ const std::vector<std::string_view>& KnownArchNames();
 // Parses one name. InvalidArgument naming it and listing the known names.
 absl::StatusOr<Arch> ParseArch(std::string_view name);
 
+// The shared memory (LDS) one block may use on `arch`, in KiB: 64 on AMD but gfx950 (160);
+// NVIDIA sm_80 163, sm_86, sm_89 and sm_120 99, sm_90 and sm_100 227. Every kernel compile gets it
+// as -DPW_LDS_KIB, and the launch code sizes blocks from the same number.
+int SharedMemoryKib(const Arch& arch);
+// The warp (NVIDIA, 32) or wavefront (AMD, 64) width.
+int WarpWidth(const Arch& arch);
+
 // Parses "gfx950,gfx942" (duplicates removed, order kept). "auto" is not handled here.
 absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list);
 

@@ -37,7 +37,8 @@ class Hiprtc final : public Toolchain {
   }
 
   std::vector<std::string> CommonOptions(const Arch& arch) const override {
-    return {StrCat("--gpu-architecture=", arch.name), "-O3", "-std=c++17", Fp8FormatDefine(arch)};
+    return {StrCat("--gpu-architecture=", arch.name), "-O3", "-std=c++17", Fp8FormatDefine(arch),
+            StrCat("-DPW_LDS_KIB=", SharedMemoryKib(arch))};
   }
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const override {

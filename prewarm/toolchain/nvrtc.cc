@@ -30,7 +30,8 @@ class Nvrtc final : public Toolchain {
   }
 
   std::vector<std::string> CommonOptions(const Arch& arch) const override {
-    return {StrCat("--gpu-architecture=", arch.name), "--std=c++17", Fp8FormatDefine(arch)};
+    return {StrCat("--gpu-architecture=", arch.name), "--std=c++17", Fp8FormatDefine(arch),
+            StrCat("-DPW_LDS_KIB=", SharedMemoryKib(arch))};
   }
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const override {

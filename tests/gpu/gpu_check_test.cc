@@ -340,6 +340,10 @@ class GpuCheckTest : public ::testing::Test {
       std::shuffle(p.begin(), p.end(), in.rng());
       p.resize(std::min(k, rows.visible[r]));
       std::sort(p.begin(), p.end());
+      // A few holes (-1) inside the list too: the kernels must skip any unselected entry.
+      for (size_t i = 0; i + 1 < p.size(); ++i) {
+        if (in.rng()() % 29 == 0) p[i] = -1;
+      }
       std::copy(p.begin(), p.end(), sel.begin() + static_cast<size_t>(r) * k);
     }
     const float scale = 1.0f / std::sqrt(192.0f);
@@ -463,6 +467,49 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
     EXPECT_TRUE(ok) << launcher << " " << pk.key.String() << ": " << r.note;
   }
   std::printf("%d of %zu variants outside their bound\n", failures, items.size());
+
+  // The SIMT path of common/mma.h (what AMD archs without matrix cores run, and the algorithm
+  // the MFMA path runs, on this GPU): every sparse attention variant again, compiled with
+  // PW_FORCE_SIMT=1 into a second cache.
+  testing::TempDir simt_dir;
+  const CacheStore simt_store(simt_dir.path());
+  std::vector<FillItem> simt_items;
+  std::vector<std::pair<std::string, PlannedKey>> simt_planned;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (planned[i].first.rfind("sparse_", 0) != 0) continue;
+    FillItem item = items[i];
+    item.job.defines.push_back("-DPW_FORCE_SIMT=1");
+    simt_items.push_back(item);
+    simt_planned.push_back(planned[i]);
+  }
+  const std::vector<FillResult> simt_filled = FillCache(simt_store, simt_items, fo);
+  int simt_failures = 0;
+  for (size_t i = 0; i < simt_items.size(); ++i) {
+    const auto& [launcher, pk] = simt_planned[i];
+    Result r;
+    CacheStore::Lookup entry = simt_store.Read(simt_items[i].ref, CacheStore::ReadLock::kWait);
+    absl::StatusOr<void*> module = simt_filled[i].state == KeyState::kFailed
+                                       ? absl::InternalError("compile: " + simt_filled[i].error)
+                                   : entry.state == CacheStore::State::kHit
+                                       ? gpu_->LoadModule(entry.payload)
+                                       : absl::InternalError("entry not in the cache");
+    if (!module.ok()) {
+      r = Failed(std::string(module.status().message()));
+    } else {
+      module_ = *module;
+      Inputs in(Sha256Of(pk.key.String())[0] * 104729u + i);
+      const Step step = Enrich(pk.witness, launcher, pk.key, limits, shape, arch_);
+      r = CheckSparse(pk.key, step, in, launcher == "sparse_prefill");
+    }
+    const bool ok = r.error <= r.bound;
+    simt_failures += ok ? 0 : 1;
+    std::string shown_key = pk.key.String();
+    shown_key = shown_key.substr(shown_key.find(',') + 1);
+    std::printf("%-17s %-62s %-34s %-10.2e %-7.0e %s\n", (launcher + "/simt").c_str(),
+                shown_key.c_str(), r.note.c_str(), r.error, r.bound, ok ? "yes" : "NO");
+    EXPECT_TRUE(ok) << launcher << " (SIMT) " << pk.key.String() << ": " << r.note;
+  }
+  std::printf("%d of %zu SIMT variants outside their bound\n", simt_failures, simt_items.size());
 }
 
 // The serving side on the GPU: after `prewarm run` with the plan's limits, random in-range steps

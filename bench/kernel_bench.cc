@@ -1,0 +1,273 @@
+// The sparse MLA attention launchers against the GPU's roofline (GPU only; elsewhere it says why
+// and exits 0). For the embedded example's shape (64 heads, L 512, Dr 64, Ktop 2048, NVFP4 KV)
+// and each (launcher, variant, rows, context): the median device time of many launches after
+// warm-up (events around each launch, the L2 flushed before each), the FLOPs and the fewest
+// bytes the launch must do and move, the achieved TFLOP/s and TB/s, and their share of the
+// device's copy bandwidth (measured here, first) and of its bf16 matrix peak (--bf16-tflops,
+// measured by the caller; 790 is the H200's 8192^3 matmul on random data).
+//   kernel_bench [--bf16-tflops 790] [--reps N] [--simt]
+//                [--launcher sparse_prefill|sparse_decode] [--rows N] [--ctx N] [--variant V]
+// The variant the key rule picks for a shape is marked `*`; the other rows show what the rule
+// would lose by picking differently. --simt compiles the SIMT path of common/mma.h instead.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "prewarm/launchers/plan.h"
+#include "prewarm/runtime/launch.h"
+#include "prewarm/toolchain/toolchain.h"
+
+namespace prewarm {
+namespace {
+
+#define OR_DIE(expr)                                                                  \
+  do {                                                                                \
+    const absl::Status s_ = (expr);                                                   \
+    if (!s_.ok()) {                                                                   \
+      std::fprintf(stderr, "kernel_bench: %s\n", std::string(s_.message()).c_str()); \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (false)
+
+template <typename T>
+T Must(absl::StatusOr<T> v) {
+  OR_DIE(v.status());
+  return *std::move(v);
+}
+
+constexpr int kBlockSize = 64;
+constexpr float kGKv = 0.05f;
+
+struct Options {
+  double bf16_tflops = 790;
+  int reps = 0;  // 0: by shape
+  bool simt = false;
+  // Filters (0 / empty: all), to profile one row under Nsight Compute.
+  std::string launcher;
+  int rows = 0, ctx = 0, variant = 0;
+};
+
+double Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Random bytes, fast (the values only need to be plausible NVFP4 / bf16, never all zeros).
+void FillRandom(std::vector<uint8_t>& v, uint64_t seed) {
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (size_t i = 0; i < v.size(); i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(&v[i], &x, std::min<size_t>(8, v.size() - i));
+  }
+}
+
+// bf16 values of modest size: random sign and mantissa, exponent 2^-3 .. 2^0.
+std::vector<uint16_t> RandomBf16(size_t n, uint64_t seed) {
+  std::vector<uint8_t> raw(n * 2);
+  FillRandom(raw, seed);
+  std::vector<uint16_t> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t r = static_cast<uint16_t>(raw[2 * i] | (raw[2 * i + 1] << 8));
+    v[i] = static_cast<uint16_t>((r & 0x807f) | ((124 + (r >> 7) % 4) << 7));
+  }
+  return v;
+}
+
+class Bench {
+ public:
+  Bench(Gpu& gpu, const Arch& arch, const Options& o) : gpu_(gpu), arch_(arch), o_(o) {
+    flush_ = Must(AllocBuffer(gpu_, 512ull << 20));
+  }
+
+  // Device-to-device copy of 1 GiB: bytes read plus written over the median time.
+  double CopyTbs() {
+    const size_t bytes = 1ull << 30;
+    DeviceBuffer a = Must(AllocBuffer(gpu_, bytes)), b = Must(AllocBuffer(gpu_, bytes));
+    OR_DIE(gpu_.Fill(a.ptr(), 0x5a, bytes));
+    auto copy = [&] { return gpu_.CopyOnDevice(b.ptr(), a.ptr(), bytes); };
+    OR_DIE(copy());
+    const double ms = Median(Must(TimeEach(gpu_, copy, nullptr, 20)));
+    return 2.0 * bytes / (ms * 1e-3) / 1e12;
+  }
+
+  void* Module(const Key& key) {
+    const std::string s = key.String();
+    if (modules_.count(s)) return modules_[s];
+    if (!tc_) tc_ = Must(OpenToolchain(arch_.platform));
+    CompileJob job = JobForKey(key, arch_);
+    if (o_.simt) job.defines.push_back("-DPW_FORCE_SIMT=1");
+    const CompileOutput out = Must(tc_->Compile(job));
+    return modules_[s] = Must(gpu_.LoadModule(out.code));
+  }
+
+  // One row: `rows` query rows of `requests` requests at context `ctx` (prefill: one chunk of
+  // `rows` tokens ending at ctx; decode: one token each), with the key's variant.
+  void Sparse(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
+    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
+        (o_.ctx && o_.ctx != ctx) ||
+        (o_.variant && o_.variant != KeyInt(key, prefill ? "rounds" : "splits"))) {
+      return;
+    }
+    const int hr = static_cast<int>(KeyInt(key, "heads")), l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
+              dr = static_cast<int>(KeyInt(key, "rope_dim")), k = static_cast<int>(KeyInt(key, "topk"));
+    const int requests = prefill ? 1 : rows;
+    const int record = l / 2 + l / 16 + 2 * dr;
+    const int max_blocks = (ctx + kBlockSize - 1) / kBlockSize;
+    // The block table scatters the requests' blocks over a pool of at most 16384 blocks (436 MB,
+    // far past the L2), so long decode batches need no multi-GB cache.
+    const int num_blocks = std::min(max_blocks * requests, 16384);
+    std::vector<int> table(static_cast<size_t>(max_blocks) * requests);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int>((i * 7919) % num_blocks);
+    std::vector<int> row_req(rows), sel(static_cast<size_t>(rows) * k, -1);
+    std::mt19937 rng(rows * 31 + ctx);
+    int64_t selected = 0;
+    for (int r = 0; r < rows; ++r) {
+      row_req[r] = prefill ? 0 : r;
+      const int visible = prefill ? ctx - rows + r + 1 : ctx;
+      const int n = std::min(k, visible);
+      for (int i = 0; i < n; ++i) sel[static_cast<size_t>(r) * k + i] = static_cast<int>(rng() % visible);
+      std::sort(sel.begin() + static_cast<size_t>(r) * k, sel.begin() + static_cast<size_t>(r) * k + n);
+      selected += n;
+    }
+    std::vector<uint8_t> cache(static_cast<size_t>(num_blocks) * kBlockSize * record);
+    FillRandom(cache, 7);
+    // Scale bytes: E4M3 2^-3 .. 2^2, as real scales would be (random bytes could be NaN).
+    const size_t slots = cache.size() / record;
+    const std::vector<uint16_t> rope = RandomBf16(slots * dr, 3);
+    for (size_t s = 0; s < slots; ++s) {
+      for (int i = 0; i < l / 16; ++i) {
+        uint8_t& b = cache[s * record + l / 2 + i];
+        b = static_cast<uint8_t>(((4 + b % 6) << 3) | (b & 7));
+      }
+      std::memcpy(&cache[s * record + l / 2 + l / 16], &rope[s * dr], 2 * dr);
+    }
+    const size_t q_elems = static_cast<size_t>(rows) * hr;
+    DeviceBuffer dql = Must(Upload(gpu_, RandomBf16(q_elems * l, 1)));
+    DeviceBuffer dqr = Must(Upload(gpu_, RandomBf16(q_elems * dr, 2)));
+    DeviceBuffer dsel = Must(Upload(gpu_, sel)), dreq = Must(Upload(gpu_, row_req));
+    DeviceBuffer dtable = Must(Upload(gpu_, table)), dcache = Must(Upload(gpu_, cache));
+    DeviceBuffer dout = Must(AllocBuffer(gpu_, q_elems * l * 2));
+    DeviceBuffer dlse = Must(AllocBuffer(gpu_, q_elems * 4));
+    const size_t ws = SparseWorkspaceBytes(key, rows);
+    DeviceBuffer dws_o = Must(AllocBuffer(gpu_, ws)), dws_l = Must(AllocBuffer(gpu_, ws / l + 4));
+    const SparseArgs a{dql.ptr(),  dqr.ptr(),    dsel.ptr(), dreq.ptr(), dtable.ptr(), max_blocks,
+                       kBlockSize, dcache.ptr(), kGKv,       1.0f / std::sqrt(192.0f),
+                       dout.ptr(), dlse.ptr(),   rows,       dws_o.ptr(), dws_l.ptr()};
+    void* module = Module(key);
+    auto launch = [&] {
+      return prefill ? LaunchSparsePrefill(gpu_, module, key, a)
+                     : LaunchSparseDecode(gpu_, module, key, a);
+    };
+    OR_DIE(launch());
+    OR_DIE(gpu_.Synchronize());
+    const int reps = o_.reps > 0 ? o_.reps : prefill && rows >= 2048 ? 15 : 100;
+    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
+    const double ms = Median(Must(TimeEach(gpu_, launch, flush, reps)));
+    // Work: S = Q Kᵀ over L + Dr and O = P V over L, per selected position and head.
+    const double flops = 2.0 * hr * static_cast<double>(selected) * (l + dr + l);
+    // Fewest bytes: Q, out and LSE once, the selected indices, each distinct record once (a
+    // prefill chunk's rows share their request's records), the split-K workspace twice.
+    const double records = prefill ? std::min<double>(static_cast<double>(selected), ctx)
+                                   : static_cast<double>(selected);
+    const double bytes = static_cast<double>(q_elems) * (2.0 * (l + dr) + 2.0 * l + 4) + 4.0 * rows * k +
+                         records * record + 2.0 * static_cast<double>(ws) * (1 + 1.0 / l);
+    const double tflops = flops / (ms * 1e-3) / 1e12, tbs = bytes / (ms * 1e-3) / 1e12;
+    std::string variant = key.String();
+    variant = variant.substr(variant.find(prefill ? "rounds" : "splits"));
+    variant = variant.substr(0, variant.find(','));
+    std::printf("%-15s %-10s %1s %6d %7d %11.4f %9.2f %8.2f %8.3f %7.1f %7.1f\n",
+                prefill ? "sparse_prefill" : "sparse_decode", variant.c_str(), picked ? "*" : "",
+                rows, ctx, ms, flops / 1e9, bytes / 1e6, tbs, 100 * tbs / copy_tbs,
+                100 * tflops / o_.bf16_tflops);
+    std::fflush(stdout);
+  }
+
+ private:
+  Gpu& gpu_;
+  Arch arch_;
+  Options o_;
+  DeviceBuffer flush_;
+  std::unique_ptr<Toolchain> tc_;
+  std::map<std::string, void*> modules_;
+};
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--bf16-tflops" && i + 1 < argc) {
+      o.bf16_tflops = std::atof(argv[++i]);
+    } else if (a == "--reps" && i + 1 < argc) {
+      o.reps = std::atoi(argv[++i]);
+    } else if (a == "--simt") {
+      o.simt = true;
+    } else if (a == "--launcher" && i + 1 < argc) {
+      o.launcher = argv[++i];
+    } else if (a == "--rows" && i + 1 < argc) {
+      o.rows = std::atoi(argv[++i]);
+    } else if (a == "--ctx" && i + 1 < argc) {
+      o.ctx = std::atoi(argv[++i]);
+    } else if (a == "--variant" && i + 1 < argc) {
+      o.variant = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "kernel_bench: unknown argument %s\nusage: kernel_bench [--bf16-tflops T] [--reps N] [--simt]\n", a.c_str());
+      return 2;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Gpu>> gpu = OpenAnyGpu();
+  if (!gpu.ok()) {
+    std::printf("kernel_bench: skipped: no GPU (%s)\n", std::string(gpu.status().message()).c_str());
+    return 0;
+  }
+  const Arch arch = Must(ParseArch((*gpu)->ArchName()));
+  Bench bench(**gpu, arch, o);
+  const double copy = bench.CopyTbs();
+  std::printf("kernel_bench on %s%s: copy %.2f TB/s (measured), bf16 peak %.0f TFLOP/s (given)\n",
+              (*gpu)->Name().c_str(), o.simt ? ", SIMT path" : "", copy, o.bf16_tflops);
+  std::printf("%-15s %-10s %1s %6s %7s %11s %9s %8s %8s %7s %7s\n", "launcher", "variant", "",
+              "rows", "ctx", "median_ms", "GFLOP", "MB", "TB/s", "%copy", "%bf16");
+  const ModelConfig model = ExampleModelConfig();
+  const Shape shape = *ShapeForRank(model, 1);
+  const Limits limits = *ResolveLimits({}, {}, model);
+  auto key_of = [&](const char* launcher, const Step& step) {
+    for (const DispatchedLauncher& d : DispatchStep(step, limits, shape, arch)) {
+      if (d.name == launcher) return d.keys.front();
+    }
+    std::fprintf(stderr, "kernel_bench: %s not dispatched\n", launcher);
+    std::exit(1);
+  };
+  for (int c : {1024, 4096, 8192, 32768}) {
+    for (int rows : {512, 2048, 8192}) {
+      if (rows > c) continue;
+      const Key picked = key_of("sparse_prefill", Step{{{Phase::kPrefill, rows, c}}});
+      for (int rounds : {1, 2}) {
+        Key k = picked;
+        k.Set("rounds", static_cast<int64_t>(rounds));
+        bench.Sparse(k, true, rows, c, k == picked, copy);
+      }
+    }
+  }
+  for (int c : {4096, 32768}) {
+    for (int rows : {1, 16, 128}) {
+      Step step;
+      for (int r = 0; r < rows; ++r) step.requests.push_back({Phase::kDecode, 1, c});
+      const Key picked = key_of("sparse_decode", step);
+      for (int splits : {1, 2, 4, 8, 16}) {
+        Key k = picked;
+        k.Set("splits", static_cast<int64_t>(splits));
+        bench.Sparse(k, false, rows, c, k == picked, copy);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace prewarm
+
+int main(int argc, char** argv) { return prewarm::Main(argc, argv); }
