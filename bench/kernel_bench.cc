@@ -23,13 +23,13 @@
 namespace prewarm {
 namespace {
 
-#define OR_DIE(expr)                                                                  \
-  do {                                                                                \
-    const absl::Status s_ = (expr);                                                   \
-    if (!s_.ok()) {                                                                   \
+#define OR_DIE(expr)                                                                 \
+  do {                                                                               \
+    const absl::Status s_ = (expr);                                                  \
+    if (!s_.ok()) {                                                                  \
       std::fprintf(stderr, "kernel_bench: %s\n", std::string(s_.message()).c_str()); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
+      std::exit(1);                                                                  \
+    }                                                                                \
   } while (false)
 
 template <typename T>
@@ -113,8 +113,10 @@ class Bench {
         (o_.variant && o_.variant != KeyInt(key, prefill ? "rounds" : "splits"))) {
       return;
     }
-    const int hr = static_cast<int>(KeyInt(key, "heads")), l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
-              dr = static_cast<int>(KeyInt(key, "rope_dim")), k = static_cast<int>(KeyInt(key, "topk"));
+    const int hr = static_cast<int>(KeyInt(key, "heads")),
+              l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
+              dr = static_cast<int>(KeyInt(key, "rope_dim")),
+              k = static_cast<int>(KeyInt(key, "topk"));
     const int requests = prefill ? 1 : rows;
     const int record = l / 2 + l / 16 + 2 * dr;
     const int max_blocks = (ctx + kBlockSize - 1) / kBlockSize;
@@ -130,8 +132,10 @@ class Bench {
       row_req[r] = prefill ? 0 : r;
       const int visible = prefill ? ctx - rows + r + 1 : ctx;
       const int n = std::min(k, visible);
-      for (int i = 0; i < n; ++i) sel[static_cast<size_t>(r) * k + i] = static_cast<int>(rng() % visible);
-      std::sort(sel.begin() + static_cast<size_t>(r) * k, sel.begin() + static_cast<size_t>(r) * k + n);
+      for (int i = 0; i < n; ++i)
+        sel[static_cast<size_t>(r) * k + i] = static_cast<int>(rng() % visible);
+      std::sort(sel.begin() + static_cast<size_t>(r) * k,
+                sel.begin() + static_cast<size_t>(r) * k + n);
       selected += n;
     }
     std::vector<uint8_t> cache(static_cast<size_t>(num_blocks) * kBlockSize * record);
@@ -155,9 +159,9 @@ class Bench {
     DeviceBuffer dlse = Must(AllocBuffer(gpu_, q_elems * 4));
     const size_t ws = SparseWorkspaceBytes(key, rows);
     DeviceBuffer dws_o = Must(AllocBuffer(gpu_, ws)), dws_l = Must(AllocBuffer(gpu_, ws / l + 4));
-    const SparseArgs a{dql.ptr(),  dqr.ptr(),    dsel.ptr(), dreq.ptr(), dtable.ptr(), max_blocks,
-                       kBlockSize, dcache.ptr(), kGKv,       1.0f / std::sqrt(192.0f),
-                       dout.ptr(), dlse.ptr(),   rows,       dws_o.ptr(), dws_l.ptr()};
+    const SparseArgs a{dql.ptr(),  dqr.ptr(),  dsel.ptr(),   dreq.ptr(),  dtable.ptr(),
+                       max_blocks, kBlockSize, dcache.ptr(), kGKv,        1.0f / std::sqrt(192.0f),
+                       dout.ptr(), dlse.ptr(), rows,         dws_o.ptr(), dws_l.ptr()};
     void* module = Module(key);
     auto launch = [&] {
       return prefill ? LaunchSparsePrefill(gpu_, module, key, a)
@@ -174,8 +178,9 @@ class Bench {
     // prefill chunk's rows share their request's records), the split-K workspace twice.
     const double records = prefill ? std::min<double>(static_cast<double>(selected), ctx)
                                    : static_cast<double>(selected);
-    const double bytes = static_cast<double>(q_elems) * (2.0 * (l + dr) + 2.0 * l + 4) + 4.0 * rows * k +
-                         records * record + 2.0 * static_cast<double>(ws) * (1 + 1.0 / l);
+    const double bytes = static_cast<double>(q_elems) * (2.0 * (l + dr) + 2.0 * l + 4) +
+                         4.0 * rows * k + records * record +
+                         2.0 * static_cast<double>(ws) * (1 + 1.0 / l);
     const double tflops = flops / (ms * 1e-3) / 1e12, tbs = bytes / (ms * 1e-3) / 1e12;
     std::string variant = key.String();
     variant = variant.substr(variant.find(prefill ? "rounds" : "splits"));
@@ -215,13 +220,17 @@ int Main(int argc, char** argv) {
     } else if (a == "--variant" && i + 1 < argc) {
       o.variant = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "kernel_bench: unknown argument %s\nusage: kernel_bench [--bf16-tflops T] [--reps N] [--simt]\n", a.c_str());
+      std::fprintf(stderr,
+                   "kernel_bench: unknown argument %s\nusage: kernel_bench [--bf16-tflops T] "
+                   "[--reps N] [--simt]\n",
+                   a.c_str());
       return 2;
     }
   }
   absl::StatusOr<std::unique_ptr<Gpu>> gpu = OpenAnyGpu();
   if (!gpu.ok()) {
-    std::printf("kernel_bench: skipped: no GPU (%s)\n", std::string(gpu.status().message()).c_str());
+    std::printf("kernel_bench: skipped: no GPU (%s)\n",
+                std::string(gpu.status().message()).c_str());
     return 0;
   }
   const Arch arch = Must(ParseArch((*gpu)->ArchName()));

@@ -82,8 +82,7 @@ class DeviceBuffer {
 // Runs `work` `reps` times and returns each run's device time in milliseconds (events around
 // each run); `between`, when set, runs before each rep outside the timing (to flush caches).
 absl::StatusOr<std::vector<float>> TimeEach(Gpu& gpu, const std::function<absl::Status()>& work,
-                                            const std::function<absl::Status()>& between,
-                                            int reps);
+                                            const std::function<absl::Status()>& between, int reps);
 
 absl::StatusOr<DeviceBuffer> AllocBuffer(Gpu& gpu, size_t bytes);
 // Allocates and uploads.

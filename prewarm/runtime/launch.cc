@@ -21,14 +21,15 @@ absl::Status Run(Gpu& gpu, void* module, const char* entry, Dim3 grid, std::vect
 // The block shape sparse_geometry.h gives the kernel compiled for this key.
 absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
   auto it = key.params.find("arch");
-  const std::string* name = it == key.params.end() ? nullptr : std::get_if<std::string>(&it->second);
+  const std::string* name =
+      it == key.params.end() ? nullptr : std::get_if<std::string>(&it->second);
   if (name == nullptr) return absl::InvalidArgumentError("key has no arch: " + key.String());
   ASSIGN_OR_RETURN(const Arch arch, ParseArch(*name));
-  return pw_sparse_geometry(static_cast<int>(KeyInt(key, "heads")), WarpWidth(arch),
-                            SharedMemoryKib(arch), static_cast<int>(KeyInt(key, "kv_lora_rank")),
-                            static_cast<int>(KeyInt(key, "rope_dim")),
-                            pw_sparse_range(static_cast<int>(KeyInt(key, "topk")),
-                                            std::max<int>(1, static_cast<int>(KeyInt(key, "splits")))));
+  return pw_sparse_geometry(
+      static_cast<int>(KeyInt(key, "heads")), WarpWidth(arch), SharedMemoryKib(arch),
+      static_cast<int>(KeyInt(key, "kv_lora_rank")), static_cast<int>(KeyInt(key, "rope_dim")),
+      pw_sparse_range(static_cast<int>(KeyInt(key, "topk")),
+                      std::max<int>(1, static_cast<int>(KeyInt(key, "splits")))));
 }
 
 }  // namespace
@@ -132,12 +133,12 @@ absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const Sp
   ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
   const int64_t splits = KeyInt(key, "splits");
   const int64_t heads = KeyInt(key, "heads");
-  RETURN_IF_ERROR(
-      Run(gpu, module, "pw_sparse_decode",
-          {static_cast<unsigned>(a.rows), CeilDiv(heads, g.head_tile), static_cast<unsigned>(splits)},
-          {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks,
-           &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse, &v.ws_o, &v.ws_lse},
-          g.threads, g.smem_bytes));
+  RETURN_IF_ERROR(Run(
+      gpu, module, "pw_sparse_decode",
+      {static_cast<unsigned>(a.rows), CeilDiv(heads, g.head_tile), static_cast<unsigned>(splits)},
+      {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks, &v.block_size,
+       &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse, &v.ws_o, &v.ws_lse},
+      g.threads, g.smem_bytes));
   if (splits <= 1) return absl::OkStatus();
   return Run(gpu, module, "pw_sparse_decode_combine",
              {static_cast<unsigned>(a.rows), static_cast<unsigned>(heads), 1},
