@@ -22,6 +22,15 @@ PW_HD inline float pw_e2m1_value(pw_u32 nibble) {
   return pw_u2f(mag | ((nibble & 8u) << 28));
 }
 
+// Packed decoding: the bits of an E2M1 nibble (s e1 e0 m) placed at bf16 bits 15, 8, 7, 6 give a
+// bf16 whose value is exactly e2m1 * 2^-126 (e >= 1: exponent field e, mantissa m/2; e = 0: the
+// subnormal m * 2^-127). `pair` holds two nibbles in bits 0-3 and 16-19; the result two such
+// bf16 (low nibble in the low half). Multiplying by kPwBf16x2Pow126 gives the values exactly.
+PW_HD inline pw_u32 pw_e2m1x2_to_bf16x2_scaled(pw_u32 pair) {
+  return ((pair << 6) & 0x01c001c0u) | ((pair << 12) & 0x80008000u);
+}
+#define PW_BF16X2_POW2_126 0x7e807e80u
+
 // Round to nearest on the grid, ties to the even code; saturates at 6.
 PW_HD inline pw_u8 pw_e2m1_encode(float x) {
   const float a = x < 0.0f ? -x : x;

@@ -61,4 +61,13 @@ PW_DEVICE_INLINE float pw_shfl_xor(float v, int lane_mask) {
   return __shfl_xor(v, lane_mask);
 #endif
 }
+
+// True when `pred` holds in every lane of the warp / wavefront.
+PW_DEVICE_INLINE bool pw_warp_all(bool pred) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __all_sync(0xffffffffu, pred) != 0;
+#else
+  return __all(pred) != 0;
+#endif
+}
 #endif

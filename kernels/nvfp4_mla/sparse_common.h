@@ -123,12 +123,29 @@ __device__ inline void pw_sparse_load(const PwSparseArgs& a, const int* slots, i
 }
 
 // Eight nibbles (one 32-bit word, low nibble first) times sg, as four packed bf16 pairs.
+// On NVIDIA sm_80+ two values at a time: a byte permute puts nibbles 2j and 2j+1 in the two
+// halves, the bits land on a bf16 pair worth 2^-126 times the values, and two bf16x2 FMAs scale
+// it by 2^126 (exact) and by sg (rounded to bf16 first: at most 2^-9 relative, within bf16's
+// own rounding of the result). Elsewhere, value by value in float.
 __device__ inline void pw_sparse_dequant8(pw_u32 w, float sg, pw_u32* out) {
+#if PW_MMA_IMPL == PW_MMA_SYNC
+  const pw_u32 w4 = w >> 4, sg2 = pw_pack_bf16x2(sg, sg), pow126 = PW_BF16X2_POW2_126;
+  const pw_u32 neg_zero = 0x80008000u;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    pw_u32 t, v;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t) : "r"(w), "r"(w4), "r"(j | ((4 + j) << 8)));
+    v = pw_e2m1x2_to_bf16x2_scaled(t);
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow126), "r"(neg_zero));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v), "r"(sg2), "r"(neg_zero));
+  }
+#else
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const pw_u32 b = w >> (8 * j);
     out[j] = pw_pack_bf16x2(pw_e2m1_value(b & 15) * sg, pw_e2m1_value((b >> 4) & 15) * sg);
   }
+#endif
 }
 
 __device__ inline void pw_sparse_dequant(const PwSparseRaw* raw, float g_kv, pw_u16* k_smem) {
@@ -261,11 +278,20 @@ __device__ inline void pw_sparse_softmax(const PwSparseSmem& sm, const int* slot
 __device__ inline void pw_sparse_accumulate(const PwSparseSmem& sm, PwMmaC* acc) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   const int g = warp / 2, half = warp % 2;
+  // Rescale only when a row's max moved (late in a long set, it rarely does).
+  float al[PW_MMA_ACC];
+  bool unchanged = true;
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
-    const float al = sm.alpha[16 * g + pw_mma_c_row(lane, e)];
+    al[e] = sm.alpha[16 * g + pw_mma_c_row(lane, e)];
+    unchanged = unchanged && al[e] == 1.0f;
+  }
+  if (!pw_warp_all(unchanged)) {
 #pragma unroll
-    for (int t = 0; t < kPwOutTiles; ++t) acc[t].v[e] *= al;
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+#pragma unroll
+      for (int t = 0; t < kPwOutTiles; ++t) acc[t].v[e] *= al[e];
+    }
   }
 #pragma unroll
   for (int kk = 0; kk < kPwSg.keys / 16; ++kk) {
