@@ -1,0 +1,199 @@
+// kernels/common/mma.h and nvfp4_mla/sparse_geometry.h on the host: the fragment layouts our
+// loaders produce, checked against the layouts the vendors document (written out here from the
+// PTX ISA's mma.m16n8k16 and ldmatrix sections and AMD's v_mfma_f32_16x16x16bf16_1k tables), so a
+// wrong lane mapping fails here rather than as a numerical error on one vendor's GPU; the packed
+// E2M1 decoding; and the launch geometry for every arch we know.
+#include <set>
+#include <string>
+#include <utility>
+
+#include "common/bf16.h"
+#include "common/mma.h"
+#include "common/nvfp4.h"
+#include "gtest/gtest.h"
+#include "nvfp4_mla/sparse_geometry.h"
+#include "prewarm/toolchain/arch.h"
+
+namespace {
+
+// ---- NVIDIA (PTX ISA, "Matrix Fragments for mma.m16n8k16" with .bf16) ----
+// A (16x16, row): a_i for i in 0..7, two per 32-bit register: groupID = lane >> 2,
+// threadID_in_group = lane % 4; row = groupID for a0,a1,a4,a5, groupID + 8 otherwise;
+// col = threadID_in_group * 2 + (i & 1), + 8 for a4..a7.
+std::pair<int, int> PtxA(int lane, int i) {
+  const int g = lane >> 2, t = lane % 4;
+  const int row = (i == 0 || i == 1 || i == 4 || i == 5) ? g : g + 8;
+  const int col = t * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+  return {row, col};
+}
+// B (16x8, col): b_i for i in 0..3: row (k) = threadID_in_group * 2 + (i & 1), + 8 for b2,b3;
+// col (n) = groupID.
+std::pair<int, int> PtxB(int lane, int i) {
+  const int g = lane >> 2, t = lane % 4;
+  return {t * 2 + (i & 1) + (i >= 2 ? 8 : 0), g};
+}
+// C (16x8): c_i for i in 0..3: row = groupID (c0, c1), groupID + 8 (c2, c3);
+// col = threadID_in_group * 2 + (i & 1).
+std::pair<int, int> PtxC(int lane, int i) {
+  const int g = lane >> 2, t = lane % 4;
+  return {i < 2 ? g : g + 8, t * 2 + (i & 1)};
+}
+
+// ldmatrix.m8n8.x4 (PTX ISA): lanes 8j..8j+7 give the addresses of rows 0..7 of matrix j; lane l
+// receives, in register j, elements 2 (l % 4) and 2 (l % 4) + 1 of row l / 4 of matrix j. With
+// .trans it receives elements (row 2 (l % 4), col l / 4) and (row 2 (l % 4) + 1, col l / 4).
+// Returns the (row, col) of the 16x16 stored tile that lands in lane `lane`, register `reg`,
+// half `half`, given each lane's row address (row * 16 + col of the tile).
+std::pair<int, int> Ldmatrix(int (*source)(int), int lane, int reg, int half, bool trans) {
+  const int r = trans ? 2 * (lane % 4) + half : lane / 4;
+  const int c = trans ? lane / 4 : 2 * (lane % 4) + half;
+  const int s = source(8 * reg + r);  // the lane that supplied row r of matrix `reg`
+  return {s / 16, s % 16 + c};
+}
+
+TEST(MmaLayoutTest, LdmatrixForAGivesPtxAFragments) {
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_EQ(Ldmatrix(pw_ldsm_a_source, lane, i / 2, i % 2, false), PtxA(lane, i))
+          << "lane " << lane << " a" << i;
+    }
+  }
+}
+
+TEST(MmaLayoutTest, LdmatrixForBGivesPtxBFragmentsOfBothN8Tiles) {
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int tile = 0; tile < 2; ++tile) {
+      for (int i = 0; i < 4; ++i) {
+        const auto [k, n] = PtxB(lane, i);
+        const int reg = 2 * tile + i / 2, half = i % 2;
+        // B stored as [n][k]: the stored row is n, the column k.
+        const auto nk = Ldmatrix(pw_ldsm_b_nk_source, lane, reg, half, false);
+        EXPECT_EQ(nk, std::make_pair(n + 8 * tile, k)) << "nk lane " << lane << " b" << i;
+        // B stored as [k][n], loaded transposed: the stored row is k, the column n.
+        const auto kn = Ldmatrix(pw_ldsm_b_kn_source, lane, reg, half, true);
+        EXPECT_EQ(kn, std::make_pair(k, n + 8 * tile)) << "kn lane " << lane << " b" << i;
+      }
+    }
+  }
+}
+
+TEST(MmaLayoutTest, SyncAccumulatorIsTwoPtxCTiles) {
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int e = 0; e < 8; ++e) {
+      const auto [row, col] = PtxC(lane, e % 4);
+      EXPECT_EQ(pw_mma_c_row_of(PW_MMA_SYNC, 32, lane, e), row);
+      EXPECT_EQ(pw_mma_c_col_of(PW_MMA_SYNC, 32, lane, e), col + 8 * (e / 4));
+    }
+  }
+}
+
+// ---- AMD (the AMD Matrix Instruction Calculator, v_mfma_f32_16x16x16bf16_1k, wave64) ----
+// A[i][k]: lane = i + 16 * (k / 4), item k % 4.  B[k][j]: lane = j + 16 * (k / 4), item k % 4.
+// D[i][j]: lane = j + 16 * (i / 4), item i % 4.
+TEST(MmaLayoutTest, MfmaLayoutsMatchAmdsTables) {
+  std::set<int> a_seen, b_seen;
+  for (int i = 0; i < 16; ++i) {
+    for (int k = 0; k < 16; ++k) {
+      const int lane = i + 16 * (k / 4), item = k % 4;
+      EXPECT_EQ(pw_mfma_a_source(lane, item), i * 16 + k);
+      EXPECT_EQ(pw_mfma_b_source(lane, item), k * 16 + i);  // B[k][j] with j = i
+      EXPECT_EQ(pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, item), 4 * (lane / 16) + item);
+      a_seen.insert(pw_mfma_a_source(lane, item));
+      b_seen.insert(pw_mfma_b_source(lane, item));
+    }
+  }
+  EXPECT_EQ(a_seen.size(), 256u);
+  EXPECT_EQ(b_seen.size(), 256u);
+  for (int lane = 0; lane < 64; ++lane) {
+    for (int item = 0; item < 4; ++item) {
+      // D[i][j] with i = 4 * (lane / 16) + item, j = lane % 16.
+      EXPECT_EQ(pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, item), 4 * (lane / 16) + item);
+      EXPECT_EQ(pw_mma_c_col_of(PW_MMA_MFMA, 64, lane, item), lane % 16);
+    }
+  }
+}
+
+// Every accumulator layout covers the 16x16 tile exactly once.
+TEST(MmaLayoutTest, EveryAccumulatorLayoutCoversTheTileOnce) {
+  const struct {
+    int impl, warp;
+  } layouts[] = {{PW_MMA_SYNC, 32}, {PW_MMA_MFMA, 64}, {PW_MMA_SIMT, 32}, {PW_MMA_SIMT, 64}};
+  for (const auto& l : layouts) {
+    std::set<int> seen;
+    for (int lane = 0; lane < l.warp; ++lane) {
+      for (int e = 0; e < 256 / l.warp; ++e) {
+        const int row = pw_mma_c_row_of(l.impl, l.warp, lane, e);
+        const int col = pw_mma_c_col_of(l.impl, l.warp, lane, e);
+        ASSERT_TRUE(row >= 0 && row < 16 && col >= 0 && col < 16);
+        EXPECT_TRUE(seen.insert(row * 16 + col).second)
+            << "impl " << l.impl << " warp " << l.warp << " lane " << lane << " e " << e;
+      }
+    }
+    EXPECT_EQ(seen.size(), 256u);
+  }
+}
+
+// ---- The packed E2M1 decoding of the sparse kernels ----
+double Bf16Value(pw_u32 bits16) { return pw_u2f(bits16 << 16); }
+
+TEST(PackedE2m1Test, EveryNibblePairDecodesExactly) {
+  for (int lo = 0; lo < 16; ++lo) {
+    for (int hi = 0; hi < 16; ++hi) {
+      const pw_u32 v = pw_e2m1x2_to_bf16x2_scaled(static_cast<pw_u32>(lo | (hi << 16)));
+      EXPECT_EQ(Bf16Value(v & 0xffff) * std::ldexp(1.0, 126),
+                pw_e2m1_decode(static_cast<pw_u8>(lo)))
+          << lo;
+      EXPECT_EQ(Bf16Value(v >> 16) * std::ldexp(1.0, 126), pw_e2m1_decode(static_cast<pw_u8>(hi)))
+          << hi;
+    }
+  }
+  EXPECT_EQ(Bf16Value(PW_BF16X2_POW2_126 & 0xffff), std::ldexp(1.0, 126));
+  EXPECT_EQ(PW_BF16X2_POW2_126 >> 16, PW_BF16X2_POW2_126 & 0xffff);
+}
+
+TEST(PackedE2m1Test, BranchFreeValueMatchesDecode) {
+  for (pw_u32 n = 0; n < 16; ++n) {
+    EXPECT_EQ(pw_e2m1_value(n), pw_e2m1_decode(static_cast<pw_u8>(n))) << n;
+  }
+}
+
+TEST(PackBf16x2Test, PacksLowThenHighRoundedToNearestEven) {
+  const pw_u32 p = pw_pack_bf16x2(1.0f, -2.0f);
+  EXPECT_EQ(p & 0xffff, pw_float_to_bf16(1.0f));
+  EXPECT_EQ(p >> 16, pw_float_to_bf16(-2.0f));
+}
+
+// ---- Launch geometry ----
+TEST(SparseGeometryTest, FitsEveryKnownArchAndIsConsistent) {
+  for (std::string_view name : prewarm::KnownArchNames()) {
+    const prewarm::Arch arch = *prewarm::ParseArch(name);
+    const int warp = prewarm::WarpWidth(arch), lds = prewarm::SharedMemoryKib(arch);
+    for (int heads : {8, 16, 32, 64, 128}) {
+      for (int splits : {1, 2, 16}) {
+        const int range = pw_sparse_range(2048, splits);
+        const PwSparseGeometry g = pw_sparse_geometry(heads, warp, lds, 512, 64, range);
+        SCOPED_TRACE(std::string(name) + " heads " + std::to_string(heads) + " splits " +
+                     std::to_string(splits));
+        EXPECT_LE(g.smem_bytes, lds * 1024);
+        EXPECT_LE(g.threads, 1024);
+        EXPECT_EQ(g.threads, g.warps * warp);
+        EXPECT_EQ(g.warps, g.head_tile / 16 * 2);
+        EXPECT_EQ(g.keys % 16, 0);
+        EXPECT_TRUE(g.head_tile <= (heads + 15) / 16 * 16 || g.head_tile == 16);
+        // Every shared-memory region 16-byte aligned (ldmatrix and the vector stores need it).
+        for (int off :
+             {g.q_offset, g.k_offset, g.s_offset, g.p_offset, g.stats_offset, g.slots_offset}) {
+          EXPECT_EQ(off % 16, 0);
+        }
+        EXPECT_GE(g.smem_bytes - g.slots_offset, 4 * range);
+      }
+    }
+  }
+  // The large-memory archs keep 64 heads and 32 keys a tile for the example's shape.
+  const PwSparseGeometry h200 = pw_sparse_geometry(64, 32, 227, 512, 64, 2048);
+  EXPECT_EQ(h200.head_tile, 64);
+  EXPECT_EQ(h200.keys, 32);
+  EXPECT_EQ(h200.threads, 256);
+}
+
+}  // namespace
