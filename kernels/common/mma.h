@@ -108,11 +108,6 @@ struct PwMmaB {
   pw_u32 r[4];
 };
 
-PW_DEVICE_INLINE pw_u32 pw_smem_addr(const void* p) {
-  pw_u32 a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
 PW_DEVICE_INLINE void pw_ldsm_x4(pw_u32* r, const pw_u16* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

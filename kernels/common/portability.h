@@ -62,6 +62,15 @@ PW_DEVICE_INLINE float pw_shfl_xor(float v, int lane_mask) {
 #endif
 }
 
+#if !defined(PW_AMD)
+// The shared-memory address of a generic pointer into shared memory, for inline PTX. The
+// intrinsic (not PTX's cvta) so the compiler sees base + offset and folds a loop's offsets into
+// immediates instead of holding a pointer per access.
+PW_DEVICE_INLINE pw_u32 pw_smem_addr(const void* p) {
+  return static_cast<pw_u32>(__cvta_generic_to_shared(p));
+}
+#endif
+
 // True when `pred` holds in every lane of the warp / wavefront.
 PW_DEVICE_INLINE bool pw_warp_all(bool pred) {
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)

@@ -9,10 +9,9 @@
 // record once, dequantizes NVFP4 to bf16 into shared memory for all its heads, computes
 // S = Q Kᵀ on matrix cores (common/mma.h), updates an online softmax, and accumulates O += P V
 // on matrix cores. Tiles past the last selected position are skipped.
-//   PW_PREFETCH 0: each tile's records are loaded, then dequantized, then used.
-//   PW_PREFETCH 1: the next tile's records are loaded into registers before this tile's GEMMs,
-//                  so their latency hides behind the arithmetic (worth it for long selected
-//                  sets; for short ones it only costs registers).
+//   unstaged: each tile's records are loaded into registers, then dequantized, then used.
+//   staged (NVIDIA, sparse_geometry.h says when): the next tile's raw records are copied into
+//     shared memory with cp.async while this tile's GEMMs run, with no registers held.
 // q_latent, q_rope and out are contiguous, 16-byte aligned tensors; so is the KV cache.
 #pragma once
 #include "common/bf16.h"
@@ -27,18 +26,31 @@
 
 #ifndef PW_SPARSE_SPLITS
 #define PW_SPARSE_SPLITS 1
+#define PW_SPARSE_ROUNDS PW_ROUNDS
+#else
+#define PW_SPARSE_ROUNDS 1
+#endif
+#ifdef PW_AMD
+#define PW_SPARSE_NVIDIA false
+#else
+#define PW_SPARSE_NVIDIA true
 #endif
 constexpr int kPwRange = pw_sparse_range(PW_TOPK, PW_SPARSE_SPLITS);
+constexpr bool kPwStaged =
+    pw_sparse_staged(PW_SPARSE_NVIDIA, PW_SPARSE_SPLITS == 1, PW_SPARSE_ROUNDS, kPwRange);
 constexpr PwSparseGeometry kPwSg =
-    pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange);
+    pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStaged);
+constexpr int kPwRecord = PW_KV_RECORD(PW_L, PW_DR);
 constexpr int kPwRow = pw_sparse_row(PW_L, PW_DR);              // Q and K rows in shared memory
 constexpr int kPwSRow = kPwSg.keys + 1;                         // S rows (floats)
 constexpr int kPwPRow = kPwSg.keys + 8;                         // P rows (bf16)
-constexpr int kPwOutTiles = PW_L / 2 / 16;                      // 16x16 output tiles per warp
+constexpr int kPwPartDims = PW_L / kPwSg.parts;                 // output dims per warp
+constexpr int kPwOutTiles = kPwPartDims / 16;                   // 16x16 output tiles per warp
 constexpr int kPwGroup = kPwSg.threads / kPwSg.head_tile;       // threads per softmax row
 constexpr int kPwItems = PW_L / 16 + PW_DR / 8;                 // dequant items per record
 constexpr int kPwPerThread = (kPwSg.keys * kPwItems + kPwSg.threads - 1) / kPwSg.threads;
-static_assert(PW_L % 32 == 0 && PW_DR % 16 == 0, "L must be a multiple of 32, Dr of 16");
+static_assert(PW_L % (16 * kPwSg.parts) == 0 && PW_DR % 16 == 0,
+              "L must be a multiple of 16 * parts, Dr of 16");
 static_assert(kPwGroup <= PW_WARP && (kPwGroup & (kPwGroup - 1)) == 0, "softmax group");
 static_assert(kPwSg.keys % kPwGroup == 0, "keys per softmax thread");
 
@@ -75,6 +87,7 @@ struct PwSparseSmem {
   float* l;        // [head_tile] final running sum
   int* last;       // one int: 1 + the last selected index
   int* slots;      // [range] the cache slot of each selected entry, -1 for none
+  pw_u8* stage;    // [keys][record] raw records of the next tile (staged blocks)
 };
 
 __device__ inline float pw_sparse_neg_inf() { return -__int_as_float(0x7f800000); }
@@ -90,36 +103,65 @@ __device__ inline PwSparseSmem pw_sparse_smem(unsigned char* base) {
   sm.l = sm.m + kPwSg.head_tile;
   sm.last = reinterpret_cast<int*>(sm.l + kPwSg.head_tile);
   sm.slots = reinterpret_cast<int*>(base + kPwSg.slots_offset);
+  sm.stage = base + kPwSg.stage_offset;
   return sm;
 }
 
 // One dequant item's raw bytes: a 16-value NVFP4 block (8 bytes of nibbles in x, y and its
-// scale byte in z) or 8 bf16 of the rope part (x..w). `pos` < 0: nothing selected there.
+// scale byte in z) or 8 bf16 of the rope part (x..w); zeros where nothing is selected (a zero
+// scale byte and zero nibbles decode to zeros).
 struct PwSparseRaw {
   uint4 v;
-  int pos;
 };
 
-// The tile of selected entries [k0, k0 + keys) (of the block's range starting at `begin`), raw.
+// Item `part` of a record (global or shared memory): FP4 block `part` with its scale byte, or
+// the rope part's 16-byte chunk part - L/16.
+__device__ inline uint4 pw_sparse_item(const pw_u8* rec, int part) {
+  if (part < PW_L / 16) {
+    const uint2 nib = *reinterpret_cast<const uint2*>(rec + 8 * part);
+    return make_uint4(nib.x, nib.y, rec[PW_L / 2 + part], 0);
+  }
+  return *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (part - PW_L / 16));
+}
+
+// The tile of selected entries [k0, k0 + keys) into registers, raw.
 __device__ inline void pw_sparse_load(const PwSparseArgs& a, const int* slots, int k0, int end,
                                       PwSparseRaw* raw) {
 #pragma unroll
   for (int i = 0; i < kPwPerThread; ++i) {
     const int it = threadIdx.x + i * kPwSg.threads;
     const int r = it / kPwItems, part = it % kPwItems;
-    raw[i].pos = -1;
+    raw[i].v = make_uint4(0, 0, 0, 0);
     if (r >= kPwSg.keys || k0 + r >= end) continue;
     const int slot = slots[k0 + r];
-    raw[i].pos = slot;
     if (slot < 0) continue;
-    const pw_u8* rec = a.kv_cache + static_cast<long long>(slot) * PW_KV_RECORD(PW_L, PW_DR);
-    if (part < PW_L / 16) {
-      const uint2 nib = *reinterpret_cast<const uint2*>(rec + 8 * part);
-      raw[i].v = make_uint4(nib.x, nib.y, rec[PW_L / 2 + part], 0);
-    } else {
-      raw[i].v = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (part - PW_L / 16));
-    }
+    raw[i].v = pw_sparse_item(a.kv_cache + static_cast<long long>(slot) * kPwRecord, part);
   }
+}
+
+// Copies the raw records of tile [k0, k0 + keys) into sm.stage, 16 bytes a copy, asynchronously
+// (cp.async; zeros where nothing is selected). Commit and wait with pw_async_commit / _wait.
+__device__ inline void pw_sparse_stage(const PwSparseArgs& a, const PwSparseSmem& sm, int k0,
+                                       int end) {
+#if !defined(PW_AMD)
+  constexpr int chunks = kPwRecord / 16;
+  static_assert(kPwRecord % 16 == 0, "records must be whole 16-byte chunks");
+  for (int c = threadIdx.x; c < kPwSg.keys * chunks; c += kPwSg.threads) {
+    const int r = c / chunks, w = c % chunks;
+    const int slot = k0 + r < end ? sm.slots[k0 + r] : -1;
+    const pw_u8* src = a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + 16 * w);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                     pw_smem_addr(sm.stage + r * kPwRecord + 16 * w)),
+                 "l"(src), "r"(slot < 0 ? 0 : 16));
+  }
+  asm volatile("cp.async.commit_group;");
+#endif
+}
+
+__device__ inline void pw_async_wait() {
+#if !defined(PW_AMD)
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 // Eight nibbles (one 32-bit word, low nibble first) times sg, as four packed bf16 pairs.
@@ -148,26 +190,35 @@ __device__ inline void pw_sparse_dequant8(pw_u32 w, float sg, pw_u32* out) {
 #endif
 }
 
+// Item `part` of key row `r` of the K tile, from its raw bytes.
+__device__ inline void pw_sparse_dequant_item(uint4 v, int r, int part, float g_kv, pw_u16* k_smem) {
+  pw_u16* dst = k_smem + r * kPwRow;
+  if (part < PW_L / 16) {
+    uint4 lo, hi;
+    const float sg = pw_fp8_decode_fmt(static_cast<pw_u8>(v.z), false) * g_kv;
+    pw_sparse_dequant8(v.x, sg, &lo.x);
+    pw_sparse_dequant8(v.y, sg, &hi.x);
+    *reinterpret_cast<uint4*>(dst + 16 * part) = lo;
+    *reinterpret_cast<uint4*>(dst + 16 * part + 8) = hi;
+  } else {
+    *reinterpret_cast<uint4*>(dst + PW_L + 8 * (part - PW_L / 16)) = v;
+  }
+}
+
 __device__ inline void pw_sparse_dequant(const PwSparseRaw* raw, float g_kv, pw_u16* k_smem) {
 #pragma unroll
   for (int i = 0; i < kPwPerThread; ++i) {
     const int it = threadIdx.x + i * kPwSg.threads;
+    if (it < kPwSg.keys * kPwItems)
+      pw_sparse_dequant_item(raw[i].v, it / kPwItems, it % kPwItems, g_kv, k_smem);
+  }
+}
+
+// The same from the staged raw records in shared memory.
+__device__ inline void pw_sparse_dequant_staged(const PwSparseSmem& sm, float g_kv) {
+  for (int it = threadIdx.x; it < kPwSg.keys * kPwItems; it += kPwSg.threads) {
     const int r = it / kPwItems, part = it % kPwItems;
-    if (r >= kPwSg.keys) continue;
-    pw_u16* dst = k_smem + r * kPwRow;
-    if (part < PW_L / 16) {
-      uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-      if (raw[i].pos >= 0) {
-        const float sg = pw_fp8_decode_fmt(static_cast<pw_u8>(raw[i].v.z), false) * g_kv;
-        pw_sparse_dequant8(raw[i].v.x, sg, &lo.x);
-        pw_sparse_dequant8(raw[i].v.y, sg, &hi.x);
-      }
-      *reinterpret_cast<uint4*>(dst + 16 * part) = lo;
-      *reinterpret_cast<uint4*>(dst + 16 * part + 8) = hi;
-    } else {
-      *reinterpret_cast<uint4*>(dst + PW_L + 8 * (part - PW_L / 16)) =
-          raw[i].pos >= 0 ? raw[i].v : make_uint4(0, 0, 0, 0);
-    }
+    pw_sparse_dequant_item(pw_sparse_item(sm.stage + r * kPwRecord, part), r, part, g_kv, sm.k);
   }
 }
 
@@ -213,26 +264,18 @@ __device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2
   constexpr int key_tiles = kPwSg.keys / 16;
   for (int st = warp; st < kPwSg.head_tile / 16 * key_tiles; st += kPwSg.warps) {
     const int g = st / key_tiles, kt = st % key_tiles;
-    // Two accumulators (even and odd k steps) halve the chain of dependent MMAs.
-    PwMmaC c, c2;
+    PwMmaC c;
     pw_mma_zero(c);
-    pw_mma_zero(c2);
     const pw_u16* qa = sm.q + 16 * g * kPwRow;
     const pw_u16* kb = sm.k + 16 * kt * kPwRow;
-    static_assert(PW_DQ % 32 == 0, "L + Dr must be a multiple of 32");
-#pragma unroll 2
-    for (int kk = 0; kk < PW_DQ / 16; kk += 2) {
-      PwMmaA fa, fa2;
-      PwMmaB fb, fb2;
+#pragma unroll 4
+    for (int kk = 0; kk < PW_DQ / 16; ++kk) {
+      PwMmaA fa;
+      PwMmaB fb;
       pw_mma_load_a(fa, qa + 16 * kk, kPwRow);
       pw_mma_load_b_nk(fb, kb + 16 * kk, kPwRow);
-      pw_mma_load_a(fa2, qa + 16 * kk + 16, kPwRow);
-      pw_mma_load_b_nk(fb2, kb + 16 * kk + 16, kPwRow);
       pw_mma(c, fa, fb);
-      pw_mma(c2, fa2, fb2);
     }
-#pragma unroll
-    for (int e = 0; e < PW_MMA_ACC; ++e) c.v[e] += c2.v[e];
 #pragma unroll
     for (int e = 0; e < PW_MMA_ACC; ++e) {
       sm.s[(16 * g + pw_mma_c_row(lane, e)) * kPwSRow + 16 * kt + pw_mma_c_col(lane, e)] =
@@ -274,10 +317,10 @@ __device__ inline void pw_sparse_softmax(const PwSparseSmem& sm, const int* slot
   if (gi == 0) sm.alpha[r] = alpha;
 }
 
-// O (this warp's head group and half of the output dims) = O * alpha + P V.
+// O (this warp's head group and part of the output dims) = O * alpha + P V.
 __device__ inline void pw_sparse_accumulate(const PwSparseSmem& sm, PwMmaC* acc) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  const int g = warp / 2, half = warp % 2;
+  const int g = warp / kPwSg.parts, part = warp % kPwSg.parts;
   // Rescale only when a row's max moved (late in a long set, it rarely does).
   float al[PW_MMA_ACC];
   bool unchanged = true;
@@ -297,7 +340,7 @@ __device__ inline void pw_sparse_accumulate(const PwSparseSmem& sm, PwMmaC* acc)
   for (int kk = 0; kk < kPwSg.keys / 16; ++kk) {
     PwMmaA fa;
     pw_mma_load_a(fa, sm.p + 16 * g * kPwPRow + 16 * kk, kPwPRow);
-    const pw_u16* vb = sm.k + 16 * kk * kPwRow + half * (PW_L / 2);
+    const pw_u16* vb = sm.k + 16 * kk * kPwRow + part * kPwPartDims;
 #pragma unroll
     for (int t = 0; t < kPwOutTiles; ++t) {
       PwMmaB fb;
@@ -310,14 +353,14 @@ __device__ inline void pw_sparse_accumulate(const PwSparseSmem& sm, PwMmaC* acc)
 __device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc, int head0,
                                        const PwSparseOut& o) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  const int g = warp / 2, half = warp % 2;
+  const int g = warp / kPwSg.parts, part = warp % kPwSg.parts;
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     const int hr = 16 * g + pw_mma_c_row(lane, e);
     if (head0 + hr >= PW_HEADS) continue;
     const float inv = sm.l[hr] > 0.0f ? 1.0f / sm.l[hr] : 0.0f;
     const long long base = o.base + static_cast<long long>(head0 + hr) * o.head_stride +
-                           half * (PW_L / 2) + pw_mma_c_col(lane, e);
+                           part * kPwPartDims + pw_mma_c_col(lane, e);
 #pragma unroll
     for (int t = 0; t < kPwOutTiles; ++t) {
       const float v = acc[t].v[e] * inv;
@@ -349,19 +392,25 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
 #pragma unroll
   for (int t = 0; t < kPwOutTiles; ++t) pw_mma_zero(acc[t]);
   float m = pw_sparse_neg_inf(), l = 0.0f;
-  PwSparseRaw raw[kPwPerThread];
-  if (PW_PREFETCH && begin < end) pw_sparse_load(a, slots, begin, end, raw);
+  if (kPwStaged && begin < end) pw_sparse_stage(a, sm, begin, end);
   for (int k0 = begin; k0 < end; k0 += kPwSg.keys) {
-    if (!PW_PREFETCH) pw_sparse_load(a, slots, k0, end, raw);
-    pw_sparse_dequant(raw, a.g_kv, sm.k);
+    if (kPwStaged) {
+      pw_async_wait();
+      __syncthreads();  // the stage holds this tile; every warp is done with the last one's K
+      pw_sparse_dequant_staged(sm, a.g_kv);
+    } else {
+      PwSparseRaw raw[kPwPerThread];
+      pw_sparse_load(a, slots, k0, end, raw);
+      pw_sparse_dequant(raw, a.g_kv, sm.k);
+    }
     __syncthreads();
-    if (PW_PREFETCH && k0 + kPwSg.keys < end) pw_sparse_load(a, slots, k0 + kPwSg.keys, end, raw);
+    if (kPwStaged && k0 + kPwSg.keys < end) pw_sparse_stage(a, sm, k0 + kPwSg.keys, end);
     pw_sparse_scores(sm, scale_log2);
     __syncthreads();
     pw_sparse_softmax(sm, slots, k0, end, m, l);
     __syncthreads();
     pw_sparse_accumulate(sm, acc);
-    __syncthreads();
+    if (!kPwStaged) __syncthreads();  // staged: the barrier at the top of the loop
   }
   if (threadIdx.x % kPwGroup == 0) {
     sm.m[threadIdx.x / kPwGroup] = m;

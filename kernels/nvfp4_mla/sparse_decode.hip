@@ -5,11 +5,10 @@
 //     slice of the selected set and writes its normalized partial output and LSE to
 //     ws_o [rows][Hr][S][L] and ws_lse [rows][Hr][S]; pw_sparse_decode_combine, grid (rows, Hr),
 //     block 128, combines them by LSE.
-// The records of a split are prefetched (sparse_common.h) when a split holds more than one tile.
+// On NVIDIA a split longer than one tile stages its next tile while computing (sparse_common.h).
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
-#define PW_PREFETCH (PW_SPLIT_LEN > 32)
 #include "nvfp4_mla/sparse_common.h"
 
 extern "C" __global__ void __launch_bounds__(kPwSg.threads, 1)

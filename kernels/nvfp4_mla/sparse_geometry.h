@@ -4,33 +4,38 @@
 // the arch's shared memory per block (PW_LDS_KIB, a define every compile gets from the arch).
 //
 // A block attends one query row for `head_tile` heads (the M of both GEMMs) with
-// (head_tile / 16) x 2 warps: head group g = warp / 2 owns heads [16 g, 16 g + 16), and half
-// warp % 2 owns output dims [L/2 * half, L/2 * (half + 1)). Per tile of `keys` selected
+// (head_tile / 16) x `parts` warps: head group g = warp / parts owns heads [16 g, 16 g + 16), and
+// part p = warp % parts owns output dims [L/parts * p, L/parts * (p + 1)). More parts mean fewer
+// accumulators a thread (L / parts / 16 tiles) and more warps to hide latency with, in exchange
+// for more shared memory (the tile of keys grows with them). Per tile of `keys` selected
 // positions the block dequantizes the records once into shared memory for all its heads. The
 // cache slots of the block's `range` selected entries (Ktop for prefill, Ktop / splits for
-// decode) are looked up once, at the start, into shared memory.
+// decode) are looked up once, at the start, into shared memory. A staged block (NVIDIA) also
+// holds one tile of raw records, copied asynchronously while the previous tile is computed.
 #pragma once
 #include "common/portability.h"
 
 struct PwSparseGeometry {
   int head_tile;  // heads a block computes (16, 32 or 64); grid.y = ceil(Hr / head_tile)
-  int keys;       // selected positions per tile (16 or 32)
+  int keys;       // selected positions per tile (16, 32 or 64)
+  int parts;      // warps per head group, each owning L / parts output dims (2 or 4)
   int warps;
   int threads;
   // Shared memory, in bytes from the start of the dynamic allocation.
-  int q_offset, k_offset, s_offset, p_offset, stats_offset, slots_offset, smem_bytes;
+  int q_offset, k_offset, s_offset, p_offset, stats_offset, slots_offset, stage_offset, smem_bytes;
 };
 
 // Rows of Q and K in shared memory: L + Dr bf16, padded by 8 so ldmatrix's eight 16-byte rows
 // fall in different banks (a row of 1152 bytes would put them all in one).
 PW_HD constexpr int pw_sparse_row(int l, int dr) { return l + dr + 8; }
 
-PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int warp, int l, int dr,
-                                                  int range) {
+PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int parts, int warp,
+                                                  int l, int dr, int range, bool staged) {
   PwSparseGeometry g{};
   g.head_tile = head_tile;
   g.keys = keys;
-  g.warps = head_tile / 16 * 2;
+  g.parts = parts;
+  g.warps = head_tile / 16 * parts;
   g.threads = g.warps * warp;
   g.q_offset = 0;
   g.k_offset = g.q_offset + head_tile * pw_sparse_row(l, dr) * 2;
@@ -38,23 +43,36 @@ PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int w
   g.p_offset = g.s_offset + head_tile * (keys + 1) * 4;
   g.stats_offset = g.p_offset + head_tile * (keys + 8) * 2;
   g.slots_offset = g.stats_offset + 4 * head_tile * 4;  // alpha, m, l, and one int
-  g.smem_bytes = g.slots_offset + (range + 3) / 4 * 16;
+  g.stage_offset = g.slots_offset + (range + 3) / 4 * 16;
+  g.smem_bytes = g.stage_offset + (staged ? keys * (l / 2 + l / 16 + 2 * dr) : 0);
   return g;
 }
 
 // The range a block of sparse_prefill (splits 1) or sparse_decode attends.
 PW_HD constexpr int pw_sparse_range(int topk, int splits) { return (topk + splits - 1) / splits; }
 
-// The first of (64 heads, 32 keys), (32, 32), (32, 16), (16, 32), (16, 16) that fits `lds_kib`
-// and whose head tile does not exceed the heads rounded up to 16.
+// Whether the block stages raw records with asynchronous copies (cp.async, every NVIDIA arch we
+// know is sm_80+): sparse_prefill with rounds 2 (long selected sets: many tiles to overlap), and
+// sparse_decode when a split is longer than one tile. Elsewhere each tile is loaded into
+// registers, then dequantized. AMD has no such copy here, so both rounds run the register path.
+PW_HD constexpr bool pw_sparse_staged(bool nvidia, bool prefill, int rounds, int range) {
+  return nvidia && (prefill ? rounds == 2 : range > 64);
+}
+
+// The first of these (heads, keys, parts) that fits `lds_kib` and whose head tile does not
+// exceed the heads rounded up to 16 (16 always qualifies): (64, 64, 4) with 16 warps where the
+// shared memory allows (sm_90, sm_100), then (64, 32, 2), (32, 32, 2), (32, 16, 2), (16, 32, 2),
+// (16, 16, 2).
 PW_HD constexpr PwSparseGeometry pw_sparse_geometry(int heads, int warp, int lds_kib, int l, int dr,
-                                                    int range) {
+                                                    int range, bool staged) {
   const int padded = (heads + 15) / 16 * 16;
-  const int options[5][2] = {{64, 32}, {32, 32}, {32, 16}, {16, 32}, {16, 16}};
-  for (int i = 0; i < 5; ++i) {
+  const int options[6][3] = {{64, 64, 4}, {64, 32, 2}, {32, 32, 2},
+                             {32, 16, 2}, {16, 32, 2}, {16, 16, 2}};
+  for (int i = 0; i < 6; ++i) {
     if (options[i][0] > padded && options[i][0] > 16) continue;
-    const PwSparseGeometry g = pw_sparse_layout(options[i][0], options[i][1], warp, l, dr, range);
-    if (g.smem_bytes <= lds_kib * 1024) return g;
+    const PwSparseGeometry g =
+        pw_sparse_layout(options[i][0], options[i][1], options[i][2], warp, l, dr, range, staged);
+    if (g.smem_bytes <= lds_kib * 1024 && g.threads <= 1024) return g;
   }
-  return pw_sparse_layout(16, 16, warp, l, dr, range);
+  return pw_sparse_layout(16, 16, 2, warp, l, dr, range, staged);
 }

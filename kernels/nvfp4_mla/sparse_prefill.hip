@@ -1,10 +1,10 @@
 // sparse_prefill: sparse MLA attention of the prefill rows (sparse_common.h).
 // Defines: PW_HEADS, PW_KV_LORA_RANK, PW_ROPE_DIM, PW_TOPK, PW_ROUNDS, PW_LDS_KIB.
-//   rounds 1 (at most 1024 selected): each tile is loaded, then dequantized, then used.
-//   rounds 2 (longer selected sets): the next tile's records are in flight during this tile's
-//     GEMMs (PW_PREFETCH in sparse_common.h).
+//   rounds 1 (at most 1024 selected): each tile is loaded into registers, dequantized, used.
+//   rounds 2 (longer selected sets): on NVIDIA the next tile's raw records are copied into
+//     shared memory (cp.async) while this tile's GEMMs run (`staged` in sparse_common.h); on
+//     AMD the same code as rounds 1.
 // Grid (rows, ceil(Hr / head_tile)), block and dynamic shared memory from sparse_geometry.h.
-#define PW_PREFETCH (PW_ROUNDS == 2)
 #include "nvfp4_mla/sparse_common.h"
 
 extern "C" __global__ void __launch_bounds__(kPwSg.threads, 1)

@@ -25,11 +25,14 @@ absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
       it == key.params.end() ? nullptr : std::get_if<std::string>(&it->second);
   if (name == nullptr) return absl::InvalidArgumentError("key has no arch: " + key.String());
   ASSIGN_OR_RETURN(const Arch arch, ParseArch(*name));
-  return pw_sparse_geometry(
-      static_cast<int>(KeyInt(key, "heads")), WarpWidth(arch), SharedMemoryKib(arch),
-      static_cast<int>(KeyInt(key, "kv_lora_rank")), static_cast<int>(KeyInt(key, "rope_dim")),
-      pw_sparse_range(static_cast<int>(KeyInt(key, "topk")),
-                      std::max<int>(1, static_cast<int>(KeyInt(key, "splits")))));
+  const int range = pw_sparse_range(static_cast<int>(KeyInt(key, "topk")),
+                                    std::max<int>(1, static_cast<int>(KeyInt(key, "splits"))));
+  const bool staged =
+      pw_sparse_staged(arch.platform == Platform::kNvidia, key.launcher == "sparse_prefill",
+                       static_cast<int>(KeyInt(key, "rounds")), range);
+  return pw_sparse_geometry(static_cast<int>(KeyInt(key, "heads")), WarpWidth(arch),
+                            SharedMemoryKib(arch), static_cast<int>(KeyInt(key, "kv_lora_rank")),
+                            static_cast<int>(KeyInt(key, "rope_dim")), range, staged);
 }
 
 }  // namespace

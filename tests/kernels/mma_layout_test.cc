@@ -171,29 +171,35 @@ TEST(SparseGeometryTest, FitsEveryKnownArchAndIsConsistent) {
     for (int heads : {8, 16, 32, 64, 128}) {
       for (int splits : {1, 2, 16}) {
         const int range = pw_sparse_range(2048, splits);
-        const PwSparseGeometry g = pw_sparse_geometry(heads, warp, lds, 512, 64, range);
-        SCOPED_TRACE(std::string(name) + " heads " + std::to_string(heads) + " splits " +
-                     std::to_string(splits));
-        EXPECT_LE(g.smem_bytes, lds * 1024);
-        EXPECT_LE(g.threads, 1024);
-        EXPECT_EQ(g.threads, g.warps * warp);
-        EXPECT_EQ(g.warps, g.head_tile / 16 * 2);
-        EXPECT_EQ(g.keys % 16, 0);
-        EXPECT_TRUE(g.head_tile <= (heads + 15) / 16 * 16 || g.head_tile == 16);
-        // Every shared-memory region 16-byte aligned (ldmatrix and the vector stores need it).
-        for (int off :
-             {g.q_offset, g.k_offset, g.s_offset, g.p_offset, g.stats_offset, g.slots_offset}) {
-          EXPECT_EQ(off % 16, 0);
+        for (bool staged : {false, true}) {
+          const PwSparseGeometry g = pw_sparse_geometry(heads, warp, lds, 512, 64, range, staged);
+          SCOPED_TRACE(std::string(name) + " heads " + std::to_string(heads) + " splits " +
+                       std::to_string(splits));
+          EXPECT_LE(g.smem_bytes, lds * 1024);
+          EXPECT_LE(g.threads, 1024);
+          EXPECT_EQ(g.threads, g.warps * warp);
+          EXPECT_EQ(g.warps, g.head_tile / 16 * g.parts);
+          EXPECT_EQ(512 % (16 * g.parts), 0);
+          EXPECT_EQ(g.keys % 16, 0);
+          EXPECT_TRUE(g.head_tile <= (heads + 15) / 16 * 16 || g.head_tile == 16);
+          // Every shared-memory region 16-byte aligned (ldmatrix and the vector stores need it).
+          for (int off :
+               {g.q_offset, g.k_offset, g.s_offset, g.p_offset, g.stats_offset, g.slots_offset}) {
+            EXPECT_EQ(off % 16, 0);
+          }
+          EXPECT_GE(g.stage_offset - g.slots_offset, 4 * range);
+          EXPECT_EQ(g.smem_bytes - g.stage_offset, staged ? g.keys * 416 : 0);
         }
-        EXPECT_GE(g.smem_bytes - g.slots_offset, 4 * range);
       }
     }
   }
-  // The large-memory archs keep 64 heads and 32 keys a tile for the example's shape.
-  const PwSparseGeometry h200 = pw_sparse_geometry(64, 32, 227, 512, 64, 2048);
-  EXPECT_EQ(h200.head_tile, 64);
-  EXPECT_EQ(h200.keys, 32);
-  EXPECT_EQ(h200.threads, 256);
+  // sm_90 keeps 64 heads, 64 keys a tile and 16 warps, staged or not.
+  for (bool staged : {false, true}) {
+    const PwSparseGeometry h200 = pw_sparse_geometry(64, 32, 227, 512, 64, 2048, staged);
+    EXPECT_EQ(h200.head_tile, 64);
+    EXPECT_EQ(h200.keys, 64);
+    EXPECT_EQ(h200.threads, 512);
+  }
 }
 
 }  // namespace
