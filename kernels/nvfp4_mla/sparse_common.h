@@ -222,19 +222,27 @@ __device__ inline void pw_sparse_dequant_staged(const PwSparseSmem& sm, float g_
   }
 }
 
-// Q of heads [head0, head0 + head_tile) into shared memory; heads past Hr are zeros.
+// Q of heads [head0, head0 + head_tile) into shared memory; heads past Hr are zeros. On NVIDIA
+// with asynchronous copies (every copy in flight at once, overlapping the slot lookup that
+// follows); the caller waits (pw_async_wait) before a barrier that precedes the first use.
 __device__ inline void pw_sparse_stage_q(const PwSparseArgs& a, int row, int head0, pw_u16* q) {
   constexpr int chunks = PW_DQ / 8;
   for (int i = threadIdx.x; i < kPwSg.head_tile * chunks; i += kPwSg.threads) {
     const int h = i / chunks, d = 8 * (i % chunks);
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (head0 + h < PW_HEADS) {
-      const long long qo = static_cast<long long>(row) * PW_HEADS + head0 + h;
-      v = d < PW_L ? *reinterpret_cast<const uint4*>(a.q_latent + qo * PW_L + d)
-                   : *reinterpret_cast<const uint4*>(a.q_rope + qo * PW_DR + d - PW_L);
-    }
-    *reinterpret_cast<uint4*>(q + h * kPwRow + d) = v;
+    const bool real = head0 + h < PW_HEADS;
+    const long long qo = static_cast<long long>(row) * PW_HEADS + (real ? head0 + h : 0);
+    const pw_u16* src = d < PW_L ? a.q_latent + qo * PW_L + d : a.q_rope + qo * PW_DR + d - PW_L;
+#if !defined(PW_AMD)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(q + h * kPwRow + d)),
+                 "l"(src), "r"(real ? 16 : 0));
+#else
+    *reinterpret_cast<uint4*>(q + h * kPwRow + d) =
+        real ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+#endif
   }
+#if !defined(PW_AMD)
+  asm volatile("cp.async.commit_group;");
+#endif
 }
 
 // Looks up the cache slot of every selected entry in [begin, end) into slots[i - begin] (-1
@@ -384,7 +392,7 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
   const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
   pw_sparse_stage_q(a, row, head0, sm.q);
-  end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // also the barrier after staging Q
+  end = pw_sparse_slots(a, row, begin, end, sm) - begin;
   const int* slots = sm.slots;
   begin = 0;
   const float scale_log2 = a.scale * 1.4426950408889634f;
@@ -393,6 +401,7 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
   for (int t = 0; t < kPwOutTiles; ++t) pw_mma_zero(acc[t]);
   float m = pw_sparse_neg_inf(), l = 0.0f;
   if (kPwStaged && begin < end) pw_sparse_stage(a, sm, begin, end);
+  if (!kPwStaged) pw_async_wait();  // Q; the barrier after the first dequant publishes it
   for (int k0 = begin; k0 < end; k0 += kPwSg.keys) {
     if (kPwStaged) {
       pw_async_wait();
@@ -412,6 +421,7 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
     pw_sparse_accumulate(sm, acc);
     if (!kPwStaged) __syncthreads();  // staged: the barrier at the top of the loop
   }
+  pw_async_wait();  // nothing may be in flight into shared memory when the block ends
   if (threadIdx.x % kPwGroup == 0) {
     sm.m[threadIdx.x / kPwGroup] = m;
     sm.l[threadIdx.x / kPwGroup] = l;
