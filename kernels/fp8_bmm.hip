@@ -8,6 +8,7 @@
 // PW_M_EXACT = 0 with PW_BLOCK_M (rows per block) and PW_EVEN_M (M is a multiple of it, so no
 // row bounds checks).
 // Launch: grid (ceil(N / 64), PW_BATCH, M_EXACT ? 1 : ceil(M / BLOCK_M)), block 256 threads.
+#include "common/geometry.h"
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/portability.h"
@@ -30,8 +31,8 @@
 #define PW_ROWS_EVEN PW_EVEN_M
 #endif
 
-#define PW_THREADS 256
-#define PW_COLS 64                          // n columns per block
+#define PW_THREADS PW_BLOCK_THREADS
+#define PW_COLS PW_FP8_BMM_COLS             // n columns per block
 #define PW_LANES (PW_THREADS / PW_COLS)     // row lanes
 #define PW_RPT ((PW_ROWS + PW_LANES - 1) / PW_LANES)  // rows per thread
 #define PW_GROUP 128

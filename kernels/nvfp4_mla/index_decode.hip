@@ -5,11 +5,12 @@
 //   buffered 0: the head sum stays in registers; scores are written once.
 //   buffered 1: relu(q_h . k) per head goes to ws[rows][Hi][stride] in this pass, and
 //     pw_index_decode_reduce (grid (rows, ceil(stride / 256)), block 256) sums w * ws.
+#include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
-#define PW_KEYS 64
+#define PW_KEYS PW_INDEX_DECODE_KEYS
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_index_decode(const pw_u16* q, const float* w, const int* row_req, const int* visible,
                     const int* block_table, int max_blocks, int block_size,
                     const pw_u8* index_cache, float g_idx, float* out, int stride, int rows,
@@ -44,7 +45,7 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 #if PW_BUFFERED
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_index_decode_reduce(const float* w, const int* visible, const float* ws, float* out,
                            int stride) {
   const int row = blockIdx.x;

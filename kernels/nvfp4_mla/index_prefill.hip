@@ -4,19 +4,20 @@
 //     staged (dequantized) in shared memory.
 //   large (PW_LARGE 1): grid (rows, ceil(stride / 1024)); each block takes one 1024-key chunk.
 // Block: 256 threads.
+#include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
 #define PW_TILE 32
-#define PW_CHUNK 1024
+#define PW_CHUNK PW_INDEX_PREFILL_CHUNK
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_index_prefill(const pw_u16* q, const float* w, const int* row_req, const int* visible,
                      const int* block_table, int max_blocks, int block_size,
                      const pw_u8* index_cache, float g_idx, float* out, int stride) {
   const PwIndexArgs a{q, w, row_req, visible, block_table, max_blocks, block_size,
                       index_cache, g_idx, out, stride};
   __shared__ float keys[PW_TILE][PW_DI];
-  __shared__ float partial[256 / PW_TILE][PW_TILE];
+  __shared__ float partial[PW_BLOCK_THREADS / PW_TILE][PW_TILE];
   const int row = blockIdx.x;
   const int n = visible[row];
 #if PW_LARGE

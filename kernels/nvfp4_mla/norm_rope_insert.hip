@@ -6,6 +6,7 @@
 //   small: one block per token, grid = num_tokens.
 //   large: a persistent grid-stride loop over the tokens, grid = min(num_tokens, 1024).
 // Block: 256 threads.
+#include "common/geometry.h"
 #include "common/bf16.h"
 #include "common/nvfp4.h"
 #include "common/reduce.h"
@@ -55,7 +56,7 @@ __device__ inline void pw_insert_token(int t, const pw_u16* latent, const pw_u16
   __syncthreads();  // y is reused by the next token of a persistent block
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_norm_rope_insert(const pw_u16* latent, const pw_u16* rope, const pw_u16* index_key,
                         const float* gamma, const int* pos, const long long* slot, float g_kv,
                         float g_idx, int num_tokens, pw_u8* kv_cache, pw_u8* index_cache) {

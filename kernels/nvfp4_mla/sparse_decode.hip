@@ -4,11 +4,12 @@
 //   splits S > 1: pw_sparse_decode grid (rows, ceil(Hr / head_tile), S): split s reads only its
 //     slice of the selected set and writes its normalized partial output and LSE to
 //     ws_o [rows][Hr][S][L] and ws_lse [rows][Hr][S]; pw_sparse_decode_combine, grid (rows, Hr),
-//     block 128, combines them by LSE.
+//     block PW_SPARSE_COMBINE_THREADS (common/geometry.h), combines them by LSE.
 // On NVIDIA a split longer than one tile stages its next tile while computing (sparse_common.h).
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
+#include "common/geometry.h"
 #include "nvfp4_mla/sparse_common.h"
 
 extern "C" __global__ void __launch_bounds__(kPwSg.threads, 1)
@@ -35,7 +36,7 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, 1)
 }
 
 #if PW_SPLITS > 1
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(PW_SPARSE_COMBINE_THREADS)
     pw_sparse_decode_combine(const float* ws_o, const float* ws_lse, pw_u16* out, float* lse) {
   const int row = blockIdx.x, head = blockIdx.y;
   const long long first = (static_cast<long long>(row) * PW_HEADS + head) * PW_SPLITS;
@@ -52,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(128)
   for (int s = 0; s < PW_SPLITS; ++s) total += ls[s] == ninf ? 0.0f : expf(ls[s] - hi);
   const float l = hi == ninf ? ninf : hi + logf(total);
   const long long o = static_cast<long long>(row) * PW_HEADS + head;
-  for (int d = 4 * threadIdx.x; d < PW_L; d += 4 * 128) {
+  for (int d = 4 * threadIdx.x; d < PW_L; d += 4 * PW_SPARSE_COMBINE_THREADS) {
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int s = 0; s < PW_SPLITS; ++s) {

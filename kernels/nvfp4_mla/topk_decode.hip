@@ -1,8 +1,9 @@
 // topk_decode: per decode row, the top PW_TOPK of scores[row][0, visible[row]) in one pass
 // (topk_common.h). Defines: PW_TOPK. Grid (rows), block 256.
+#include "common/geometry.h"
 #include "nvfp4_mla/topk_common.h"
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_topk_decode(const float* scores, const int* visible, int stride, int* out) {
   __shared__ PwTopkShared sh;
   const int row = blockIdx.x;

@@ -5,9 +5,10 @@
 //     of the row into ws_key / ws_idx [rows][S][Ktop] (index -1 where the strip had fewer);
 //     pw_topk_prefill_merge grid (rows) selects the top Ktop of those candidates.
 // Block: 256 threads.
+#include "common/geometry.h"
 #include "nvfp4_mla/topk_common.h"
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_topk_prefill(const float* scores, const int* visible, int stride, int* out,
                     pw_u32* ws_key, int* ws_idx) {
   __shared__ PwTopkShared sh;
@@ -37,7 +38,7 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 #if PW_STRIPS > 1
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_topk_prefill_merge(const pw_u32* ws_key, const int* ws_idx, int* out) {
   __shared__ PwTopkShared sh;
   const int row = blockIdx.x;

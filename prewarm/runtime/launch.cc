@@ -2,13 +2,14 @@
 
 #include <algorithm>
 
+#include "common/geometry.h"
 #include "nvfp4_mla/sparse_geometry.h"
 #include "prewarm/util/status_macros.h"
 
 namespace prewarm {
 namespace {
 
-constexpr unsigned kBlock = 256;
+constexpr unsigned kBlock = PW_BLOCK_THREADS;
 
 unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
@@ -50,16 +51,17 @@ absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmAr
   const int64_t rows = exact > 0 ? exact : KeyInt(key, "block_m");
   Fp8BmmArgs v = a;
   return Run(gpu, module, "pw_fp8_bmm",
-             {CeilDiv(KeyInt(key, "n"), 64), static_cast<unsigned>(KeyInt(key, "batch")),
-              CeilDiv(a.m, rows)},
+             {CeilDiv(KeyInt(key, "n"), PW_FP8_BMM_COLS),
+              static_cast<unsigned>(KeyInt(key, "batch")), CeilDiv(a.m, rows)},
              {&v.x, &v.w, &v.w_scale, &v.y, &v.m});
 }
 
 absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
                                   const NormRopeInsertArgs& a) {
   NormRopeInsertArgs v = a;
-  const unsigned grid = KeyInt(key, "small") ? static_cast<unsigned>(a.num_tokens)
-                                             : static_cast<unsigned>(std::min(a.num_tokens, 1024));
+  const unsigned grid =
+      KeyInt(key, "small") ? static_cast<unsigned>(a.num_tokens)
+                           : static_cast<unsigned>(std::min(a.num_tokens, PW_NORM_ROPE_MAX_BLOCKS));
   return Run(gpu, module, "pw_norm_rope_insert", {grid, 1, 1},
              {&v.latent, &v.rope, &v.index_key, &v.gamma, &v.pos, &v.slot, &v.g_kv, &v.g_idx,
               &v.num_tokens, &v.kv_cache, &v.index_cache});
@@ -72,7 +74,7 @@ size_t IndexWorkspaceBytes(const Key& key, int rows, int stride) {
 
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   IndexArgs v = a;
-  const unsigned chunks = KeyInt(key, "large") ? CeilDiv(a.stride, 1024) : 1;
+  const unsigned chunks = KeyInt(key, "large") ? CeilDiv(a.stride, PW_INDEX_PREFILL_CHUNK) : 1;
   return Run(gpu, module, "pw_index_prefill", {static_cast<unsigned>(a.rows), chunks, 1},
              {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
               &v.index_cache, &v.g_idx, &v.out, &v.stride});
@@ -82,7 +84,7 @@ absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const Ind
   IndexArgs v = a;
   RETURN_IF_ERROR(
       Run(gpu, module, "pw_index_decode",
-          {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, 64), 1},
+          {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, PW_INDEX_DECODE_KEYS), 1},
           {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
            &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows, &v.ws}));
   if (!KeyInt(key, "buffered")) return absl::OkStatus();
@@ -145,7 +147,7 @@ absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const Sp
   if (splits <= 1) return absl::OkStatus();
   return Run(gpu, module, "pw_sparse_decode_combine",
              {static_cast<unsigned>(a.rows), static_cast<unsigned>(heads), 1},
-             {&v.ws_o, &v.ws_lse, &v.out, &v.lse}, 128);
+             {&v.ws_o, &v.ws_lse, &v.out, &v.lse}, PW_SPARSE_COMBINE_THREADS);
 }
 
 }  // namespace prewarm
