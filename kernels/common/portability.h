@@ -1,7 +1,7 @@
 // What differs between hipRTC (AMD), NVRTC (NVIDIA) and the host compiler (CPU tests).
 //   PW_DEVICE_COMPILE  defined when a GPU run-time compiler is compiling this
 //   PW_HD              __host__ __device__ under a GPU compiler, nothing on the host
-//   PW_WARP            the wavefront / warp width: 64 on AMD, 32 on NVIDIA
+//   PW_WARP            the wavefront / warp width: 64 on AMD CDNA, 32 on RDNA and NVIDIA
 // Integers are spelled out: neither run-time compiler reliably ships <cstdint>.
 #pragma once
 
@@ -17,7 +17,12 @@
 
 #if defined(__HIPCC_RTC__) || defined(__HIP_PLATFORM_AMD__)
 #define PW_AMD 1
+// The compiler's wavefront size: 64 on CDNA (gfx9), 32 on RDNA (gfx10 and later) by default.
+#ifdef __AMDGCN_WAVEFRONT_SIZE
+#define PW_WARP __AMDGCN_WAVEFRONT_SIZE
+#else
 #define PW_WARP 64
+#endif
 #else
 #define PW_WARP 32
 #endif

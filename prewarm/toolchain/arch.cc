@@ -32,7 +32,9 @@ int SharedMemoryKib(const Arch& arch) {
   return 99;
 }
 
-int WarpWidth(const Arch& arch) { return arch.platform == Platform::kAmd ? 64 : 32; }
+int WarpWidth(const Arch& arch) {
+  return arch.platform == Platform::kAmd && arch.name.starts_with("gfx9") ? 64 : 32;
+}
 
 absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list) {
   std::vector<Arch> out;

@@ -29,7 +29,8 @@ absl::StatusOr<Arch> ParseArch(std::string_view name);
 // NVIDIA sm_80 163, sm_86, sm_89 and sm_120 99, sm_90 and sm_100 227. Every kernel compile gets it
 // as -DPW_LDS_KIB, and the launch code sizes blocks from the same number.
 int SharedMemoryKib(const Arch& arch);
-// The warp (NVIDIA, 32) or wavefront (AMD, 64) width.
+// The warp or wavefront width kernels are compiled for: 32 on NVIDIA and on AMD RDNA (gfx10 and
+// later, hipRTC's default wave32), 64 on AMD CDNA (gfx9: gfx908, gfx90a, gfx942, gfx950).
 int WarpWidth(const Arch& arch);
 
 // Parses "gfx950,gfx942" (duplicates removed, order kept). "auto" is not handled here.

@@ -39,5 +39,20 @@ TEST(ArchTest, DetectsKfdNodesAndSkipsCpus) {
 
 TEST(ArchTest, NoKfdMeansNoGpus) { EXPECT_TRUE(DetectKfdArchNames("/nonexistent/kfd").empty()); }
 
+TEST(ArchTest, WarpWidthAndSharedMemoryPerArch) {
+  // CDNA compiles wave64, RDNA wave32 (hipRTC's default, which the code objects' metadata
+  // confirms), NVIDIA warps are 32.
+  for (const char* name : {"gfx908", "gfx90a", "gfx942", "gfx950"}) {
+    EXPECT_EQ(WarpWidth(*ParseArch(name)), 64) << name;
+  }
+  for (const char* name : {"gfx1030", "gfx1100", "gfx1200", "gfx1201", "sm_80", "sm_90"}) {
+    EXPECT_EQ(WarpWidth(*ParseArch(name)), 32) << name;
+  }
+  EXPECT_EQ(SharedMemoryKib(*ParseArch("gfx942")), 64);
+  EXPECT_EQ(SharedMemoryKib(*ParseArch("gfx950")), 160);
+  EXPECT_EQ(SharedMemoryKib(*ParseArch("sm_90")), 227);
+  EXPECT_EQ(SharedMemoryKib(*ParseArch("sm_89")), 99);
+}
+
 }  // namespace
 }  // namespace prewarm
