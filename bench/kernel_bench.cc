@@ -16,27 +16,13 @@
 #include <random>
 #include <string>
 
+#include "bench/bench_util.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/launch.h"
 #include "prewarm/toolchain/toolchain.h"
 
 namespace prewarm {
 namespace {
-
-#define OR_DIE(expr)                                                                 \
-  do {                                                                               \
-    const absl::Status s_ = (expr);                                                  \
-    if (!s_.ok()) {                                                                  \
-      std::fprintf(stderr, "kernel_bench: %s\n", std::string(s_.message()).c_str()); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (false)
-
-template <typename T>
-T Must(absl::StatusOr<T> v) {
-  OR_DIE(v.status());
-  return *std::move(v);
-}
 
 constexpr int kBlockSize = 64;
 constexpr float kGKv = 0.05f;
@@ -88,9 +74,9 @@ class Bench {
   double CopyTbs() {
     const size_t bytes = 1ull << 30;
     DeviceBuffer a = Must(AllocBuffer(gpu_, bytes)), b = Must(AllocBuffer(gpu_, bytes));
-    OR_DIE(gpu_.Fill(a.ptr(), 0x5a, bytes));
+    OrDie(gpu_.Fill(a.ptr(), 0x5a, bytes));
     auto copy = [&] { return gpu_.CopyOnDevice(b.ptr(), a.ptr(), bytes); };
-    OR_DIE(copy());
+    OrDie(copy());
     const double ms = Median(Must(TimeEach(gpu_, copy, nullptr, 20)));
     return 2.0 * bytes / (ms * 1e-3) / 1e12;
   }
@@ -167,8 +153,8 @@ class Bench {
       return prefill ? LaunchSparsePrefill(gpu_, module, key, a)
                      : LaunchSparseDecode(gpu_, module, key, a);
     };
-    OR_DIE(launch());
-    OR_DIE(gpu_.Synchronize());
+    OrDie(launch());
+    OrDie(gpu_.Synchronize());
     const int reps = o_.reps > 0 ? o_.reps : prefill && rows >= 2048 ? 15 : 100;
     auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
     const double ms = Median(Must(TimeEach(gpu_, launch, flush, reps)));

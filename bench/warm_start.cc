@@ -13,6 +13,7 @@
 #include <map>
 #include <numeric>
 
+#include "bench/bench_util.h"
 #include "prewarm/runtime/launch.h"
 #include "prewarm/runtime/runtime.h"
 #include "tests/launchers/step_generator.h"
@@ -30,21 +31,6 @@ double Since(Clock::time_point t) {
     absl::Status s_ = (expr);    \
     if (!s_.ok()) return s_;     \
   } while (false)
-
-#define OR_DIE(expr)                                                               \
-  do {                                                                             \
-    const absl::Status s_ = (expr);                                                \
-    if (!s_.ok()) {                                                                \
-      std::fprintf(stderr, "warm_start: %s\n", std::string(s_.message()).c_str()); \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (false)
-
-template <typename T>
-T Must(absl::StatusOr<T> v) {
-  OR_DIE(v.status());
-  return *std::move(v);
-}
 
 // The seed's workload: 16 concurrent 8K prompts, prefilled in chunks of the token budget (a
 // prompt finishing mid-budget lets the next one start in the same step: the second prefill),
@@ -124,7 +110,7 @@ class Pool {
  private:
   void Alloc(const char* name, size_t bytes, unsigned char fill) {
     DeviceBuffer b = Must(AllocBuffer(gpu_, bytes));
-    OR_DIE(gpu_.Fill(b.ptr(), fill, bytes));
+    OrDie(gpu_.Fill(b.ptr(), fill, bytes));
     buffers_.emplace(name, std::move(b));
   }
   Gpu& gpu_;
@@ -269,7 +255,7 @@ int main(int argc, char** argv) {
     const int64_t compiles0 = rt->stats().compiles;
     for (const Step& step : steps) {
       const Clock::time_point t0 = Clock::now();
-      OR_DIE(RunStep(*rt, pool, step));
+      OrDie(RunStep(*rt, pool, step));
       ms.push_back(1000 * Since(t0));
     }
     const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());

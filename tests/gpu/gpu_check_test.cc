@@ -390,6 +390,48 @@ class GpuCheckTest : public ::testing::Test {
     return res;
   }
 
+  // Loads each filled entry, checks it against its CPU reference on inputs seeded from its key
+  // (times `seed`), prints one row per key (`suffix` after the launcher) and returns how many are
+  // outside their bound.
+  int CheckFilled(const CacheStore& store, const std::vector<FillItem>& items,
+                  const std::vector<std::pair<std::string, PlannedKey>>& planned,
+                  const std::vector<FillResult>& filled, const Limits& limits, const Shape& shape,
+                  const std::string& suffix, uint64_t seed) {
+    int failures = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const auto& [launcher, pk] = planned[i];
+      Result r;
+      CacheStore::Lookup entry = store.Read(items[i].ref, CacheStore::ReadLock::kWait);
+      absl::StatusOr<void*> module =
+          filled[i].state == KeyState::kFailed ? absl::InternalError("compile: " + filled[i].error)
+          : entry.state == CacheStore::State::kHit ? gpu_->LoadModule(entry.payload)
+                                                   : absl::InternalError("entry not in the cache");
+      if (!module.ok()) {
+        r = Failed(std::string(module.status().message()));
+      } else {
+        module_ = *module;
+        Inputs in(Sha256Of(pk.key.String())[0] * seed + i);
+        const Step step = Enrich(pk.witness, launcher, pk.key, limits, shape, arch_);
+        if (launcher == "fp8_bmm") r = CheckFp8Bmm(pk.key, step, in);
+        if (launcher == "norm_rope_insert") r = CheckNormRopeInsert(pk.key, step, in);
+        if (launcher == "index_prefill") r = CheckIndex(pk.key, step, in, true);
+        if (launcher == "index_decode") r = CheckIndex(pk.key, step, in, false);
+        if (launcher == "topk_prefill") r = CheckTopk(pk.key, step, in, true);
+        if (launcher == "topk_decode") r = CheckTopk(pk.key, step, in, false);
+        if (launcher == "sparse_prefill") r = CheckSparse(pk.key, step, in, true);
+        if (launcher == "sparse_decode") r = CheckSparse(pk.key, step, in, false);
+      }
+      const bool ok = r.error <= r.bound;
+      failures += ok ? 0 : 1;
+      std::string shown_key = pk.key.String();
+      shown_key = shown_key.substr(shown_key.find(',') + 1);  // drop arch=, it is in the header
+      std::printf("%-17s %-62s %-34s %-10.2e %-7.0e %s\n", (launcher + suffix).c_str(),
+                  shown_key.c_str(), r.note.c_str(), r.error, r.bound, ok ? "yes" : "NO");
+      EXPECT_TRUE(ok) << launcher << suffix << " " << pk.key.String() << ": " << r.note;
+    }
+    return failures;
+  }
+
   std::unique_ptr<Gpu> gpu_;
   Arch arch_;
   void* module_ = nullptr;
@@ -431,41 +473,7 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
               gpu_->Name().c_str(), items.size());
   std::printf("%-17s %-62s %-34s %-10s %-7s %s\n", "launcher", "key", "inputs", "rel_err", "bound",
               "ok");
-  int failures = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const auto& [launcher, pk] = planned[i];
-    Result r;
-    if (filled[i].state == KeyState::kFailed) {
-      r = Failed("compile: " + filled[i].error);
-    } else {
-      CacheStore::Lookup entry = store.Read(items[i].ref, CacheStore::ReadLock::kWait);
-      absl::StatusOr<void*> module = entry.state == CacheStore::State::kHit
-                                         ? gpu_->LoadModule(entry.payload)
-                                         : absl::InternalError("entry not in the cache");
-      if (!module.ok()) {
-        r = Failed(std::string(module.status().message()));
-      } else {
-        module_ = *module;
-        Inputs in(Sha256Of(pk.key.String())[0] * 7919u + i);
-        const Step step = Enrich(pk.witness, launcher, pk.key, limits, shape, arch_);
-        if (launcher == "fp8_bmm") r = CheckFp8Bmm(pk.key, step, in);
-        if (launcher == "norm_rope_insert") r = CheckNormRopeInsert(pk.key, step, in);
-        if (launcher == "index_prefill") r = CheckIndex(pk.key, step, in, true);
-        if (launcher == "index_decode") r = CheckIndex(pk.key, step, in, false);
-        if (launcher == "topk_prefill") r = CheckTopk(pk.key, step, in, true);
-        if (launcher == "topk_decode") r = CheckTopk(pk.key, step, in, false);
-        if (launcher == "sparse_prefill") r = CheckSparse(pk.key, step, in, true);
-        if (launcher == "sparse_decode") r = CheckSparse(pk.key, step, in, false);
-      }
-    }
-    const bool ok = r.error <= r.bound;
-    failures += ok ? 0 : 1;
-    std::string shown_key = pk.key.String();
-    shown_key = shown_key.substr(shown_key.find(',') + 1);  // drop arch=, it is in the header
-    std::printf("%-17s %-62s %-34s %-10.2e %-7.0e %s\n", launcher.c_str(), shown_key.c_str(),
-                r.note.c_str(), r.error, r.bound, ok ? "yes" : "NO");
-    EXPECT_TRUE(ok) << launcher << " " << pk.key.String() << ": " << r.note;
-  }
+  const int failures = CheckFilled(store, items, planned, filled, limits, shape, "", 7919u);
   std::printf("%d of %zu variants outside their bound\n", failures, items.size());
 
   // The SIMT path of common/mma.h (what AMD archs without matrix cores run, and the algorithm
@@ -483,32 +491,8 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
     simt_planned.push_back(planned[i]);
   }
   const std::vector<FillResult> simt_filled = FillCache(simt_store, simt_items, fo);
-  int simt_failures = 0;
-  for (size_t i = 0; i < simt_items.size(); ++i) {
-    const auto& [launcher, pk] = simt_planned[i];
-    Result r;
-    CacheStore::Lookup entry = simt_store.Read(simt_items[i].ref, CacheStore::ReadLock::kWait);
-    absl::StatusOr<void*> module = simt_filled[i].state == KeyState::kFailed
-                                       ? absl::InternalError("compile: " + simt_filled[i].error)
-                                   : entry.state == CacheStore::State::kHit
-                                       ? gpu_->LoadModule(entry.payload)
-                                       : absl::InternalError("entry not in the cache");
-    if (!module.ok()) {
-      r = Failed(std::string(module.status().message()));
-    } else {
-      module_ = *module;
-      Inputs in(Sha256Of(pk.key.String())[0] * 104729u + i);
-      const Step step = Enrich(pk.witness, launcher, pk.key, limits, shape, arch_);
-      r = CheckSparse(pk.key, step, in, launcher == "sparse_prefill");
-    }
-    const bool ok = r.error <= r.bound;
-    simt_failures += ok ? 0 : 1;
-    std::string shown_key = pk.key.String();
-    shown_key = shown_key.substr(shown_key.find(',') + 1);
-    std::printf("%-17s %-62s %-34s %-10.2e %-7.0e %s\n", (launcher + "/simt").c_str(),
-                shown_key.c_str(), r.note.c_str(), r.error, r.bound, ok ? "yes" : "NO");
-    EXPECT_TRUE(ok) << launcher << " (SIMT) " << pk.key.String() << ": " << r.note;
-  }
+  const int simt_failures = CheckFilled(simt_store, simt_items, simt_planned, simt_filled, limits,
+                                        shape, "/simt", 104729u);
   std::printf("%d of %zu SIMT variants outside their bound\n", simt_failures, simt_items.size());
 }
 
