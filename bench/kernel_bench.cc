@@ -187,31 +187,55 @@ class Bench {
   std::map<std::string, void*> modules_;
 };
 
-int Main(int argc, char** argv) {
-  Options o;
+constexpr char kUsage[] =
+    "usage: kernel_bench [--bf16-tflops T] [--reps N] [--simt]\n"
+    "                    [--launcher sparse_prefill|sparse_decode] [--rows N] [--ctx N] "
+    "[--variant V]\n";
+
+// A positive number, the whole of `text`; 0 when it is not one.
+double PositiveNumber(const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  return end != text && *end == '\0' && v > 0 && v < 1e12 ? v : 0;
+}
+
+// Parses the flags into `o`; an error message naming the bad argument, or empty.
+std::string ParseArgs(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--bf16-tflops" && i + 1 < argc) {
-      o.bf16_tflops = std::atof(argv[++i]);
-    } else if (a == "--reps" && i + 1 < argc) {
-      o.reps = std::atoi(argv[++i]);
-    } else if (a == "--simt") {
+    if (a == "--simt") {
       o.simt = true;
-    } else if (a == "--launcher" && i + 1 < argc) {
-      o.launcher = argv[++i];
-    } else if (a == "--rows" && i + 1 < argc) {
-      o.rows = std::atoi(argv[++i]);
-    } else if (a == "--ctx" && i + 1 < argc) {
-      o.ctx = std::atoi(argv[++i]);
-    } else if (a == "--variant" && i + 1 < argc) {
-      o.variant = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr,
-                   "kernel_bench: unknown argument %s\nusage: kernel_bench [--bf16-tflops T] "
-                   "[--reps N] [--simt]\n",
-                   a.c_str());
-      return 2;
+      continue;
     }
+    const bool known = a == "--bf16-tflops" || a == "--reps" || a == "--launcher" ||
+                       a == "--rows" || a == "--ctx" || a == "--variant";
+    if (!known) return "unknown argument " + a;
+    if (i + 1 >= argc) return a + " needs a value";
+    const char* v = argv[++i];
+    if (a == "--launcher") {
+      o.launcher = v;
+      if (o.launcher != "sparse_prefill" && o.launcher != "sparse_decode")
+        return "--launcher " + o.launcher + ": must be sparse_prefill or sparse_decode";
+      continue;
+    }
+    const double x = PositiveNumber(v);
+    const bool integer = a != "--bf16-tflops";
+    if (x == 0 || (integer && (x != static_cast<int>(x))))
+      return a + " " + v + ": must be a positive " + (integer ? "integer" : "number");
+    if (a == "--bf16-tflops") o.bf16_tflops = x;
+    if (a == "--reps") o.reps = static_cast<int>(x);
+    if (a == "--rows") o.rows = static_cast<int>(x);
+    if (a == "--ctx") o.ctx = static_cast<int>(x);
+    if (a == "--variant") o.variant = static_cast<int>(x);
+  }
+  return "";
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  if (const std::string error = ParseArgs(argc, argv, o); !error.empty()) {
+    std::fprintf(stderr, "kernel_bench: %s\n%s", error.c_str(), kUsage);
+    return 2;
   }
   absl::StatusOr<std::unique_ptr<Gpu>> gpu = OpenAnyGpu();
   if (!gpu.ok()) {
