@@ -1,16 +1,16 @@
-// sparse_decode: sparse MLA attention of the decode rows (sparse_common.h), split-K.
+// sparse_decode: sparse MLA attention of the decode rows (sparse_attend.h), split-K.
 // Defines: PW_HEADS, PW_KV_LORA_RANK, PW_ROPE_DIM, PW_TOPK, PW_SPLITS, PW_LDS_KIB.
 //   splits 1: grid (rows, ceil(Hr / head_tile)); writes out and lse directly.
 //   splits S > 1: pw_sparse_decode grid (rows, ceil(Hr / head_tile), S): split s reads only its
 //     slice of the selected set and writes its normalized partial output and LSE to
 //     ws_o [rows][Hr][S][L] and ws_lse [rows][Hr][S]; pw_sparse_decode_combine, grid (rows, Hr),
 //     block PW_SPARSE_COMBINE_THREADS (common/geometry.h), combines them by LSE.
-// On NVIDIA a split longer than one tile stages its next tile while computing (sparse_common.h).
+// On NVIDIA a split longer than one tile stages its next tile while computing (sparse_attend.h).
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
 #include "common/geometry.h"
-#include "nvfp4_mla/sparse_common.h"
+#include "nvfp4_mla/sparse_attend.h"
 
 extern "C" __global__ void __launch_bounds__(kPwSg.threads, 1)
     pw_sparse_decode(const pw_u16* q_latent, const pw_u16* q_rope, const int* topk,

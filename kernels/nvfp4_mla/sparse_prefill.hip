@@ -1,11 +1,11 @@
-// sparse_prefill: sparse MLA attention of the prefill rows (sparse_common.h).
+// sparse_prefill: sparse MLA attention of the prefill rows (sparse_attend.h).
 // Defines: PW_HEADS, PW_KV_LORA_RANK, PW_ROPE_DIM, PW_TOPK, PW_ROUNDS, PW_LDS_KIB.
 //   rounds 1 (at most 1024 selected): each tile is loaded into registers, dequantized, used.
 //   rounds 2 (longer selected sets): on NVIDIA the next tile's raw records are copied into
-//     shared memory (cp.async) while this tile's GEMMs run (`staged` in sparse_common.h); on
+//     shared memory (cp.async) while this tile's GEMMs run (`staged` in sparse_load.h); on
 //     AMD the same code as rounds 1.
 // Grid (rows, ceil(Hr / head_tile)), block and dynamic shared memory from sparse_geometry.h.
-#include "nvfp4_mla/sparse_common.h"
+#include "nvfp4_mla/sparse_attend.h"
 
 extern "C" __global__ void __launch_bounds__(kPwSg.threads, 1)
     pw_sparse_prefill(const pw_u16* q_latent, const pw_u16* q_rope, const int* topk,

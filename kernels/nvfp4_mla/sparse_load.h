@@ -1,0 +1,165 @@
+// Sparse MLA attention, part 2 of 3: getting the selected records into shared memory. The cache
+// slots of a block's selected entries, Q, each tile's raw records (into registers, or staged with
+// cp.async on NVIDIA), and their NVFP4 -> bf16 decode into the K tile. sparse_common.h has the
+// shapes and layouts; sparse_attend.h the GEMMs, the softmax and the whole attention.
+#pragma once
+#include "nvfp4_mla/sparse_common.h"
+
+// One dequant item's raw bytes: a 16-value NVFP4 block (8 bytes of nibbles in x, y and its
+// scale byte in z) or 8 bf16 of the rope part (x..w); zeros where nothing is selected (a zero
+// scale byte and zero nibbles decode to zeros).
+struct PwSparseRaw {
+  uint4 v;
+};
+
+// Item `part` of a record (global or shared memory): FP4 block `part` with its scale byte, or
+// the rope part's 16-byte chunk part - L/16.
+__device__ inline uint4 pw_sparse_item(const pw_u8* rec, int part) {
+  if (part < PW_L / 16) {
+    const uint2 nib = *reinterpret_cast<const uint2*>(rec + 8 * part);
+    return make_uint4(nib.x, nib.y, rec[PW_L / 2 + part], 0);
+  }
+  return *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (part - PW_L / 16));
+}
+
+// The tile of selected entries [k0, k0 + keys) into registers, raw.
+__device__ inline void pw_sparse_load(const PwSparseArgs& a, const int* slots, int k0, int end,
+                                      PwSparseRaw* raw) {
+#pragma unroll
+  for (int i = 0; i < kPwPerThread; ++i) {
+    const int it = threadIdx.x + i * kPwSg.threads;
+    const int r = it / kPwItems, part = it % kPwItems;
+    raw[i].v = make_uint4(0, 0, 0, 0);
+    if (r >= kPwSg.keys || k0 + r >= end) continue;
+    const int slot = slots[k0 + r];
+    if (slot < 0) continue;
+    raw[i].v = pw_sparse_item(a.kv_cache + static_cast<long long>(slot) * kPwRecord, part);
+  }
+}
+
+// Copies the raw records of tile [k0, k0 + keys) into sm.stage, 16 bytes a copy, asynchronously
+// (cp.async; zeros where nothing is selected), as one committed group; pw_async_wait waits.
+__device__ inline void pw_sparse_stage(const PwSparseArgs& a, const PwSparseSmem& sm, int k0,
+                                       int end) {
+#if !defined(PW_AMD)
+  constexpr int chunks = kPwRecord / 16;
+  static_assert(kPwRecord % 16 == 0, "records must be whole 16-byte chunks");
+  for (int c = threadIdx.x; c < kPwSg.keys * chunks; c += kPwSg.threads) {
+    const int r = c / chunks, w = c % chunks;
+    const int slot = k0 + r < end ? sm.slots[k0 + r] : -1;
+    const pw_u8* src = a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + 16 * w);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                     pw_smem_addr(sm.stage + r * kPwRecord + 16 * w)),
+                 "l"(src), "r"(slot < 0 ? 0 : 16));
+  }
+  asm volatile("cp.async.commit_group;");
+#endif
+}
+
+__device__ inline void pw_async_wait() {
+#if !defined(PW_AMD)
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+// Eight nibbles (one 32-bit word, low nibble first) times sg, as four packed bf16 pairs.
+// On NVIDIA sm_80+ two values at a time: a byte permute puts nibbles 2j and 2j+1 in the two
+// halves, the bits land on a bf16 pair worth 2^-126 times the values, and two bf16x2 FMAs scale
+// it by 2^126 (exact) and by sg (rounded to bf16 first: at most 2^-9 relative, within bf16's
+// own rounding of the result). Elsewhere, value by value in float.
+__device__ inline void pw_sparse_dequant8(pw_u32 w, float sg, pw_u32* out) {
+#if PW_MMA_IMPL == PW_MMA_SYNC
+  const pw_u32 w4 = w >> 4, sg2 = pw_pack_bf16x2(sg, sg), pow126 = PW_BF16X2_POW2_126;
+  const pw_u32 neg_zero = 0x80008000u;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    pw_u32 t, v;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t) : "r"(w), "r"(w4), "r"(j | ((4 + j) << 8)));
+    v = pw_e2m1x2_to_bf16x2_scaled(t);
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow126), "r"(neg_zero));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v), "r"(sg2), "r"(neg_zero));
+  }
+#else
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const pw_u32 b = w >> (8 * j);
+    out[j] = pw_pack_bf16x2(pw_e2m1_value(b & 15) * sg, pw_e2m1_value((b >> 4) & 15) * sg);
+  }
+#endif
+}
+
+// Item `part` of key row `r` of the K tile, from its raw bytes.
+__device__ inline void pw_sparse_dequant_item(uint4 v, int r, int part, float g_kv, pw_u16* k_smem) {
+  pw_u16* dst = k_smem + r * kPwRow;
+  if (part < PW_L / 16) {
+    uint4 lo, hi;
+    const float sg = pw_fp8_decode_fmt(static_cast<pw_u8>(v.z), false) * g_kv;
+    pw_sparse_dequant8(v.x, sg, &lo.x);
+    pw_sparse_dequant8(v.y, sg, &hi.x);
+    *reinterpret_cast<uint4*>(dst + 16 * part) = lo;
+    *reinterpret_cast<uint4*>(dst + 16 * part + 8) = hi;
+  } else {
+    *reinterpret_cast<uint4*>(dst + PW_L + 8 * (part - PW_L / 16)) = v;
+  }
+}
+
+__device__ inline void pw_sparse_dequant(const PwSparseRaw* raw, float g_kv, pw_u16* k_smem) {
+#pragma unroll
+  for (int i = 0; i < kPwPerThread; ++i) {
+    const int it = threadIdx.x + i * kPwSg.threads;
+    if (it < kPwSg.keys * kPwItems)
+      pw_sparse_dequant_item(raw[i].v, it / kPwItems, it % kPwItems, g_kv, k_smem);
+  }
+}
+
+// The same from the staged raw records in shared memory.
+__device__ inline void pw_sparse_dequant_staged(const PwSparseSmem& sm, float g_kv) {
+  for (int it = threadIdx.x; it < kPwSg.keys * kPwItems; it += kPwSg.threads) {
+    const int r = it / kPwItems, part = it % kPwItems;
+    pw_sparse_dequant_item(pw_sparse_item(sm.stage + r * kPwRecord, part), r, part, g_kv, sm.k);
+  }
+}
+
+// Q of heads [head0, head0 + head_tile) into shared memory; heads past Hr are zeros. On NVIDIA
+// with asynchronous copies (every copy in flight at once, overlapping the slot lookup that
+// follows); the caller waits (pw_async_wait) before a barrier that precedes the first use.
+__device__ inline void pw_sparse_stage_q(const PwSparseArgs& a, int row, int head0, pw_u16* q) {
+  constexpr int chunks = PW_DQ / 8;
+  for (int i = threadIdx.x; i < kPwSg.head_tile * chunks; i += kPwSg.threads) {
+    const int h = i / chunks, d = 8 * (i % chunks);
+    const bool real = head0 + h < PW_HEADS;
+    const long long qo = static_cast<long long>(row) * PW_HEADS + (real ? head0 + h : 0);
+    const pw_u16* src = d < PW_L ? a.q_latent + qo * PW_L + d : a.q_rope + qo * PW_DR + d - PW_L;
+#if !defined(PW_AMD)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(q + h * kPwRow + d)),
+                 "l"(src), "r"(real ? 16 : 0));
+#else
+    *reinterpret_cast<uint4*>(q + h * kPwRow + d) =
+        real ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+#endif
+  }
+#if !defined(PW_AMD)
+  asm volatile("cp.async.commit_group;");
+#endif
+}
+
+// Looks up the cache slot of every selected entry in [begin, end) into slots[i - begin] (-1
+// where nothing is selected) and returns 1 + the last index that selects a position (begin when
+// none does). The loads are independent, so their latency is paid once per block, not per tile.
+__device__ inline int pw_sparse_slots(const PwSparseArgs& a, int row, int begin, int end,
+                                      const PwSparseSmem& sm) {
+  if (threadIdx.x == 0) *sm.last = begin;
+  __syncthreads();
+  const int* sel = a.topk + static_cast<long long>(row) * PW_TOPK;
+  const int req = a.row_req[row];
+  int mine = begin;
+  for (int i = begin + threadIdx.x; i < end; i += kPwSg.threads) {
+    const int pos = sel[i];
+    sm.slots[i - begin] =
+        pos < 0 ? -1 : static_cast<int>(pw_slot(a.block_table, a.max_blocks, a.block_size, req, pos));
+    if (pos >= 0) mine = i + 1;
+  }
+  if (mine > begin) atomicMax(sm.last, mine);
+  __syncthreads();
+  return *sm.last;
+}
