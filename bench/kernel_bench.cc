@@ -94,9 +94,9 @@ class Bench {
   // One row: `rows` query rows of `requests` requests at context `ctx` (prefill: one chunk of
   // `rows` tokens ending at ctx; decode: one token each), with the key's variant.
   void Sparse(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
+    const char* field = prefill ? "rounds" : "splits";  // the variant's key field
     if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
-        (o_.ctx && o_.ctx != ctx) ||
-        (o_.variant && o_.variant != KeyInt(key, prefill ? "rounds" : "splits"))) {
+        (o_.ctx && o_.ctx != ctx) || (o_.variant && o_.variant != KeyInt(key, field))) {
       return;
     }
     const int hr = static_cast<int>(KeyInt(key, "heads")),
@@ -168,9 +168,7 @@ class Bench {
                          4.0 * rows * k + records * record +
                          2.0 * static_cast<double>(ws) * (1 + 1.0 / l);
     const double tflops = flops / (ms * 1e-3) / 1e12, tbs = bytes / (ms * 1e-3) / 1e12;
-    std::string variant = key.String();
-    variant = variant.substr(variant.find(prefill ? "rounds" : "splits"));
-    variant = variant.substr(0, variant.find(','));
+    const std::string variant = std::string(field) + "=" + std::to_string(KeyInt(key, field));
     std::printf("%-15s %-10s %1s %6d %7d %11.4f %9.2f %8.2f %8.3f %7.1f %7.1f\n",
                 prefill ? "sparse_prefill" : "sparse_decode", variant.c_str(), picked ? "*" : "",
                 rows, ctx, ms, flops / 1e9, bytes / 1e6, tbs, 100 * tbs / copy_tbs,

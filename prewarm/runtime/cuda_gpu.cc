@@ -1,4 +1,5 @@
 // The CUDA driver API through dlopen("libcuda.so.1"); declarations are ours (no CUDA headers).
+#include <unordered_map>
 #include <vector>
 
 #include "prewarm/runtime/gpu.h"
@@ -93,10 +94,12 @@ class CudaGpu final : public Gpu {
   }
   absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
                       unsigned shared_bytes) override {
-    if (shared_bytes > kStaticSharedLimit) {
+    // The opt-in is per function and lasts: ask the driver once, not at every launch.
+    if (shared_bytes > kStaticSharedLimit && shared_opt_in_[function] < shared_bytes) {
       RETURN_IF_ERROR(Check(api_.func_set_attribute(function, kFuncAttrMaxDynamicShared,
                                                     static_cast<int>(shared_bytes)),
                             StrCat("cuFuncSetAttribute(max dynamic shared ", shared_bytes, ")")));
+      shared_opt_in_[function] = shared_bytes;
     }
     std::vector<void*> a = args;
     return Check(api_.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
@@ -132,6 +135,7 @@ class CudaGpu final : public Gpu {
   CudaApi api_;
   CUcontext ctx_;
   std::string name_, arch_;
+  std::unordered_map<void*, unsigned> shared_opt_in_;  // function -> dynamic shared bytes allowed
 };
 
 }  // namespace

@@ -30,8 +30,9 @@ class Nvrtc final : public Toolchain {
   }
 
   std::vector<std::string> CommonOptions(const Arch& arch) const override {
-    return {StrCat("--gpu-architecture=", arch.name), "--std=c++17", Fp8FormatDefine(arch),
-            StrCat("-DPW_LDS_KIB=", SharedMemoryKib(arch))};
+    std::vector<std::string> o = {StrCat("--gpu-architecture=", arch.name), "--std=c++17"};
+    for (std::string& d : ArchDefines(arch)) o.push_back(std::move(d));
+    return o;
   }
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const override {

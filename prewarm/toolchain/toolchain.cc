@@ -33,8 +33,9 @@ CompileJob JobForKey(const Key& key, const Arch& arch) {
   return job;
 }
 
-std::string Fp8FormatDefine(const Arch& arch) {
-  return StrCat("-DPW_FP8_FNUZ=", arch.name == "gfx942" ? 1 : 0);
+std::vector<std::string> ArchDefines(const Arch& arch) {
+  return {StrCat("-DPW_FP8_FNUZ=", arch.name == "gfx942" ? 1 : 0),
+          StrCat("-DPW_LDS_KIB=", SharedMemoryKib(arch))};
 }
 
 }  // namespace prewarm

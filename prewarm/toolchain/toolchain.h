@@ -59,8 +59,9 @@ std::string KernelFileFor(std::string_view launcher);
 // The job for a planned key: its kernel file and one -DPW_<NAME>=<value> per integer or boolean
 // param (booleans as 0/1; strings such as arch and gemm name no define).
 CompileJob JobForKey(const Key& key, const Arch& arch);
-// -DPW_FP8_FNUZ: gfx942 uses e4m3fnuz, every other target e4m3fn.
-std::string Fp8FormatDefine(const Arch& arch);
+// The defines every compile for `arch` gets, whichever compiler: -DPW_FP8_FNUZ (gfx942 uses
+// e4m3fnuz, every other target e4m3fn) and -DPW_LDS_KIB (SharedMemoryKib).
+std::vector<std::string> ArchDefines(const Arch& arch);
 
 }  // namespace prewarm
 
