@@ -17,6 +17,18 @@ PW_HD inline float pw_fp8_decode_fmt(pw_u8 code, bool fnuz) {
   return neg ? -mag : mag;
 }
 
+// e4m3fn (the NVFP4 block scales' format) by moving its bits into a float's: for exponent field
+// e >= 1, the field and the mantissa shifted to float bits 23-26 and 20-22 plus 120 in the
+// exponent (bias 127 against 7) give the value exactly; for e = 0 it is m * 2^-9. S.1111.111 is
+// NaN. Equal to pw_fp8_decode_fmt(code, false) for every code, with a few integer instructions
+// instead of a branchy decode, and no float subnormals (exact under flush-to-zero too).
+PW_HD inline float pw_e4m3fn_decode_fast(pw_u32 code) {
+  const pw_u32 mag = code & 0x7fu;
+  const float v = mag >= 8u ? pw_u2f((mag << 20) + (120u << 23))
+                            : static_cast<float>(static_cast<int>(mag)) * 0.001953125f;  // 2^-9
+  return mag == 0x7fu ? pw_u2f(0x7fc00000u) : pw_u2f(pw_f2u(v) | ((code & 0x80u) << 24));
+}
+
 PW_HD inline pw_u8 pw_fp8_encode_fmt(float x, bool fnuz) {
   const int bias = fnuz ? 8 : 7;
   const int max_code = fnuz ? 0x7f : 0x7e;

@@ -63,7 +63,7 @@ PW_HD inline pw_u8 pw_nvfp4_quantize16(const float* x, float g, pw_u8* out) {
     amax = a > amax ? a : amax;
   }
   const pw_u8 scale = pw_fp8_encode_fmt(amax / 6.0f / g, false);
-  const float sg = pw_fp8_decode_fmt(scale, false) * g;
+  const float sg = pw_e4m3fn_decode_fast(scale) * g;
   for (int i = 0; i < 8; ++i) {
     const pw_u8 lo = sg > 0.0f ? pw_e2m1_encode(x[2 * i] / sg) : 0;
     const pw_u8 hi = sg > 0.0f ? pw_e2m1_encode(x[2 * i + 1] / sg) : 0;
@@ -76,5 +76,5 @@ PW_HD inline pw_u8 pw_nvfp4_quantize16(const float* x, float g, pw_u8* out) {
 PW_HD inline float pw_nvfp4_load(const pw_u8* rec, int n, int d, float g) {
   const pw_u8 byte = rec[d >> 1];
   const pw_u8 nibble = (d & 1) ? static_cast<pw_u8>(byte >> 4) : static_cast<pw_u8>(byte & 15);
-  return pw_e2m1_decode(nibble) * pw_fp8_decode_fmt(rec[n / 2 + d / 16], false) * g;
+  return pw_e2m1_decode(nibble) * pw_e4m3fn_decode_fast(rec[n / 2 + d / 16]) * g;
 }

@@ -22,11 +22,18 @@ __device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2
       pw_mma_load_b_nk(fb, kb + 16 * kk, kPwRow);
       pw_mma(c, fa, fb);
     }
+    float* s = sm.s + 16 * g * kPwSRow + 16 * kt;
+#if PW_MMA_IMPL == PW_MMA_SYNC
 #pragma unroll
-    for (int e = 0; e < PW_MMA_ACC; ++e) {
-      sm.s[(16 * g + pw_mma_c_row(lane, e)) * kPwSRow + 16 * kt + pw_mma_c_col(lane, e)] =
-          c.v[e] * scale_log2;
+    for (int e = 0; e < PW_MMA_ACC; e += 2) {  // elements e, e + 1: neighbours in one row
+      *reinterpret_cast<float2*>(s + pw_mma_c_row(lane, e) * kPwSRow + pw_mma_c_col(lane, e)) =
+          make_float2(c.v[e] * scale_log2, c.v[e + 1] * scale_log2);
     }
+#else
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e)
+      s[pw_mma_c_row(lane, e) * kPwSRow + pw_mma_c_col(lane, e)] = c.v[e] * scale_log2;
+#endif
   }
 }
 
@@ -49,11 +56,11 @@ __device__ inline void pw_sparse_softmax(const PwSparseSmem& sm, const int* slot
   for (int o = kPwGroup / 2; o > 0; o >>= 1) mx = fmaxf(mx, pw_shfl_xor(mx, o));
   const float m_new = fmaxf(m, mx);
   const bool none = m_new == ninf;
-  const float alpha = none ? 1.0f : exp2f(m - m_new);
+  const float alpha = none ? 1.0f : pw_exp2_fast(m - m_new);
   float sum = 0.0f;
 #pragma unroll
   for (int u = 0; u < per; ++u) {
-    const float p = none ? 0.0f : exp2f(x[u] - m_new);
+    const float p = none ? 0.0f : pw_exp2_fast(x[u] - m_new);
     sum += p;
     sm.p[r * kPwPRow + gi + kPwGroup * u] = pw_float_to_bf16(p);
   }
@@ -63,60 +70,117 @@ __device__ inline void pw_sparse_softmax(const PwSparseSmem& sm, const int* slot
   if (gi == 0) sm.alpha[r] = alpha;
 }
 
-// O (this warp's head group and part of the output dims) = O * alpha + P V.
+// O (this warp's heads and part of the output dims) = O * alpha + P V. acc[m * kPwOutTiles + t]
+// is the tile of heads warp_heads g + 16 m and dims part * kPwPartDims + 16 t.
 __device__ inline void pw_sparse_accumulate(const PwSparseSmem& sm, PwMmaC* acc) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   const int g = warp / kPwSg.parts, part = warp % kPwSg.parts;
+  const int h0 = kPwSg.warp_heads * g;
   // Rescale only when a row's max moved (late in a long set, it rarely does).
-  float al[PW_MMA_ACC];
   bool unchanged = true;
 #pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) {
-    al[e] = sm.alpha[16 * g + pw_mma_c_row(lane, e)];
-    unchanged = unchanged && al[e] == 1.0f;
+  for (int m = 0; m < kPwMTiles; ++m) {
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e)
+      unchanged = unchanged && sm.alpha[h0 + 16 * m + pw_mma_c_row(lane, e)] == 1.0f;
   }
   if (!pw_warp_all(unchanged)) {
 #pragma unroll
-    for (int e = 0; e < PW_MMA_ACC; ++e) {
+    for (int m = 0; m < kPwMTiles; ++m) {
 #pragma unroll
-      for (int t = 0; t < kPwOutTiles; ++t) acc[t].v[e] *= al[e];
+      for (int e = 0; e < PW_MMA_ACC; ++e) {
+        const float al = sm.alpha[h0 + 16 * m + pw_mma_c_row(lane, e)];
+#pragma unroll
+        for (int t = 0; t < kPwOutTiles; ++t) acc[m * kPwOutTiles + t].v[e] *= al;
+      }
     }
   }
 #pragma unroll
   for (int kk = 0; kk < kPwSg.keys / 16; ++kk) {
-    PwMmaA fa;
-    pw_mma_load_a(fa, sm.p + 16 * g * kPwPRow + 16 * kk, kPwPRow);
+    PwMmaA fa[kPwMTiles];
+#pragma unroll
+    for (int m = 0; m < kPwMTiles; ++m)
+      pw_mma_load_a(fa[m], sm.p + (h0 + 16 * m) * kPwPRow + 16 * kk, kPwPRow);
     const pw_u16* vb = sm.k + 16 * kk * kPwRow + part * kPwPartDims;
 #pragma unroll
     for (int t = 0; t < kPwOutTiles; ++t) {
       PwMmaB fb;
       pw_mma_load_b_kn(fb, vb + 16 * t, kPwRow);
-      pw_mma(acc[t], fa, fb);
+#pragma unroll
+      for (int m = 0; m < kPwMTiles; ++m) pw_mma(acc[m * kPwOutTiles + t], fa[m], fb);
     }
   }
 }
 
-__device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc, int head0,
-                                       const PwSparseOut& o) {
+// Element (head h of the block, dim d) of the output, scaled by 1 / l: into the staging tile
+// (staged stores) or straight to global memory.
+template <typename T>
+__device__ inline void pw_sparse_put(T* dst, float a, float b);
+template <>
+__device__ inline void pw_sparse_put<float>(float* dst, float a, float b) {
+  *reinterpret_cast<float2*>(dst) = make_float2(a, b);
+}
+template <>
+__device__ inline void pw_sparse_put<pw_u16>(pw_u16* dst, float a, float b) {
+  *reinterpret_cast<pw_u32*>(dst) = pw_pack_bf16x2(a, b);
+}
+__device__ inline void pw_sparse_put1(float* dst, float a) { *dst = a; }
+__device__ inline void pw_sparse_put1(pw_u16* dst, float a) { *dst = pw_float_to_bf16(a); }
+
+// Writes this warp's accumulators times 1 / l of their rows to dst[h * row + d] for block heads
+// h < `heads` (element pairs on NVIDIA, where they are row neighbours).
+template <typename T>
+__device__ inline void pw_sparse_put_acc(const PwSparseSmem& sm, const PwMmaC* acc, T* dst,
+                                         long long row, int heads) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   const int g = warp / kPwSg.parts, part = warp % kPwSg.parts;
 #pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) {
-    const int hr = 16 * g + pw_mma_c_row(lane, e);
-    if (head0 + hr >= PW_HEADS) continue;
-    const float inv = sm.l[hr] > 0.0f ? 1.0f / sm.l[hr] : 0.0f;
-    const long long base = o.base + static_cast<long long>(head0 + hr) * o.head_stride +
-                           part * kPwPartDims + pw_mma_c_col(lane, e);
+  for (int m = 0; m < kPwMTiles; ++m) {
+#if PW_MMA_IMPL == PW_MMA_SYNC
+    constexpr int step = 2;
+#else
+    constexpr int step = 1;
+#endif
 #pragma unroll
-    for (int t = 0; t < kPwOutTiles; ++t) {
-      const float v = acc[t].v[e] * inv;
-      if (o.out_f32)
-        o.out_f32[base + 16 * t] = v;
-      else
-        o.out_bf16[base + 16 * t] = pw_float_to_bf16(v);
+    for (int e = 0; e < PW_MMA_ACC; e += step) {
+      const int h = kPwSg.warp_heads * g + 16 * m + pw_mma_c_row(lane, e);
+      if (h >= heads) continue;
+      const float inv = sm.l[h] > 0.0f ? 1.0f / sm.l[h] : 0.0f;
+      T* p = dst + h * row + part * kPwPartDims + pw_mma_c_col(lane, e);
+#pragma unroll
+      for (int t = 0; t < kPwOutTiles; ++t) {
+        const PwMmaC& c = acc[m * kPwOutTiles + t];
+        if (step == 2)
+          pw_sparse_put(p + 16 * t, c.v[e] * inv, c.v[e + step - 1] * inv);
+        else
+          pw_sparse_put1(p + 16 * t, c.v[e] * inv);
+      }
     }
   }
-  if (threadIdx.x < kPwSg.head_tile && head0 + threadIdx.x < PW_HEADS) {
+}
+
+// The block's output (T: float partials of a split, or bf16) and LSE. Where the output tile fits
+// in the Q and K regions (sparse_geometry.h) it is staged there and stored in 16-byte chunks,
+// each row contiguous; the caller's barrier after the last tile makes those regions free.
+template <typename T>
+__device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc, int head0,
+                                       T* out, const PwSparseOut& o) {
+  const int heads = PW_HEADS - head0 < kPwSg.head_tile ? PW_HEADS - head0 : kPwSg.head_tile;
+  constexpr int bytes = sizeof(T);
+  if constexpr (pw_sparse_out_staged(kPwSg, PW_L, bytes)) {
+    constexpr int row = pw_sparse_out_row(PW_L), chunks = PW_L * bytes / 16;
+    T* tile = reinterpret_cast<T*>(sm.q);
+    pw_sparse_put_acc(sm, acc, tile, row, heads);
+    __syncthreads();
+    for (int i = threadIdx.x; i < heads * chunks; i += kPwSg.threads) {
+      const int h = i / chunks, c = i % chunks;
+      *reinterpret_cast<uint4*>(out + o.base + (head0 + h) * o.head_stride + c * (16 / bytes)) =
+          *reinterpret_cast<const uint4*>(tile + h * row + c * (16 / bytes));
+    }
+  } else {
+    pw_sparse_put_acc(sm, acc, out + o.base + head0 * o.head_stride, o.head_stride, heads);
+  }
+  if (threadIdx.x < heads) {
     const int h = threadIdx.x;
     o.lse[o.lse_base + (head0 + h) * o.lse_stride] =
         sm.l[h] > 0.0f ? (sm.m[h] + log2f(sm.l[h])) * 0.69314718055994531f
@@ -134,9 +198,9 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
   const int* slots = sm.slots;
   begin = 0;
   const float scale_log2 = a.scale * 1.4426950408889634f;
-  PwMmaC acc[kPwOutTiles];
+  PwMmaC acc[kPwMTiles * kPwOutTiles];
 #pragma unroll
-  for (int t = 0; t < kPwOutTiles; ++t) pw_mma_zero(acc[t]);
+  for (int t = 0; t < kPwMTiles * kPwOutTiles; ++t) pw_mma_zero(acc[t]);
   float m = pw_sparse_neg_inf(), l = 0.0f;
   if (kPwStaged && begin < end) pw_sparse_stage(a, sm, begin, end);
   if (!kPwStaged) pw_async_wait();  // Q; the barrier after the first dequant publishes it
@@ -146,9 +210,7 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
       __syncthreads();  // the stage holds this tile; every warp is done with the last one's K
       pw_sparse_dequant_staged(sm, a.g_kv);
     } else {
-      PwSparseRaw raw[kPwPerThread];
-      pw_sparse_load(a, slots, k0, end, raw);
-      pw_sparse_dequant(raw, a.g_kv, sm.k);
+      pw_sparse_fill(a, slots, k0, end, sm.k);
     }
     __syncthreads();
     if (kPwStaged && k0 + kPwSg.keys < end) pw_sparse_stage(a, sm, k0 + kPwSg.keys, end);
@@ -165,5 +227,9 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
     sm.l[threadIdx.x / kPwGroup] = l;
   }
   __syncthreads();
-  pw_sparse_store(sm, acc, head0, out);
+#if PW_SPARSE_SPLITS > 1
+  pw_sparse_store(sm, acc, head0, out.out_f32, out);
+#else
+  pw_sparse_store(sm, acc, head0, out.out_bf16, out);
+#endif
 }

@@ -44,15 +44,17 @@ constexpr PwSparseGeometry kPwSg =
     pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStaged);
 constexpr int kPwRecord = PW_KV_RECORD(PW_L, PW_DR);
 constexpr int kPwRow = pw_sparse_row(PW_L, PW_DR);              // Q and K rows in shared memory
-constexpr int kPwSRow = kPwSg.keys + 1;                         // S rows (floats)
+constexpr int kPwSRow = pw_sparse_s_row(kPwSg.keys);           // S rows (floats)
 constexpr int kPwPRow = kPwSg.keys + 8;                         // P rows (bf16)
+constexpr int kPwMTiles = kPwSg.warp_heads / 16;                // 16-head tiles per warp
 constexpr int kPwPartDims = PW_L / kPwSg.parts;                 // output dims per warp
-constexpr int kPwOutTiles = kPwPartDims / 16;                   // 16x16 output tiles per warp
+constexpr int kPwOutTiles = kPwPartDims / 16;                   // 16-dim output tiles per warp
 constexpr int kPwGroup = kPwSg.threads / kPwSg.head_tile;       // threads per softmax row
-constexpr int kPwItems = PW_L / 16 + PW_DR / 8;                 // dequant items per record
+constexpr int kPwItems = PW_L / 8 + PW_DR / 4;                  // dequant items a record
 constexpr int kPwPerThread = (kPwSg.keys * kPwItems + kPwSg.threads - 1) / kPwSg.threads;
 static_assert(PW_L % (16 * kPwSg.parts) == 0 && PW_DR % 16 == 0,
               "L must be a multiple of 16 * parts, Dr of 16");
+static_assert(kPwSg.head_tile % kPwSg.warp_heads == 0, "warp head groups");
 static_assert(kPwGroup <= PW_WARP && (kPwGroup & (kPwGroup - 1)) == 0, "softmax group");
 static_assert(kPwSg.keys % kPwGroup == 0, "keys per softmax thread");
 

@@ -4,10 +4,13 @@
 // the arch's shared memory per block (PW_LDS_KIB, a define every compile gets from the arch).
 //
 // A block attends one query row for `head_tile` heads (the M of both GEMMs) with
-// (head_tile / 16) x `parts` warps: head group g = warp / parts owns heads [16 g, 16 g + 16), and
-// part p = warp % parts owns output dims [L/parts * p, L/parts * (p + 1)). More parts mean fewer
-// accumulators a thread (L / parts / 16 tiles) and more warps to hide latency with, in exchange
-// for more shared memory (the tile of keys grows with them). Per tile of `keys` selected
+// (head_tile / warp_heads) x `parts` warps: in O += P V, head group g = warp / parts owns heads
+// [warp_heads g, warp_heads (g + 1)) and part p = warp % parts owns output dims
+// [L/parts * p, L/parts * (p + 1)). A warp holds warp_heads x L/parts fp32 accumulators; of two
+// shapes holding as many, the squarer one reads fewer operand bytes from shared memory per MMA
+// (32 heads x 64 dims: 6 fragment loads per 16 keys for 16 MMAs; 16 x 128: 9 for 16). More
+// warps hide more latency, in exchange for more shared memory (the tile of keys grows with
+// them). Per tile of `keys` selected
 // positions the block dequantizes the records once into shared memory for all its heads. The
 // cache slots of the block's `range` selected entries (Ktop for prefill, Ktop / splits for
 // decode) are looked up once, at the start, into shared memory. A staged block (NVIDIA) also
@@ -16,9 +19,10 @@
 #include "common/portability.h"
 
 struct PwSparseGeometry {
-  int head_tile;  // heads a block computes (16, 32 or 64); grid.y = ceil(Hr / head_tile)
-  int keys;       // selected positions per tile (16, 32 or 64)
-  int parts;      // warps per head group, each owning L / parts output dims (2 or 4)
+  int head_tile;   // heads a block computes (16, 32 or 64); grid.y = ceil(Hr / head_tile)
+  int keys;        // selected positions per tile (16, 32 or 64)
+  int warp_heads;  // heads of a warp's accumulators (16 or 32)
+  int parts;       // warps per head group, each owning L / parts output dims (2 or 8)
   int warps;
   int threads;
   // Shared memory, in bytes from the start of the dynamic allocation.
@@ -28,19 +32,25 @@ struct PwSparseGeometry {
 // Rows of Q and K in shared memory: L + Dr bf16, padded by 8 so ldmatrix's eight 16-byte rows
 // fall in different banks (a row of 1152 bytes would put them all in one).
 PW_HD constexpr int pw_sparse_row(int l, int dr) { return l + dr + 8; }
+// Rows of S (floats) and of the block's output staged for its store (f32 or bf16): padded by 8
+// elements so that the accumulator's pair stores (8 rows x 4 lanes) hit 32 different banks.
+PW_HD constexpr int pw_sparse_s_row(int keys) { return keys + 8; }
+PW_HD constexpr int pw_sparse_out_row(int l) { return l + 8; }
 
-PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int parts, int warp,
-                                                  int l, int dr, int range, bool staged) {
+PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int warp_heads,
+                                                  int parts, int warp, int l, int dr, int range,
+                                                  bool staged) {
   PwSparseGeometry g{};
   g.head_tile = head_tile;
   g.keys = keys;
+  g.warp_heads = warp_heads;
   g.parts = parts;
-  g.warps = head_tile / 16 * parts;
+  g.warps = head_tile / warp_heads * parts;
   g.threads = g.warps * warp;
   g.q_offset = 0;
   g.k_offset = g.q_offset + head_tile * pw_sparse_row(l, dr) * 2;
   g.s_offset = g.k_offset + keys * pw_sparse_row(l, dr) * 2;
-  g.p_offset = g.s_offset + head_tile * (keys + 1) * 4;
+  g.p_offset = g.s_offset + head_tile * pw_sparse_s_row(keys) * 4;
   g.stats_offset = g.p_offset + head_tile * (keys + 8) * 2;
   g.slots_offset = g.stats_offset + 4 * head_tile * 4;  // alpha, m, l, and one int
   g.stage_offset = g.slots_offset + (range + 3) / 4 * 16;
@@ -59,20 +69,27 @@ PW_HD constexpr bool pw_sparse_staged(bool nvidia, bool prefill, int rounds, int
   return nvidia && (prefill ? rounds == 2 : range > 64);
 }
 
-// The first of these (heads, keys, parts) that fits `lds_kib` and whose head tile does not
-// exceed the heads rounded up to 16 (16 always qualifies): (64, 64, 4) with 16 warps where the
-// shared memory allows (sm_90, sm_100), then (64, 32, 2), (32, 32, 2), (32, 16, 2), (16, 32, 2),
-// (16, 16, 2).
+// Whether the block's output tile (head_tile x L elements of `bytes`) fits in the Q and K
+// regions, free once the last tile is done: then it is staged there and stored in 16-byte
+// rows-contiguous chunks; otherwise each lane stores its accumulator elements.
+PW_HD constexpr bool pw_sparse_out_staged(const PwSparseGeometry& g, int l, int bytes) {
+  return g.head_tile * pw_sparse_out_row(l) * bytes <= g.s_offset;
+}
+
+// The first of these (heads, keys, warp heads, parts) that fits `lds_kib` and whose head tile
+// does not exceed the heads rounded up to 16 (16 always qualifies): (64, 64, 32, 8) with 16 warps
+// where the shared memory allows (sm_90, sm_100), then (64, 32, 16, 2), (32, 32, 16, 2),
+// (32, 16, 16, 2), (16, 32, 16, 2), (16, 16, 16, 2).
 PW_HD constexpr PwSparseGeometry pw_sparse_geometry(int heads, int warp, int lds_kib, int l, int dr,
                                                     int range, bool staged) {
   const int padded = (heads + 15) / 16 * 16;
-  const int options[6][3] = {{64, 64, 4}, {64, 32, 2}, {32, 32, 2},
-                             {32, 16, 2}, {16, 32, 2}, {16, 16, 2}};
+  const int options[6][4] = {{64, 64, 32, 8}, {64, 32, 16, 2}, {32, 32, 16, 2},
+                             {32, 16, 16, 2}, {16, 32, 16, 2}, {16, 16, 16, 2}};
   for (int i = 0; i < 6; ++i) {
     if (options[i][0] > padded && options[i][0] > 16) continue;
-    const PwSparseGeometry g =
-        pw_sparse_layout(options[i][0], options[i][1], options[i][2], warp, l, dr, range, staged);
+    const PwSparseGeometry g = pw_sparse_layout(options[i][0], options[i][1], options[i][2],
+                                                options[i][3], warp, l, dr, range, staged);
     if (g.smem_bytes <= lds_kib * 1024 && g.threads <= 1024) return g;
   }
-  return pw_sparse_layout(16, 16, 2, warp, l, dr, range, staged);
+  return pw_sparse_layout(16, 16, 16, 2, warp, l, dr, range, staged);
 }

@@ -5,36 +5,21 @@
 #pragma once
 #include "nvfp4_mla/sparse_common.h"
 
-// One dequant item's raw bytes: a 16-value NVFP4 block (8 bytes of nibbles in x, y and its
-// scale byte in z) or 8 bf16 of the rope part (x..w); zeros where nothing is selected (a zero
-// scale byte and zero nibbles decode to zeros).
+// One dequant item's raw bytes: eight NVFP4 values (a 32-bit word of nibbles in x, the scale
+// byte of their 16-value block in y) or 4 bf16 of the rope part; zeros where nothing is selected
+// (a zero scale byte and zero nibbles decode to zeros). Eight values an item, so that
+// neighbouring lanes write neighbouring 16-byte chunks of the K tile (no bank conflicts), and
+// 8 raw bytes, so a thread holding its share of a 64-key tile needs 20 registers.
 struct PwSparseRaw {
-  uint4 v;
+  uint2 v;
 };
 
-// Item `part` of a record (global or shared memory): FP4 block `part` with its scale byte, or
-// the rope part's 16-byte chunk part - L/16.
-__device__ inline uint4 pw_sparse_item(const pw_u8* rec, int part) {
-  if (part < PW_L / 16) {
-    const uint2 nib = *reinterpret_cast<const uint2*>(rec + 8 * part);
-    return make_uint4(nib.x, nib.y, rec[PW_L / 2 + part], 0);
-  }
-  return *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (part - PW_L / 16));
-}
-
-// The tile of selected entries [k0, k0 + keys) into registers, raw.
-__device__ inline void pw_sparse_load(const PwSparseArgs& a, const int* slots, int k0, int end,
-                                      PwSparseRaw* raw) {
-#pragma unroll
-  for (int i = 0; i < kPwPerThread; ++i) {
-    const int it = threadIdx.x + i * kPwSg.threads;
-    const int r = it / kPwItems, part = it % kPwItems;
-    raw[i].v = make_uint4(0, 0, 0, 0);
-    if (r >= kPwSg.keys || k0 + r >= end) continue;
-    const int slot = slots[k0 + r];
-    if (slot < 0) continue;
-    raw[i].v = pw_sparse_item(a.kv_cache + static_cast<long long>(slot) * kPwRecord, part);
-  }
+// Item `part` of a record (global or shared memory): the NVFP4 word `part` with its scale byte,
+// or the rope part's 8-byte chunk part - L/8.
+__device__ inline uint2 pw_sparse_item(const pw_u8* rec, int part) {
+  if (part < PW_L / 8)
+    return make_uint2(*reinterpret_cast<const pw_u32*>(rec + 4 * part), rec[PW_L / 2 + part / 2]);
+  return *reinterpret_cast<const uint2*>(rec + PW_L / 2 + PW_L / 16 + 8 * (part - PW_L / 8));
 }
 
 // Copies the raw records of tile [k0, k0 + keys) into sm.stage, 16 bytes a copy, asynchronously
@@ -89,26 +74,41 @@ __device__ inline void pw_sparse_dequant8(pw_u32 w, float sg, pw_u32* out) {
 }
 
 // Item `part` of key row `r` of the K tile, from its raw bytes.
-__device__ inline void pw_sparse_dequant_item(uint4 v, int r, int part, float g_kv, pw_u16* k_smem) {
+__device__ inline void pw_sparse_dequant_item(uint2 v, int r, int part, float g_kv, pw_u16* k_smem) {
   pw_u16* dst = k_smem + r * kPwRow;
-  if (part < PW_L / 16) {
-    uint4 lo, hi;
-    const float sg = pw_fp8_decode_fmt(static_cast<pw_u8>(v.z), false) * g_kv;
-    pw_sparse_dequant8(v.x, sg, &lo.x);
-    pw_sparse_dequant8(v.y, sg, &hi.x);
-    *reinterpret_cast<uint4*>(dst + 16 * part) = lo;
-    *reinterpret_cast<uint4*>(dst + 16 * part + 8) = hi;
+  if (part < PW_L / 8) {
+    uint4 out;
+    pw_sparse_dequant8(v.x, pw_e4m3fn_decode_fast(v.y) * g_kv, &out.x);
+    *reinterpret_cast<uint4*>(dst + 8 * part) = out;
   } else {
-    *reinterpret_cast<uint4*>(dst + PW_L + 8 * (part - PW_L / 16)) = v;
+    *reinterpret_cast<uint2*>(dst + PW_L + 4 * (part - PW_L / 8)) = v;
   }
 }
 
-__device__ inline void pw_sparse_dequant(const PwSparseRaw* raw, float g_kv, pw_u16* k_smem) {
+// The tile of selected entries [k0, k0 + keys) through registers into the K tile: a thread's
+// items in batches of kPwBatch, each batch's loads issued together, then decoded.
+constexpr int kPwBatch = 5;
+__device__ inline void pw_sparse_fill(const PwSparseArgs& a, const int* slots, int k0, int end,
+                                      pw_u16* k_smem) {
+#pragma unroll 1  // unrolled, each item's row and slot would be hoisted out of the tile loop
+  for (int i0 = 0; i0 < kPwPerThread; i0 += kPwBatch) {
+    PwSparseRaw raw[kPwBatch];
 #pragma unroll
-  for (int i = 0; i < kPwPerThread; ++i) {
-    const int it = threadIdx.x + i * kPwSg.threads;
-    if (it < kPwSg.keys * kPwItems)
-      pw_sparse_dequant_item(raw[i].v, it / kPwItems, it % kPwItems, g_kv, k_smem);
+    for (int i = 0; i < kPwBatch; ++i) {
+      const int it = threadIdx.x + (i0 + i) * kPwSg.threads;
+      const int r = it / kPwItems, part = it % kPwItems;
+      raw[i].v = make_uint2(0, 0);
+      if (i0 + i >= kPwPerThread || r >= kPwSg.keys || k0 + r >= end) continue;
+      const int slot = slots[k0 + r];
+      if (slot < 0) continue;
+      raw[i].v = pw_sparse_item(a.kv_cache + static_cast<long long>(slot) * kPwRecord, part);
+    }
+#pragma unroll
+    for (int i = 0; i < kPwBatch; ++i) {
+      const int it = threadIdx.x + (i0 + i) * kPwSg.threads;
+      if (i0 + i < kPwPerThread && it < kPwSg.keys * kPwItems)
+        pw_sparse_dequant_item(raw[i].v, it / kPwItems, it % kPwItems, a.g_kv, k_smem);
+    }
   }
 }
 

@@ -36,6 +36,18 @@ TEST(Fp8Test, EveryCodeDecodesToItsValue) {
   EXPECT_EQ(pw_fp8_decode_fmt(0x7f, true), 240.0f);
 }
 
+TEST(Fp8Test, FastE4m3fnDecodeEqualsTheDecodeForEveryCode) {
+  for (int c = 0; c < 256; ++c) {
+    const float want = pw_fp8_decode_fmt(static_cast<pw_u8>(c), false);
+    const float got = pw_e4m3fn_decode_fast(static_cast<pw_u32>(c));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << c;
+    } else {
+      EXPECT_EQ(pw_f2u(got), pw_f2u(want)) << "code " << c;  // bit-exact, signed zero included
+    }
+  }
+}
+
 TEST(Fp8Test, EveryFiniteCodeRoundTrips) {
   for (bool fnuz : {false, true}) {
     for (int c = 0; c < 256; ++c) {

@@ -178,7 +178,9 @@ TEST(SparseGeometryTest, FitsEveryKnownArchAndIsConsistent) {
           EXPECT_LE(g.smem_bytes, lds * 1024);
           EXPECT_LE(g.threads, 1024);
           EXPECT_EQ(g.threads, g.warps * warp);
-          EXPECT_EQ(g.warps, g.head_tile / 16 * g.parts);
+          EXPECT_TRUE(g.warp_heads == 16 || g.warp_heads == 32);
+          EXPECT_EQ(g.head_tile % g.warp_heads, 0);
+          EXPECT_EQ(g.warps, g.head_tile / g.warp_heads * g.parts);
           EXPECT_EQ(512 % (16 * g.parts), 0);
           EXPECT_EQ(g.keys % 16, 0);
           EXPECT_TRUE(g.head_tile <= (heads + 15) / 16 * 16 || g.head_tile == 16);
@@ -188,17 +190,24 @@ TEST(SparseGeometryTest, FitsEveryKnownArchAndIsConsistent) {
             EXPECT_EQ(off % 16, 0);
           }
           EXPECT_GE(g.stage_offset - g.slots_offset, 4 * range);
+          // A bf16 output tile always fits where Q and K were (its rows are narrower).
+          EXPECT_TRUE(pw_sparse_out_staged(g, 512, 2));
           EXPECT_EQ(g.smem_bytes - g.stage_offset, staged ? g.keys * 416 : 0);
         }
       }
     }
   }
-  // sm_90 keeps 64 heads, 64 keys a tile and 16 warps, staged or not.
+  // sm_90 keeps 64 heads, 64 keys a tile and 16 warps of 32 heads x 64 dims, staged or not, and
+  // stages its output (bf16, and the f32 partials of a split) for coalesced stores.
   for (bool staged : {false, true}) {
     const PwSparseGeometry h200 = pw_sparse_geometry(64, 32, 227, 512, 64, 2048, staged);
     EXPECT_EQ(h200.head_tile, 64);
     EXPECT_EQ(h200.keys, 64);
     EXPECT_EQ(h200.threads, 512);
+    EXPECT_EQ(h200.warp_heads, 32);
+    EXPECT_EQ(512 / h200.parts, 64);
+    EXPECT_TRUE(pw_sparse_out_staged(h200, 512, 2));
+    EXPECT_TRUE(pw_sparse_out_staged(h200, 512, 4));
   }
 }
 
