@@ -1,12 +1,15 @@
-// The sparse MLA attention launchers against the GPU's roofline (GPU only; elsewhere it says why
-// and exits 0). For the embedded example's shape (64 heads, L 512, Dr 64, Ktop 2048, NVFP4 KV)
+// The sparse MLA attention and index-score launchers against the GPU's roofline (GPU only;
+// elsewhere it says why and exits 0). For the embedded example's shape (64 heads, L 512, Dr 64,
+// Ktop 2048, NVFP4 KV; index: Hi 4, Di 128)
 // and each (launcher, variant, rows, context): the median device time of many launches after
 // warm-up (events around each launch, the L2 flushed before each), the FLOPs and the fewest
 // bytes the launch must do and move, the achieved TFLOP/s and TB/s, and their share of the
 // device's copy bandwidth (measured here, first) and of its bf16 matrix peak (--bf16-tflops,
 // measured by the caller; 790 is the H200's 8192^3 matmul on random data).
 //   kernel_bench [--bf16-tflops 790] [--reps N] [--simt]
-//                [--launcher sparse_prefill|sparse_decode] [--rows N] [--ctx N] [--variant V]
+//                [--launcher L] [--rows N] [--ctx N] [--variant V]
+// L: sparse_prefill, sparse_decode, index_prefill or index_decode; V: the value of the variant's
+// key field (rounds, splits, large or buffered; 0 and 1 for the last two).
 // The variant the key rule picks for a shape is marked `*`; the other rows show what the rule
 // would lose by picking differently. --simt compiles the SIMT path of common/mma.h instead.
 #include <algorithm>
@@ -33,7 +36,7 @@ struct Options {
   bool simt = false;
   // Filters (0 / empty: all), to profile one row under Nsight Compute.
   std::string launcher;
-  int rows = 0, ctx = 0, variant = 0;
+  int rows = 0, ctx = 0, variant = -1;
 };
 
 double Median(std::vector<float> v) {
@@ -96,7 +99,7 @@ class Bench {
   void Sparse(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
     const char* field = prefill ? "rounds" : "splits";  // the variant's key field
     if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
-        (o_.ctx && o_.ctx != ctx) || (o_.variant && o_.variant != KeyInt(key, field))) {
+        (o_.ctx && o_.ctx != ctx) || (o_.variant >= 0 && o_.variant != KeyInt(key, field))) {
       return;
     }
     const int hr = static_cast<int>(KeyInt(key, "heads")),
@@ -176,6 +179,86 @@ class Bench {
     std::fflush(stdout);
   }
 
+  // One row of index scores: `rows` query rows at context `ctx` (prefill: one chunk of `rows`
+  // tokens of one request ending at ctx, causal; decode: one token each of `rows` requests).
+  void Index(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
+    const char* field = prefill ? "large" : "buffered";
+    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
+        (o_.ctx && o_.ctx != ctx) || (o_.variant >= 0 && o_.variant != KeyInt(key, field))) {
+      return;
+    }
+    const int hi = static_cast<int>(KeyInt(key, "index_heads")),
+              di = static_cast<int>(KeyInt(key, "index_head_dim"));
+    const int requests = prefill ? 1 : rows;
+    const int record = di / 2 + di / 16;
+    const int max_blocks = (ctx + kBlockSize - 1) / kBlockSize;
+    const int num_blocks = std::min(max_blocks * requests, 65536);
+    std::vector<int> table(static_cast<size_t>(max_blocks) * requests);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int>((i * 7919) % num_blocks);
+    std::vector<int> row_req(rows), visible(rows);
+    double seen = 0;
+    for (int r = 0; r < rows; ++r) {
+      row_req[r] = prefill ? 0 : r;
+      visible[r] = prefill ? ctx - rows + r + 1 : ctx;
+      seen += visible[r];
+    }
+    std::vector<uint8_t> cache(static_cast<size_t>(num_blocks) * kBlockSize * record);
+    FillRandom(cache, 11);
+    const size_t slots = cache.size() / record;
+    for (size_t s = 0; s < slots; ++s) {
+      for (int i = 0; i < di / 16; ++i) {
+        uint8_t& b = cache[s * record + di / 2 + i];
+        b = static_cast<uint8_t>(((4 + b % 6) << 3) | (b & 7));
+      }
+    }
+    const int stride = ctx;
+    DeviceBuffer dq = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(rows) * hi * di, 4)));
+    std::vector<float> w(static_cast<size_t>(rows) * hi, 0.25f);
+    DeviceBuffer dw = Must(Upload(gpu_, w)), dreq = Must(Upload(gpu_, row_req));
+    DeviceBuffer dvis = Must(Upload(gpu_, visible)), dtable = Must(Upload(gpu_, table));
+    DeviceBuffer dcache = Must(Upload(gpu_, cache));
+    DeviceBuffer dout = Must(AllocBuffer(gpu_, static_cast<size_t>(rows) * stride * 4));
+    const size_t ws = prefill ? 0 : IndexWorkspaceBytes(key, rows, stride);
+    DeviceBuffer dws = Must(AllocBuffer(gpu_, std::max<size_t>(ws, 4)));
+    IndexArgs a;
+    a.q = dq.ptr();
+    a.w = dw.ptr();
+    a.row_req = dreq.ptr();
+    a.visible = dvis.ptr();
+    a.block_table = dtable.ptr();
+    a.max_blocks = max_blocks;
+    a.block_size = kBlockSize;
+    a.index_cache = dcache.ptr();
+    a.g_idx = kGKv;
+    a.out = dout.ptr();
+    a.stride = stride;
+    a.rows = rows;
+    a.ws = dws.ptr();
+    void* module = Module(key);
+    auto launch = [&] {
+      return prefill ? LaunchIndexPrefill(gpu_, module, key, a)
+                     : LaunchIndexDecode(gpu_, module, key, a);
+    };
+    OrDie(launch());
+    OrDie(gpu_.Synchronize());
+    const int reps = o_.reps > 0 ? o_.reps : 50;
+    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
+    const double ms = Median(Must(TimeEach(gpu_, launch, flush, reps)));
+    const double flops = 2.0 * hi * di * seen;
+    // Fewest bytes: Q and w, every score written, each distinct key record once, the buffer
+    // written and read.
+    const double records = prefill ? ctx : static_cast<double>(rows) * ctx;
+    const double bytes = rows * (2.0 * hi * di + 4.0 * hi) + 4.0 * rows * stride +
+                         records * record + 2.0 * static_cast<double>(ws);
+    const double tflops = flops / (ms * 1e-3) / 1e12, tbs = bytes / (ms * 1e-3) / 1e12;
+    const std::string variant = std::string(field) + "=" + std::to_string(KeyInt(key, field));
+    std::printf("%-15s %-10s %1s %6d %7d %11.4f %9.2f %8.2f %8.3f %7.1f %7.1f\n",
+                prefill ? "index_prefill" : "index_decode", variant.c_str(), picked ? "*" : "",
+                rows, ctx, ms, flops / 1e9, bytes / 1e6, tbs, 100 * tbs / copy_tbs,
+                100 * tflops / o_.bf16_tflops);
+    std::fflush(stdout);
+  }
+
  private:
   Gpu& gpu_;
   Arch arch_;
@@ -187,8 +270,8 @@ class Bench {
 
 constexpr char kUsage[] =
     "usage: kernel_bench [--bf16-tflops T] [--reps N] [--simt]\n"
-    "                    [--launcher sparse_prefill|sparse_decode] [--rows N] [--ctx N] "
-    "[--variant V]\n";
+    "                    [--launcher sparse_prefill|sparse_decode|index_prefill|index_decode]\n"
+    "                    [--rows N] [--ctx N] [--variant V]\n";
 
 // A positive number, the whole of `text`; 0 when it is not one.
 double PositiveNumber(const char* text) {
@@ -212,8 +295,17 @@ std::string ParseArgs(int argc, char** argv, Options& o) {
     const char* v = argv[++i];
     if (a == "--launcher") {
       o.launcher = v;
-      if (o.launcher != "sparse_prefill" && o.launcher != "sparse_decode")
-        return "--launcher " + o.launcher + ": must be sparse_prefill or sparse_decode";
+      if (o.launcher != "sparse_prefill" && o.launcher != "sparse_decode" &&
+          o.launcher != "index_prefill" && o.launcher != "index_decode")
+        return "--launcher " + o.launcher +
+               ": must be sparse_prefill, sparse_decode, index_prefill or index_decode";
+      continue;
+    }
+    if (a == "--variant") {  // a key field's value: 0 is one
+      const double x = std::string(v) == "0" ? 0 : PositiveNumber(v);
+      if ((x == 0 && std::string(v) != "0") || x != static_cast<int>(x))
+        return a + " " + v + ": must be a non-negative integer";
+      o.variant = static_cast<int>(x);
       continue;
     }
     const double x = PositiveNumber(v);
@@ -224,7 +316,6 @@ std::string ParseArgs(int argc, char** argv, Options& o) {
     if (a == "--reps") o.reps = static_cast<int>(x);
     if (a == "--rows") o.rows = static_cast<int>(x);
     if (a == "--ctx") o.ctx = static_cast<int>(x);
-    if (a == "--variant") o.variant = static_cast<int>(x);
   }
   return "";
 }
@@ -278,6 +369,26 @@ int Main(int argc, char** argv) {
         Key k = picked;
         k.Set("splits", static_cast<int64_t>(splits));
         bench.Sparse(k, false, rows, c, k == picked, copy);
+      }
+    }
+  }
+  for (int c : {8192, 32768}) {
+    for (int rows : {512, 2048, 8192}) {
+      const Key picked = key_of("index_prefill", Step{{{Phase::kPrefill, rows, c}}});
+      for (bool large : {false, true}) {
+        Key k = picked;
+        k.Set("large", large);
+        bench.Index(k, true, rows, c, k == picked, copy);
+      }
+    }
+    for (int rows : {1, 16, 128}) {
+      Step step;
+      for (int r = 0; r < rows; ++r) step.requests.push_back({Phase::kDecode, 1, c});
+      const Key picked = key_of("index_decode", step);
+      for (bool buffered : {false, true}) {
+        Key k = picked;
+        k.Set("buffered", buffered);
+        bench.Index(k, false, rows, c, k == picked, copy);
       }
     }
   }

@@ -1,46 +1,31 @@
-// index_decode: index scores of the decode rows (index_common.h).
-// Defines: PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_ROWS_TILE, PW_BUFFERED.
-// Grid (ceil(rows / ROWS_TILE), ceil(stride / 64)), block 256: a block scores ROWS_TILE rows
-// against 64 key positions.
-//   buffered 0: the head sum stays in registers; scores are written once.
+// index_decode: index scores of the decode rows (index_common.h), on matrix cores.
+// Defines: PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_ROWS_TILE, PW_BUFFERED, PW_LDS_KIB.
+// Grid (ceil(rows / ROWS_TILE), ceil(stride / PW_INDEX_DECODE_KEYS)), block kPwIg.threads,
+// dynamic shared memory kPwIg.smem_bytes (index_geometry.h): a block scores ROWS_TILE rows
+// against PW_INDEX_DECODE_KEYS key positions, kPwIg.rows rows at a time. Rows of one request
+// (speculative tokens) share the block's key tile; other rows are taken one request after the
+// other, the next tile's loads in flight while the current one is multiplied.
+//   buffered 0: the head sum stays on chip; scores are written once.
 //   buffered 1: relu(q_h . k) per head goes to ws[rows][Hi][stride] in this pass, and
 //     pw_index_decode_reduce (grid (rows, ceil(stride / 256)), block 256) sums w * ws.
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
-#define PW_KEYS PW_INDEX_DECODE_KEYS
+static_assert(PW_INDEX_DECODE_KEYS % kPwIndexKeys == 0, "decode chunk of whole tiles");
 
-extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
+extern "C" __global__ void __launch_bounds__(kPwIg.threads)
     pw_index_decode(const pw_u16* q, const float* w, const int* row_req, const int* visible,
                     const int* block_table, int max_blocks, int block_size,
                     const pw_u8* index_cache, float g_idx, float* out, int stride, int rows,
                     float* ws) {
-  const PwIndexArgs a{q, w, row_req, visible, block_table, max_blocks, block_size,
-                      index_cache, g_idx, out, stride};
-  const int row0 = blockIdx.x * PW_ROWS_TILE;
-  const int j0 = blockIdx.y * PW_KEYS;
-  for (int p = threadIdx.x; p < PW_ROWS_TILE * PW_KEYS; p += blockDim.x) {
-    const int row = row0 + p / PW_KEYS, j = j0 + p % PW_KEYS;
-    if (row >= rows || j >= stride) continue;
-    const long long o = static_cast<long long>(row) * stride + j;
-    if (j >= visible[row]) {
-#if PW_BUFFERED
-      for (int h = 0; h < PW_HI; ++h) ws[(static_cast<long long>(row) * PW_HI + h) * stride + j] = 0.0f;
-#endif
-      out[o] = pw_neg_inf();
-      continue;
-    }
-    float k[PW_DI];
-    pw_index_load_key(a, row, j, k);
-#if PW_BUFFERED
-    for (int h = 0; h < PW_HI; ++h) {
-      ws[(static_cast<long long>(row) * PW_HI + h) * stride + j] = pw_index_head_dot(a, row, h, k);
-    }
-#else
-    float score = 0.0f;
-    for (int h = 0; h < PW_HI; ++h) score += w[row * PW_HI + h] * pw_index_head_dot(a, row, h, k);
-    out[o] = score;
-#endif
+  const PwIndexArgs a{q,      w,     row_req, visible, block_table, max_blocks, block_size,
+                      index_cache, g_idx, out, stride, rows, PW_BUFFERED ? ws : nullptr};
+  const int begin = blockIdx.y * PW_INDEX_DECODE_KEYS;
+  const int end = begin + PW_INDEX_DECODE_KEYS < stride ? begin + PW_INDEX_DECODE_KEYS : stride;
+  const int last = (blockIdx.x + 1) * PW_ROWS_TILE < rows ? (blockIdx.x + 1) * PW_ROWS_TILE : rows;
+  for (int row0 = blockIdx.x * PW_ROWS_TILE; row0 < last; row0 += kPwIg.rows) {
+    pw_index_block(a, row0, last - row0 < kPwIg.rows ? last - row0 : kPwIg.rows, begin, end);
+    __syncthreads();  // the next group's Q and scalars overwrite this one's
   }
 }
 

@@ -18,7 +18,7 @@
 #pragma once
 #include "common/bf16.h"
 #include "common/mma.h"
-#include "common/nvfp4.h"
+#include "common/nvfp4_dequant.h"
 #include "nvfp4_mla/kv_layout.h"
 #include "nvfp4_mla/sparse_geometry.h"
 

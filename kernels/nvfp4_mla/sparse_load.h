@@ -47,38 +47,12 @@ __device__ inline void pw_async_wait() {
 #endif
 }
 
-// Eight nibbles (one 32-bit word, low nibble first) times sg, as four packed bf16 pairs.
-// On NVIDIA sm_80+ two values at a time: a byte permute puts nibbles 2j and 2j+1 in the two
-// halves, the bits land on a bf16 pair worth 2^-126 times the values, and two bf16x2 FMAs scale
-// it by 2^126 (exact) and by sg (rounded to bf16 first: at most 2^-9 relative, within bf16's
-// own rounding of the result). Elsewhere, value by value in float.
-__device__ inline void pw_sparse_dequant8(pw_u32 w, float sg, pw_u32* out) {
-#if PW_MMA_IMPL == PW_MMA_SYNC
-  const pw_u32 w4 = w >> 4, sg2 = pw_pack_bf16x2(sg, sg), pow126 = PW_BF16X2_POW2_126;
-  const pw_u32 neg_zero = 0x80008000u;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    pw_u32 t, v;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t) : "r"(w), "r"(w4), "r"(j | ((4 + j) << 8)));
-    v = pw_e2m1x2_to_bf16x2_scaled(t);
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow126), "r"(neg_zero));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v), "r"(sg2), "r"(neg_zero));
-  }
-#else
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const pw_u32 b = w >> (8 * j);
-    out[j] = pw_pack_bf16x2(pw_e2m1_value(b & 15) * sg, pw_e2m1_value((b >> 4) & 15) * sg);
-  }
-#endif
-}
-
 // Item `part` of key row `r` of the K tile, from its raw bytes.
 __device__ inline void pw_sparse_dequant_item(uint2 v, int r, int part, float g_kv, pw_u16* k_smem) {
   pw_u16* dst = k_smem + r * kPwRow;
   if (part < PW_L / 8) {
     uint4 out;
-    pw_sparse_dequant8(v.x, pw_e4m3fn_decode_fast(v.y) * g_kv, &out.x);
+    pw_nvfp4_dequant8_bf16(v.x, pw_e4m3fn_decode_fast(v.y) * g_kv, &out.x);
     *reinterpret_cast<uint4*>(dst + 8 * part) = out;
   } else {
     *reinterpret_cast<uint2*>(dst + PW_L + 4 * (part - PW_L / 8)) = v;

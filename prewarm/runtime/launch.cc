@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/geometry.h"
+#include "nvfp4_mla/index_geometry.h"
 #include "nvfp4_mla/sparse_geometry.h"
 #include "prewarm/util/status_macros.h"
 
@@ -19,13 +20,18 @@ absl::Status Run(Gpu& gpu, void* module, const char* entry, Dim3 grid, std::vect
   return gpu.Launch(fn, grid, {block, 1, 1}, args, shared_bytes);
 }
 
-// The block shape sparse_geometry.h gives the kernel compiled for this key.
-absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
+// The arch a key was compiled for.
+absl::StatusOr<Arch> KeyArch(const Key& key) {
   auto it = key.params.find("arch");
   const std::string* name =
       it == key.params.end() ? nullptr : std::get_if<std::string>(&it->second);
   if (name == nullptr) return absl::InvalidArgumentError("key has no arch: " + key.String());
-  ASSIGN_OR_RETURN(const Arch arch, ParseArch(*name));
+  return ParseArch(*name);
+}
+
+// The block shape sparse_geometry.h gives the kernel compiled for this key.
+absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   const int range = pw_sparse_range(static_cast<int>(KeyInt(key, "topk")),
                                     std::max<int>(1, static_cast<int>(KeyInt(key, "splits"))));
   const bool staged =
@@ -34,6 +40,14 @@ absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
   return pw_sparse_geometry(static_cast<int>(KeyInt(key, "heads")), WarpWidth(arch),
                             SharedMemoryKib(arch), static_cast<int>(KeyInt(key, "kv_lora_rank")),
                             static_cast<int>(KeyInt(key, "rope_dim")), range, staged);
+}
+
+// The block shape index_geometry.h gives the index kernels compiled for this key.
+absl::StatusOr<PwIndexGeometry> IndexGeometry(const Key& key) {
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  return pw_index_geometry(static_cast<int>(KeyInt(key, "index_heads")),
+                           static_cast<int>(KeyInt(key, "index_head_dim")), WarpWidth(arch),
+                           SharedMemoryKib(arch));
 }
 
 }  // namespace
@@ -74,19 +88,23 @@ size_t IndexWorkspaceBytes(const Key& key, int rows, int stride) {
 
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   IndexArgs v = a;
+  ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
   const unsigned chunks = KeyInt(key, "large") ? CeilDiv(a.stride, PW_INDEX_PREFILL_CHUNK) : 1;
-  return Run(gpu, module, "pw_index_prefill", {static_cast<unsigned>(a.rows), chunks, 1},
+  return Run(gpu, module, "pw_index_prefill", {CeilDiv(a.rows, g.rows), chunks, 1},
              {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
-              &v.index_cache, &v.g_idx, &v.out, &v.stride});
+              &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows},
+             g.threads, g.smem_bytes);
 }
 
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   IndexArgs v = a;
+  ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
   RETURN_IF_ERROR(
       Run(gpu, module, "pw_index_decode",
           {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, PW_INDEX_DECODE_KEYS), 1},
           {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
-           &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows, &v.ws}));
+           &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows, &v.ws},
+          g.threads, g.smem_bytes));
   if (!KeyInt(key, "buffered")) return absl::OkStatus();
   return Run(gpu, module, "pw_index_decode_reduce",
              {static_cast<unsigned>(a.rows), CeilDiv(a.stride, kBlock), 1},

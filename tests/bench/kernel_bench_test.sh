@@ -23,9 +23,12 @@ expect_bad "--rows 1.5: must be a positive integer" --rows 1.5
 expect_bad "--reps -3: must be a positive integer" --reps -3
 expect_bad "--ctx 0: must be a positive integer" --ctx 0
 expect_bad "--bf16-tflops x: must be a positive number" --bf16-tflops x
-expect_bad "--launcher topk: must be sparse_prefill or sparse_decode" --launcher topk
+expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, index_prefill or index_decode" \
+  --launcher topk
+expect_bad "--variant -1: must be a non-negative integer" --variant -1
+expect_bad "--variant 2.5: must be a non-negative integer" --variant 2.5
 if ! [[ -e /dev/nvidiactl || -e /dev/kfd ]]; then
-  out=$("$bench" --rows 16 2>&1)
+  out=$("$bench" --rows 16 --launcher index_decode --variant 0 2>&1)
   rc=$?
   if [[ $rc -ne 0 ]] || ! grep -q "skipped: no GPU" <<<"$out"; then
     echo "FAIL: without a GPU: exit $rc, output: $out"

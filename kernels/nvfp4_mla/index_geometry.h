@@ -1,0 +1,48 @@
+// Launch geometry of index_prefill and index_decode, read by the kernels and by the host's launch
+// code (prewarm/runtime/launch.cc): rows a block scores together, its threads and its dynamic
+// shared memory, from Hi, Di, the warp width and the arch's shared memory per block (PW_LDS_KIB).
+//
+// A block scores `rows` query rows, i.e. rows x Hi query vectors ("qvecs", the N of a GEMM),
+// against tiles of 64 key positions (the M), K = Di, on matrix cores (common/mma.h). Its 8 warps
+// split a tile into 2 halves of 32 keys x 4 groups of 16 wn qvecs; wn = 4 (256 qvecs) where the
+// shared memory allows (sm_80+), else 1 (64 qvecs: AMD's 64 KiB). Shared memory: Q of the
+// block [qvecs][Di + 8] bf16, the dequantized key tile [64][Di + 8] bf16, the per-head scores
+// [64][qvecs + 8] f32, and per-row and per-qvec scalars.
+#pragma once
+#include "common/portability.h"
+
+struct PwIndexGeometry {
+  int rows;   // query rows a block scores together
+  int qvecs;  // qvec columns (>= rows * Hi; the rest are zeros)
+  int wn;     // 16-qvec tiles of a warp
+  int threads;
+  int q_offset, k_offset, sc_offset, w_offset, row_offset, smem_bytes;
+};
+
+constexpr int kPwIndexKeys = 64;  // key positions a tile
+
+PW_HD constexpr int pw_index_row(int di) { return di + 8; }       // Q and K rows, bf16
+PW_HD constexpr int pw_index_sc_row(int qvecs) { return qvecs + 8; }  // score rows, f32
+
+PW_HD constexpr PwIndexGeometry pw_index_layout(int wn, int hi, int di, int warp) {
+  PwIndexGeometry g{};
+  g.wn = wn;
+  g.qvecs = 4 * 16 * wn;
+  g.rows = g.qvecs / hi > 0 ? g.qvecs / hi : 1;
+  g.threads = 8 * warp;
+  g.q_offset = 0;
+  g.k_offset = g.q_offset + g.qvecs * pw_index_row(di) * 2;
+  g.sc_offset = g.k_offset + kPwIndexKeys * pw_index_row(di) * 2;
+  g.w_offset = g.sc_offset + kPwIndexKeys * pw_index_sc_row(g.qvecs) * 4;
+  g.row_offset = g.w_offset + g.qvecs * 4;
+  // Per row: request, visible; per request of the block: its id and its rows' largest visible;
+  // and the number of requests.
+  g.smem_bytes = g.row_offset + ((4 * g.rows + 1) * 4 + 15) / 16 * 16;
+  return g;
+}
+
+// wn = 4 where it fits `lds_kib`, else 1. Hi must not exceed the qvecs (checked by the kernel).
+PW_HD constexpr PwIndexGeometry pw_index_geometry(int hi, int di, int warp, int lds_kib) {
+  const PwIndexGeometry big = pw_index_layout(4, hi, di, warp);
+  return big.smem_bytes <= lds_kib * 1024 ? big : pw_index_layout(1, hi, di, warp);
+}
