@@ -87,6 +87,18 @@ PW_DEVICE_INLINE float pw_exp2_fast(float x) {
 #endif
 }
 
+// Orders the shared-memory accesses of a warp's lanes (a wavefront runs in lockstep: only the
+// compiler needs telling).
+PW_DEVICE_INLINE void pw_syncwarp() {
+#if !defined(PW_AMD)
+  __syncwarp();
+#else
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#endif
+}
+
 // True when `pred` holds in every lane of the warp / wavefront.
 PW_DEVICE_INLINE bool pw_warp_all(bool pred) {
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)

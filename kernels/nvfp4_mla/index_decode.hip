@@ -1,31 +1,115 @@
 // index_decode: index scores of the decode rows (index_common.h), on matrix cores.
 // Defines: PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_ROWS_TILE, PW_BUFFERED, PW_LDS_KIB.
-// Grid (ceil(rows / ROWS_TILE), ceil(stride / PW_INDEX_DECODE_KEYS)), block kPwIg.threads,
-// dynamic shared memory kPwIg.smem_bytes (index_geometry.h): a block scores ROWS_TILE rows
-// against PW_INDEX_DECODE_KEYS key positions, kPwIg.rows rows at a time. Rows of one request
-// (speculative tokens) share the block's key tile; other rows are taken one request after the
-// other, the next tile's loads in flight while the current one is multiplied.
+// Grid (ceil(rows / ROWS_TILE), ceil(stride / PW_INDEX_DECODE_KEYS)), block kPwDg.threads,
+// dynamic shared memory kPwDg.smem_bytes (index_geometry.h): a block scores ROWS_TILE rows
+// against PW_INDEX_DECODE_KEYS key positions. Decode rows belong to different requests and share
+// no keys, so each warp takes whole rows (w, w + warps, ...) on its own, with no block-wide
+// barrier: per 16 positions it decodes the keys into its own tile, multiplies them with the
+// row's Q (16 keys x Hi qvecs on matrix cores) while the next 16 positions' loads fly, applies
+// g, relu and the head weights and sums the heads.
 //   buffered 0: the head sum stays on chip; scores are written once.
 //   buffered 1: relu(q_h . k) per head goes to ws[rows][Hi][stride] in this pass, and
 //     pw_index_decode_reduce (grid (rows, ceil(stride / 256)), block 256) sums w * ws.
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
-static_assert(PW_INDEX_DECODE_KEYS % kPwIndexKeys == 0, "decode chunk of whole tiles");
+constexpr PwIndexDecodeGeometry kPwDg = pw_index_decode_geometry(PW_HI, PW_DI, PW_WARP, PW_LDS_KIB);
+constexpr int kPwDScRow = pw_index_decode_sc_row(kPwDg.nt);
+constexpr int kPwDPerLane = (16 * kPwIItems + PW_WARP - 1) / PW_WARP;  // items of 16 keys a lane
 
-extern "C" __global__ void __launch_bounds__(kPwIg.threads)
+extern "C" __global__ void __launch_bounds__(kPwDg.threads)
     pw_index_decode(const pw_u16* q, const float* w, const int* row_req, const int* visible,
                     const int* block_table, int max_blocks, int block_size,
                     const pw_u8* index_cache, float g_idx, float* out, int stride, int rows,
                     float* ws) {
-  const PwIndexArgs a{q,      w,     row_req, visible, block_table, max_blocks, block_size,
-                      index_cache, g_idx, out, stride, rows, PW_BUFFERED ? ws : nullptr};
+  const PwIndexArgs a{q,
+                      w,
+                      row_req,
+                      visible,
+                      block_table,
+                      max_blocks,
+                      block_size,
+                      index_cache,
+                      g_idx,
+                      out,
+                      stride,
+                      rows,
+                      PW_BUFFERED ? ws : nullptr};
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_index_decode_shared[];
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  unsigned char* mine = pw_index_decode_shared + warp * kPwDg.warp_bytes;
+  pw_u16* kt = reinterpret_cast<pw_u16*>(mine);
+  pw_u16* qs = reinterpret_cast<pw_u16*>(mine + kPwDg.q_offset);
+  float* sc = reinterpret_cast<float*>(mine + kPwDg.sc_offset);
   const int begin = blockIdx.y * PW_INDEX_DECODE_KEYS;
   const int end = begin + PW_INDEX_DECODE_KEYS < stride ? begin + PW_INDEX_DECODE_KEYS : stride;
-  const int last = (blockIdx.x + 1) * PW_ROWS_TILE < rows ? (blockIdx.x + 1) * PW_ROWS_TILE : rows;
-  for (int row0 = blockIdx.x * PW_ROWS_TILE; row0 < last; row0 += kPwIg.rows) {
-    pw_index_block(a, row0, last - row0 < kPwIg.rows ? last - row0 : kPwIg.rows, begin, end);
-    __syncthreads();  // the next group's Q and scalars overwrite this one's
+  const int first = blockIdx.x * PW_ROWS_TILE;
+  const int last = first + PW_ROWS_TILE < rows ? first + PW_ROWS_TILE : rows;
+  constexpr int chunks = PW_DI / 8;
+  for (int row = first + warp; row < last; row += kPwDg.warps) {
+    const int vis = visible[row], req = row_req[row];
+    // Positions the row does not see: -inf (and zeros in the buffer).
+    for (int j = (vis > begin ? vis : begin) + lane; j < end; j += PW_WARP) {
+      out[static_cast<long long>(row) * stride + j] = pw_neg_inf();
+      if (PW_BUFFERED) {
+        for (int h = 0; h < PW_HI; ++h)
+          ws[(static_cast<long long>(row) * PW_HI + h) * stride + j] = 0.0f;
+      }
+    }
+    const int limit = vis < end ? vis : end;
+    if (limit <= begin) continue;
+    uint2 raw[kPwDPerLane];
+    pw_index_load<kPwDPerLane>(a, req, begin, limit, 16, lane, PW_WARP, raw);
+    pw_syncwarp();  // the previous row's last reads of qs and sc are done
+    for (int i = lane; i < 16 * kPwDg.nt * chunks; i += PW_WARP) {
+      const int qv = i / chunks, c = i % chunks;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (qv < PW_HI)
+        v = *reinterpret_cast<const uint4*>(q + (static_cast<long long>(row) * PW_HI + qv) * PW_DI +
+                                            8 * c);
+      *reinterpret_cast<uint4*>(qs + qv * kPwQRow + 8 * c) = v;
+    }
+    for (int j0 = begin; j0 < limit; j0 += 16) {
+      pw_syncwarp();  // the last round's reads of the key tile and the scores are done
+      pw_index_dequant<kPwDPerLane>(raw, 16, lane, PW_WARP, kt);
+      if (j0 + 16 < limit)
+        pw_index_load<kPwDPerLane>(a, req, j0 + 16, limit, 16, lane, PW_WARP, raw);
+      pw_syncwarp();
+#pragma unroll
+      for (int n = 0; n < kPwDg.nt; ++n) {
+        PwMmaC acc;
+        pw_mma_zero(acc);
+#pragma unroll
+        for (int kk = 0; kk < PW_DI / 16; ++kk) {
+          PwMmaA fa;
+          PwMmaB fb;
+          pw_mma_load_a(fa, kt + 16 * kk, kPwQRow);
+          pw_mma_load_b_nk(fb, qs + 16 * n * kPwQRow + 16 * kk, kPwQRow);
+          pw_mma(acc, fa, fb);
+        }
+#pragma unroll
+        for (int e = 0; e < PW_MMA_ACC; ++e) {
+          const int key = pw_mma_c_row(lane, e), qv = 16 * n + pw_mma_c_col(lane, e);
+          const float d = g_idx * acc.v[e];
+          const float weight =
+              PW_BUFFERED || qv >= PW_HI ? 1.0f : w[static_cast<long long>(row) * PW_HI + qv];
+          sc[key * kPwDScRow + qv] = (d > 0.0f ? d : 0.0f) * weight;
+        }
+      }
+      pw_syncwarp();
+      if (lane < 16 && j0 + lane < limit) {
+        const float* s = sc + lane * kPwDScRow;
+        const long long o = static_cast<long long>(row) * stride + j0 + lane;
+        if (PW_BUFFERED) {
+          for (int h = 0; h < PW_HI; ++h)
+            ws[(static_cast<long long>(row) * PW_HI + h) * stride + j0 + lane] = s[h];
+        } else {
+          float score = 0.0f;
+          for (int h = 0; h < PW_HI; ++h) score += s[h];
+          out[o] = score;
+        }
+      }
+    }
   }
 }
 

@@ -21,7 +21,7 @@ struct PwIndexGeometry {
 
 constexpr int kPwIndexKeys = 64;  // key positions a tile
 
-PW_HD constexpr int pw_index_row(int di) { return di + 8; }       // Q and K rows, bf16
+PW_HD constexpr int pw_index_row(int di) { return di + 8; }           // Q and K rows, bf16
 PW_HD constexpr int pw_index_sc_row(int qvecs) { return qvecs + 8; }  // score rows, f32
 
 PW_HD constexpr PwIndexGeometry pw_index_layout(int wn, int hi, int di, int warp) {
@@ -45,4 +45,34 @@ PW_HD constexpr PwIndexGeometry pw_index_layout(int wn, int hi, int di, int warp
 PW_HD constexpr PwIndexGeometry pw_index_geometry(int hi, int di, int warp, int lds_kib) {
   const PwIndexGeometry big = pw_index_layout(4, hi, di, warp);
   return big.smem_bytes <= lds_kib * 1024 ? big : pw_index_layout(1, hi, di, warp);
+}
+
+// index_decode: rows of different requests share no keys, so each warp scores its own rows
+// (rows w, w + warps, ... of the block's rows_tile) against the block's 64 positions, 16 at a
+// time, with no block-wide barrier: per warp a key tile [16][Di + 8] bf16, the row's Q as
+// [16 nt][Di + 8] bf16 (Hi qvecs, zeros after) and its scores [16][16 nt + 4] f32. As many
+// warps (up to 8) as the shared memory holds.
+struct PwIndexDecodeGeometry {
+  int nt;  // 16-qvec tiles of a row (ceil(Hi / 16))
+  int warps;
+  int threads;
+  int warp_bytes;           // shared memory of one warp: K tile, Q, scores
+  int q_offset, sc_offset;  // within a warp's part
+  int smem_bytes;
+};
+
+PW_HD constexpr int pw_index_decode_sc_row(int nt) { return 16 * nt + 4; }
+
+PW_HD constexpr PwIndexDecodeGeometry pw_index_decode_geometry(int hi, int di, int warp,
+                                                               int lds_kib) {
+  PwIndexDecodeGeometry g{};
+  g.nt = (hi + 15) / 16;
+  g.q_offset = 16 * pw_index_row(di) * 2;
+  g.sc_offset = g.q_offset + 16 * g.nt * pw_index_row(di) * 2;
+  g.warp_bytes = (g.sc_offset + 16 * pw_index_decode_sc_row(g.nt) * 4 + 15) / 16 * 16;
+  const int fit = lds_kib * 1024 / g.warp_bytes;
+  g.warps = fit < 8 ? (fit > 0 ? fit : 1) : 8;
+  g.threads = g.warps * warp;
+  g.smem_bytes = g.warps * g.warp_bytes;
+  return g;
 }

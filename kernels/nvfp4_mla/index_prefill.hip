@@ -8,12 +8,197 @@
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
+// pw_index_block scores a block's rows (index_geometry.h) over key positions [begin, end): per
+// tile of 64 positions the keys' records are loaded once, decoded once, and multiplied with the
+// Q of every row of the block that reads those keys. Rows of different requests read different
+// keys: the block takes its rows' requests one at a time (usually there is one), each over the
+// tiles its rows can see; tiles past every row's visible range are never loaded.
+constexpr PwIndexGeometry kPwIg = pw_index_geometry(PW_HI, PW_DI, PW_WARP, PW_LDS_KIB);
+constexpr int kPwScRow = pw_index_sc_row(kPwIg.qvecs);
+constexpr int kPwIPerThread = (kPwIndexKeys * kPwIItems + kPwIg.threads - 1) / kPwIg.threads;
+static_assert(PW_HI <= kPwIg.qvecs, "Hi larger than a block's qvecs");
+
+struct PwIndexSmem {
+  pw_u16* q;       // [qvecs][kPwQRow]
+  pw_u16* k;       // [64][kPwQRow]
+  float* sc;       // [64][kPwScRow]: w_h relu(g q_h . k) (or without w_h when buffered)
+  float* w;        // [qvecs]
+  int* req;        // [rows] the request of each row
+  int* vis;        // [rows] its visible positions
+  int* seg_req;    // [rows] the block's distinct requests, in order of first appearance
+  int* seg_limit;  // [rows] for each, its rows' largest visible position (at most `end`)
+  int* segs;       // [1] how many
+};
+
+__device__ inline PwIndexSmem pw_index_smem(unsigned char* base) {
+  PwIndexSmem s;
+  s.q = reinterpret_cast<pw_u16*>(base + kPwIg.q_offset);
+  s.k = reinterpret_cast<pw_u16*>(base + kPwIg.k_offset);
+  s.sc = reinterpret_cast<float*>(base + kPwIg.sc_offset);
+  s.w = reinterpret_cast<float*>(base + kPwIg.w_offset);
+  s.req = reinterpret_cast<int*>(base + kPwIg.row_offset);
+  s.vis = s.req + kPwIg.rows;
+  s.seg_req = s.vis + kPwIg.rows;
+  s.seg_limit = s.seg_req + kPwIg.rows;
+  s.segs = s.seg_limit + kPwIg.rows;
+  return s;
+}
+
+// This warp's part of the tile: keys [32 half, 32 half + 32) x qvecs [16 wn grp, 16 wn (grp + 1))
+// as 2 x wn 16x16 tiles; writes (w_h or 1) * relu(g * dot) into sc.
+// 16-qvec tiles without a row of request `req` (or past the block's rows) are skipped: their
+// scores are never read.
+__device__ inline void pw_index_tile_gemm(const PwIndexSmem& sm, float g, bool weighted, int req,
+                                          int nrows) {
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  const int half = warp % 2, grp = warp / 2;
+  const int key0 = 32 * half, qv0 = 16 * kPwIg.wn * grp;
+  bool live[kPwIg.wn];
+#pragma unroll
+  for (int n = 0; n < kPwIg.wn; ++n) {
+    live[n] = false;
+    for (int r = (qv0 + 16 * n) / PW_HI; r <= (qv0 + 16 * n + 15) / PW_HI && r < nrows; ++r)
+      live[n] = live[n] || sm.req[r] == req;
+  }
+  PwMmaC acc[2][kPwIg.wn];
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+#pragma unroll
+    for (int n = 0; n < kPwIg.wn; ++n) pw_mma_zero(acc[m][n]);
+  }
+#pragma unroll
+  for (int kk = 0; kk < PW_DI / 16; ++kk) {
+    PwMmaA fa[2];
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+      pw_mma_load_a(fa[m], sm.k + (key0 + 16 * m) * kPwQRow + 16 * kk, kPwQRow);
+#pragma unroll
+    for (int n = 0; n < kPwIg.wn; ++n) {
+      if (!live[n]) continue;
+      PwMmaB fb;
+      pw_mma_load_b_nk(fb, sm.q + (qv0 + 16 * n) * kPwQRow + 16 * kk, kPwQRow);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) pw_mma(acc[m][n], fa[m], fb);
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+#pragma unroll
+    for (int n = 0; n < kPwIg.wn; ++n) {
+      if (!live[n]) continue;
+#pragma unroll
+      for (int e = 0; e < PW_MMA_ACC; ++e) {
+        const int key = key0 + 16 * m + pw_mma_c_row(lane, e);
+        const int qv = qv0 + 16 * n + pw_mma_c_col(lane, e);
+        const float d = g * acc[m][n].v[e];
+        sm.sc[key * kPwScRow + qv] = (d > 0.0f ? d : 0.0f) * (weighted ? sm.w[qv] : 1.0f);
+      }
+    }
+  }
+}
+
+// Scores rows [row0, row0 + nrows) (nrows <= kPwIg.rows) over key positions [begin, end): out
+// (and, buffered, ws) for every position in the range.
+__device__ inline void pw_index_block(const PwIndexArgs& a, int row0, int nrows, int begin,
+                                      int end) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_index_shared[];
+  const PwIndexSmem sm = pw_index_smem(pw_index_shared);
+  const bool buffered = a.ws != nullptr;
+  // Q of the block's rows as [qvec = row * Hi + h][Di], zeros past the rows; the scalars.
+  constexpr int chunks = PW_DI / 8;
+  for (int i = threadIdx.x; i < kPwIg.qvecs * chunks; i += kPwIg.threads) {
+    const int qv = i / chunks, c = i % chunks, r = qv / PW_HI;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < nrows)
+      v = *reinterpret_cast<const uint4*>(
+          a.q + (static_cast<long long>(row0) * PW_HI + qv) * PW_DI + 8 * c);
+    *reinterpret_cast<uint4*>(sm.q + qv * kPwQRow + 8 * c) = v;
+  }
+  for (int qv = threadIdx.x; qv < kPwIg.qvecs; qv += kPwIg.threads)
+    sm.w[qv] = qv / PW_HI < nrows ? a.w[static_cast<long long>(row0) * PW_HI + qv] : 0.0f;
+  for (int r = threadIdx.x; r < kPwIg.rows; r += kPwIg.threads) {
+    sm.req[r] = r < nrows ? a.row_req[row0 + r] : -1;
+    sm.vis[r] = r < nrows ? a.visible[row0 + r] : 0;
+  }
+  __syncthreads();
+  // Positions no row of the block sees: -inf (and zeros in the buffer), stored once.
+  for (int r = 0; r < nrows; ++r) {
+    const long long o = static_cast<long long>(row0 + r) * a.stride;
+    for (int j = (sm.vis[r] > begin ? sm.vis[r] : begin) + threadIdx.x; j < end;
+         j += kPwIg.threads) {
+      a.out[o + j] = pw_neg_inf();
+      if (buffered) {
+        for (int h = 0; h < PW_HI; ++h)
+          a.ws[(static_cast<long long>(row0 + r) * PW_HI + h) * a.stride + j] = 0.0f;
+      }
+    }
+  }
+  // The block's requests, in order of first appearance, and how far their rows see.
+  if (threadIdx.x == 0) {
+    int n = 0;
+    for (int r = 0; r < nrows; ++r) {
+      int s = 0;
+      while (s < n && sm.seg_req[s] != sm.req[r]) ++s;
+      if (s == n) {
+        sm.seg_req[n] = sm.req[r];
+        sm.seg_limit[n++] = begin;
+      }
+      const int lim = sm.vis[r] < end ? sm.vis[r] : end;
+      if (lim > sm.seg_limit[s]) sm.seg_limit[s] = lim;
+    }
+    *sm.segs = n;
+  }
+  __syncthreads();
+  // The work: (request s, tile j0) for each request and each tile its rows see, in order; the
+  // next one's loads fly while the current one is multiplied.
+  const int segs = *sm.segs;
+  int s = 0;
+  while (s < segs && sm.seg_limit[s] <= begin) ++s;
+  int j0 = begin;
+  uint2 raw[kPwIPerThread];
+  if (s < segs)
+    pw_index_load<kPwIPerThread>(a, sm.seg_req[s], j0, sm.seg_limit[s], kPwIndexKeys, threadIdx.x,
+                                 kPwIg.threads, raw);
+  while (s < segs) {
+    const int req = sm.seg_req[s];
+    pw_index_dequant<kPwIPerThread>(raw, kPwIndexKeys, threadIdx.x, kPwIg.threads, sm.k);
+    __syncthreads();
+    int s2 = s, j2 = j0 + kPwIndexKeys;
+    if (j2 >= sm.seg_limit[s]) {
+      j2 = begin;
+      do ++s2;
+      while (s2 < segs && sm.seg_limit[s2] <= begin);
+    }
+    if (s2 < segs)
+      pw_index_load<kPwIPerThread>(a, sm.seg_req[s2], j2, sm.seg_limit[s2], kPwIndexKeys,
+                                   threadIdx.x, kPwIg.threads, raw);
+    pw_index_tile_gemm(sm, a.g_idx, !buffered, req, nrows);
+    __syncthreads();
+    // Sum the heads of each row of this request into its scores, 64 positions a row.
+    for (int i = threadIdx.x; i < nrows * kPwIndexKeys; i += kPwIg.threads) {
+      const int r = i / kPwIndexKeys, j = i % kPwIndexKeys;
+      if (sm.req[r] != req || j0 + j >= sm.vis[r] || j0 + j >= end) continue;
+      const float* sc = sm.sc + j * kPwScRow + r * PW_HI;
+      const long long row = row0 + r;
+      if (buffered) {
+        for (int h = 0; h < PW_HI; ++h) a.ws[(row * PW_HI + h) * a.stride + j0 + j] = sc[h];
+      } else {
+        float score = 0.0f;
+        for (int h = 0; h < PW_HI; ++h) score += sc[h];
+        a.out[row * a.stride + j0 + j] = score;
+      }
+    }
+    s = s2;
+    j0 = j2;
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(kPwIg.threads)
     pw_index_prefill(const pw_u16* q, const float* w, const int* row_req, const int* visible,
                      const int* block_table, int max_blocks, int block_size,
                      const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
-  const PwIndexArgs a{q,      w,     row_req, visible, block_table, max_blocks, block_size,
-                      index_cache, g_idx, out, stride, rows, nullptr};
+  const PwIndexArgs a{q,           w,     row_req, visible, block_table, max_blocks, block_size,
+                      index_cache, g_idx, out,     stride,  rows,        nullptr};
   const int row0 = blockIdx.x * kPwIg.rows;
   const int nrows = rows - row0 < kPwIg.rows ? rows - row0 : kPwIg.rows;
 #if PW_LARGE

@@ -98,7 +98,10 @@ absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const In
 
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   IndexArgs v = a;
-  ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  const PwIndexDecodeGeometry g = pw_index_decode_geometry(
+      static_cast<int>(KeyInt(key, "index_heads")), static_cast<int>(KeyInt(key, "index_head_dim")),
+      WarpWidth(arch), SharedMemoryKib(arch));
   RETURN_IF_ERROR(
       Run(gpu, module, "pw_index_decode",
           {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, PW_INDEX_DECODE_KEYS), 1},
