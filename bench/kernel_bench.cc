@@ -8,8 +8,9 @@
 // measured by the caller; 790 is the H200's 8192^3 matmul on random data).
 //   kernel_bench [--bf16-tflops 790] [--reps N] [--simt]
 //                [--launcher L] [--rows N] [--ctx N] [--variant V]
-// L: sparse_prefill, sparse_decode, index_prefill or index_decode; V: the value of the variant's
-// key field (rounds, splits, large or buffered; 0 and 1 for the last two).
+// L: sparse_prefill, sparse_decode, index_prefill, index_decode or fp8_bmm; V: the value of the
+// variant's key field (rounds, splits, large or buffered; 0 and 1 for the last two; fp8_bmm rows
+// are the keys the rule picks for M rows).
 // The variant the key rule picks for a shape is marked `*`; the other rows show what the rule
 // would lose by picking differently. --simt compiles the SIMT path of common/mma.h instead.
 #include <algorithm>
@@ -259,6 +260,44 @@ class Bench {
     std::fflush(stdout);
   }
 
+  // One FP8 batched GEMM (the key's shape: B, N, K) for M rows.
+  void Fp8Bmm(const Key& key, int m, double copy_tbs) {
+    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != m)) return;
+    const int batch = static_cast<int>(KeyInt(key, "batch")),
+              n = static_cast<int>(KeyInt(key, "n")), k = static_cast<int>(KeyInt(key, "k"));
+    const size_t xs = static_cast<size_t>(m) * batch * k, ws = static_cast<size_t>(batch) * n * k;
+    std::vector<uint8_t> w(ws);
+    FillRandom(w, 5);
+    for (uint8_t& v : w) v = static_cast<uint8_t>(v & 0xbf);  // finite e4m3 of modest size
+    DeviceBuffer dx = Must(Upload(gpu_, RandomBf16(xs, 6))), dw = Must(Upload(gpu_, w));
+    DeviceBuffer dy = Must(AllocBuffer(gpu_, static_cast<size_t>(m) * batch * n * 2));
+    Fp8BmmArgs a;
+    a.x = dx.ptr();
+    a.w = dw.ptr();
+    a.y = dy.ptr();
+    a.w_scale = 0.01f;
+    a.m = m;
+    void* module = Module(key);
+    auto launch = [&] { return LaunchFp8Bmm(gpu_, module, key, a); };
+    OrDie(launch());
+    OrDie(gpu_.Synchronize());
+    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
+    const double ms = Median(Must(TimeEach(gpu_, launch, flush, o_.reps > 0 ? o_.reps : 100)));
+    const double flops = 2.0 * m * batch * static_cast<double>(n) * k;
+    const double bytes =
+        2.0 * static_cast<double>(xs) + static_cast<double>(ws) + 2.0 * m * batch * n;
+    const double tflops = flops / (ms * 1e-3) / 1e12, tbs = bytes / (ms * 1e-3) / 1e12;
+    const int64_t exact = KeyInt(key, "m_exact");
+    const auto gemm = key.params.find("gemm");
+    const std::string variant =
+        (gemm == key.params.end() ? "" : std::get<std::string>(gemm->second)) +
+        (exact ? ",m=" + std::to_string(exact) : ",bm=" + std::to_string(KeyInt(key, "block_m")));
+    std::printf("%-15s %-10s %1s %6d %7s %11.4f %9.2f %8.2f %8.3f %7.1f %7.1f\n", "fp8_bmm",
+                variant.c_str(), "*", m, "-", ms, flops / 1e9, bytes / 1e6, tbs,
+                100 * tbs / copy_tbs, 100 * tflops / o_.bf16_tflops);
+    std::fflush(stdout);
+  }
+
  private:
   Gpu& gpu_;
   Arch arch_;
@@ -270,7 +309,8 @@ class Bench {
 
 constexpr char kUsage[] =
     "usage: kernel_bench [--bf16-tflops T] [--reps N] [--simt]\n"
-    "                    [--launcher sparse_prefill|sparse_decode|index_prefill|index_decode]\n"
+    "                    [--launcher sparse_prefill|sparse_decode|index_prefill|index_decode|\n"
+    "                                fp8_bmm]\n"
     "                    [--rows N] [--ctx N] [--variant V]\n";
 
 // A positive number, the whole of `text`; 0 when it is not one.
@@ -296,9 +336,9 @@ std::string ParseArgs(int argc, char** argv, Options& o) {
     if (a == "--launcher") {
       o.launcher = v;
       if (o.launcher != "sparse_prefill" && o.launcher != "sparse_decode" &&
-          o.launcher != "index_prefill" && o.launcher != "index_decode")
+          o.launcher != "index_prefill" && o.launcher != "index_decode" && o.launcher != "fp8_bmm")
         return "--launcher " + o.launcher +
-               ": must be sparse_prefill, sparse_decode, index_prefill or index_decode";
+               ": must be sparse_prefill, sparse_decode, index_prefill, index_decode or fp8_bmm";
       continue;
     }
     if (a == "--variant") {  // a key field's value: 0 is one
@@ -370,6 +410,19 @@ int Main(int argc, char** argv) {
         k.Set("splits", static_cast<int64_t>(splits));
         bench.Sparse(k, false, rows, c, k == picked, copy);
       }
+    }
+  }
+  // The FP8 GEMMs (both of a step): decode batches (m_exact) and prefill chunks (block_m).
+  for (int m : {1, 16, 128, 8192}) {
+    Step step;
+    if (m <= 128) {
+      for (int r = 0; r < m; ++r) step.requests.push_back({Phase::kDecode, 1, 4096});
+    } else {
+      step.requests.push_back({Phase::kPrefill, m, m});
+    }
+    for (const DispatchedLauncher& d : DispatchStep(step, limits, shape, arch)) {
+      if (d.name != "fp8_bmm") continue;
+      for (const Key& k : d.keys) bench.Fp8Bmm(k, m, copy);
     }
   }
   for (int c : {8192, 32768}) {

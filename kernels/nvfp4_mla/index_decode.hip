@@ -3,10 +3,10 @@
 // Grid (ceil(rows / ROWS_TILE), ceil(stride / PW_INDEX_DECODE_KEYS)), block kPwDg.threads,
 // dynamic shared memory kPwDg.smem_bytes (index_geometry.h): a block scores ROWS_TILE rows
 // against PW_INDEX_DECODE_KEYS key positions. Decode rows belong to different requests and share
-// no keys, so each warp takes whole rows (w, w + warps, ...) on its own, with no block-wide
-// barrier: per 16 positions it decodes the keys into its own tile, multiplies them with the
-// row's Q (16 keys x Hi qvecs on matrix cores) while the next 16 positions' loads fly, applies
-// g, relu and the head weights and sums the heads.
+// no keys, so the warps take items (a row, 16 positions) on their own, with no block-wide
+// barrier: a warp decodes the item's keys into its own tile, multiplies them with the row's Q
+// (16 keys x Hi qvecs on matrix cores) while its next item's loads fly, applies g, relu and
+// the head weights and sums the heads.
 //   buffered 0: the head sum stays on chip; scores are written once.
 //   buffered 1: relu(q_h . k) per head goes to ws[rows][Hi][stride] in this pass, and
 //     pw_index_decode_reduce (grid (rows, ceil(stride / 256)), block 256) sums w * ws.
@@ -45,35 +45,62 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   const int end = begin + PW_INDEX_DECODE_KEYS < stride ? begin + PW_INDEX_DECODE_KEYS : stride;
   const int first = blockIdx.x * PW_ROWS_TILE;
   const int last = first + PW_ROWS_TILE < rows ? first + PW_ROWS_TILE : rows;
-  constexpr int chunks = PW_DI / 8;
-  for (int row = first + warp; row < last; row += kPwDg.warps) {
-    const int vis = visible[row], req = row_req[row];
-    // Positions the row does not see: -inf (and zeros in the buffer).
-    for (int j = (vis > begin ? vis : begin) + lane; j < end; j += PW_WARP) {
-      out[static_cast<long long>(row) * stride + j] = pw_neg_inf();
+  constexpr int chunks = PW_DI / 8, rounds = PW_INDEX_DECODE_KEYS / 16;
+  // Item i: row first + i / rounds, positions begin + 16 (i % rounds) .. + 16.
+  struct Item {
+    int row, req, vis, j0, limit;
+  };
+  auto item = [&](int i) {
+    Item t;
+    t.row = first + i / rounds;
+    t.req = row_req[t.row];
+    t.vis = visible[t.row];
+    t.j0 = begin + 16 * (i % rounds);
+    const int stop = t.j0 + 16 < end ? t.j0 + 16 : end;
+    t.limit = t.vis < stop ? t.vis : stop;
+    return t;
+  };
+  const int items = (last - first) * rounds;
+  int it = warp, staged = -1;
+  if (it >= items) return;
+  Item cur = item(it);
+  uint2 raw[kPwDPerLane];
+  if (cur.j0 < cur.limit)
+    pw_index_load<kPwDPerLane>(a, cur.req, cur.j0, cur.limit, 16, lane, PW_WARP, raw);
+  for (; it < items; it += kPwDg.warps) {
+    // Positions of the item the row does not see: -inf (and zeros in the buffer).
+    const int stop = cur.j0 + 16 < end ? cur.j0 + 16 : end;
+    for (int j = (cur.vis > cur.j0 ? cur.vis : cur.j0) + lane; j < stop; j += PW_WARP) {
+      out[static_cast<long long>(cur.row) * stride + j] = pw_neg_inf();
       if (PW_BUFFERED) {
         for (int h = 0; h < PW_HI; ++h)
-          ws[(static_cast<long long>(row) * PW_HI + h) * stride + j] = 0.0f;
+          ws[(static_cast<long long>(cur.row) * PW_HI + h) * stride + j] = 0.0f;
       }
     }
-    const int limit = vis < end ? vis : end;
-    if (limit <= begin) continue;
-    uint2 raw[kPwDPerLane];
-    pw_index_load<kPwDPerLane>(a, req, begin, limit, 16, lane, PW_WARP, raw);
-    pw_syncwarp();  // the previous row's last reads of qs and sc are done
-    for (int i = lane; i < 16 * kPwDg.nt * chunks; i += PW_WARP) {
-      const int qv = i / chunks, c = i % chunks;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (qv < PW_HI)
-        v = *reinterpret_cast<const uint4*>(q + (static_cast<long long>(row) * PW_HI + qv) * PW_DI +
-                                            8 * c);
-      *reinterpret_cast<uint4*>(qs + qv * kPwQRow + 8 * c) = v;
-    }
-    for (int j0 = begin; j0 < limit; j0 += 16) {
-      pw_syncwarp();  // the last round's reads of the key tile and the scores are done
+    const bool work = cur.j0 < cur.limit;
+    if (work) {
+      pw_syncwarp();  // the last item's reads of the key tile, Q and the scores are done
+      if (staged != cur.row) {
+        for (int i = lane; i < 16 * kPwDg.nt * chunks; i += PW_WARP) {
+          const int qv = i / chunks, c = i % chunks;
+          uint4 v = make_uint4(0, 0, 0, 0);
+          if (qv < PW_HI)
+            v = *reinterpret_cast<const uint4*>(
+                q + (static_cast<long long>(cur.row) * PW_HI + qv) * PW_DI + 8 * c);
+          *reinterpret_cast<uint4*>(qs + qv * kPwQRow + 8 * c) = v;
+        }
+        staged = cur.row;
+      }
       pw_index_dequant<kPwDPerLane>(raw, 16, lane, PW_WARP, kt);
-      if (j0 + 16 < limit)
-        pw_index_load<kPwDPerLane>(a, req, j0 + 16, limit, 16, lane, PW_WARP, raw);
+    }
+    // The next item's loads fly while this one is multiplied.
+    Item next = cur;
+    if (it + kPwDg.warps < items) {
+      next = item(it + kPwDg.warps);
+      if (next.j0 < next.limit)
+        pw_index_load<kPwDPerLane>(a, next.req, next.j0, next.limit, 16, lane, PW_WARP, raw);
+    }
+    if (work) {
       pw_syncwarp();
 #pragma unroll
       for (int n = 0; n < kPwDg.nt; ++n) {
@@ -92,24 +119,24 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
           const int key = pw_mma_c_row(lane, e), qv = 16 * n + pw_mma_c_col(lane, e);
           const float d = g_idx * acc.v[e];
           const float weight =
-              PW_BUFFERED || qv >= PW_HI ? 1.0f : w[static_cast<long long>(row) * PW_HI + qv];
+              PW_BUFFERED || qv >= PW_HI ? 1.0f : w[static_cast<long long>(cur.row) * PW_HI + qv];
           sc[key * kPwDScRow + qv] = (d > 0.0f ? d : 0.0f) * weight;
         }
       }
       pw_syncwarp();
-      if (lane < 16 && j0 + lane < limit) {
+      if (lane < 16 && cur.j0 + lane < cur.limit) {
         const float* s = sc + lane * kPwDScRow;
-        const long long o = static_cast<long long>(row) * stride + j0 + lane;
+        const long long row = cur.row;
         if (PW_BUFFERED) {
-          for (int h = 0; h < PW_HI; ++h)
-            ws[(static_cast<long long>(row) * PW_HI + h) * stride + j0 + lane] = s[h];
+          for (int h = 0; h < PW_HI; ++h) ws[(row * PW_HI + h) * stride + cur.j0 + lane] = s[h];
         } else {
           float score = 0.0f;
           for (int h = 0; h < PW_HI; ++h) score += s[h];
-          out[o] = score;
+          out[row * stride + cur.j0 + lane] = score;
         }
       }
     }
+    cur = next;
   }
 }
 

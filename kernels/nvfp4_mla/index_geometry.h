@@ -47,11 +47,12 @@ PW_HD constexpr PwIndexGeometry pw_index_geometry(int hi, int di, int warp, int 
   return big.smem_bytes <= lds_kib * 1024 ? big : pw_index_layout(1, hi, di, warp);
 }
 
-// index_decode: rows of different requests share no keys, so each warp scores its own rows
-// (rows w, w + warps, ... of the block's rows_tile) against the block's 64 positions, 16 at a
-// time, with no block-wide barrier: per warp a key tile [16][Di + 8] bf16, the row's Q as
-// [16 nt][Di + 8] bf16 (Hi qvecs, zeros after) and its scores [16][16 nt + 4] f32. As many
-// warps (up to 8) as the shared memory holds.
+// index_decode: rows of different requests share no keys, so the block's work is split into
+// items (a row, 16 of the block's positions) that each warp takes on its own (items w,
+// w + warps, ...), with no block-wide barrier: per warp a key tile [16][Di + 8] bf16, the row's
+// Q as [16 nt][Di + 8] bf16 (Hi qvecs, zeros after) and its scores [16][16 nt + 4] f32. As many
+// warps (up to 16) as the shared memory holds: each item is a chain of dependent loads, so the
+// more warps, the more chains overlap.
 struct PwIndexDecodeGeometry {
   int nt;  // 16-qvec tiles of a row (ceil(Hi / 16))
   int warps;
@@ -71,7 +72,7 @@ PW_HD constexpr PwIndexDecodeGeometry pw_index_decode_geometry(int hi, int di, i
   g.sc_offset = g.q_offset + 16 * g.nt * pw_index_row(di) * 2;
   g.warp_bytes = (g.sc_offset + 16 * pw_index_decode_sc_row(g.nt) * 4 + 15) / 16 * 16;
   const int fit = lds_kib * 1024 / g.warp_bytes;
-  g.warps = fit < 8 ? (fit > 0 ? fit : 1) : 8;
+  g.warps = fit < 16 ? (fit > 0 ? fit : 1) : 16;
   g.threads = g.warps * warp;
   g.smem_bytes = g.warps * g.warp_bytes;
   return g;
