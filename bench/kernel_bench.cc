@@ -1,16 +1,16 @@
-// The sparse MLA attention and index-score launchers against the GPU's roofline (GPU only;
-// elsewhere it says why and exits 0). For the embedded example's shape (64 heads, L 512, Dr 64,
-// Ktop 2048, NVFP4 KV; index: Hi 4, Di 128)
-// and each (launcher, variant, rows, context): the median device time of many launches after
-// warm-up (events around each launch, the L2 flushed before each), the FLOPs and the fewest
-// bytes the launch must do and move, the achieved TFLOP/s and TB/s, and their share of the
-// device's copy bandwidth (measured here, first) and of its bf16 matrix peak (--bf16-tflops,
-// measured by the caller; 790 is the H200's 8192^3 matmul on random data).
+// Every launcher against the GPU's roofline (GPU only; elsewhere it says why and exits 0). For the
+// embedded example's shape (64 heads, L 512, Dr 64, Ktop 2048, NVFP4 KV; index: Hi 4, Di 128) and
+// each (launcher, variant, rows, context): the median device time of many launches after warm-up
+// (events around each launch, the L2 flushed before each), the FLOPs and the fewest bytes the
+// launch must do and move, the achieved TFLOP/s and TB/s, and their share of the device's copy
+// bandwidth (measured here, first) and of its bf16 matrix peak (--bf16-tflops, measured by the
+// caller; 790 is the H200's 8192^3 matmul on random data).
 //   kernel_bench [--bf16-tflops 790] [--reps N] [--simt]
 //                [--launcher L] [--rows N] [--ctx N] [--variant V]
-// L: sparse_prefill, sparse_decode, index_prefill, index_decode or fp8_bmm; V: the value of the
-// variant's key field (rounds, splits, large or buffered; 0 and 1 for the last two; fp8_bmm rows
-// are the keys the rule picks for M rows).
+// L: sparse_prefill, sparse_decode, index_prefill, index_decode, fp8_bmm, topk_prefill,
+// topk_decode or norm_rope_insert; V: the value of the variant's key field (rounds, splits,
+// large, buffered, strips, small; 0 and 1 for the booleans; fp8_bmm rows are the keys the rule
+// picks for M rows).
 // The variant the key rule picks for a shape is marked `*`; the other rows show what the rule
 // would lose by picking differently. --simt compiles the SIMT path of common/mma.h instead.
 #include <algorithm>
@@ -293,8 +293,116 @@ class Bench {
         (gemm == key.params.end() ? "" : std::get<std::string>(gemm->second)) +
         (exact ? ",m=" + std::to_string(exact) : ",bm=" + std::to_string(KeyInt(key, "block_m")));
     std::printf("%-15s %-10s %1s %6d %7s %11.4f %9.2f %8.2f %8.3f %7.1f %7.1f\n", "fp8_bmm",
-                variant.c_str(), "*", m, "-", ms, flops / 1e9, bytes / 1e6, tbs,
+                variant.c_str(), m <= 128 ? "*" : "", m, "-", ms, flops / 1e9, bytes / 1e6, tbs,
                 100 * tbs / copy_tbs, 100 * tflops / o_.bf16_tflops);
+    std::fflush(stdout);
+  }
+
+  // One top-k of `rows` score rows at context `ctx` (prefill: one chunk of `rows` tokens ending
+  // at ctx, causal; decode: every row sees ctx), random scores.
+  void Topk(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
+    const char* field = prefill ? "strips" : "topk";
+    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
+        (o_.ctx && o_.ctx != ctx) || (o_.variant >= 0 && o_.variant != KeyInt(key, field))) {
+      return;
+    }
+    const int k = static_cast<int>(KeyInt(key, "topk"));
+    std::vector<int> visible(rows);
+    double seen = 0;
+    for (int r = 0; r < rows; ++r) {
+      visible[r] = prefill ? ctx - rows + r + 1 : ctx;
+      seen += visible[r];
+    }
+    const size_t n = static_cast<size_t>(rows) * ctx;
+    std::vector<uint8_t> raw(n * 4);
+    FillRandom(raw, 9);
+    std::vector<float> scores(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &raw[4 * i], 4);
+      scores[i] = static_cast<float>(u >> 8) / 16777216.0f;  // [0, 1), 24 random bits
+    }
+    DeviceBuffer ds = Must(Upload(gpu_, scores)), dvis = Must(Upload(gpu_, visible));
+    DeviceBuffer dout = Must(AllocBuffer(gpu_, static_cast<size_t>(rows) * k * 4));
+    const size_t ws = prefill ? TopkWorkspaceBytes(key, rows) : 0;
+    DeviceBuffer dwk = Must(AllocBuffer(gpu_, std::max<size_t>(ws, 4)));
+    DeviceBuffer dwi = Must(AllocBuffer(gpu_, std::max<size_t>(ws, 4)));
+    TopkArgs a;
+    a.scores = ds.ptr();
+    a.visible = dvis.ptr();
+    a.stride = ctx;
+    a.rows = rows;
+    a.out = dout.ptr();
+    a.ws_key = dwk.ptr();
+    a.ws_idx = dwi.ptr();
+    void* module = Module(key);
+    auto launch = [&] {
+      return prefill ? LaunchTopkPrefill(gpu_, module, key, a)
+                     : LaunchTopkDecode(gpu_, module, key, a);
+    };
+    OrDie(launch());
+    OrDie(gpu_.Synchronize());
+    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
+    const double ms = Median(Must(TimeEach(gpu_, launch, flush, o_.reps > 0 ? o_.reps : 50)));
+    // Fewest bytes: every visible score read once, the indices written.
+    const double bytes = 4.0 * seen + 4.0 * rows * k;
+    const double tbs = bytes / (ms * 1e-3) / 1e12;
+    const std::string variant = std::string(field) + "=" + std::to_string(KeyInt(key, field));
+    std::printf("%-15s %-10s %1s %6d %7d %11.4f %9s %8.2f %8.3f %7.1f %7s\n",
+                prefill ? "topk_prefill" : "topk_decode", variant.c_str(), picked ? "*" : "", rows,
+                ctx, ms, "-", bytes / 1e6, tbs, 100 * tbs / copy_tbs, "-");
+    std::fflush(stdout);
+  }
+
+  // One cache insert of `tokens` new tokens into distinct random slots.
+  void NormRope(const Key& key, int tokens, bool picked, double copy_tbs) {
+    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != tokens) ||
+        (o_.variant >= 0 && o_.variant != KeyInt(key, "small"))) {
+      return;
+    }
+    const int l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
+              dr = static_cast<int>(KeyInt(key, "rope_dim")),
+              di = static_cast<int>(KeyInt(key, "index_head_dim"));
+    const int slots = std::max(4 * tokens, 65536);
+    std::vector<long long> slot(tokens);
+    std::vector<int> pos(tokens);
+    for (int t = 0; t < tokens; ++t) {
+      slot[t] = (static_cast<long long>(t) * 7919) % slots;
+      pos[t] = 100000 + t;
+    }
+    DeviceBuffer dl = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(tokens) * l, 12)));
+    DeviceBuffer dr_ = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(tokens) * dr, 13)));
+    DeviceBuffer dk = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(tokens) * di, 14)));
+    DeviceBuffer dg = Must(Upload(gpu_, std::vector<float>(l, 1.0f)));
+    DeviceBuffer dpos = Must(Upload(gpu_, pos)), dslot = Must(Upload(gpu_, slot));
+    const size_t record = l / 2 + l / 16 + 2 * dr, irecord = di / 2 + di / 16;
+    DeviceBuffer dkv = Must(AllocBuffer(gpu_, slots * record));
+    DeviceBuffer didx = Must(AllocBuffer(gpu_, slots * irecord));
+    NormRopeInsertArgs a;
+    a.latent = dl.ptr();
+    a.rope = dr_.ptr();
+    a.index_key = dk.ptr();
+    a.gamma = dg.ptr();
+    a.pos = dpos.ptr();
+    a.slot = dslot.ptr();
+    a.g_kv = kGKv;
+    a.g_idx = kGKv;
+    a.num_tokens = tokens;
+    a.kv_cache = dkv.ptr();
+    a.index_cache = didx.ptr();
+    void* module = Module(key);
+    auto launch = [&] { return LaunchNormRopeInsert(gpu_, module, key, a); };
+    OrDie(launch());
+    OrDie(gpu_.Synchronize());
+    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
+    const double ms = Median(Must(TimeEach(gpu_, launch, flush, o_.reps > 0 ? o_.reps : 100)));
+    const double bytes =
+        tokens * (2.0 * (l + dr + di) + 4 + 8 + static_cast<double>(record + irecord));
+    const double tbs = bytes / (ms * 1e-3) / 1e12;
+    const std::string variant = std::string("small=") + std::to_string(KeyInt(key, "small"));
+    std::printf("%-15s %-10s %1s %6d %7s %11.4f %9s %8.2f %8.3f %7.1f %7s\n", "norm_rope_insert",
+                variant.c_str(), picked ? "*" : "", tokens, "-", ms, "-", bytes / 1e6, tbs,
+                100 * tbs / copy_tbs, "-");
     std::fflush(stdout);
   }
 
@@ -310,7 +418,7 @@ class Bench {
 constexpr char kUsage[] =
     "usage: kernel_bench [--bf16-tflops T] [--reps N] [--simt]\n"
     "                    [--launcher sparse_prefill|sparse_decode|index_prefill|index_decode|\n"
-    "                                fp8_bmm]\n"
+    "                                fp8_bmm|topk_prefill|topk_decode|norm_rope_insert]\n"
     "                    [--rows N] [--ctx N] [--variant V]\n";
 
 // A positive number, the whole of `text`; 0 when it is not one.
@@ -335,10 +443,15 @@ std::string ParseArgs(int argc, char** argv, Options& o) {
     const char* v = argv[++i];
     if (a == "--launcher") {
       o.launcher = v;
-      if (o.launcher != "sparse_prefill" && o.launcher != "sparse_decode" &&
-          o.launcher != "index_prefill" && o.launcher != "index_decode" && o.launcher != "fp8_bmm")
-        return "--launcher " + o.launcher +
-               ": must be sparse_prefill, sparse_decode, index_prefill, index_decode or fp8_bmm";
+      const std::vector<std::string> names = {"sparse_prefill", "sparse_decode",   "index_prefill",
+                                              "index_decode",   "fp8_bmm",         "topk_prefill",
+                                              "topk_decode",    "norm_rope_insert"};
+      if (std::find(names.begin(), names.end(), o.launcher) == names.end()) {
+        std::string list;
+        for (size_t j = 0; j < names.size(); ++j)
+          list += (j == 0 ? "" : j + 1 == names.size() ? " or " : ", ") + names[j];
+        return "--launcher " + o.launcher + ": must be " + list;
+      }
       continue;
     }
     if (a == "--variant") {  // a key field's value: 0 is one
@@ -412,17 +525,44 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  // The FP8 GEMMs (both of a step): decode batches (m_exact) and prefill chunks (block_m).
-  for (int m : {1, 16, 128, 8192}) {
-    Step step;
-    if (m <= 128) {
-      for (int r = 0; r < m; ++r) step.requests.push_back({Phase::kDecode, 1, 4096});
-    } else {
-      step.requests.push_back({Phase::kPrefill, m, m});
+  for (int tokens : {16, 8192}) {
+    const Key picked = key_of("norm_rope_insert", Step{{{Phase::kPrefill, tokens, tokens}}});
+    for (bool small : {false, true}) {
+      Key k = picked;
+      k.Set("small", small);
+      bench.NormRope(k, tokens, k == picked, copy);
     }
+  }
+  // The FP8 GEMMs (both of a step): decode batches (m_exact) and prefill chunks (block_m).
+  for (int m : {1, 16, 128}) {
+    Step step;
+    for (int r = 0; r < m; ++r) step.requests.push_back({Phase::kDecode, 1, 4096});
     for (const DispatchedLauncher& d : DispatchStep(step, limits, shape, arch)) {
       if (d.name != "fp8_bmm") continue;
-      for (const Key& k : d.keys) bench.Fp8Bmm(k, m, copy);
+      for (const Key& k : d.keys) {
+        bench.Fp8Bmm(k, m, copy);
+        // The GEMM's throughput at a size no step of the example reaches (8192 decode
+        // tokens): the block_m = 128 variant the rule picks above 512 rows.
+        if (m != 128) continue;
+        Key big = k;
+        big.Set("block_m", int64_t{128}).Set("even_m", true);
+        bench.Fp8Bmm(big, 8192, copy);
+      }
+    }
+  }
+  for (int c : {8192}) {
+    for (int rows : {512, 8192}) {
+      const Key picked = key_of("topk_prefill", Step{{{Phase::kPrefill, rows, c}}});
+      for (int strips : {1, 2, 4, 8}) {
+        Key k = picked;
+        k.Set("strips", static_cast<int64_t>(strips));
+        bench.Topk(k, true, rows, c, k == picked, copy);
+      }
+    }
+    for (int rows : {1, 16, 128}) {
+      Step step;
+      for (int r = 0; r < rows; ++r) step.requests.push_back({Phase::kDecode, 1, c});
+      bench.Topk(key_of("topk_decode", step), false, rows, c, true, copy);
     }
   }
   for (int c : {8192, 32768}) {

@@ -67,31 +67,45 @@ constexpr int kPwRowsPad = 16 * kPwTiles;       // qx rows held (rows past the c
 static_assert(PW_COLS == 16 * (PW_THREADS / PW_WARP) || !PW_FP8_MMA, "16 columns a warp");
 
 // Quantizes rows [m0, m0 + rows) of batch b (rows <= kPwChunk; zeros up to kPwRowsPad): a warp
-// per (row, group) at a time.
+// per (row, group), kPwQBatch of them at a time with all their loads in flight first (one
+// memory latency a batch, not one an item).
+constexpr int kPwQBatch = 8;
 __device__ inline void pw_fp8_bmm_quantize(const pw_u16* x, int b, int m0, int rows, int m_total,
                                            pw_u8* qx, float* sx) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   constexpr int per = PW_GROUP / PW_WARP;  // values a lane (4 on NVIDIA, 2 on AMD)
-  for (int item = warp; item < kPwRowsPad * PW_GROUPS; item += PW_THREADS / PW_WARP) {
-    const int r = item / PW_GROUPS, g = item % PW_GROUPS, m = m0 + r;
-    const int k0 = g * PW_GROUP + lane * per;
-    const bool real = r < rows && (PW_ROWS_EVEN || m < m_total);
-    float v[per];
-    float amax = 0.0f;
+  constexpr int warps = PW_THREADS / PW_WARP, items = kPwRowsPad * PW_GROUPS;
+  for (int base = warp; base < items; base += warps * kPwQBatch) {
+    float v[kPwQBatch][per];
 #pragma unroll
-    for (int i = 0; i < per; ++i) {
-      v[i] = real && k0 + i < PW_K
-                 ? pw_bf16_to_float(x[(static_cast<long long>(m) * PW_BATCH + b) * PW_K + k0 + i])
-                 : 0.0f;
-      amax = fmaxf(amax, fabsf(v[i]));
-    }
-    for (int o = PW_WARP / 2; o > 0; o >>= 1) amax = fmaxf(amax, pw_shfl_xor(amax, o));
-    const float s = amax / PW_FP8_MAX;
+    for (int j = 0; j < kPwQBatch; ++j) {
+      const int item = base + j * warps, r = item / PW_GROUPS, g = item % PW_GROUPS, m = m0 + r;
+      const int k0 = g * PW_GROUP + lane * per;
+      const bool real = item < items && r < rows && (PW_ROWS_EVEN || m < m_total);
 #pragma unroll
-    for (int i = 0; i < per; ++i) {
-      if (k0 + i < PW_K) qx[r * PW_QROW + k0 + i] = s > 0.0f ? pw_fp8_encode(v[i] / s) : 0;
+      for (int i = 0; i < per; ++i) {
+        v[j][i] =
+            real && k0 + i < PW_K
+                ? pw_bf16_to_float(x[(static_cast<long long>(m) * PW_BATCH + b) * PW_K + k0 + i])
+                : 0.0f;
+      }
     }
-    if (lane == 0) sx[r * PW_GROUPS + g] = s;
+#pragma unroll
+    for (int j = 0; j < kPwQBatch; ++j) {
+      const int item = base + j * warps, r = item / PW_GROUPS, g = item % PW_GROUPS;
+      if (item >= items) continue;  // the same for the whole warp
+      const int k0 = g * PW_GROUP + lane * per;
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < per; ++i) amax = fmaxf(amax, fabsf(v[j][i]));
+      for (int o = PW_WARP / 2; o > 0; o >>= 1) amax = fmaxf(amax, pw_shfl_xor(amax, o));
+      const float s = amax / PW_FP8_MAX;
+#pragma unroll
+      for (int i = 0; i < per; ++i) {
+        if (k0 + i < PW_K) qx[r * PW_QROW + k0 + i] = s > 0.0f ? pw_fp8_encode(v[j][i] / s) : 0;
+      }
+      if (lane == 0) sx[r * PW_GROUPS + g] = s;
+    }
   }
 }
 
@@ -99,7 +113,7 @@ __device__ inline void pw_fp8_bmm_store(pw_u16* y, int b, int m, int n, float v)
   y[(static_cast<long long>(m) * PW_BATCH + b) * PW_N + n] = pw_float_to_bf16(v);
 }
 
-extern "C" __global__ void __launch_bounds__(PW_THREADS)
+extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
     pw_fp8_bmm(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w, float w_scale,
                pw_u16* __restrict__ y, int m_total) {
   __shared__ __attribute__((aligned(16))) pw_u8 qx[kPwRowsPad * PW_QROW];

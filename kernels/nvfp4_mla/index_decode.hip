@@ -4,9 +4,9 @@
 // dynamic shared memory kPwDg.smem_bytes (index_geometry.h): a block scores ROWS_TILE rows
 // against PW_INDEX_DECODE_KEYS key positions. Decode rows belong to different requests and share
 // no keys, so the warps take items (a row, 16 positions) on their own, with no block-wide
-// barrier: a warp decodes the item's keys into its own tile, multiplies them with the row's Q
-// (16 keys x Hi qvecs on matrix cores) while its next item's loads fly, applies g, relu and
-// the head weights and sums the heads.
+// barrier: a warp loads the keys of 4 items at once, then for each decodes them into its own
+// tile, multiplies them with the row's Q (16 keys x Hi qvecs on matrix cores), applies g, relu
+// and the head weights and sums the heads.
 //   buffered 0: the head sum stays on chip; scores are written once.
 //   buffered 1: relu(q_h . k) per head goes to ws[rows][Hi][stride] in this pass, and
 //     pw_index_decode_reduce (grid (rows, ceil(stride / 256)), block 256) sums w * ws.
@@ -16,6 +16,7 @@
 constexpr PwIndexDecodeGeometry kPwDg = pw_index_decode_geometry(PW_HI, PW_DI, PW_WARP, PW_LDS_KIB);
 constexpr int kPwDScRow = pw_index_decode_sc_row(kPwDg.nt);
 constexpr int kPwDPerLane = (16 * kPwIItems + PW_WARP - 1) / PW_WARP;  // items of 16 keys a lane
+constexpr int kPwDBatch = 4;  // work items a warp loads at once
 
 extern "C" __global__ void __launch_bounds__(kPwDg.threads)
     pw_index_decode(const pw_u16* q, const float* w, const int* row_req, const int* visible,
@@ -61,24 +62,35 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
     return t;
   };
   const int items = (last - first) * rounds;
-  int it = warp, staged = -1;
-  if (it >= items) return;
-  Item cur = item(it);
-  uint2 raw[kPwDPerLane];
-  if (cur.j0 < cur.limit)
-    pw_index_load<kPwDPerLane>(a, cur.req, cur.j0, cur.limit, 16, lane, PW_WARP, raw);
-  for (; it < items; it += kPwDg.warps) {
-    // Positions of the item the row does not see: -inf (and zeros in the buffer).
-    const int stop = cur.j0 + 16 < end ? cur.j0 + 16 : end;
-    for (int j = (cur.vis > cur.j0 ? cur.vis : cur.j0) + lane; j < stop; j += PW_WARP) {
-      out[static_cast<long long>(cur.row) * stride + j] = pw_neg_inf();
-      if (PW_BUFFERED) {
-        for (int h = 0; h < PW_HI; ++h)
-          ws[(static_cast<long long>(cur.row) * PW_HI + h) * stride + j] = 0.0f;
-      }
+  // A warp takes kPwDBatch items at a time (w, w + warps, ...): their loads all in flight
+  // first, so a batch pays one chain of memory latencies (row, block table, records), not one
+  // an item.
+  int staged = -1;
+  for (int base = warp; base < items; base += kPwDBatch * kPwDg.warps) {
+    Item t[kPwDBatch];
+    uint2 raw[kPwDBatch][kPwDPerLane];
+#pragma unroll
+    for (int j = 0; j < kPwDBatch; ++j) {
+      const int i = base + j * kPwDg.warps;
+      t[j] = item(i < items ? i : base);
+      if (i >= items) t[j].limit = t[j].j0;  // no work
+      if (t[j].j0 < t[j].limit)
+        pw_index_load<kPwDPerLane>(a, t[j].req, t[j].j0, t[j].limit, 16, lane, PW_WARP, raw[j]);
     }
-    const bool work = cur.j0 < cur.limit;
-    if (work) {
+#pragma unroll
+    for (int j = 0; j < kPwDBatch; ++j) {
+      const Item& cur = t[j];
+      if (base + j * kPwDg.warps >= items) continue;
+      // Positions of the item the row does not see: -inf (and zeros in the buffer).
+      const int stop = cur.j0 + 16 < end ? cur.j0 + 16 : end;
+      for (int p = (cur.vis > cur.j0 ? cur.vis : cur.j0) + lane; p < stop; p += PW_WARP) {
+        out[static_cast<long long>(cur.row) * stride + p] = pw_neg_inf();
+        if (PW_BUFFERED) {
+          for (int h = 0; h < PW_HI; ++h)
+            ws[(static_cast<long long>(cur.row) * PW_HI + h) * stride + p] = 0.0f;
+        }
+      }
+      if (cur.j0 >= cur.limit) continue;
       pw_syncwarp();  // the last item's reads of the key tile, Q and the scores are done
       if (staged != cur.row) {
         for (int i = lane; i < 16 * kPwDg.nt * chunks; i += PW_WARP) {
@@ -91,16 +103,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
         }
         staged = cur.row;
       }
-      pw_index_dequant<kPwDPerLane>(raw, 16, lane, PW_WARP, kt);
-    }
-    // The next item's loads fly while this one is multiplied.
-    Item next = cur;
-    if (it + kPwDg.warps < items) {
-      next = item(it + kPwDg.warps);
-      if (next.j0 < next.limit)
-        pw_index_load<kPwDPerLane>(a, next.req, next.j0, next.limit, 16, lane, PW_WARP, raw);
-    }
-    if (work) {
+      pw_index_dequant<kPwDPerLane>(raw[j], 16, lane, PW_WARP, kt);
       pw_syncwarp();
 #pragma unroll
       for (int n = 0; n < kPwDg.nt; ++n) {
@@ -136,7 +139,6 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
         }
       }
     }
-    cur = next;
   }
 }
 

@@ -1,9 +1,13 @@
-// Top-k by exact radix selection in one block of 256 threads: per query row, the indices of the
+// Top-k by exact radix selection in one block of 256 threads (PW_BLOCK_THREADS; the digit scan
+// takes one thread a digit): per query row, the indices of the
 // Ktop largest scores (ties: lower index first), sorted by (score descending, index ascending),
 // -1 where fewer than Ktop positions are visible.
 // Defines: PW_TOPK (Ktop).
 #pragma once
+#include "common/geometry.h"
 #include "common/portability.h"
+
+static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
 
 #define PW_KPAD_OF(k) ((k) <= 256 ? 256 : (k) <= 512 ? 512 : (k) <= 1024 ? 1024 : (k) <= 2048 ? 2048 : 4096)
 #define PW_KPAD PW_KPAD_OF(PW_TOPK)
@@ -20,10 +24,27 @@ struct PwTopkShared {
   pw_u32 key[PW_KPAD];
   int idx[PW_KPAD];
   int hist[256];
+  int suffix[2][256];  // hist summed from each digit up (a scan's two buffers)
   int count;
   pw_u32 prefix;
   int need;
+  int equal;  // after a select: how many candidates have exactly the threshold key
 };
+
+// suffix[d] = sum of sh.hist[d..255], by a Hillis-Steele scan of 8 steps (256 threads, one digit
+// each) instead of one thread walking 256 bins; returns the buffer holding it.
+__device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {
+  const int d = threadIdx.x;
+  int cur = 0;
+  sh.suffix[0][d] = sh.hist[d];
+  __syncthreads();
+  for (int step = 1; step < 256; step <<= 1) {
+    sh.suffix[cur ^ 1][d] = sh.suffix[cur][d] + (d + step < 256 ? sh.suffix[cur][d + step] : 0);
+    cur ^= 1;
+    __syncthreads();
+  }
+  return sh.suffix[cur];
+}
 
 // Finds, among the n candidates (key_of(i), idx_of(i)), the threshold key T of the k-th largest
 // and how many candidates equal to T must be taken (the rest have keys above T). Radix select
@@ -41,14 +62,16 @@ __device__ inline void pw_radix_select(int n, int k, KeyOf key_of, PwTopkShared&
       if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], 1);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      int above = 0, digit = 255;
-      for (; digit > 0; --digit) {
-        if (above + sh.hist[digit] >= remaining) break;
-        above += sh.hist[digit];
+    // The digit: the largest d whose suffix reaches `remaining` (one thread finds it).
+    const int* suffix = pw_digit_suffix(sh);
+    {
+      const int d = threadIdx.x;
+      const int above = d < 255 ? suffix[d + 1] : 0;
+      if (suffix[d] >= remaining && (d == 255 || above < remaining)) {
+        sh.prefix = prefix | (static_cast<pw_u32>(d) << shift);
+        sh.need = remaining - above;
+        sh.equal = sh.hist[d];
       }
-      sh.prefix = prefix | (static_cast<pw_u32>(digit) << shift);
-      sh.need = remaining - above;
     }
     __syncthreads();
     prefix = sh.prefix;
@@ -79,16 +102,21 @@ __device__ inline int pw_select_topk(int n, int k, KeyOf key_of, IdxOf idx_of, P
   pw_u32 threshold;
   int need;
   pw_radix_select(n, k, key_of, sh, threshold, need);
-  // The need-th smallest index among the ties: select on ~index (largest of ~index).
-  pw_u32 idx_cut;
-  int idx_need;
-  pw_radix_select(
-      n, need,
-      [&](int i) -> pw_u32 {
-        return key_of(i) == threshold ? ~static_cast<pw_u32>(idx_of(i)) : 0u;
-      },
-      sh, idx_cut, idx_need);
-  const int max_tie_index = static_cast<int>(~idx_cut);
+  // All candidates at the threshold are taken when as many are needed as there are (the usual
+  // case: no ties across the cut); otherwise the need-th smallest index among the ties: a select
+  // on ~index (largest of ~index).
+  int max_tie_index = PW_NO_INDEX;
+  if (need < sh.equal) {
+    pw_u32 idx_cut;
+    int idx_need;
+    pw_radix_select(
+        n, need,
+        [&](int i) -> pw_u32 {
+          return key_of(i) == threshold ? ~static_cast<pw_u32>(idx_of(i)) : 0u;
+        },
+        sh, idx_cut, idx_need);
+    max_tie_index = static_cast<int>(~idx_cut);
+  }
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     const pw_u32 key = key_of(i);
     const int idx = idx_of(i);

@@ -23,7 +23,7 @@ expect_bad "--rows 1.5: must be a positive integer" --rows 1.5
 expect_bad "--reps -3: must be a positive integer" --reps -3
 expect_bad "--ctx 0: must be a positive integer" --ctx 0
 expect_bad "--bf16-tflops x: must be a positive number" --bf16-tflops x
-expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, index_prefill, index_decode or fp8_bmm" \
+expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, index_prefill, index_decode, fp8_bmm, topk_prefill, topk_decode or norm_rope_insert" \
   --launcher topk
 expect_bad "--variant -1: must be a non-negative integer" --variant -1
 expect_bad "--variant 2.5: must be a non-negative integer" --variant 2.5
