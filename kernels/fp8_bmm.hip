@@ -100,10 +100,28 @@ __device__ inline void pw_fp8_bmm_quantize(const pw_u16* x, int b, int m0, int r
       for (int i = 0; i < per; ++i) amax = fmaxf(amax, fabsf(v[j][i]));
       for (int o = PW_WARP / 2; o > 0; o >>= 1) amax = fmaxf(amax, pw_shfl_xor(amax, o));
       const float s = amax / PW_FP8_MAX;
+#if PW_FP8_MMA
+      // cvt.rn.satfinite.e4m3x2: the same rounding and saturation as pw_fp8_encode (it may give
+      // -0 where that gives +0: the same value), four values in two instructions.
+      static_assert(per == 4, "four values a lane");
+      pw_u32 q = 0;
+      if (s > 0.0f) {
+        pw_u32 lo, hi;
+        asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
+            : "=r"(lo)
+            : "f"(v[j][0] / s), "f"(v[j][1] / s));
+        asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
+            : "=r"(hi)
+            : "f"(v[j][2] / s), "f"(v[j][3] / s));
+        q = lo | (hi << 16);
+      }
+      *reinterpret_cast<pw_u32*>(qx + r * PW_QROW + k0) = q;
+#else
 #pragma unroll
       for (int i = 0; i < per; ++i) {
         if (k0 + i < PW_K) qx[r * PW_QROW + k0 + i] = s > 0.0f ? pw_fp8_encode(v[j][i] / s) : 0;
       }
+#endif
       if (lane == 0) sx[r * PW_GROUPS + g] = s;
     }
   }

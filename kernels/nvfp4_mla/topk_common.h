@@ -46,6 +46,36 @@ __device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {
   return sh.suffix[cur];
 }
 
+// hist[bin] += 1 where `mine`. Scores crowd into few digits (the high digits of similar floats
+// are nearly all equal), and shared-memory atomics on one address serialize, so on NVIDIA the
+// lanes of a warp with the same bin add once, together (__match_any_sync, sm_70+).
+__device__ inline void pw_hist_add(int* hist, bool mine, int bin) {
+#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  const unsigned active = __activemask();
+  const unsigned peers = __match_any_sync(active, mine ? bin : -1 - static_cast<int>(threadIdx.x % 32));
+  if (mine && (peers & ((1u << (threadIdx.x % 32)) - 1u)) == 0) atomicAdd(&hist[bin], __popc(peers));
+#else
+  if (mine) atomicAdd(&hist[bin], 1);
+#endif
+}
+
+// A slot in a list counted by *count for each thread where `take`, or -1: on NVIDIA one atomic
+// a warp (a ballot, then each lane's rank among the takers), elsewhere one a thread.
+__device__ inline int pw_append(int* count, bool take) {
+#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  const unsigned active = __activemask();
+  const unsigned takers = __ballot_sync(active, take);
+  if (takers == 0) return -1;  // the same in every active lane
+  const int lane = threadIdx.x % 32, leader = __ffs(takers) - 1;
+  int base = 0;
+  if (lane == leader) base = atomicAdd(count, __popc(takers));
+  base = __shfl_sync(active, base, leader);
+  return take ? base + __popc(takers & ((1u << lane) - 1u)) : -1;
+#else
+  return take ? atomicAdd(count, 1) : -1;
+#endif
+}
+
 // Finds, among the n candidates (key_of(i), idx_of(i)), the threshold key T of the k-th largest
 // and how many candidates equal to T must be taken (the rest have keys above T). Radix select
 // over 8-bit digits, most significant first.
@@ -59,7 +89,7 @@ __device__ inline void pw_radix_select(int n, int k, KeyOf key_of, PwTopkShared&
     __syncthreads();
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const pw_u32 key = key_of(i);
-      if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], 1);
+      pw_hist_add(sh.hist, (key & mask) == prefix, static_cast<int>((key >> shift) & 255u));
     }
     __syncthreads();
     // The digit: the largest d whose suffix reaches `remaining` (one thread finds it).
@@ -92,7 +122,7 @@ __device__ inline int pw_select_topk(int n, int k, KeyOf key_of, IdxOf idx_of, P
   __syncthreads();
   if (n <= k) {
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const int at = atomicAdd(&sh.count, 1);
+      const int at = pw_append(&sh.count, true);
       sh.key[at] = key_of(i);
       sh.idx[at] = idx_of(i);
     }
@@ -120,8 +150,8 @@ __device__ inline int pw_select_topk(int n, int k, KeyOf key_of, IdxOf idx_of, P
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     const pw_u32 key = key_of(i);
     const int idx = idx_of(i);
-    if (key > threshold || (key == threshold && idx <= max_tie_index)) {
-      const int at = atomicAdd(&sh.count, 1);
+    const int at = pw_append(&sh.count, key > threshold || (key == threshold && idx <= max_tie_index));
+    if (at >= 0) {
       sh.key[at] = key;
       sh.idx[at] = idx;
     }
