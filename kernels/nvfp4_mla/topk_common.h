@@ -46,19 +46,6 @@ __device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {
   return sh.suffix[cur];
 }
 
-// hist[bin] += 1 where `mine`. Scores crowd into few digits (the high digits of similar floats
-// are nearly all equal), and shared-memory atomics on one address serialize, so on NVIDIA the
-// lanes of a warp with the same bin add once, together (__match_any_sync, sm_70+).
-__device__ inline void pw_hist_add(int* hist, bool mine, int bin) {
-#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  const unsigned active = __activemask();
-  const unsigned peers = __match_any_sync(active, mine ? bin : -1 - static_cast<int>(threadIdx.x % 32));
-  if (mine && (peers & ((1u << (threadIdx.x % 32)) - 1u)) == 0) atomicAdd(&hist[bin], __popc(peers));
-#else
-  if (mine) atomicAdd(&hist[bin], 1);
-#endif
-}
-
 // A slot in a list counted by *count for each thread where `take`, or -1: on NVIDIA one atomic
 // a warp (a ballot, then each lane's rank among the takers), elsewhere one a thread.
 __device__ inline int pw_append(int* count, bool take) {
@@ -89,7 +76,7 @@ __device__ inline void pw_radix_select(int n, int k, KeyOf key_of, PwTopkShared&
     __syncthreads();
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const pw_u32 key = key_of(i);
-      pw_hist_add(sh.hist, (key & mask) == prefix, static_cast<int>((key >> shift) & 255u));
+      if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], 1);
     }
     __syncthreads();
     // The digit: the largest d whose suffix reaches `remaining` (one thread finds it).
