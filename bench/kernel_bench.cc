@@ -95,14 +95,55 @@ class Bench {
     return modules_[s] = Must(gpu_.LoadModule(out.code));
   }
 
+  // A block table of `entries` blocks scattered over a pool of `num_blocks`.
+  static std::vector<int> ScatteredTable(int entries, int num_blocks) {
+    std::vector<int> table(static_cast<size_t>(entries));
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int>((i * 7919) % num_blocks);
+    return table;
+  }
+
+  // Whether the filters leave out this row (the variant compared with key field `field`).
+  bool Skip(const Key& key, int rows, int ctx, const char* field) const {
+    return (!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
+           (o_.ctx && ctx && o_.ctx != ctx) ||
+           (o_.variant >= 0 && field && o_.variant != KeyInt(key, field));
+  }
+
+  // The median time of `launch` over the reps (the option, else `reps`), after one checked
+  // launch, with the L2 flushed before each.
+  template <typename Launch>
+  double MedianMs(Launch launch, int reps) {
+    OrDie(launch());
+    OrDie(gpu_.Synchronize());
+    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
+    return Median(Must(TimeEach(gpu_, launch, flush, o_.reps > 0 ? o_.reps : reps)));
+  }
+
+  static std::string VariantName(const Key& key, const char* field) {
+    return std::string(field) + "=" + std::to_string(KeyInt(key, field));
+  }
+
+  // One table row; ctx 0 and gflop 0 print as "-" (no context, no FLOPs counted).
+  void Row(const char* launcher, const std::string& variant, bool picked, int rows, int ctx,
+           double ms, double gflop, double bytes, double copy_tbs) const {
+    const double tbs = bytes / (ms * 1e-3) / 1e12, tflops = gflop / ms;  // GFLOP / ms = TFLOP/s
+    const std::string c = ctx ? std::to_string(ctx) : "-";
+    char flop_s[32] = "-", peak_s[32] = "-";
+    if (gflop > 0) {
+      std::snprintf(flop_s, sizeof(flop_s), "%.2f", gflop);
+      std::snprintf(peak_s, sizeof(peak_s), "%.1f", 100 * tflops / o_.bf16_tflops);
+    }
+    std::printf("%-15s %-10s %1s %6d %7s %11.4f %9s %8.2f %8.3f %7.1f %7s\n", launcher,
+                variant.c_str(), picked ? "*" : "", rows, c.c_str(), ms, flop_s, bytes / 1e6, tbs,
+                100 * tbs / copy_tbs, peak_s);
+    std::fflush(stdout);
+  }
+
   // One row: `rows` query rows of `requests` requests at context `ctx` (prefill: one chunk of
   // `rows` tokens ending at ctx; decode: one token each), with the key's variant.
   void Sparse(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
     const char* field = prefill ? "rounds" : "splits";  // the variant's key field
-    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
-        (o_.ctx && o_.ctx != ctx) || (o_.variant >= 0 && o_.variant != KeyInt(key, field))) {
-      return;
-    }
+    if (Skip(key, rows, ctx, field)) return;
     const int hr = static_cast<int>(KeyInt(key, "heads")),
               l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
               dr = static_cast<int>(KeyInt(key, "rope_dim")),
@@ -113,8 +154,7 @@ class Bench {
     // The block table scatters the requests' blocks over a pool of at most 16384 blocks (436 MB,
     // far past the L2), so long decode batches need no multi-GB cache.
     const int num_blocks = std::min(max_blocks * requests, 16384);
-    std::vector<int> table(static_cast<size_t>(max_blocks) * requests);
-    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int>((i * 7919) % num_blocks);
+    const std::vector<int> table = ScatteredTable(max_blocks * requests, num_blocks);
     std::vector<int> row_req(rows), sel(static_cast<size_t>(rows) * k, -1);
     std::mt19937 rng(rows * 31 + ctx);
     int64_t selected = 0;
@@ -157,11 +197,7 @@ class Bench {
       return prefill ? LaunchSparsePrefill(gpu_, module, key, a)
                      : LaunchSparseDecode(gpu_, module, key, a);
     };
-    OrDie(launch());
-    OrDie(gpu_.Synchronize());
-    const int reps = o_.reps > 0 ? o_.reps : prefill && rows >= 2048 ? 15 : 100;
-    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
-    const double ms = Median(Must(TimeEach(gpu_, launch, flush, reps)));
+    const double ms = MedianMs(launch, prefill && rows >= 2048 ? 15 : 100);
     // Work: S = Q Kᵀ over L + Dr and O = P V over L, per selected position and head.
     const double flops = 2.0 * hr * static_cast<double>(selected) * (l + dr + l);
     // Fewest bytes: Q, out and LSE once, the selected indices, each distinct record once (a
@@ -171,31 +207,22 @@ class Bench {
     const double bytes = static_cast<double>(q_elems) * (2.0 * (l + dr) + 2.0 * l + 4) +
                          4.0 * rows * k + records * record +
                          2.0 * static_cast<double>(ws) * (1 + 1.0 / l);
-    const double tflops = flops / (ms * 1e-3) / 1e12, tbs = bytes / (ms * 1e-3) / 1e12;
-    const std::string variant = std::string(field) + "=" + std::to_string(KeyInt(key, field));
-    std::printf("%-15s %-10s %1s %6d %7d %11.4f %9.2f %8.2f %8.3f %7.1f %7.1f\n",
-                prefill ? "sparse_prefill" : "sparse_decode", variant.c_str(), picked ? "*" : "",
-                rows, ctx, ms, flops / 1e9, bytes / 1e6, tbs, 100 * tbs / copy_tbs,
-                100 * tflops / o_.bf16_tflops);
-    std::fflush(stdout);
+    Row(prefill ? "sparse_prefill" : "sparse_decode", VariantName(key, field), picked, rows, ctx,
+        ms, flops / 1e9, bytes, copy_tbs);
   }
 
   // One row of index scores: `rows` query rows at context `ctx` (prefill: one chunk of `rows`
   // tokens of one request ending at ctx, causal; decode: one token each of `rows` requests).
   void Index(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
     const char* field = prefill ? "large" : "buffered";
-    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
-        (o_.ctx && o_.ctx != ctx) || (o_.variant >= 0 && o_.variant != KeyInt(key, field))) {
-      return;
-    }
+    if (Skip(key, rows, ctx, field)) return;
     const int hi = static_cast<int>(KeyInt(key, "index_heads")),
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
     const int requests = prefill ? 1 : rows;
     const int record = di / 2 + di / 16;
     const int max_blocks = (ctx + kBlockSize - 1) / kBlockSize;
     const int num_blocks = std::min(max_blocks * requests, 65536);
-    std::vector<int> table(static_cast<size_t>(max_blocks) * requests);
-    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int>((i * 7919) % num_blocks);
+    const std::vector<int> table = ScatteredTable(max_blocks * requests, num_blocks);
     std::vector<int> row_req(rows), visible(rows);
     double seen = 0;
     for (int r = 0; r < rows; ++r) {
@@ -240,29 +267,20 @@ class Bench {
       return prefill ? LaunchIndexPrefill(gpu_, module, key, a)
                      : LaunchIndexDecode(gpu_, module, key, a);
     };
-    OrDie(launch());
-    OrDie(gpu_.Synchronize());
-    const int reps = o_.reps > 0 ? o_.reps : 50;
-    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
-    const double ms = Median(Must(TimeEach(gpu_, launch, flush, reps)));
+    const double ms = MedianMs(launch, 50);
     const double flops = 2.0 * hi * di * seen;
     // Fewest bytes: Q and w, every score written, each distinct key record once, the buffer
     // written and read.
     const double records = prefill ? ctx : static_cast<double>(rows) * ctx;
     const double bytes = rows * (2.0 * hi * di + 4.0 * hi) + 4.0 * rows * stride +
                          records * record + 2.0 * static_cast<double>(ws);
-    const double tflops = flops / (ms * 1e-3) / 1e12, tbs = bytes / (ms * 1e-3) / 1e12;
-    const std::string variant = std::string(field) + "=" + std::to_string(KeyInt(key, field));
-    std::printf("%-15s %-10s %1s %6d %7d %11.4f %9.2f %8.2f %8.3f %7.1f %7.1f\n",
-                prefill ? "index_prefill" : "index_decode", variant.c_str(), picked ? "*" : "",
-                rows, ctx, ms, flops / 1e9, bytes / 1e6, tbs, 100 * tbs / copy_tbs,
-                100 * tflops / o_.bf16_tflops);
-    std::fflush(stdout);
+    Row(prefill ? "index_prefill" : "index_decode", VariantName(key, field), picked, rows, ctx, ms,
+        flops / 1e9, bytes, copy_tbs);
   }
 
   // One FP8 batched GEMM (the key's shape: B, N, K) for M rows.
   void Fp8Bmm(const Key& key, int m, double copy_tbs) {
-    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != m)) return;
+    if (Skip(key, m, 0, nullptr)) return;
     const int batch = static_cast<int>(KeyInt(key, "batch")),
               n = static_cast<int>(KeyInt(key, "n")), k = static_cast<int>(KeyInt(key, "k"));
     const size_t xs = static_cast<size_t>(m) * batch * k, ws = static_cast<size_t>(batch) * n * k;
@@ -279,33 +297,23 @@ class Bench {
     a.m = m;
     void* module = Module(key);
     auto launch = [&] { return LaunchFp8Bmm(gpu_, module, key, a); };
-    OrDie(launch());
-    OrDie(gpu_.Synchronize());
-    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
-    const double ms = Median(Must(TimeEach(gpu_, launch, flush, o_.reps > 0 ? o_.reps : 100)));
+    const double ms = MedianMs(launch, 100);
     const double flops = 2.0 * m * batch * static_cast<double>(n) * k;
     const double bytes =
         2.0 * static_cast<double>(xs) + static_cast<double>(ws) + 2.0 * m * batch * n;
-    const double tflops = flops / (ms * 1e-3) / 1e12, tbs = bytes / (ms * 1e-3) / 1e12;
     const int64_t exact = KeyInt(key, "m_exact");
     const auto gemm = key.params.find("gemm");
     const std::string variant =
         (gemm == key.params.end() ? "" : std::get<std::string>(gemm->second)) +
         (exact ? ",m=" + std::to_string(exact) : ",bm=" + std::to_string(KeyInt(key, "block_m")));
-    std::printf("%-15s %-10s %1s %6d %7s %11.4f %9.2f %8.2f %8.3f %7.1f %7.1f\n", "fp8_bmm",
-                variant.c_str(), m <= 128 ? "*" : "", m, "-", ms, flops / 1e9, bytes / 1e6, tbs,
-                100 * tbs / copy_tbs, 100 * tflops / o_.bf16_tflops);
-    std::fflush(stdout);
+    Row("fp8_bmm", variant, m <= 128, m, 0, ms, flops / 1e9, bytes, copy_tbs);
   }
 
   // One top-k of `rows` score rows at context `ctx` (prefill: one chunk of `rows` tokens ending
   // at ctx, causal; decode: every row sees ctx), random scores.
   void Topk(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
     const char* field = prefill ? "strips" : "topk";
-    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
-        (o_.ctx && o_.ctx != ctx) || (o_.variant >= 0 && o_.variant != KeyInt(key, field))) {
-      return;
-    }
+    if (Skip(key, rows, ctx, field)) return;
     const int k = static_cast<int>(KeyInt(key, "topk"));
     std::vector<int> visible(rows);
     double seen = 0;
@@ -340,26 +348,16 @@ class Bench {
       return prefill ? LaunchTopkPrefill(gpu_, module, key, a)
                      : LaunchTopkDecode(gpu_, module, key, a);
     };
-    OrDie(launch());
-    OrDie(gpu_.Synchronize());
-    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
-    const double ms = Median(Must(TimeEach(gpu_, launch, flush, o_.reps > 0 ? o_.reps : 50)));
+    const double ms = MedianMs(launch, 50);
     // Fewest bytes: every visible score read once, the indices written.
     const double bytes = 4.0 * seen + 4.0 * rows * k;
-    const double tbs = bytes / (ms * 1e-3) / 1e12;
-    const std::string variant = std::string(field) + "=" + std::to_string(KeyInt(key, field));
-    std::printf("%-15s %-10s %1s %6d %7d %11.4f %9s %8.2f %8.3f %7.1f %7s\n",
-                prefill ? "topk_prefill" : "topk_decode", variant.c_str(), picked ? "*" : "", rows,
-                ctx, ms, "-", bytes / 1e6, tbs, 100 * tbs / copy_tbs, "-");
-    std::fflush(stdout);
+    Row(prefill ? "topk_prefill" : "topk_decode", VariantName(key, field), picked, rows, ctx, ms, 0,
+        bytes, copy_tbs);
   }
 
   // One cache insert of `tokens` new tokens into distinct random slots.
   void NormRope(const Key& key, int tokens, bool picked, double copy_tbs) {
-    if ((!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != tokens) ||
-        (o_.variant >= 0 && o_.variant != KeyInt(key, "small"))) {
-      return;
-    }
+    if (Skip(key, tokens, 0, "small")) return;
     const int l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
               dr = static_cast<int>(KeyInt(key, "rope_dim")),
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
@@ -392,18 +390,10 @@ class Bench {
     a.index_cache = didx.ptr();
     void* module = Module(key);
     auto launch = [&] { return LaunchNormRopeInsert(gpu_, module, key, a); };
-    OrDie(launch());
-    OrDie(gpu_.Synchronize());
-    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
-    const double ms = Median(Must(TimeEach(gpu_, launch, flush, o_.reps > 0 ? o_.reps : 100)));
+    const double ms = MedianMs(launch, 100);
     const double bytes =
         tokens * (2.0 * (l + dr + di) + 4 + 8 + static_cast<double>(record + irecord));
-    const double tbs = bytes / (ms * 1e-3) / 1e12;
-    const std::string variant = std::string("small=") + std::to_string(KeyInt(key, "small"));
-    std::printf("%-15s %-10s %1s %6d %7s %11.4f %9s %8.2f %8.3f %7.1f %7s\n", "norm_rope_insert",
-                variant.c_str(), picked ? "*" : "", tokens, "-", ms, "-", bytes / 1e6, tbs,
-                100 * tbs / copy_tbs, "-");
-    std::fflush(stdout);
+    Row("norm_rope_insert", VariantName(key, "small"), picked, tokens, 0, ms, 0, bytes, copy_tbs);
   }
 
  private:
@@ -475,6 +465,15 @@ std::string ParseArgs(int argc, char** argv, Options& o) {
 
 int Main(int argc, char** argv) {
   Options o;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::printf(
+          "kernel_bench: every launcher of the embedded example against the GPU's roofline "
+          "(median of many launches, L2 flushed before each; GPU only).\n%s",
+          kUsage);
+      return 0;
+    }
+  }
   if (const std::string error = ParseArgs(argc, argv, o); !error.empty()) {
     std::fprintf(stderr, "kernel_bench: %s\n%s", error.c_str(), kUsage);
     return 2;

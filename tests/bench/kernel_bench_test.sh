@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/kernel_bench's command line: every bad argument is exit 2 with a message naming it and
-# the usage, before any GPU is touched; with no GPU it says it skipped and exits 0.
+# the usage, before any GPU is touched; --help prints the usage and exits 0; with no GPU it says
+# it skipped and exits 0.
 #   kernel_bench_test.sh PATH_TO_KERNEL_BENCH
 set -uo pipefail
 bench=$1
@@ -27,6 +28,12 @@ expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, index_prefil
   --launcher topk
 expect_bad "--variant -1: must be a non-negative integer" --variant -1
 expect_bad "--variant 2.5: must be a non-negative integer" --variant 2.5
+out=$("$bench" --help 2>&1)
+rc=$?
+if [[ $rc -ne 0 ]] || ! grep -q "usage: kernel_bench" <<<"$out" || ! grep -q -- "--launcher" <<<"$out"; then
+  echo "FAIL: --help: exit $rc, output: $out"
+  fail=1
+fi
 if ! [[ -e /dev/nvidiactl || -e /dev/kfd ]]; then
   out=$("$bench" --rows 16 --launcher index_decode --variant 0 2>&1)
   rc=$?
