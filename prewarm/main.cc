@@ -12,6 +12,7 @@
 #include "prewarm/util/cpu.h"
 #include "prewarm/util/env.h"
 #include "prewarm/util/log.h"
+#include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
 // Scheduler limits: text, so one parser (limits/) validates flags, variables and --vllm-args
@@ -55,16 +56,18 @@ ABSL_FLAG(std::string, manifest, "",
           "run: where to write the manifest. Default {cache-dir}/prewarm/manifest.json, or "
           "manifest-shard-I-of-N.json with --shard.");
 ABSL_FLAG(int32_t, jobs, 0,
-          "run: compile worker processes. Default 0: the cgroup CPU limit (cpu.max), else the "
-          "number of CPUs.");
+          "run: compile worker processes, 0 to 256. Default 0: the cgroup CPU limit (cpu.max), "
+          "else the number of CPUs.");
 ABSL_FLAG(std::string, shard, "0/1",
           "run: i/n compiles every n-th key of the plan starting at i, so n pods (an Indexed "
           "Job) split one plan.");
 ABSL_FLAG(double, compile_timeout, 600,
-          "run: seconds one compile may take before its worker is killed (then retried once).");
+          "run: seconds one compile may take before its worker is killed (then retried once); "
+          "over 0, at most 86400.");
 ABSL_FLAG(int64_t, compile_memory_mb, 0,
           "run: address-space limit of each compile worker in MiB; 0 for none.");
-ABSL_FLAG(double, progress_interval, 5, "run: seconds between progress lines; 0 for none.");
+ABSL_FLAG(double, progress_interval, 5,
+          "run: seconds between progress lines, at most 3600; 0 for none.");
 ABSL_FLAG(bool, quiet, false, "run: no progress lines, only errors and the summary.");
 ABSL_FLAG(bool, serve, false,
           "run: keep serving metrics and gRPC health after the run, until SIGTERM (the native "
@@ -74,13 +77,15 @@ ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9400",
 ABSL_FLAG(std::string, grpc_address, "0.0.0.0:9401",
           "run: where to serve grpc.health.v1.Health and prewarm.v1.Status; port 0 picks one.");
 ABSL_FLAG(double, verify_interval, 60,
-          "run --serve: seconds between cheap re-checks of the cache (stat and header).");
+          "run --serve: seconds between cheap re-checks of the cache (stat and header); over 0, "
+          "at most 86400.");
 ABSL_FLAG(std::string, pushgateway, "",
           "run: push the final metrics to this Pushgateway (http://host:port); a failed push "
           "is logged, not fatal.");
 ABSL_FLAG(std::string, addr, "", "probe: the gRPC address to check, HOST:PORT.");
 ABSL_FLAG(std::string, service, "prewarm", "probe: the health service name to check.");
-ABSL_FLAG(double, timeout, 1, "probe: seconds to wait for the connection and the answer.");
+ABSL_FLAG(double, timeout, 1,
+          "probe: seconds to wait for the connection and the answer; over 0, at most 3600.");
 ABSL_FLAG(bool, dry_run, false, "gc: list what would be removed, remove nothing.");
 ABSL_FLAG(bool, stale, false,
           "gc: also remove prewarm's launcher directories that this build would not produce "
@@ -178,9 +183,9 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
     c.cache_dir = prewarm::StrCat(home.value_or("/tmp"), "/.cache/prewarm");
   }
   const int32_t jobs = absl::GetFlag(FLAGS_jobs);
-  if (jobs < 0) {
-    return absl::InvalidArgumentError(
-        prewarm::StrCat(origin("jobs"), "=", jobs, ": must be >= 0 (0: one per available CPU)"));
+  if (jobs < 0 || jobs > 256) {
+    return absl::InvalidArgumentError(prewarm::StrCat(
+        origin("jobs"), "=", jobs, ": must be 0 to 256 (0: one per available CPU)"));
   }
   c.jobs = jobs > 0 ? jobs : prewarm::AvailableCpus();
   const std::string shard = absl::GetFlag(FLAGS_shard);
@@ -201,39 +206,34 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
                                                      c.shard_index, "-of-", c.shard_count, ".json")
                                    : prewarm::StrCat(c.cache_dir, "/prewarm/manifest.json");
   }
+  // Seconds: finite, in (0, max] or [0, max]; inf, nan and the absurd are refused, not obeyed.
+  auto seconds = [&](const char* flag, double v, bool zero_ok, double max) -> absl::Status {
+    if ((zero_ok ? v >= 0 : v > 0) && v <= max) return absl::OkStatus();
+    return absl::InvalidArgumentError(prewarm::StrCat(origin(flag), "=", v, ": must be ",
+                                                      zero_ok ? ">= 0" : "> 0", " and at most ",
+                                                      max, " seconds"));
+  };
   c.compile_timeout_s = absl::GetFlag(FLAGS_compile_timeout);
-  if (!(c.compile_timeout_s > 0)) {
-    return absl::InvalidArgumentError(prewarm::StrCat(
-        origin("compile-timeout"), "=", c.compile_timeout_s, ": must be > 0 seconds"));
-  }
+  RETURN_IF_ERROR(seconds("compile-timeout", c.compile_timeout_s, false, 86400));
   c.compile_memory_mb = absl::GetFlag(FLAGS_compile_memory_mb);
   if (c.compile_memory_mb < 0) {
     return absl::InvalidArgumentError(prewarm::StrCat(
         origin("compile-memory-mb"), "=", c.compile_memory_mb, ": must be >= 0 (0: no limit)"));
   }
   c.progress_interval_s = absl::GetFlag(FLAGS_progress_interval);
-  if (c.progress_interval_s < 0) {
-    return absl::InvalidArgumentError(
-        prewarm::StrCat(origin("progress-interval"), "=", c.progress_interval_s, ": must be >= 0"));
-  }
+  RETURN_IF_ERROR(seconds("progress-interval", c.progress_interval_s, true, 3600));
   c.serve = absl::GetFlag(FLAGS_serve);
   c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   c.grpc_address = absl::GetFlag(FLAGS_grpc_address);
   c.metrics_address_given = !origin("metrics-address").empty();
   c.grpc_address_given = !origin("grpc-address").empty();
   c.verify_interval_s = absl::GetFlag(FLAGS_verify_interval);
-  if (!(c.verify_interval_s > 0)) {
-    return absl::InvalidArgumentError(prewarm::StrCat(
-        origin("verify-interval"), "=", c.verify_interval_s, ": must be > 0 seconds"));
-  }
+  RETURN_IF_ERROR(seconds("verify-interval", c.verify_interval_s, false, 86400));
   c.pushgateway = absl::GetFlag(FLAGS_pushgateway);
   c.probe_addr = absl::GetFlag(FLAGS_addr);
   c.probe_service = absl::GetFlag(FLAGS_service);
   c.probe_timeout_s = absl::GetFlag(FLAGS_timeout);
-  if (!(c.probe_timeout_s > 0)) {
-    return absl::InvalidArgumentError(
-        prewarm::StrCat(origin("timeout"), "=", c.probe_timeout_s, ": must be > 0 seconds"));
-  }
+  RETURN_IF_ERROR(seconds("timeout", c.probe_timeout_s, false, 3600));
   c.quiet = absl::GetFlag(FLAGS_quiet);
   c.dry_run = absl::GetFlag(FLAGS_dry_run);
   c.stale = absl::GetFlag(FLAGS_stale);

@@ -86,6 +86,9 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::str
   hs->impl_->status = std::make_unique<StatusService>(telemetry);
   grpc::ServerBuilder builder;
   int port = 0;
+  // gRPC binds with SO_REUSEPORT by default: a second prewarm (or anything else) on the same port
+  // would start too, and probes would get either answer. One port, one server.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   // gRPC 1.51 will not build a synchronous server whose only service is the default health
   // service; prewarm.v1.Status beside it is what we want anyway.

@@ -259,13 +259,27 @@ TEST(RunCommandTest, BadRunFlagsAreExitTwo) {
   for (const std::vector<std::string>& extra :
        std::vector<std::vector<std::string>>{{"--jobs", "-1"},
                                              {"--jobs", "many"},
+                                             {"--jobs", "100000"},
                                              {"--compile-timeout", "0"},
+                                             {"--compile-timeout", "inf"},
+                                             {"--compile-timeout", "nan"},
                                              {"--compile-memory-mb", "-5"},
-                                             {"--progress-interval", "-1"}}) {
+                                             {"--progress-interval", "-1"},
+                                             {"--progress-interval", "inf"},
+                                             {"--verify-interval", "100000"}}) {
     SubprocessResult r = RunPrewarm(SmallRun(dir.path(), extra));
     EXPECT_EQ(r.exit_code, 2) << extra[0];
     EXPECT_NE(r.stderr_text.find(extra[0] + "=" + extra[1]), std::string::npos) << r.stderr_text;
+    // Refused before any work: nothing was written.
+    EXPECT_FALSE(fs::exists(dir.path() + "/prewarm")) << extra[0] << " " << extra[1];
   }
+  // A value past the bound names the bound, so the user knows what would be accepted.
+  SubprocessResult r = RunPrewarm(SmallRun(dir.path(), {"--progress-interval", "1e10"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("at most 3600 seconds"), std::string::npos) << r.stderr_text;
+  r = RunPrewarm({"probe", "--addr", "127.0.0.1:1", "--timeout", "inf"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("--timeout=inf"), std::string::npos) << r.stderr_text;
 }
 
 TEST(ReplayCacheTest, StrictFailsOnMissesOnly) {

@@ -249,6 +249,29 @@ TEST(MetricsTest, AnAddressInUseIsExitOneAndAFailedPushIsOnlyAWarning) {
   EXPECT_EQ(r.stderr_text.find("push to the Pushgateway", first + 1), std::string::npos);
 }
 
+TEST(ServeTest, AGrpcPortInUseIsExitOneEvenWhenItsHolderSharesPorts) {
+  testing::TempDir dir;
+  // Hold a port the way another gRPC server would: with SO_REUSEPORT, which lets any later
+  // socket that also asks for it bind the same port.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)), 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ::listen(fd, 1);
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string busy = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  SubprocessResult r =
+      testing::RunPrewarm({"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs",
+                           "1", "--cache-dir", dir.path() + "/c", "--grpc-address", busy});
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("cannot serve gRPC on " + busy), std::string::npos) << r.stderr_text;
+}
+
 TEST(MetricsTest, TheFinalMetricsArePushedToARealPushgateway) {
   testing::TempDir dir;
   const int port = FreePort();
