@@ -8,6 +8,7 @@
 #include "prewarm/cli/cache_plan.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
+#include "prewarm/util/json.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
@@ -41,9 +42,8 @@ int RunReplay(const Config& config, std::ostream& out) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     ++steps;
     const std::string where = StrCat(config.trace, ":", line_no);
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    absl::StatusOr<Step> step =
-        j.is_discarded() ? absl::InvalidArgumentError("malformed JSON") : StepFromJson(j);
+    absl::StatusOr<nlohmann::json> j = ParseJson(line);
+    absl::StatusOr<Step> step = j.ok() ? StepFromJson(*j) : absl::StatusOr<Step>(j.status());
     if (!step.ok()) {
       ++bad;
       out << where << ": malformed step: " << step.status().message() << "\n";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "prewarm/util/json.h"
 #include "prewarm/util/shell_split.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
@@ -47,6 +48,9 @@ const Known* FindKnown(std::string_view name) {
 }
 
 absl::StatusOr<json> ParseJsonArg(std::string_view flag, std::string_view text) {
+  if (absl::Status depth = CheckJsonDepth(text); !depth.ok()) {
+    return absl::InvalidArgumentError(StrCat(kOrigin, "--", flag, ": ", depth.message()));
+  }
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(
@@ -159,6 +163,9 @@ absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
       if (known->kind != Kind::kSpeculative && known->kind != Kind::kCompilation) continue;
       // Other speculative fields (method, model) do not change any key.
       if (known->kind == Kind::kSpeculative && sub_key != "num_speculative_tokens") continue;
+      if (absl::Status depth = CheckJsonDepth(value); !depth.ok()) {
+        return absl::InvalidArgumentError(StrCat(kOrigin, word, ": ", depth.message()));
+      }
       json parsed = json::parse(value, nullptr, /*allow_exceptions=*/false);
       json config = json::object();
       config[sub_key] = parsed.is_discarded() ? json(value) : parsed;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "nlohmann/json.hpp"
+#include "prewarm/util/json.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
@@ -35,12 +36,10 @@ absl::StatusOr<int64_t> PositiveInt(const json& j, std::string_view field,
 }  // namespace
 
 absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_view origin) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(StrCat(origin, ": malformed JSON: ", e.what()));
-  }
+  absl::StatusOr<json> parsed = ParseJson(json_text);
+  if (!parsed.ok())
+    return absl::InvalidArgumentError(StrCat(origin, ": ", parsed.status().message()));
+  json root = std::move(*parsed);
   if (!root.is_object()) {
     return absl::InvalidArgumentError(StrCat(origin, ": expected a JSON object"));
   }

@@ -3,6 +3,8 @@
 #include "nlohmann/json.hpp"
 #include "prewarm/runtime/prewarm_runtime.h"
 #include "prewarm/runtime/runtime.h"
+#include "prewarm/util/json.h"
+#include "prewarm/util/strings.h"
 
 struct prewarm_runtime {
   std::unique_ptr<prewarm::Runtime> rt;
@@ -53,10 +55,11 @@ extern "C" int prewarm_runtime_get(prewarm_runtime* rt, const char* launcher, co
   if (rt == nullptr || launcher == nullptr || step_json == nullptr || count == nullptr) {
     return Fail(absl::InvalidArgumentError("NULL argument"), err, err_len);
   }
-  const nlohmann::json j = nlohmann::json::parse(step_json, nullptr, false);
-  absl::StatusOr<prewarm::Step> step = j.is_discarded()
-                                           ? absl::InvalidArgumentError("step_json is not JSON")
-                                           : prewarm::StepFromJson(j);
+  const absl::StatusOr<nlohmann::json> j = prewarm::ParseJson(step_json);
+  absl::StatusOr<prewarm::Step> step =
+      j.ok() ? prewarm::StepFromJson(*j)
+             : absl::StatusOr<prewarm::Step>(absl::InvalidArgumentError(
+                   prewarm::StrCat("step_json: ", j.status().message())));
   if (!step.ok()) return Fail(step.status(), err, err_len);
   absl::StatusOr<std::vector<prewarm::LoadedKernel>> k = rt->rt->ForStep(launcher, *step);
   if (!k.ok()) return Fail(k.status(), err, err_len);

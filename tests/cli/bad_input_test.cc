@@ -112,6 +112,27 @@ INSTANTIATE_TEST_SUITE_P(
                  {},
                  {"--metrics-address=localhost", "HOST:PORT"}}));
 
+// Nesting that would overflow the JSON parser's stack (SIGSEGV before) is a clear exit 2, in a
+// model config and in the JSON values of --vllm-args.
+TEST(BadInputFileTest, DeeplyNestedJsonIsExitTwoNotACrash) {
+  testing::TempDir dir;
+  const std::string deep = dir.WriteFile("deep.json", std::string(60000, '['));
+  SubprocessResult r = RunPrewarm({"plan", "--model-config", deep});
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(deep + ": JSON nested deeper than 64 levels"), std::string::npos)
+      << r.stderr_text;
+  const std::string nested = std::string(5000, '{');
+  for (const std::string flag : {"--speculative-config", "-O"}) {
+    r = RunPrewarm({"plan", "--vllm-args", flag + " " + nested});
+    EXPECT_EQ(r.exit_code, 2) << flag << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("nested deeper than 64 levels"), std::string::npos)
+        << flag << r.stderr_text;
+  }
+  r = RunPrewarm({"plan", "--vllm-args", "--speculative-config.num_speculative_tokens=" + nested});
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("nested deeper than 64 levels"), std::string::npos) << r.stderr_text;
+}
+
 TEST(BadInputFileTest, MalformedModelConfigNamesFileAndField) {
   testing::TempDir dir;
   const std::string broken = dir.WriteFile("broken.json", "{\"num_attention_heads\": 64,");

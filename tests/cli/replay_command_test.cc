@@ -21,6 +21,21 @@ TEST(ReplayCommandTest, SeedWorkloadReportsLaunchersAndKeys) {
             std::string::npos);
 }
 
+TEST(ReplayCommandTest, ADeeplyNestedLineIsAMalformedStepNotACrash) {
+  testing::TempDir dir;
+  const std::string trace = dir.WriteFile(
+      "deep.jsonl", "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":10}]}\n" +
+                        std::string(60000, '[') + "\n");
+  SubprocessResult r = RunPrewarm({"replay", "--trace", trace});
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("deep.jsonl:2: malformed step: JSON nested deeper than 64 levels"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("replay: 2 steps, 1 in range, 1 out of range or malformed"),
+            std::string::npos)
+      << r.stdout_text;
+}
+
 TEST(ReplayCommandTest, ReportsEveryBadStepThenExitsTwo) {
   testing::TempDir dir;
   const std::string trace =
