@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "prewarm/cache/manifest.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/config.h"
 #include "prewarm/cli/flag_parser.h"
@@ -213,6 +214,13 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
                                                       zero_ok ? ">= 0" : "> 0", " and at most ",
                                                       max, " seconds"));
   };
+  if (args.command == "run") {
+    if (absl::Status ok = prewarm::CheckReplaceable(c.manifest); !ok.ok()) {
+      const std::string from = origin("manifest");
+      return absl::InvalidArgumentError(
+          prewarm::StrCat(from.empty() ? "the manifest" : from, ": ", ok.message()));
+    }
+  }
   c.compile_timeout_s = absl::GetFlag(FLAGS_compile_timeout);
   RETURN_IF_ERROR(seconds("compile-timeout", c.compile_timeout_s, false, 86400));
   c.compile_memory_mb = absl::GetFlag(FLAGS_compile_memory_mb);

@@ -1,5 +1,7 @@
 #include "prewarm/cache/manifest.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "prewarm/launchers/launcher.h"
@@ -15,6 +17,7 @@ std::string Iso8601(absl::Time t) {
 }
 
 absl::Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  RETURN_IF_ERROR(CheckReplaceable(path));
   RETURN_IF_ERROR(MakeDirs(std::filesystem::path(path).parent_path().string()));
   ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, 0644));
   RETURN_IF_ERROR(file.Write(content));
@@ -22,6 +25,20 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
 }
 
 }  // namespace
+
+absl::Status CheckReplaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return absl::OkStatus();
+  const char* what = S_ISLNK(st.st_mode)    ? "a symlink"
+                     : S_ISDIR(st.st_mode)  ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "a device";
+  return absl::InvalidArgumentError(
+      StrCat(path, " is ", what,
+             ", not a regular file: prewarm writes its output files by "
+             "replacing them, and will not replace that"));
+}
 
 int64_t RunReport::Count(KeyState state) const {
   int64_t n = 0;

@@ -47,6 +47,11 @@ struct RunReport {
   int64_t Count(KeyState state) const;
 };
 
+// OK when `path` is absent or a regular file; InvalidArgument naming it and what it is (a
+// symlink, directory, FIFO, socket or device) otherwise: the manifest and the metrics file are
+// written by rename over the target, which must never replace such a thing.
+absl::Status CheckReplaceable(const std::string& path);
+
 nlohmann::json ManifestJson(const RunReport& report);
 // Writes the manifest atomically to `path` (by default {root}/prewarm/manifest.json).
 absl::Status WriteManifest(const std::string& path, const RunReport& report);

@@ -282,6 +282,41 @@ TEST(RunCommandTest, BadRunFlagsAreExitTwo) {
   EXPECT_NE(r.stderr_text.find("--timeout=inf"), std::string::npos) << r.stderr_text;
 }
 
+// --manifest is written by rename over its target: anything there but a regular file (a symlink
+// another tenant planted, a device, a FIFO, a directory) is exit 2 naming it, before any work,
+// and is left as it was.
+TEST(RunCommandTest, AManifestPathThatIsNotARegularFileIsExitTwoAndLeftAlone) {
+  testing::TempDir dir;
+  const std::string outside = dir.WriteFile("outside.txt", "not yours");
+  const std::string link = dir.path() + "/link.json";
+  ASSERT_EQ(::symlink(outside.c_str(), link.c_str()), 0);
+  const std::string fifo = dir.path() + "/fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string folder = dir.path() + "/folder.json";
+  fs::create_directory(folder);
+  const std::string cache = dir.path() + "/cache";
+  for (const auto& [path, what] :
+       std::vector<std::pair<std::string, std::string>>{{link, "a symlink"},
+                                                        {fifo, "a FIFO"},
+                                                        {folder, "a directory"},
+                                                        {"/dev/null", "a device"}}) {
+    SubprocessResult r = RunPrewarm(SmallRun(cache, {"--manifest", path}));
+    EXPECT_EQ(r.exit_code, 2) << path;
+    EXPECT_NE(r.stderr_text.find("--manifest: " + path + " is " + what), std::string::npos)
+        << r.stderr_text;
+    EXPECT_FALSE(fs::exists(cache)) << "no work before the refusal";
+  }
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(ReadFile(outside).value_or(""), "not yours");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_directory(folder));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  // A regular file there is replaced, as before.
+  const std::string old = dir.WriteFile("old.json", "stale");
+  ASSERT_EQ(RunPrewarm(SmallRun(cache, {"--manifest", old})).exit_code, 0);
+  EXPECT_NE(ReadFile(old).value_or("").find("\"format\": 1"), std::string::npos);
+}
+
 TEST(ReplayCacheTest, StrictFailsOnMissesOnly) {
   testing::TempDir dir;
   const std::string cache = dir.path() + "/cache";
