@@ -12,8 +12,20 @@ namespace {
 
 using nlohmann::json;
 
-// A required positive integer field. Booleans and floats with a fraction are rejected:
-// a head count of 64.5 or "64" in a config is a broken config, not something to guess at.
+// The largest value a config's integer field may take: the same cap as the limit flags
+// (2^31 - 1), so no product of two of them overflows 64 bits.
+constexpr int64_t kMaxConfigInt = 2147483647;
+
+// A value as the error shows it: its JSON, cut at 64 characters (a wrong-typed field may be a
+// string of any size).
+std::string Shown(const json& v) {
+  std::string s = v.dump();
+  return s.size() <= 64 ? s : s.substr(0, 64) + "... (" + std::to_string(s.size()) + " characters)";
+}
+
+// A required positive integer field, at most kMaxConfigInt. Booleans and floats with a fraction
+// are rejected: a head count of 64.5 or "64" in a config is a broken config, not something to
+// guess at.
 absl::StatusOr<int64_t> PositiveInt(const json& j, std::string_view field,
                                     std::string_view origin) {
   auto it = j.find(field);
@@ -21,16 +33,14 @@ absl::StatusOr<int64_t> PositiveInt(const json& j, std::string_view field,
     return absl::InvalidArgumentError(
         StrCat(origin, ": required field \"", field, "\" is missing"));
   }
-  if (!it->is_number_integer()) {
-    return absl::InvalidArgumentError(
-        StrCat(origin, ": field \"", field, "\" is ", it->dump(), ", expected a positive integer"));
+  const bool too_big = it->is_number_unsigned() && it->get<uint64_t>() > kMaxConfigInt;
+  if (!it->is_number_integer() || too_big || it->get<int64_t>() < 1 ||
+      it->get<int64_t>() > kMaxConfigInt) {
+    return absl::InvalidArgumentError(StrCat(origin, ": field \"", field, "\" is ", Shown(*it),
+                                             ", expected a positive integer up to ",
+                                             kMaxConfigInt));
   }
-  const int64_t v = it->get<int64_t>();
-  if (v < 1) {
-    return absl::InvalidArgumentError(
-        StrCat(origin, ": field \"", field, "\" is ", v, ", expected a positive integer"));
-  }
-  return v;
+  return it->get<int64_t>();
 }
 
 }  // namespace

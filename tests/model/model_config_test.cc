@@ -105,6 +105,26 @@ INSTANTIATE_TEST_SUITE_P(
                   R"("index_n_heads":4,"index_head_dim":128,"index_topk":true})",
                   "index_topk"}));
 
+// Past 2^31 - 1 a value is refused (at 2^56 a product in the plan overflowed and a key was
+// silently dropped), for every integer field; a huge wrong-typed value is not echoed whole.
+TEST(ModelConfigTest, IntegersPastTheFlagCapAreRefusedAndHugeValuesAreCutInTheMessage) {
+  const std::string head = R"({"num_attention_heads":64,"kv_lora_rank":512,"qk_nope_head_dim":128,)"
+                           R"("qk_rope_head_dim":64,"v_head_dim":128,"max_position_embeddings":)";
+  for (const std::string big : {"2147483648", "72057594037927936", "18446744073709551615"}) {
+    auto m = ParseModelConfig(head + big + "}", "cfg.json");
+    ASSERT_FALSE(m.ok()) << big;
+    EXPECT_NE(m.status().message().find("\"max_position_embeddings\" is " + big +
+                                        ", expected a positive integer up to 2147483647"),
+              absl::string_view::npos)
+        << m.status().message();
+  }
+  EXPECT_TRUE(ParseModelConfig(head + "2147483647}", "cfg.json").ok());
+  auto m = ParseModelConfig(head + "\"" + std::string(1 << 20, 'x') + "\"}", "cfg.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_LT(m.status().message().size(), 300u) << m.status().message().substr(0, 300);
+  EXPECT_NE(m.status().message().find("(1048578 characters)"), absl::string_view::npos);
+}
+
 TEST(ModelConfigTest, MissingFileNamesThePath) {
   auto m = LoadModelConfig("/nonexistent/config.json");
   ASSERT_FALSE(m.ok());
