@@ -131,7 +131,12 @@ bool WaitForStop(double seconds) {
   return rc > 0 || g_stop.load();
 }
 
-// Pushes the final metrics; a failure is logged once and is not fatal.
+// Pushes the final metrics; a failure is logged once and is not fatal. The push runs on its own
+// thread and is waited for at most kPushDeadline or until SIGTERM: prometheus-cpp's Gateway sets
+// no timeout, and a gateway that accepts and never answers would hold the init container (and
+// its pod) for ever. An abandoned push thread ends with the process.
+constexpr double kPushDeadline = 10;
+
 void Push(const std::string& url, const Telemetry& telemetry) {
   std::string rest = url;
   for (const char* scheme : {"http://", "https://"}) {
@@ -141,16 +146,43 @@ void Push(const std::string& url, const Telemetry& telemetry) {
   const size_t colon = rest.rfind(':');
   const std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
   const std::string port = colon == std::string::npos ? "9091" : rest.substr(colon + 1);
-  try {
-    prometheus::Gateway gateway(host, port, "prewarm");
-    gateway.RegisterCollectable(telemetry.registry());
-    const int code = gateway.Push();
-    if (code < 200 || code >= 300) {
-      LogWarning(StrCat("push to the Pushgateway ", url, " failed (HTTP ", code, "); continuing"));
+  struct Outcome {
+    std::mutex mu;
+    bool done = false;
+    std::string error;  // empty: pushed
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::thread([outcome, host, port, registry = telemetry.registry()] {
+    std::string error;
+    try {
+      prometheus::Gateway gateway(host, port, "prewarm");
+      gateway.RegisterCollectable(registry);
+      const int code = gateway.Push();
+      if (code < 200 || code >= 300) error = StrCat("HTTP ", code);
+    } catch (const std::exception& e) {
+      error = e.what();
     }
-  } catch (const std::exception& e) {
-    LogWarning(StrCat("push to the Pushgateway ", url, " failed: ", e.what(), "; continuing"));
+    std::lock_guard<std::mutex> lock(outcome->mu);
+    outcome->done = true;
+    outcome->error = error;
+  }).detach();
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int>(kPushDeadline * 1000));
+  while (std::chrono::steady_clock::now() < until) {
+    {
+      std::lock_guard<std::mutex> lock(outcome->mu);
+      if (outcome->done) {
+        if (!outcome->error.empty()) {
+          LogWarning(
+              StrCat("push to the Pushgateway ", url, " failed: ", outcome->error, "; continuing"));
+        }
+        return;
+      }
+    }
+    if (WaitForStop(0.05)) break;
   }
+  LogWarning(StrCat("push to the Pushgateway ", url, " did not finish within ", kPushDeadline, " s",
+                    g_stop.load() ? " (stopping)" : "", "; continuing without it"));
 }
 
 // Starts one server and logs where it listens (the chosen port when the address says 0).

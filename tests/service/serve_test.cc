@@ -272,6 +272,29 @@ TEST(ServeTest, AGrpcPortInUseIsExitOneEvenWhenItsHolderSharesPorts) {
   EXPECT_NE(r.stderr_text.find("cannot serve gRPC on " + busy), std::string::npos) << r.stderr_text;
 }
 
+// A Pushgateway that accepts the connection and never answers: the run ends anyway, after the
+// push deadline (10 s), with one warning, exit 0.
+TEST(MetricsTest, ASilentPushgatewayCostsTheDeadlineNotTheRun) {
+  testing::TempDir dir;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ::listen(fd, 8);  // the kernel completes the handshakes; nobody reads or answers
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  SubprocessResult r =
+      testing::RunPrewarm({"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs",
+                           "1", "--cache-dir", dir.path() + "/c", "--pushgateway",
+                           "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port))});
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("did not finish within 10 s; continuing without it"),
+            std::string::npos)
+      << r.stderr_text;
+}
+
 TEST(MetricsTest, TheFinalMetricsArePushedToARealPushgateway) {
   testing::TempDir dir;
   const int port = FreePort();
