@@ -8,6 +8,7 @@
 #include "prewarm/cli/cache_plan.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
+#include "prewarm/util/files.h"
 #include "prewarm/util/json.h"
 #include "prewarm/util/strings.h"
 
@@ -24,6 +25,10 @@ int RunReplay(const Config& config, std::ostream& out) {
         StrCat("--arch ", config.arch, ": replay dispatches for one arch; name one")));
   }
   const Arch& arch = in->archs.front();
+  // A trace is a line per step; 1 GB holds millions of them.
+  if (absl::Status ok = CheckInputFile("--trace", config.trace, int64_t{1} << 30); !ok.ok()) {
+    return ReportError(ok);
+  }
   std::ifstream file(config.trace);
   if (!file) {
     return ReportError(

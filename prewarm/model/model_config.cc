@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "nlohmann/json.hpp"
+#include "prewarm/util/files.h"
 #include "prewarm/util/json.h"
 #include "prewarm/util/strings.h"
 
@@ -93,6 +94,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
 }
 
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
+  // A HuggingFace config.json is a few KB; 16 MB is far past any.
+  if (absl::Status ok = CheckInputFile("--model-config", path, int64_t{16} << 20); !ok.ok())
+    return ok;
   std::ifstream in(path);
   if (!in) {
     return absl::InvalidArgumentError(StrCat("--model-config ", path, ": cannot open the file"));

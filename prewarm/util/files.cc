@@ -34,6 +34,27 @@ absl::Status ErrnoStatus(std::string_view what, std::string_view path, int err) 
   }
 }
 
+absl::Status CheckInputFile(std::string_view flag, const std::string& path, int64_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::InvalidArgumentError(
+        StrCat(flag, " ", path, ": cannot open the file (", std::strerror(errno), ")"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a device";
+    return absl::InvalidArgumentError(StrCat(flag, " ", path, ": ", what, ", not a regular file"));
+  }
+  if (st.st_size > max_bytes) {
+    return absl::InvalidArgumentError(StrCat(flag, " ", path, ": ", st.st_size,
+                                             " bytes, more than the ", max_bytes,
+                                             " such a file can need"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus("cannot open", path, errno);

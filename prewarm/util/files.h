@@ -27,6 +27,10 @@ namespace prewarm {
 absl::Status ErrnoStatus(std::string_view what, std::string_view path, int err);
 
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+// An input file the user named (`flag` PATH): OK when it is a regular file (symlinks followed) of
+// at most max_bytes; else InvalidArgument saying what it is instead (a directory, a FIFO, a
+// device: reading a FIFO or a device could block or never end) or how large it is.
+absl::Status CheckInputFile(std::string_view flag, const std::string& path, int64_t max_bytes);
 // Creates the directory and its parents (mode 0755 less umask).
 absl::Status MakeDirs(const std::string& path);
 absl::Status FsyncDir(const std::string& dir);

@@ -1,4 +1,10 @@
 // Every bad input exits 2 with a message that names the value (and writes no plan to stdout).
+#include <sys/stat.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
@@ -131,6 +137,29 @@ TEST(BadInputFileTest, DeeplyNestedJsonIsExitTwoNotACrash) {
   r = RunPrewarm({"plan", "--vllm-args", "--speculative-config.num_speculative_tokens=" + nested});
   EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("nested deeper than 64 levels"), std::string::npos) << r.stderr_text;
+}
+
+// An input that is not a regular file is exit 2 saying what it is, at once: a FIFO or a device
+// would block the read or never end it (a FIFO as --model-config hung before).
+TEST(BadInputFileTest, InputsThatAreNotRegularFilesAreExitTwoWithoutBlocking) {
+  testing::TempDir dir;
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::vector<std::pair<std::string, std::string>> inputs = {
+      {dir.path(), "a directory"}, {fifo, "a FIFO"}, {"/dev/zero", "a device"}};
+  for (const auto& [path, what] : inputs) {
+    SubprocessResult r = RunPrewarm({"plan", "--model-config", path});
+    EXPECT_EQ(r.exit_code, 2) << path;
+    EXPECT_NE(r.stderr_text.find("--model-config " + path + ": " + what + ", not a regular file"),
+              std::string::npos)
+        << r.stderr_text;
+    r = RunPrewarm(
+        {"replay", "--arch", "gfx90a", "--cache-dir", dir.path() + "/c", "--trace", path});
+    EXPECT_EQ(r.exit_code, 2) << path;
+    EXPECT_NE(r.stderr_text.find("--trace " + path + ": " + what + ", not a regular file"),
+              std::string::npos)
+        << r.stderr_text;
+  }
 }
 
 TEST(BadInputFileTest, MalformedModelConfigNamesFileAndField) {
