@@ -54,7 +54,10 @@ std::optional<int64_t> ParseSizedInt(std::string_view text) {
   if (begin != end && *begin == '+') ++begin;
   auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec != std::errc() || ptr != end) return std::nullopt;
-  if (value != 0 && std::abs(value) > std::numeric_limits<int64_t>::max() / multiplier) {
+  // Bounds on both sides without std::abs (|INT64_MIN| overflows: "-9223372036854775808k" was
+  // read as 0).
+  if (value > std::numeric_limits<int64_t>::max() / multiplier ||
+      value < std::numeric_limits<int64_t>::min() / multiplier) {
     return std::nullopt;
   }
   return value * multiplier;

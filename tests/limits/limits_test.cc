@@ -91,7 +91,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"tensor-parallel-size", "0", ">= 1"},
                       BadValue{"block-size", "x16", "not an integer"},
                       BadValue{"max-num-seqs", "99999999999", "too large"},
-                      BadValue{"max-num-seqs", "99999999999999999999", "not an integer"}));
+                      BadValue{"max-num-seqs", "99999999999999999999", "not an integer"},
+                      BadValue{"num-speculative-tokens", "-9223372036854775808k", "not an integer"},
+                      BadValue{"num-speculative-tokens", "-9223372036854775808", ">= 0"},
+                      BadValue{"max-model-len", "9223372036854775807G", "not an integer"}));
 
 TEST(LimitsTest, UnknownKvCacheDtypeListsTheKnownOnes) {
   LimitValues v;
