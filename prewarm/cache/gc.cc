@@ -26,7 +26,12 @@ absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions
   const auto now = fs::file_time_type::clock::now();
   for (const auto& dir : it) {
     const std::string name = dir.path().filename().string();
-    if (!dir.is_directory(ec) || !IsOurLauncherDir(name)) continue;
+    if (!IsOurLauncherDir(name)) continue;
+    if (dir.is_symlink(ec)) {
+      report.refused.push_back(name);
+      continue;
+    }
+    if (!dir.is_directory(ec)) continue;
     if (options.stale && options.current_dirs.count(name) == 0) {
       for (const auto& f : fs::recursive_directory_iterator(dir.path(), ec)) {
         if (f.is_regular_file(ec)) report.bytes += static_cast<int64_t>(f.file_size(ec));
@@ -34,7 +39,10 @@ absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions
       report.removed.push_back(name);
       if (!options.dry_run) {
         fs::remove_all(dir.path(), ec);
-        if (ec) return ErrnoStatus("cannot remove", dir.path().string(), ec.value());
+        if (ec) {
+          report.removed.pop_back();
+          report.failed.push_back(StrCat(name, ": ", ec.message()));
+        }
       }
       continue;
     }
@@ -46,11 +54,13 @@ absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions
                           absl::ToChronoSeconds(options.temp_age))) {
         continue;
       }
-      report.bytes += static_cast<int64_t>(f.file_size(ec));
-      report.removed.push_back(StrCat(name, "/", fname));
+      const std::string rel = StrCat(name, "/", fname);
       if (!options.dry_run && !fs::remove(f.path(), ec) && ec) {
-        return ErrnoStatus("cannot remove", f.path().string(), ec.value());
+        report.failed.push_back(StrCat(rel, ": ", ec.message()));
+        continue;
       }
+      report.bytes += f.is_regular_file(ec) ? static_cast<int64_t>(f.file_size(ec)) : 0;
+      report.removed.push_back(rel);
     }
   }
   return report;

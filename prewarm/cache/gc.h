@@ -3,7 +3,10 @@
 //   - with `stale`, whole launcher directories ({launcher}_{32 hex}, with one of our launcher
 //     names) whose manager key is not in `current_dirs` (what this build produces for the
 //     given archs).
-// FlyDSL's and Triton's entries, and any other file in the volume, are never touched.
+// FlyDSL's and Triton's entries, and any other file in the volume, are never touched. A launcher
+// directory that is a symlink is neither followed nor removed (another tenant may have pointed it
+// anywhere): it is reported as refused. An item that cannot be removed is reported as failed and
+// the rest is still collected.
 #ifndef PREWARM_CACHE_GC_H_
 #define PREWARM_CACHE_GC_H_
 
@@ -26,6 +29,8 @@ struct GcOptions {
 struct GcReport {
   std::vector<std::string> removed;  // paths, relative to the root
   int64_t bytes = 0;
+  std::vector<std::string> failed;   // "path: reason" of what could not be removed (gc goes on)
+  std::vector<std::string> refused;  // launcher directories that are symlinks: never followed
 };
 
 absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions& options);

@@ -38,9 +38,16 @@ int RunGc(const Config& config, std::ostream& out) {
   for (const std::string& p : report->removed) {
     out << (config.dry_run ? "would remove " : "removed ") << p << "\n";
   }
+  for (const std::string& p : report->refused) {
+    out << "refused " << p << ": a symlink, not followed\n";
+  }
+  for (const std::string& p : report->failed) out << "cannot remove " << p << "\n";
   out << "prewarm gc: " << (config.dry_run ? "would remove " : "removed ") << report->removed.size()
-      << " items, " << report->bytes << " bytes from " << config.cache_dir << "\n";
-  return kExitOk;
+      << " items, " << report->bytes << " bytes from " << config.cache_dir;
+  if (!report->failed.empty()) out << "; " << report->failed.size() << " could not be removed";
+  if (!report->refused.empty()) out << "; " << report->refused.size() << " symlinks refused";
+  out << "\n";
+  return report->failed.empty() ? kExitOk : kExitRunFailed;
 }
 
 }  // namespace prewarm

@@ -377,5 +377,46 @@ TEST(GcCommandTest, RemovesOldTempsAndStaleDirsButNothingElse) {
   EXPECT_EQ(RunPrewarm(Verify(cache)).exit_code, 0) << "current entries survive gc --stale";
 }
 
+// A launcher directory that is a symlink (another tenant's, pointing out of the cache) is
+// neither followed nor removed, with or without --stale; an item that cannot be removed does not
+// stop the rest: gc removes what it can, lists what it could not, and exits 1.
+TEST(GcCommandTest, SymlinkedDirsAreRefusedAndOneFailureDoesNotStopTheRest) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(RunPrewarm(SmallRun(cache)).exit_code, 0);
+  const fs::path ours = Files(cache, ".co").front().parent_path();
+  const utimbuf two_hours_ago{::time(nullptr) - 7200, ::time(nullptr) - 7200};
+  // Outside the cache: an old temp-named file in a folder a symlinked launcher dir points at.
+  const std::string outside_tmp = dir.WriteFile("outside/0123456789abcdef.co.tmp.1.2", "keep");
+  ASSERT_EQ(::utime(outside_tmp.c_str(), &two_hours_ago), 0);
+  const std::string link = cache + "/fp8_bmm_11111111111111111111111111111111";
+  ASSERT_EQ(::symlink((dir.path() + "/outside").c_str(), link.c_str()), 0);
+  // In our directory: an old temp name that is a non-empty directory (cannot be removed), and an
+  // old temp file after it that can.
+  const std::string stuck = ours.string() + "/0000000000000000.co.tmp.1.1";
+  fs::create_directories(stuck);
+  testing::TempDir::WriteFileAt(stuck + "/inside", "x");
+  const std::string old_tmp = ours.string() + "/fedcba9876543210.co.tmp.1.2";
+  testing::TempDir::WriteFileAt(old_tmp, "x");
+  for (const std::string& p : {stuck, old_tmp}) ASSERT_EQ(::utime(p.c_str(), &two_hours_ago), 0);
+
+  SubprocessResult r = RunPrewarm({"gc", "--cache-dir", cache});
+  EXPECT_EQ(r.exit_code, 1) << r.stdout_text << r.stderr_text;
+  EXPECT_FALSE(fs::exists(old_tmp)) << "removed after the failure";
+  EXPECT_TRUE(fs::exists(stuck));
+  EXPECT_NE(r.stdout_text.find("cannot remove " + ours.filename().string() +
+                               "/0000000000000000.co.tmp.1.1"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("refused fp8_bmm_11111111111111111111111111111111: a symlink"),
+            std::string::npos)
+      << r.stdout_text;
+  r = RunPrewarm({"gc", "--cache-dir", cache, "--stale", "--arch", "gfx90a"});
+  EXPECT_EQ(r.exit_code, 1) << r.stdout_text;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(ReadFile(outside_tmp).value_or(""), "keep") << "nothing outside the cache changed";
+  EXPECT_EQ(RunPrewarm(Verify(cache)).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace prewarm
