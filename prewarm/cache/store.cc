@@ -51,7 +51,8 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
   Lookup out;
   const std::string path = EntryPath(ref);
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return out;  // kMissing, no lock file created
+  // kMissing, no lock file created. A symlink counts as present (and is then refused, not read).
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return out;
   std::optional<absl::StatusOr<FileLock>> lock;
   if (mode == ReadLock::kWait) {
     lock.emplace(FileLock::Acquire(LockPath(ref), FileLock::Mode::kShared));
@@ -64,7 +65,7 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
   }
   // Without a lock (a read-only volume without lock files) the rename discipline still makes
   // the read safe: a reader sees the old file or the new one, never a mix.
-  absl::StatusOr<std::string> bytes = ReadFile(path);
+  absl::StatusOr<std::string> bytes = ReadOwnFile(path, kMaxEntryBytes, -1, nullptr);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) return out;
     out.state = State::kRejected;
@@ -89,15 +90,16 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
 CacheStore::Lookup CacheStore::QuickCheck(const EntryRef& ref) const {
   Lookup out;
   const std::string path = EntryPath(ref);
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) return out;  // kMissing
-  std::string prefix(4096, '\0');
-  {
-    std::ifstream in(path, std::ios::binary);
-    in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
-    prefix.resize(static_cast<size_t>(in.gcount()));
+  int64_t size = 0;
+  absl::StatusOr<std::string> read = ReadOwnFile(path, kMaxEntryBytes, 4096, &size);
+  if (!read.ok()) {
+    if (absl::IsNotFound(read.status())) return out;  // kMissing
+    out.state = State::kRejected;
+    out.reason = RejectReason::kUnreadable;
+    out.detail = std::string(read.status().message());
+    return out;
   }
+  const std::string& prefix = *read;
   const DecodeResult d = CheckEntryHeader(prefix, size, ref.key_string, ref.arch);
   if (d.ok) {
     out.state = State::kHit;
@@ -110,6 +112,12 @@ CacheStore::Lookup CacheStore::QuickCheck(const EntryRef& ref) const {
 }
 
 absl::StatusOr<FileLock> CacheStore::LockForWrite(const EntryRef& ref, bool wait) const {
+  // A launcher directory that is a symlink would take the lock and the entry wherever it points.
+  struct stat st {};
+  if (::lstat(DirPath(ref).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        StrCat(DirPath(ref), ": a symlink (prewarm does not write through links in the cache)"));
+  }
   RETURN_IF_ERROR(MakeDirs(DirPath(ref)));
   return wait ? FileLock::Acquire(LockPath(ref), FileLock::Mode::kExclusive)
               : FileLock::TryAcquire(LockPath(ref), FileLock::Mode::kExclusive);

@@ -41,6 +41,10 @@ struct EntryRef {
 std::string LauncherDirName(const EntryRef& ref);
 std::string EntryStem(const EntryRef& ref);
 
+// The largest entry a read accepts: our code objects are under a few MB; anything past this in
+// an entry's place (a sparse 8 GB file, say) is rejected as unreadable, not read into memory.
+inline constexpr int64_t kMaxEntryBytes = int64_t{64} << 20;
+
 class CacheStore {
  public:
   explicit CacheStore(std::string root) : root_(std::move(root)) {}

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -72,6 +73,53 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
+  return out;
+}
+
+absl::StatusOr<std::string> ReadOwnFile(const std::string& path, int64_t max_bytes, int64_t prefix,
+                                        int64_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ELOOP) {
+      return absl::FailedPreconditionError(StrCat(path, ": a symlink (not followed in the cache)"));
+    }
+    return ErrnoStatus("cannot open", path, err);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus("cannot stat", path, err);
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size > max_bytes) {
+    ::close(fd);
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISREG(st.st_mode)  ? nullptr
+                                              : "a device";
+    if (what != nullptr) return absl::FailedPreconditionError(StrCat(path, ": ", what));
+    return absl::FailedPreconditionError(
+        StrCat(path, ": ", st.st_size, " bytes, more than the ", max_bytes, " allowed"));
+  }
+  if (size != nullptr) *size = st.st_size;
+  const int64_t want = prefix < 0 ? st.st_size : std::min<int64_t>(prefix, st.st_size);
+  std::string out(static_cast<size_t>(want), '\0');
+  int64_t got = 0;
+  while (got < want) {
+    const ssize_t n = ::read(fd, out.data() + got, static_cast<size_t>(want - got));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return ErrnoStatus("cannot read", path, err);
+    }
+    if (n == 0) break;  // shrank while read: the decoder sees it truncated
+    got += n;
+  }
+  ::close(fd);
+  out.resize(static_cast<size_t>(got));
   return out;
 }
 
@@ -145,9 +193,11 @@ absl::Status AtomicFile::Commit() {
 }
 
 absl::StatusOr<FileLock> FileLock::Take(const std::string& path, Mode mode, bool wait) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a lock that is a symlink (dangling or not) would create or lock its target,
+  // wherever it points.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0 && mode == Mode::kShared && (errno == EROFS || errno == EACCES)) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   }
   if (fd < 0) return ErrnoStatus("cannot open lock file", path, errno);
   const int op = (mode == Mode::kShared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB);

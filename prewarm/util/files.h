@@ -27,6 +27,14 @@ namespace prewarm {
 absl::Status ErrnoStatus(std::string_view what, std::string_view path, int err);
 
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// A file in a volume others write to (the cache): opened without following a symlink and
+// without blocking (a FIFO or device in its place is not waited on), required to be a regular
+// file of at most max_bytes, and read up to `prefix` bytes (all of it when prefix < 0). NotFound
+// when absent; FailedPrecondition naming the path and what it is otherwise (a symlink, a FIFO,
+// a directory, a device, too large). `size` receives the file's size.
+absl::StatusOr<std::string> ReadOwnFile(const std::string& path, int64_t max_bytes, int64_t prefix,
+                                        int64_t* size);
 // An input file the user named (`flag` PATH): OK when it is a regular file (symlinks followed) of
 // at most max_bytes; else InvalidArgument saying what it is instead (a directory, a FIFO, a
 // device: reading a FIFO or a device could block or never end) or how large it is.

@@ -377,6 +377,58 @@ TEST(GcCommandTest, RemovesOldTempsAndStaleDirsButNothingElse) {
   EXPECT_EQ(RunPrewarm(Verify(cache)).exit_code, 0) << "current entries survive gc --stale";
 }
 
+// What another tenant may leave in a shared cache: an entry that is a symlink to /dev/zero, an
+// entry that is a FIFO, a lock that is a dangling symlink, a launcher directory that is a symlink
+// out of the cache. verify reports them without blocking or reading without bound; run replaces
+// the bad entries with real files, never writes through a link, and nothing outside the cache
+// changes or appears.
+TEST(CacheHostileTest, LinksFifosAndDevicesInTheCacheAreRefusedNotFollowed) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(RunPrewarm(SmallRun(cache)).exit_code, 0);
+  std::vector<fs::path> entries = Files(cache, ".co");
+  ASSERT_GE(entries.size(), 3u);
+  const fs::path zero = entries[0], fifo = entries[1], locked = entries[2];
+  fs::remove(zero);
+  fs::create_symlink("/dev/zero", zero);
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  fs::path lock = locked;
+  lock.replace_extension(".lock");
+  fs::remove(lock);
+  const std::string lock_target = dir.path() + "/outside-lock";
+  fs::create_symlink(lock_target, lock);
+
+  SubprocessResult r = RunPrewarm(Verify(cache));
+  EXPECT_EQ(r.exit_code, 1) << r.stdout_text << r.stderr_text;
+  const std::string all = r.stdout_text + r.stderr_text;
+  EXPECT_NE(all.find("a symlink"), std::string::npos) << all;
+  EXPECT_NE(all.find("a FIFO"), std::string::npos) << all;
+  r = RunPrewarm(SmallRun(cache));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(zero))) << "replaced by a real entry";
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(fifo)));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(lock_target))) << "a lock link is never created";
+  EXPECT_EQ(RunPrewarm(Verify(cache)).exit_code, 0);
+
+  // A launcher directory moved out and linked back: a key that needs writing there fails, and the
+  // directory it points at gets no new file.
+  const fs::path launcher = entries[0].parent_path();
+  const fs::path outside = dir.path() + "/outside-dir";
+  fs::rename(launcher, outside);
+  fs::create_symlink(outside, launcher);
+  const size_t before = std::distance(fs::directory_iterator(outside), fs::directory_iterator());
+  fs::remove(outside / entries[0].filename());
+  r = RunPrewarm(SmallRun(cache));
+  EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("a symlink (prewarm does not write through links in the cache)"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(std::distance(fs::directory_iterator(outside), fs::directory_iterator()),
+            static_cast<std::ptrdiff_t>(before) - 1)
+      << "nothing written outside the cache";
+}
+
 // A launcher directory that is a symlink (another tenant's, pointing out of the cache) is
 // neither followed nor removed, with or without --stale; an item that cannot be removed does not
 // stop the rest: gc removes what it can, lists what it could not, and exits 1.
