@@ -18,12 +18,39 @@ bool IsOurLauncherDir(std::string_view name) {
   return FindLauncher(name.substr(0, us)) != nullptr;
 }
 
+namespace {
+
+// Old temp files ("*.tmp.*", older than temp_age) in `dir`, shown as `name`/file.
+void CollectTemps(const fs::path& dir, const std::string& name, const GcOptions& options,
+                  GcReport& report) {
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& f : fs::directory_iterator(dir, ec)) {
+    const std::string fname = f.path().filename().string();
+    if (fname.find(kTempMarker) == std::string::npos) continue;
+    const auto age = now - f.last_write_time(ec);
+    if (ec || age < std::chrono::duration_cast<fs::file_time_type::duration>(
+                        absl::ToChronoSeconds(options.temp_age))) {
+      continue;
+    }
+    const std::string rel = StrCat(name, "/", fname);
+    const int64_t bytes = f.is_regular_file(ec) ? static_cast<int64_t>(f.file_size(ec)) : 0;
+    if (!options.dry_run && !fs::remove(f.path(), ec) && ec) {
+      report.failed.push_back(StrCat(rel, ": ", ec.message()));
+      continue;
+    }
+    report.bytes += bytes;
+    report.removed.push_back(rel);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions& options) {
   GcReport report;
   std::error_code ec;
   fs::directory_iterator it(root, ec);
   if (ec) return ErrnoStatus("cannot list", root, ec.value());
-  const auto now = fs::file_time_type::clock::now();
   for (const auto& dir : it) {
     const std::string name = dir.path().filename().string();
     if (!IsOurLauncherDir(name)) continue;
@@ -46,23 +73,11 @@ absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions
       }
       continue;
     }
-    for (const auto& f : fs::directory_iterator(dir.path(), ec)) {
-      const std::string fname = f.path().filename().string();
-      if (fname.find(kTempMarker) == std::string::npos) continue;
-      const auto age = now - f.last_write_time(ec);
-      if (ec || age < std::chrono::duration_cast<fs::file_time_type::duration>(
-                          absl::ToChronoSeconds(options.temp_age))) {
-        continue;
-      }
-      const std::string rel = StrCat(name, "/", fname);
-      if (!options.dry_run && !fs::remove(f.path(), ec) && ec) {
-        report.failed.push_back(StrCat(rel, ": ", ec.message()));
-        continue;
-      }
-      report.bytes += f.is_regular_file(ec) ? static_cast<int64_t>(f.file_size(ec)) : 0;
-      report.removed.push_back(rel);
-    }
+    CollectTemps(dir.path(), name, options, report);
   }
+  // prewarm's own folder (the manifests' and metrics file's temps), unless it is a symlink.
+  const fs::path own = fs::path(root) / "prewarm";
+  if (fs::is_directory(fs::symlink_status(own, ec))) CollectTemps(own, "prewarm", options, report);
   return report;
 }
 

@@ -1,5 +1,6 @@
 // prewarm gc: removes leftovers from our own directories and nothing else.
-//   - temp files ("<entry>.tmp.<pid>.<n>") older than `temp_age` in our launcher directories;
+//   - temp files ("<entry>.tmp.<pid>.<n>") older than `temp_age` in our launcher directories and
+//     in {root}/prewarm/ (the manifests' and the metrics file's);
 //   - with `stale`, whole launcher directories ({launcher}_{32 hex}, with one of our launcher
 //     names) whose manager key is not in `current_dirs` (what this build produces for the
 //     given archs).

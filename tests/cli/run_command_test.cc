@@ -357,13 +357,24 @@ TEST(GcCommandTest, RemovesOldTempsAndStaleDirsButNothingElse) {
       dir.WriteFile("cache/fp8_bmm_00000000000000000000000000000000/a.co", "old build");
   const std::string look_alike = dir.WriteFile("cache/fp8_bmm_notahexkey/a.co", "not ours");
 
+  // A manifest write's leftover temp in prewarm's own folder, old and new.
+  const std::string old_manifest_tmp = cache + "/prewarm/manifest.json.tmp.77.1";
+  const std::string new_manifest_tmp = cache + "/prewarm/manifest.json.tmp.77.2";
+  testing::TempDir::WriteFileAt(old_manifest_tmp, "{");
+  testing::TempDir::WriteFileAt(new_manifest_tmp, "{");
+  ASSERT_EQ(::utime(old_manifest_tmp.c_str(), &two_hours_ago), 0);
+
   SubprocessResult r = RunPrewarm({"gc", "--cache-dir", cache, "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_NE(r.stdout_text.find("would remove 1 items"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("would remove 2 items"), std::string::npos) << r.stdout_text;
   EXPECT_TRUE(fs::exists(old_tmp));
+  EXPECT_TRUE(fs::exists(old_manifest_tmp));
   r = RunPrewarm({"gc", "--cache-dir", cache});
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_FALSE(fs::exists(old_tmp));
+  EXPECT_FALSE(fs::exists(old_manifest_tmp));
+  EXPECT_TRUE(fs::exists(new_manifest_tmp));
+  EXPECT_TRUE(fs::exists(cache + "/prewarm/manifest.json")) << "only temps are collected";
   EXPECT_TRUE(fs::exists(new_tmp));
   EXPECT_TRUE(fs::exists(stale)) << "without --stale other builds' entries stay";
   r = RunPrewarm({"gc", "--cache-dir", cache, "--stale"});
