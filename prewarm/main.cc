@@ -19,7 +19,7 @@
 // Scheduler limits: text, so one parser (limits/) validates flags, variables and --vllm-args
 // alike and names the source in its error.
 ABSL_FLAG(std::string, max_num_seqs, "",
-          "Requests in one step (vLLM --max-num-seqs). Default 256.");
+          "Requests in one step (vLLM --max-num-seqs), at most 65536. Default 256.");
 ABSL_FLAG(std::string, max_num_batched_tokens, "",
           "New tokens in one step (vLLM --max-num-batched-tokens). Default 8192.");
 ABSL_FLAG(std::string, max_model_len, "",

@@ -9,10 +9,6 @@
 namespace prewarm {
 namespace {
 
-// Values past this are surely typos; it also keeps products like R * Cmax and B * Lmax inside
-// int64.
-constexpr int64_t kMaxLimitValue = (int64_t{1} << 31) - 1;
-
 std::string NormalizeFlag(std::string_view name) {
   std::string out(name);
   while (!out.empty() && out.front() == '-') out.erase(out.begin());
@@ -85,7 +81,8 @@ std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
 
 const std::array<IntLimitSpec, kNumIntLimits>& IntLimitSpecs() {
   static constexpr std::array<IntLimitSpec, kNumIntLimits> kSpecs = {{
-      {IntLimit::kMaxNumSeqs, "max-num-seqs", "max_num_seqs", 1, "requests in one step"},
+      {IntLimit::kMaxNumSeqs, "max-num-seqs", "max_num_seqs", 1, "requests in one step",
+       kMaxNumSeqsCap},
       {IntLimit::kMaxNumBatchedTokens, "max-num-batched-tokens", "max_num_batched_tokens", 1,
        "new tokens in one step"},
       {IntLimit::kMaxModelLen, "max-model-len", "max_model_len", 1,
@@ -126,9 +123,9 @@ absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name
   if (*v < spec->min_value) {
     return absl::InvalidArgumentError(StrCat(origin, "=", text, ": ", rule));
   }
-  if (*v > kMaxLimitValue) {
+  if (*v > spec->max_value) {
     return absl::InvalidArgumentError(StrCat(origin, "=", text, ": too large; --", spec->flag,
-                                             " must be at most ", kMaxLimitValue));
+                                             " must be at most ", spec->max_value));
   }
   values[spec->id] = Sourced<int64_t>{*v, std::string(origin)};
   return absl::OkStatus();

@@ -38,12 +38,21 @@ enum class IntLimit {
 };
 inline constexpr int kNumIntLimits = 7;
 
+// The largest value of any limit (the config's integers share it): values past it are surely
+// typos, and it keeps products like R * Cmax and B * Lmax inside int64. max-num-seqs has a
+// smaller cap: a plan's witnesses list up to that many requests.
+inline constexpr int64_t kMaxLimitValue = (int64_t{1} << 31) - 1;
+inline constexpr int64_t kMaxNumSeqsCap = 65536;
+
 struct IntLimitSpec {
   IntLimit id;
   std::string_view flag;   // "max-num-seqs" (vLLM's spelling)
   std::string_view field;  // "max_num_seqs" (JSON and manifest spelling)
   int64_t min_value;
   std::string_view meaning;
+  // The largest value accepted: kMaxLimitValue, or less where a plan's size grows with the value
+  // (a witness step lists up to max-num-seqs requests: 10^8 of them made a 15 GB plan).
+  int64_t max_value = kMaxLimitValue;
 };
 const std::array<IntLimitSpec, kNumIntLimits>& IntLimitSpecs();
 const IntLimitSpec& SpecOf(IntLimit id);

@@ -33,6 +33,23 @@ TEST(PlanCommandTest, DefaultTableNamesLimitsShapeAndArchFallback) {
   }
 }
 
+// The largest plan any accepted limits can make: every limit at its cap, witnesses included. It
+// stays small (10^8 sequences made a 15 GB plan before max-num-seqs was capped at 65536), and
+// one past the cap is exit 2.
+TEST(PlanCommandTest, ThePlanAtEveryCapIsBounded) {
+  SubprocessResult r =
+      RunPrewarm({"plan", "--format", "json", "--arch", "gfx942", "--max-num-seqs", "65536",
+                  "--max-num-batched-tokens", "2147483647", "--max-model-len", "2147483647",
+                  "--num-speculative-tokens", "64"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_LT(r.stdout_text.size(), size_t{16} << 20) << "16 MB, the stated bound";
+  const nlohmann::json plan = nlohmann::json::parse(r.stdout_text);
+  EXPECT_GT(plan["total_keys"].get<int>(), 0);
+  r = RunPrewarm({"plan", "--format", "json", "--max-num-seqs", "65537"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("must be at most 65536"), std::string::npos) << r.stderr_text;
+}
+
 TEST(PlanCommandTest, JsonHasTheSchemaAndCountsAgree) {
   nlohmann::json j = PlanJson({"--arch", "gfx950,gfx942"});
   EXPECT_EQ(j["arch"], nlohmann::json::array({"gfx950", "gfx942"}));
