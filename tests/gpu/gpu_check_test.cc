@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <set>
 
@@ -137,10 +138,17 @@ Step Enrich(const Step& witness, const std::string& launcher, const Key& key, co
 
 class GpuCheckTest : public ::testing::Test {
  protected:
+  // Skipped only where no GPU device is visible at all; a GPU that is there but cannot be opened
+  // (a missing driver library, a broken install) is a failure, not a quiet skip.
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<Gpu>> gpu = OpenAnyGpu();
-    if (!gpu.ok())
+    if (!gpu.ok()) {
+      std::error_code ec;
+      const bool visible =
+          std::filesystem::exists("/dev/nvidiactl", ec) || std::filesystem::exists("/dev/kfd", ec);
+      if (visible) FAIL() << "a GPU device is visible but cannot be opened: " << gpu.status();
       GTEST_SKIP() << "skipped: no GPU on this machine (" << gpu.status().message() << ")";
+    }
     gpu_ = *std::move(gpu);
   }
 
