@@ -75,6 +75,22 @@ Ports WaitForPorts(testing::Background& p) {
   return ports;
 }
 
+// A loopback socket bound to a free port and listening (the kernel completes handshakes; nobody
+// accepts or answers), optionally with SO_REUSEPORT as a gRPC server binds. The fd and its port.
+std::pair<int, int> HoldLoopbackPort(bool reuse_port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int one = 1;
+  if (reuse_port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return {fd, 0};
+  ::listen(fd, 8);
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return {fd, ntohs(a.sin_port)};
+}
+
 TEST(ServeTest, HealthFollowsTheCacheFromStartToShutdown) {
   testing::TempDir dir;
   const std::string cache = dir.path() + "/cache";
@@ -220,15 +236,9 @@ TEST(MetricsTest, PromtoolAcceptsTheLiveEndpointAndTheTextfile) {
 TEST(MetricsTest, AnAddressInUseIsExitOneAndAFailedPushIsOnlyAWarning) {
   testing::TempDir dir;
   // Hold a port, then ask prewarm to serve metrics on it.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ::listen(fd, 1);
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string busy = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const auto [fd, port] = HoldLoopbackPort(false);
+  ASSERT_GT(port, 0);
+  const std::string busy = "127.0.0.1:" + std::to_string(port);
   const std::vector<std::string> base = {
       "run", "--arch",      "gfx90a",         "--kv-cache-dtype", "fp8", "--max-num-seqs",
       "1",   "--cache-dir", dir.path() + "/c"};
@@ -253,17 +263,9 @@ TEST(ServeTest, AGrpcPortInUseIsExitOneEvenWhenItsHolderSharesPorts) {
   testing::TempDir dir;
   // Hold a port the way another gRPC server would: with SO_REUSEPORT, which lets any later
   // socket that also asks for it bind the same port.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  const int one = 1;
-  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)), 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ::listen(fd, 1);
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string busy = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const auto [fd, port] = HoldLoopbackPort(true);
+  ASSERT_GT(port, 0);
+  const std::string busy = "127.0.0.1:" + std::to_string(port);
   SubprocessResult r =
       testing::RunPrewarm({"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs",
                            "1", "--cache-dir", dir.path() + "/c", "--grpc-address", busy});
@@ -276,18 +278,11 @@ TEST(ServeTest, AGrpcPortInUseIsExitOneEvenWhenItsHolderSharesPorts) {
 // push deadline (10 s), with one warning, exit 0.
 TEST(MetricsTest, ASilentPushgatewayCostsTheDeadlineNotTheRun) {
   testing::TempDir dir;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ::listen(fd, 8);  // the kernel completes the handshakes; nobody reads or answers
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  SubprocessResult r =
-      testing::RunPrewarm({"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs",
-                           "1", "--cache-dir", dir.path() + "/c", "--pushgateway",
-                           "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port))});
+  const auto [fd, port] = HoldLoopbackPort(false);  // handshakes complete; nobody answers
+  ASSERT_GT(port, 0);
+  SubprocessResult r = testing::RunPrewarm(
+      {"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs", "1", "--cache-dir",
+       dir.path() + "/c", "--pushgateway", "http://127.0.0.1:" + std::to_string(port)});
   ::close(fd);
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("did not finish within 10 s; continuing without it"),
