@@ -10,16 +10,19 @@
 // Launch: grid (ceil(N / PW_FP8_BMM_COLS), PW_BATCH, M_EXACT ? 1 : ceil(M / BLOCK_M)), block
 // PW_BLOCK_THREADS (common/geometry.h).
 //
-// A block quantizes its rows of X once (a warp per row and group: a shuffle max, then every
-// lane's values) into shared memory, then multiplies them with PW_FP8_BMM_COLS columns of W:
+// A block takes its rows 64 at a time (kPwChunk). It quantizes them once (a warp per row and
+// group, 8 of them with their loads in flight together: a shuffle max, then every lane's values;
+// on sm_89+ with cvt.rn.satfinite.e4m3x2) into shared memory, then multiplies them with
+// PW_FP8_BMM_COLS columns of W:
 //   NVIDIA sm_89+ (e4m3 matrix instructions): each warp owns 16 columns (two n8 tiles) and reads
 //     its W straight from global memory into registers, 16 bytes a lane (whole 32-byte sectors),
 //     all of them before the first multiply; mma.sync m16n8k32 e4m3 with f32 accumulators per
 //     16-row tile, scaled by sx per group. The k order inside each 64-wide chunk is permuted the
 //     same way for X and W (a dot product does not care), so a lane's W fragment is one 16-byte
 //     load and its X fragment one 8-byte shared load.
-//   elsewhere (AMD, older NVIDIA): each group's W tile is copied into shared memory with
-//     coalesced 16-byte loads, then each thread takes one column for its share of the rows.
+//   elsewhere (AMD, older NVIDIA, PW_FORCE_SIMT): each 64-wide half of a group's W tile is copied
+//     into shared memory with coalesced 4-byte loads, then each thread takes one column for its
+//     share of the rows.
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"
