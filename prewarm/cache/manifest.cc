@@ -29,13 +29,8 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
 absl::Status CheckReplaceable(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return absl::OkStatus();
-  const char* what = S_ISLNK(st.st_mode)    ? "a symlink"
-                     : S_ISDIR(st.st_mode)  ? "a directory"
-                     : S_ISFIFO(st.st_mode) ? "a FIFO"
-                     : S_ISSOCK(st.st_mode) ? "a socket"
-                                            : "a device";
   return absl::InvalidArgumentError(
-      StrCat(path, " is ", what,
+      StrCat(path, " is ", FileKindName(st.st_mode),
              ", not a regular file: prewarm writes its output files by "
              "replacing them, and will not replace that"));
 }

@@ -35,6 +35,15 @@ absl::Status ErrnoStatus(std::string_view what, std::string_view path, int err) 
   }
 }
 
+std::string_view FileKindName(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISLNK(mode)) return "a symlink";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a device";
+}
+
 absl::Status CheckInputFile(std::string_view flag, const std::string& path, int64_t max_bytes) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -42,11 +51,8 @@ absl::Status CheckInputFile(std::string_view flag, const std::string& path, int6
         StrCat(flag, " ", path, ": cannot open the file (", std::strerror(errno), ")"));
   }
   if (!S_ISREG(st.st_mode)) {
-    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "a device";
-    return absl::InvalidArgumentError(StrCat(flag, " ", path, ": ", what, ", not a regular file"));
+    return absl::InvalidArgumentError(
+        StrCat(flag, " ", path, ": ", FileKindName(st.st_mode), ", not a regular file"));
   }
   if (st.st_size > max_bytes) {
     return absl::InvalidArgumentError(StrCat(flag, " ", path, ": ", st.st_size,
@@ -92,14 +98,12 @@ absl::StatusOr<std::string> ReadOwnFile(const std::string& path, int64_t max_byt
     ::close(fd);
     return ErrnoStatus("cannot stat", path, err);
   }
-  if (!S_ISREG(st.st_mode) || st.st_size > max_bytes) {
+  if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                       : S_ISREG(st.st_mode)  ? nullptr
-                                              : "a device";
-    if (what != nullptr) return absl::FailedPreconditionError(StrCat(path, ": ", what));
+    return absl::FailedPreconditionError(StrCat(path, ": ", FileKindName(st.st_mode)));
+  }
+  if (st.st_size > max_bytes) {
+    ::close(fd);
     return absl::FailedPreconditionError(
         StrCat(path, ": ", st.st_size, " bytes, more than the ", max_bytes, " allowed"));
   }

@@ -35,6 +35,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 // a directory, a device, too large). `size` receives the file's size.
 absl::StatusOr<std::string> ReadOwnFile(const std::string& path, int64_t max_bytes, int64_t prefix,
                                         int64_t* size);
+// What a file of mode `mode` (from stat or lstat) is, for messages about files that should have
+// been regular: "a symlink", "a directory", "a FIFO", "a socket", "a device", "a regular file".
+std::string_view FileKindName(unsigned mode);
+
 // An input file the user named (`flag` PATH): OK when it is a regular file (symlinks followed) of
 // at most max_bytes; else InvalidArgument saying what it is instead (a directory, a FIFO, a
 // device: reading a FIFO or a device could block or never end) or how large it is.

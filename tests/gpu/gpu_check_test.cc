@@ -152,6 +152,19 @@ class GpuCheckTest : public ::testing::Test {
     gpu_ = *std::move(gpu);
   }
 
+  // The check of one launch of `launcher` (the module in module_) against the CPU reference.
+  Result Check(const std::string& launcher, const Key& key, const Step& step, Inputs& in) {
+    if (launcher == "fp8_bmm") return CheckFp8Bmm(key, step, in);
+    if (launcher == "norm_rope_insert") return CheckNormRopeInsert(key, step, in);
+    if (launcher == "index_prefill") return CheckIndex(key, step, in, true);
+    if (launcher == "index_decode") return CheckIndex(key, step, in, false);
+    if (launcher == "topk_prefill") return CheckTopk(key, step, in, true);
+    if (launcher == "topk_decode") return CheckTopk(key, step, in, false);
+    if (launcher == "sparse_prefill") return CheckSparse(key, step, in, true);
+    if (launcher == "sparse_decode") return CheckSparse(key, step, in, false);
+    return Failed("no check for launcher " + launcher);
+  }
+
   Result CheckFp8Bmm(const Key& key, const Step& step, Inputs& in) {
     const int m = static_cast<int>(ComputeStats(step).decode_tokens);
     const int b = static_cast<int>(KeyInt(key, "batch")), n = static_cast<int>(KeyInt(key, "n")),
@@ -420,14 +433,7 @@ class GpuCheckTest : public ::testing::Test {
         module_ = *module;
         Inputs in(Sha256Of(pk.key.String())[0] * seed + i);
         const Step step = Enrich(pk.witness, launcher, pk.key, limits, shape, arch_);
-        if (launcher == "fp8_bmm") r = CheckFp8Bmm(pk.key, step, in);
-        if (launcher == "norm_rope_insert") r = CheckNormRopeInsert(pk.key, step, in);
-        if (launcher == "index_prefill") r = CheckIndex(pk.key, step, in, true);
-        if (launcher == "index_decode") r = CheckIndex(pk.key, step, in, false);
-        if (launcher == "topk_prefill") r = CheckTopk(pk.key, step, in, true);
-        if (launcher == "topk_decode") r = CheckTopk(pk.key, step, in, false);
-        if (launcher == "sparse_prefill") r = CheckSparse(pk.key, step, in, true);
-        if (launcher == "sparse_decode") r = CheckSparse(pk.key, step, in, false);
+        r = Check(launcher, pk.key, step, in);
       }
       const bool ok = r.error <= r.bound;
       failures += ok ? 0 : 1;
@@ -563,15 +569,7 @@ TEST_F(GpuCheckTest, TheStrictRuntimeServesRandomStepsWithoutMissesAndMatchesRef
           ++launches[name];
           module_ = k.module;
           Inputs in(static_cast<uint64_t>(i) * 131 + launches[name]);
-          Result res;
-          if (name == "fp8_bmm") res = CheckFp8Bmm(k.key, sub, in);
-          if (name == "norm_rope_insert") res = CheckNormRopeInsert(k.key, sub, in);
-          if (name == "index_prefill") res = CheckIndex(k.key, sub, in, true);
-          if (name == "index_decode") res = CheckIndex(k.key, sub, in, false);
-          if (name == "topk_prefill") res = CheckTopk(k.key, sub, in, true);
-          if (name == "topk_decode") res = CheckTopk(k.key, sub, in, false);
-          if (name == "sparse_prefill") res = CheckSparse(k.key, sub, in, true);
-          if (name == "sparse_decode") res = CheckSparse(k.key, sub, in, false);
+          const Result res = Check(name, k.key, sub, in);
           worst[name] = std::max(worst[name], res.error);
           if (!(res.error <= res.bound)) {
             ++failures;
