@@ -48,7 +48,7 @@ ABSL_FLAG(std::string, model_config, "",
 ABSL_FLAG(std::string, arch, "auto",
           "Target list: gfx942, gfx950,gfx942, gfx90a, sm_90, or auto (the GPUs under "
           "/sys/class/kfd; plan falls back to gfx942 when none is visible).");
-ABSL_FLAG(std::string, format, "table", "plan output: table or json.");
+ABSL_FLAG(std::string, format, "table", "plan, verify and inspect output: table or json.");
 ABSL_FLAG(std::string, trace, "", "replay: a JSON Lines file of scheduler steps.");
 ABSL_FLAG(bool, strict, false, "replay: exit 1 on any cache miss.");
 ABSL_FLAG(std::string, cache_dir, "",
@@ -103,7 +103,9 @@ constexpr char kUsage[] =
     "commands:\n"
     "  run      compile every reachable key that is not in the cache yet (--cache-dir)\n"
     "  plan     print the compile keys reachable under the scheduler limits (--format table|json)\n"
-    "  verify   check that the cache holds a valid entry for every planned key\n"
+    "  verify   check that the cache holds a valid entry for every planned key (--format json:\n"
+    "           each key's state and what its kernels use: registers, LDS, scratch, occupancy)\n"
+    "  inspect  ENTRY...: what a cache entry (a .co file) holds and what its kernels use\n"
     "  replay   dispatch each step of --trace FILE and look its keys up in the cache\n"
     "  gc       remove old temp files (and, with --stale, entries of other builds)\n"
     "  probe    check a prewarm's gRPC health (--addr HOST:PORT): exit 0 serving, 2 cannot\n"
@@ -266,12 +268,13 @@ int main(int argc, char** argv) {
     std::cerr << kUsage << "(run prewarm --help for the flags)\n";
     return prewarm::kExitBadInput;
   }
-  if (!args->positionals.empty()) {
+  if (!args->positionals.empty() && args->command != "inspect") {
     return prewarm::ReportError(absl::InvalidArgumentError(
         prewarm::StrCat("unexpected argument \"", args->positionals.front(), "\" after ",
                         args->command, " (flags start with --)")));
   }
   absl::StatusOr<prewarm::Config> config = BuildConfig(*args);
   if (!config.ok()) return prewarm::ReportError(config.status());
+  config->paths = args->positionals;
   return prewarm::Run(*config, std::cout);
 }

@@ -40,7 +40,7 @@ class Filler {
         q = queue_.front();
         queue_.pop_front();
       }
-      std::optional<FillResult> r = Process(items_[q.index], /*may_defer=*/!q.deferred);
+      std::optional<FillResult> r = Process(q.index, /*may_defer=*/!q.deferred);
       if (!r.has_value()) {
         std::lock_guard<std::mutex> lock(mu_);
         queue_.push_back({q.index, true});
@@ -55,7 +55,12 @@ class Filler {
   // nullopt: another process is writing this key; try again later.
   bool Cancelled() const { return options_.cancelled != nullptr && options_.cancelled->load(); }
 
-  std::optional<FillResult> Process(const FillItem& item, bool may_defer) {
+  void Code(size_t index, std::string_view code) const {
+    if (options_.on_code) options_.on_code(index, code);
+  }
+
+  std::optional<FillResult> Process(size_t index, bool may_defer) {
+    const FillItem& item = items_[index];
     FillResult r;
     if (Cancelled()) {
       r.error = "cancelled";
@@ -64,6 +69,7 @@ class Filler {
     CacheStore::Lookup before =
         store_.Read(item.ref, may_defer ? CacheStore::ReadLock::kTry : CacheStore::ReadLock::kWait);
     if (before.state == CacheStore::State::kHit) {
+      Code(index, before.payload);
       r.state = KeyState::kCached;
       return r;
     }
@@ -75,7 +81,9 @@ class Filler {
       return r;
     }
     // Another process may have written it while we waited.
-    if (store_.Read(item.ref, CacheStore::ReadLock::kHeld).state == CacheStore::State::kHit) {
+    if (CacheStore::Lookup now = store_.Read(item.ref, CacheStore::ReadLock::kHeld);
+        now.state == CacheStore::State::kHit) {
+      Code(index, now.payload);
       r.state = KeyState::kCached;
       return r;
     }
@@ -90,6 +98,7 @@ class Filler {
           r.error = std::string(written.message());
           return r;
         }
+        Code(index, out->code);
         r.state = KeyState::kCompiled;
         r.error.clear();
         return r;

@@ -41,6 +41,9 @@ struct FillOptions {
   CompileFn compile;
   std::string producer;
   std::function<void(size_t index, const FillResult& result)> on_done;
+  // Called with the payload of each entry found valid or written (not for failed keys), from
+  // the worker threads, possibly concurrently for different indexes; before on_done.
+  std::function<void(size_t index, std::string_view code)> on_code;
   // When set (by a SIGTERM), keys not started yet fail as "cancelled" and nothing is retried.
   const std::atomic<bool>* cancelled = nullptr;
 };

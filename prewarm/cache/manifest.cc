@@ -50,6 +50,7 @@ nlohmann::json ManifestJson(const RunReport& report) {
                         {"state", KeyStateName(k.state)},
                         {"compile_seconds", k.compile_seconds}};
     if (!k.error.empty()) j["error"] = k.error;
+    if (!k.resources.is_null()) j["resources"] = k.resources;
     keys.push_back(std::move(j));
   }
   return {{"format", 1},

@@ -2,7 +2,9 @@
 // {"format":1,"started":ISO-8601,"finished":ISO-8601,"limits":{...},"shape":{...},"arch":[...],
 //  "counts":{"planned":N,"cached":N,"compiled":N,"failed":N},
 //  "keys":[{"launcher":...,"key":...,"file":<relative to root>,"state":"cached|compiled|failed",
-//           "compile_seconds":x,"error":...}]}
+//           "compile_seconds":x,"error":...,
+//           "resources":{"arch":...,"spills":bool,"entries":[{"name":...,"registers":...,
+//                        "lds_bytes":...,"scratch_bytes":...,...}],"problems":[...]}}]}
 // "cached" means this run found the entry valid and did not compile it: valid before the run
 // began, or written meanwhile by another process sharing the volume.
 #ifndef PREWARM_CACHE_MANIFEST_H_
@@ -27,6 +29,9 @@ struct KeyRecord {
   KeyState state = KeyState::kFailed;
   double compile_seconds = 0;
   std::string error;
+  // What the compiled variant uses (runtime/resources.h: VariantResourcesJson), or the reason
+  // its code object could not be read; null for a failed key.
+  nlohmann::json resources;
 };
 
 struct RunReport {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "prewarm/limits/limits.h"
 
@@ -41,7 +42,8 @@ struct Config {
   bool metrics_address_given = false;
   bool grpc_address_given = false;
   double verify_interval_s = 60;
-  std::string pushgateway;  // "http://host:port", "" for none
+  std::string pushgateway;         // "http://host:port", "" for none
+  std::vector<std::string> paths;  // inspect: the entries
   // probe
   std::string probe_addr;
   std::string probe_service = "prewarm";

@@ -20,6 +20,7 @@
 #include "prewarm/cli/cache_plan.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
+#include "prewarm/runtime/resources.h"
 #include "prewarm/service/servers.h"
 #include "prewarm/service/telemetry.h"
 #include "prewarm/toolchain/worker.h"
@@ -54,6 +55,23 @@ int64_t Priority(const Step& witness) {
 }
 
 // Progress: a line per launcher as it finishes, and a periodic done/total line.
+// Warns about each problem of a variant's code object (spills, LDS over the limit, ...) and
+// counts the spilling ones by launcher.
+void ReportProblems(const PlannedEntry& e, const nlohmann::json& resources,
+                    std::map<std::string, int64_t>& spilling) {
+  if (resources.is_null()) return;
+  const std::string what = StrCat(e.launcher, " ", e.key.String());
+  if (resources.contains("error")) {
+    LogWarning(
+        StrCat(what, ": cannot read its code object: ", resources["error"].get<std::string>()));
+    return;
+  }
+  if (resources.value("spills", false)) ++spilling[e.launcher];
+  for (const auto& p : resources["problems"]) {
+    LogWarning(StrCat(what, ": ", p.get<std::string>()));
+  }
+}
+
 class Progress {
  public:
   Progress(const std::vector<PlannedEntry>& entries, const Config& config)
@@ -309,6 +327,13 @@ int RunRun(const Config& config, std::ostream& out) {
   telemetry.SetPhase("compiling");
   const Clock::time_point compile_start = Clock::now();
   std::vector<FillResult> results;
+  // What each compiled or cached variant uses, read from its code object as it is filled.
+  std::vector<nlohmann::json> resources(mine.size());
+  fopt.on_code = [&](size_t i, std::string_view code) {
+    absl::StatusOr<VariantResources> r = CheckVariantResources(mine[i].key, code);
+    resources[i] = r.ok() ? VariantResourcesJson(*r)
+                          : nlohmann::json{{"error", std::string(r.status().message())}};
+  };
   {
     // A stop signal during the compile: stop taking keys and kill the workers in flight, so
     // the process ends within a second; their temp files are removed as their writers unwind.
@@ -334,11 +359,14 @@ int RunRun(const Config& config, std::ostream& out) {
   report.compile_seconds = Since(compile_start);
   telemetry.SetPhaseSeconds("compile", report.compile_seconds);
 
+  std::map<std::string, int64_t> spilling;
   for (size_t i = 0; i < mine.size(); ++i) {
     report.keys.push_back({mine[i].launcher, mine[i].ref.key_string,
                            store.RelativeEntryPath(mine[i].ref), results[i].state,
-                           results[i].compile_seconds, results[i].error});
+                           results[i].compile_seconds, results[i].error, resources[i]});
+    ReportProblems(mine[i], resources[i], spilling);
   }
+  telemetry.SetSpilling(spilling);
   report.limits = LimitsToJson(in->limits);
   report.shape = ShapeToJson(in->model, in->shape, in->limits);
   report.shard = StrCat(config.shard_index, "/", config.shard_count);

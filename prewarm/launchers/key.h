@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "prewarm/launchers/step.h"
 
@@ -35,6 +37,11 @@ struct Key {
     return launcher != o.launcher ? launcher < o.launcher : String() < o.String();
   }
 };
+
+// The key whose String() is `text`, for `launcher`: values "true"/"false" are booleans, decimal
+// integers integers, anything else a string. InvalidArgument naming the text when it is not a
+// canonical key string (empty, a part without "=", names out of order, or not round-tripping).
+absl::StatusOr<Key> ParseKeyString(std::string_view launcher, std::string_view text);
 
 // A key with a step that reaches it.
 struct PlannedKey {

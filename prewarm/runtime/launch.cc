@@ -6,6 +6,7 @@
 #include "nvfp4_mla/index_geometry.h"
 #include "nvfp4_mla/sparse_geometry.h"
 #include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
@@ -13,11 +14,11 @@ namespace {
 constexpr unsigned kBlock = PW_BLOCK_THREADS;
 
 unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+unsigned Unsigned(int v) { return static_cast<unsigned>(v); }
 
-absl::Status Run(Gpu& gpu, void* module, const char* entry, Dim3 grid, std::vector<void*> args,
-                 unsigned block = kBlock, unsigned shared_bytes = 0) {
-  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, entry));
-  return gpu.Launch(fn, grid, {block, 1, 1}, args, shared_bytes);
+absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid, std::vector<void*> args) {
+  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry.c_str()));
+  return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes);
 }
 
 // The arch a key was compiled for.
@@ -60,11 +61,47 @@ int64_t KeyInt(const Key& key, const std::string& name) {
   return 0;
 }
 
+absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
+  const std::string& l = key.launcher;
+  if (l == "fp8_bmm") return std::vector<EntryLaunch>{{"pw_fp8_bmm", kBlock, 0}};
+  if (l == "norm_rope_insert") return std::vector<EntryLaunch>{{"pw_norm_rope_insert", kBlock, 0}};
+  if (l == "topk_decode") return std::vector<EntryLaunch>{{"pw_topk_decode", kBlock, 0}};
+  if (l == "topk_prefill") {
+    std::vector<EntryLaunch> e = {{"pw_topk_prefill", kBlock, 0}};
+    if (KeyInt(key, "strips") > 1) e.push_back({"pw_topk_prefill_merge", kBlock, 0});
+    return e;
+  }
+  if (l == "index_prefill") {
+    ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
+    return std::vector<EntryLaunch>{
+        {"pw_index_prefill", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
+  }
+  if (l == "index_decode") {
+    ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+    const PwIndexDecodeGeometry g = pw_index_decode_geometry(
+        static_cast<int>(KeyInt(key, "index_heads")),
+        static_cast<int>(KeyInt(key, "index_head_dim")), WarpWidth(arch), SharedMemoryKib(arch));
+    std::vector<EntryLaunch> e = {{"pw_index_decode", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
+    if (KeyInt(key, "buffered")) e.push_back({"pw_index_decode_reduce", kBlock, 0});
+    return e;
+  }
+  if (l == "sparse_prefill" || l == "sparse_decode") {
+    ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
+    std::vector<EntryLaunch> e = {{"pw_" + l, Unsigned(g.threads), Unsigned(g.smem_bytes)}};
+    if (l == "sparse_decode" && KeyInt(key, "splits") > 1) {
+      e.push_back({"pw_sparse_decode_combine", PW_SPARSE_COMBINE_THREADS, 0});
+    }
+    return e;
+  }
+  return absl::InvalidArgumentError(StrCat("no launch code for launcher \"", l, "\""));
+}
+
 absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmArgs& a) {
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   const int64_t exact = KeyInt(key, "m_exact");
   const int64_t rows = exact > 0 ? exact : KeyInt(key, "block_m");
   Fp8BmmArgs v = a;
-  return Run(gpu, module, "pw_fp8_bmm",
+  return Run(gpu, module, e[0],
              {CeilDiv(KeyInt(key, "n"), PW_FP8_BMM_COLS),
               static_cast<unsigned>(KeyInt(key, "batch")), CeilDiv(a.m, rows)},
              {&v.x, &v.w, &v.w_scale, &v.y, &v.m});
@@ -72,11 +109,12 @@ absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmAr
 
 absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
                                   const NormRopeInsertArgs& a) {
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   NormRopeInsertArgs v = a;
   const unsigned grid =
       KeyInt(key, "small") ? static_cast<unsigned>(a.num_tokens)
                            : static_cast<unsigned>(std::min(a.num_tokens, PW_NORM_ROPE_MAX_BLOCKS));
-  return Run(gpu, module, "pw_norm_rope_insert", {grid, 1, 1},
+  return Run(gpu, module, e[0], {grid, 1, 1},
              {&v.latent, &v.rope, &v.index_key, &v.gamma, &v.pos, &v.slot, &v.g_kv, &v.g_idx,
               &v.num_tokens, &v.kv_cache, &v.index_cache});
 }
@@ -87,30 +125,25 @@ size_t IndexWorkspaceBytes(const Key& key, int rows, int stride) {
 }
 
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
-  IndexArgs v = a;
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
+  IndexArgs v = a;
   const unsigned chunks = KeyInt(key, "large") ? CeilDiv(a.stride, PW_INDEX_PREFILL_CHUNK) : 1;
-  return Run(gpu, module, "pw_index_prefill", {CeilDiv(a.rows, g.rows), chunks, 1},
+  return Run(gpu, module, e[0], {CeilDiv(a.rows, g.rows), chunks, 1},
              {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
-              &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows},
-             g.threads, g.smem_bytes);
+              &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
 }
 
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   IndexArgs v = a;
-  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-  const PwIndexDecodeGeometry g = pw_index_decode_geometry(
-      static_cast<int>(KeyInt(key, "index_heads")), static_cast<int>(KeyInt(key, "index_head_dim")),
-      WarpWidth(arch), SharedMemoryKib(arch));
   RETURN_IF_ERROR(
-      Run(gpu, module, "pw_index_decode",
+      Run(gpu, module, e[0],
           {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, PW_INDEX_DECODE_KEYS), 1},
           {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
-           &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows, &v.ws},
-          g.threads, g.smem_bytes));
-  if (!KeyInt(key, "buffered")) return absl::OkStatus();
-  return Run(gpu, module, "pw_index_decode_reduce",
-             {static_cast<unsigned>(a.rows), CeilDiv(a.stride, kBlock), 1},
+           &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows, &v.ws}));
+  if (e.size() < 2) return absl::OkStatus();
+  return Run(gpu, module, e[1], {static_cast<unsigned>(a.rows), CeilDiv(a.stride, kBlock), 1},
              {&v.w, &v.visible, &v.ws, &v.out, &v.stride});
 }
 
@@ -121,19 +154,21 @@ size_t TopkWorkspaceBytes(const Key& key, int rows) {
 }
 
 absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const TopkArgs& a) {
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   TopkArgs v = a;
-  const int64_t strips = KeyInt(key, "strips");
-  RETURN_IF_ERROR(Run(gpu, module, "pw_topk_prefill",
-                      {static_cast<unsigned>(a.rows), static_cast<unsigned>(strips), 1},
+  RETURN_IF_ERROR(Run(gpu, module, e[0],
+                      {static_cast<unsigned>(a.rows),
+                       static_cast<unsigned>(std::max<int64_t>(1, KeyInt(key, "strips"))), 1},
                       {&v.scores, &v.visible, &v.stride, &v.out, &v.ws_key, &v.ws_idx}));
-  if (strips <= 1) return absl::OkStatus();
-  return Run(gpu, module, "pw_topk_prefill_merge", {static_cast<unsigned>(a.rows), 1, 1},
+  if (e.size() < 2) return absl::OkStatus();
+  return Run(gpu, module, e[1], {static_cast<unsigned>(a.rows), 1, 1},
              {&v.ws_key, &v.ws_idx, &v.out});
 }
 
-absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key&, const TopkArgs& a) {
+absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key& key, const TopkArgs& a) {
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   TopkArgs v = a;
-  return Run(gpu, module, "pw_topk_decode", {static_cast<unsigned>(a.rows), 1, 1},
+  return Run(gpu, module, e[0], {static_cast<unsigned>(a.rows), 1, 1},
              {&v.scores, &v.visible, &v.stride, &v.out});
 }
 
@@ -145,30 +180,29 @@ size_t SparseWorkspaceBytes(const Key& key, int rows) {
 }
 
 absl::Status LaunchSparsePrefill(Gpu& gpu, void* module, const Key& key, const SparseArgs& a) {
-  SparseArgs v = a;
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
-  return Run(gpu, module, "pw_sparse_prefill",
+  SparseArgs v = a;
+  return Run(gpu, module, e[0],
              {static_cast<unsigned>(a.rows), CeilDiv(KeyInt(key, "heads"), g.head_tile), 1},
              {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks,
-              &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse},
-             g.threads, g.smem_bytes);
+              &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse});
 }
 
 absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const SparseArgs& a) {
-  SparseArgs v = a;
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
-  const int64_t splits = KeyInt(key, "splits");
+  SparseArgs v = a;
   const int64_t heads = KeyInt(key, "heads");
-  RETURN_IF_ERROR(Run(
-      gpu, module, "pw_sparse_decode",
-      {static_cast<unsigned>(a.rows), CeilDiv(heads, g.head_tile), static_cast<unsigned>(splits)},
-      {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks, &v.block_size,
-       &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse, &v.ws_o, &v.ws_lse},
-      g.threads, g.smem_bytes));
-  if (splits <= 1) return absl::OkStatus();
-  return Run(gpu, module, "pw_sparse_decode_combine",
-             {static_cast<unsigned>(a.rows), static_cast<unsigned>(heads), 1},
-             {&v.ws_o, &v.ws_lse, &v.out, &v.lse}, PW_SPARSE_COMBINE_THREADS);
+  RETURN_IF_ERROR(
+      Run(gpu, module, e[0],
+          {static_cast<unsigned>(a.rows), CeilDiv(heads, g.head_tile),
+           static_cast<unsigned>(std::max<int64_t>(1, KeyInt(key, "splits")))},
+          {&v.q_latent, &v.q_rope, &v.topk, &v.row_req, &v.block_table, &v.max_blocks,
+           &v.block_size, &v.kv_cache, &v.g_kv, &v.scale, &v.out, &v.lse, &v.ws_o, &v.ws_lse}));
+  if (e.size() < 2) return absl::OkStatus();
+  return Run(gpu, module, e[1], {static_cast<unsigned>(a.rows), static_cast<unsigned>(heads), 1},
+             {&v.ws_o, &v.ws_lse, &v.out, &v.lse});
 }
 
 }  // namespace prewarm

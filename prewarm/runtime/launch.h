@@ -5,11 +5,27 @@
 #ifndef PREWARM_RUNTIME_LAUNCH_H_
 #define PREWARM_RUNTIME_LAUNCH_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "prewarm/launchers/key.h"
 #include "prewarm/runtime/gpu.h"
 
 namespace prewarm {
+
+// One kernel launch of a key: its entry, block size and dynamic shared memory (LDS) in bytes.
+struct EntryLaunch {
+  std::string entry;
+  unsigned threads = 0;
+  unsigned shared_bytes = 0;
+};
+// The launches a key's Launch* helper makes, in order (sparse_decode with splits: the split
+// kernel, then the combine). The one place block sizes and dynamic shared memory are decided;
+// `prewarm verify` checks them against the compiled code object. InvalidArgument for an
+// unknown launcher or a key without its arch.
+absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key);
 
 struct Fp8BmmArgs {
   DevicePtr x = 0, w = 0, y = 0;  // bf16 [M][B][K], fp8 [B][N][K], bf16 [M][B][N]

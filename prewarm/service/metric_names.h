@@ -12,6 +12,8 @@ inline constexpr char kCacheBytes[] = "prewarm_cache_bytes";          // gauge
 inline constexpr char kEntriesRejected[] = "prewarm_cache_entries_rejected_total";  // {reason}
 inline constexpr char kReady[] = "prewarm_ready";                                   // gauge 0/1
 inline constexpr char kBuildInfo[] = "prewarm_build_info";  // gauge 1 {version, toolchain, arch}
+// Planned variants whose code object spills registers or uses scratch, by launcher.
+inline constexpr char kVariantsSpilling[] = "prewarm_variants_spilling";  // gauge {launcher}
 
 // Compile-time buckets, 10 ms to 10 min.
 inline constexpr double kCompileBuckets[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,  2.5,

@@ -35,6 +35,10 @@ Telemetry::Telemetry(std::string version, std::string toolchain, std::string arc
                        .Help("Bytes of prewarm entries in the cache.")
                        .Register(*registry_)
                        .Add({})),
+      spilling_(prometheus::BuildGauge()
+                    .Name(metrics::kVariantsSpilling)
+                    .Help("Planned variants whose code object spills registers or uses scratch.")
+                    .Register(*registry_)),
       rejected_(prometheus::BuildCounter()
                     .Name(metrics::kEntriesRejected)
                     .Help("Cache entries found unusable and treated as misses, by reason.")
@@ -72,6 +76,7 @@ void Telemetry::SetPlan(const std::map<std::string, int64_t>& planned) {
           .Set(std::string(state) == "planned" ? static_cast<double>(n) : 0.0);
     }
     compile_seconds_.Add({{"launcher", launcher}}, CompileBuckets());
+    spilling_.Add({{"launcher", launcher}}).Set(0);
   }
 }
 
@@ -93,6 +98,15 @@ void Telemetry::SetPhaseSeconds(const std::string& phase, double seconds) {
 }
 
 void Telemetry::SetCacheBytes(int64_t bytes) { cache_bytes_.Set(static_cast<double>(bytes)); }
+
+void Telemetry::SetSpilling(const std::map<std::string, int64_t>& per_launcher) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [launcher, counts] : progress_.launchers) {
+    auto it = per_launcher.find(launcher);
+    spilling_.Add({{"launcher", launcher}})
+        .Set(it == per_launcher.end() ? 0 : static_cast<double>(it->second));
+  }
+}
 
 void Telemetry::SetRejected(RejectReason reason, int64_t total) {
   prometheus::Counter& c = rejected_.Add({{"reason", std::string(RejectReasonName(reason))}});

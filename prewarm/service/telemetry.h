@@ -50,6 +50,8 @@ class Telemetry {
                const std::string& error);
   void SetPhaseSeconds(const std::string& phase, double seconds);  // plan | compile | total
   void SetCacheBytes(int64_t bytes);
+  // Variants of `launcher` whose code object spills (a launcher of the plan not named: 0).
+  void SetSpilling(const std::map<std::string, int64_t>& per_launcher);
   // Sets the rejection counter of `reason` to the store's running total.
   void SetRejected(RejectReason reason, int64_t total);
   // Ready: every planned key is in the cache and valid. Calls the listener on every change.
@@ -66,6 +68,7 @@ class Telemetry {
   prometheus::Family<prometheus::Histogram>& compile_seconds_;
   prometheus::Family<prometheus::Gauge>& run_seconds_;
   prometheus::Gauge& cache_bytes_;
+  prometheus::Family<prometheus::Gauge>& spilling_;
   prometheus::Family<prometheus::Counter>& rejected_;
   prometheus::Gauge& ready_;
 

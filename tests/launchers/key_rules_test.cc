@@ -140,3 +140,23 @@ TEST_F(KeyRulesTest, KeyStringIsSortedAndCarriesArchAndShape) {
 
 }  // namespace
 }  // namespace prewarm
+
+namespace prewarm {
+namespace {
+
+TEST(KeyStringTest, ParsesWhatStringWritesAndRefusesAnythingElse) {
+  Key k;
+  k.launcher = "sparse_decode";
+  k.Set("arch", std::string("gfx942")).Set("splits", int64_t{-2}).Set("large", true);
+  auto parsed = ParseKeyString("sparse_decode", k.String());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, k);
+  for (const char* bad : {"", "arch", "=1", "b=1,a=2", "a=01", "a=1,a=2", "a=1,"}) {
+    auto r = ParseKeyString("x", bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace prewarm
