@@ -35,11 +35,13 @@ class Toolchain {
  public:
   virtual ~Toolchain() = default;
   virtual Platform platform() const = 0;
-  // Platform, compiler and its version: "hiprtc libamdhip64.so.5.2.21153". Part of the
-  // manager key, so a compiler upgrade moves every entry to a new directory.
+  // Platform, compiler and its version: "hiprtc libamdhip64.so.5.2.21153 libamd_comgr.so.2.4.0"
+  // (hipRTC compiles through comgr). Part of the manager key, so a compiler upgrade moves every
+  // entry to a new directory.
   virtual std::string Identity() const = 0;
-  // OK when this compiler can target `arch`; FailedPrecondition naming it otherwise. Checked
-  // before compiling because hipRTC 5.2 aborts the whole process on an arch it does not know.
+  // OK when this compiler can target `arch` (hipRTC: its comgr's ISA list); FailedPrecondition
+  // naming it otherwise. Checked before compiling because hipRTC 5.2 aborts the whole process on
+  // an arch it does not know.
   virtual absl::Status CheckArch(const Arch& arch) const = 0;
   // The options every compile for `arch` gets besides the key's defines (part of the manager
   // key): the target, the language standard, the FP8 format.
