@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# gfx942 and gfx950 for real: the prewarm binary this build made runs in a Debian unstable root
+# with ROCm 6.4's hipRTC (rocm6_root.sh) and compiles every key of two models for both archs;
+# then its own `verify --format json` and an independent ELF reader (check_code_objects.py)
+# check each code object: the right machine in e_flags, every entry the launch code needs,
+# kernel descriptors that agree with the metadata, wave64, no scratch, LDS within the arch's
+# limit. Exit 77 (skipped) when the root cannot be made here (rocm6_root.sh says why).
+#   rocm6_test.sh SOURCE_DIR PREWARM_BINARY WORK_DIR
+set -uo pipefail
+src=$1
+binary=$2
+work=$3
+root=$("$src/tests/rocm6/rocm6_root.sh")
+rc=$?
+[[ $rc == 0 ]] || exit $rc
+set -e
+rm -rf "$work" && mkdir -p "$work"
+inroot() { "$src/tests/rocm6/inroot.sh" "$root" "$binary" "$work" "$@"; }
+fail=0
+for model in "" /data/deepseek-v3.2.json; do
+  name=${model:-embedded example}
+  args=(--arch gfx942,gfx950 --cache-dir /cache --kv-cache-dtype nvfp4)
+  [[ -n $model ]] && args+=(--model-config "$model")
+  echo "== $name: prewarm run ${args[*]} --jobs 2"
+  if ! inroot run "${args[@]}" --jobs 2 --quiet >"$work/run.out" 2>"$work/run.err"; then
+    echo "FAIL $name: run failed"; tail -20 "$work/run.err"; fail=1; continue
+  fi
+  cat "$work/run.out"
+  if grep -q "warning:" "$work/run.err"; then
+    echo "FAIL $name: run warned:"; grep "warning:" "$work/run.err" | head -20; fail=1
+  fi
+  inroot verify "${args[@]}" --format json >"$work/verify.json" 2>"$work/verify.err" ||
+    { echo "FAIL $name: verify failed"; tail -5 "$work/verify.err"; fail=1; continue; }
+  python3 "$src/tests/rocm6/check_code_objects.py" "$work/verify.json" "$work/cache" || fail=1
+done
+# The checker must be able to fail: a report claiming wave32, scratch and too much LDS.
+python3 - "$work/verify.json" >"$work/doctored.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = r["keys"][-1]["resources"]["entries"][0]
+e.update(wave_size=32, scratch_bytes=16, lds_bytes=1 << 20)
+print(json.dumps(r))
+PY
+if python3 "$src/tests/rocm6/check_code_objects.py" "$work/doctored.json" "$work/cache" >"$work/doctored.out"; then
+  echo "FAIL the checker accepted a doctored report"; fail=1
+elif [[ $(grep -c "^FAIL" "$work/doctored.out") != 2 ]]; then
+  echo "FAIL the checker did not name both doctored problems:"; cat "$work/doctored.out"; fail=1
+fi
+[[ $fail == 0 ]] && echo "rocm6: every key of both models compiled and checked for gfx942 and gfx950"
+exit $fail
