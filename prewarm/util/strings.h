@@ -1,5 +1,6 @@
-// String helpers on std::string_view. Debian's Abseil 20220623 has its own absl::string_view
+// String helpers on std::string_view. Debian 12's Abseil 20220623 has its own absl::string_view
 // (not std::string_view), so absl::StrCat and friends do not take std::string_view; these do.
+// (Newer Abseil, as in Debian unstable, makes the two one type.)
 #ifndef PREWARM_UTIL_STRINGS_H_
 #define PREWARM_UTIL_STRINGS_H_
 
@@ -20,7 +21,9 @@ namespace strings_internal {
 inline void Append(std::string& out, std::string_view s) { out.append(s); }
 inline void Append(std::string& out, const char* s) { out.append(s); }
 inline void Append(std::string& out, const std::string& s) { out.append(s); }
+#ifndef ABSL_USES_STD_STRING_VIEW  // newer Abseil's absl::string_view is std::string_view
 inline void Append(std::string& out, absl::string_view s) { out.append(s.data(), s.size()); }
+#endif
 inline void Append(std::string& out, char c) { out.push_back(c); }
 inline void Append(std::string& out, bool b) { out.append(b ? "true" : "false"); }
 template <std::integral T>

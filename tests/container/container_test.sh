@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The Debian 12 variant of docker/Dockerfile, built for real with podman from a base image that
-# debootstrap makes here, then run with no network: `prewarm plan` and a real `prewarm run` for
-# gfx90a inside the image, as the non-root user the image declares.
-# Exit 77 (CTest: skipped) when podman or debootstrap cannot work on this machine.
-#   container_test.sh SOURCE_DIR WORK_DIR
+# docker/Dockerfile built for real with podman, from a base image made here, then run with no
+# network as the non-root user the image declares: `prewarm plan` and a real `prewarm run`,
+# with the root filesystem read-only.
+#   debian: --target debian on a debootstrap Debian 12 (Debian's HIP 5.2), run for gfx90a.
+#   rocm6:  --target rocm (the default image) on Debian unstable with ROCm 6.4's hipRTC from
+#           Debian (tests/rocm6/rocm6_root.sh's root, imported), run for gfx950.
+# Exit 77 (CTest: skipped) when podman or the base cannot work on this machine.
+#   container_test.sh SOURCE_DIR WORK_DIR [debian|rocm6]
 set -uo pipefail
 src=$1
 work=$2
+variant=${3:-debian}
 skip() { echo "skipped: $*"; exit 77; }
 command -v podman >/dev/null || skip "podman is not installed (scripts/setup installs it)"
 command -v debootstrap >/dev/null || skip "debootstrap is not installed"
@@ -29,20 +33,41 @@ graphroot = "$work/storage"
 CONF
 export CONTAINERS_CONF="$work/containers.conf" CONTAINERS_STORAGE_CONF="$work/storage.conf"
 podman info >/dev/null 2>&1 || skip "podman cannot run here: $(podman info 2>&1 | tail -1)"
-set -e
-base=localhost/prewarm-debian-base:bookworm
-if ! podman image exists "$base"; then
-  rm -rf "$work/rootfs"
-  echo "debootstrap: a minimal Debian 12"
-  debootstrap --variant=minbase bookworm "$work/rootfs" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
-    || { tail -5 "$work/debootstrap.log"; exit 1; }
-  tar -C "$work/rootfs" -c . | podman import - "$base" >/dev/null
-  rm -rf "$work/rootfs"
+build_args=()
+if [[ $variant == debian ]]; then
+  base=localhost/prewarm-debian-base:bookworm
+  if ! podman image exists "$base"; then
+    set -e
+    rm -rf "$work/rootfs"
+    echo "debootstrap: a minimal Debian 12"
+    debootstrap --variant=minbase bookworm "$work/rootfs" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
+      || { tail -5 "$work/debootstrap.log"; exit 1; }
+    tar -C "$work/rootfs" -c . | podman import - "$base" >/dev/null
+    rm -rf "$work/rootfs"
+    set +e
+  fi
+  target=debian arch=gfx90a
+else
+  root=$("$src/tests/rocm6/rocm6_root.sh")
+  rc=$?
+  [[ $rc == 0 ]] || exit $rc
+  # Named by the root's own content hash: a new root is a new base image.
+  base=localhost/prewarm-rocm6-base:$(basename "$root" | sed 's/^rocm6-//')
+  if ! podman image exists "$base"; then
+    echo "podman import $root"
+    tar -C "$root" --exclude=./.complete -c . | podman import - "$base" >/dev/null || exit 1
+  fi
+  # Debian's mirror here serves a frozen snapshot whose Release is past its Valid-Until date.
+  build_args=(--build-arg "APT_OPTIONS=-o Acquire::Check-Valid-Until=false")
+  target=rocm arch=gfx950
 fi
-echo "podman build --target debian"
-podman build --network host -f "$src/docker/Dockerfile" --target debian \
-  --build-arg BASE_IMAGE="$base" -t localhost/prewarm:debian "$src" >"$work/build.log" 2>&1 \
+image=localhost/prewarm:$variant
+set -e
+echo "podman build --target $target --build-arg BASE_IMAGE=$base"
+podman build --network host -f "$src/docker/Dockerfile" --target "$target" \
+  --build-arg BASE_IMAGE="$base" "${build_args[@]}" -t "$image" "$src" >"$work/build.log" 2>&1 \
   || { tail -30 "$work/build.log"; exit 1; }
+echo "image $image: $(podman image inspect "$image" --format '{{.Size}}') bytes"
 
 fail=0
 passed=0
@@ -62,15 +87,21 @@ check() {  # check NAME EXPECTED_SUBSTRING -- podman run args...
 expect() {  # expect NAME ACTUAL WANTED
   if [[ $2 == "$3" ]]; then echo "ok   $1"; passed=$((passed + 1)); else echo "FAIL $1: '$2', want '$3'"; fail=$((fail + 1)); fi
 }
-check "plan in the image" "prewarm plan: 64 keys, 8 launchers" -- localhost/prewarm:debian plan
-check "runs as uid 10001" "10001" -- --entrypoint id localhost/prewarm:debian -u
-expect "no HEALTHCHECK" "$(podman image inspect localhost/prewarm:debian --format '{{.Config.Healthcheck}}')" "<nil>"
+check "plan in the image" "prewarm plan: 64 keys, 8 launchers" -- "$image" plan
+check "runs as uid 10001" "10001" -- --entrypoint id "$image" -u
+expect "no HEALTHCHECK" "$(podman image inspect "$image" --format '{{.Config.Healthcheck}}')" "<nil>"
 expect "entrypoint and command" \
-  "$(podman image inspect localhost/prewarm:debian --format '{{.Config.Entrypoint}} {{.Config.Cmd}}')" \
+  "$(podman image inspect "$image" --format '{{.Config.Entrypoint}} {{.Config.Cmd}}')" \
   "[prewarm] [run --serve]"
 rm -rf "$work/cache" && mkdir -p "$work/cache" && chmod 777 "$work/cache"
-check "hipRTC compiles inside the image" "8 keys: 8 compiled, 0 cached, 0 failed" -- \
-  --read-only --tmpfs /tmp -v "$work/cache:/cache" localhost/prewarm:debian \
-  run --arch gfx90a --kv-cache-dtype fp8 --max-num-seqs 4 --cache-dir /cache --quiet
+check "hipRTC compiles $arch inside the image" "8 keys: 8 compiled, 0 cached, 0 failed" -- \
+  --read-only --tmpfs /tmp -v "$work/cache:/cache" "$image" \
+  run --arch "$arch" --kv-cache-dtype fp8 --max-num-seqs 4 --cache-dir /cache --quiet
+if [[ $variant == rocm6 ]]; then
+  rm -rf "$work/cache" && mkdir -p "$work/cache" && chmod 777 "$work/cache"
+  check "the embedded example's 64 keys for gfx950, read-only" "64 keys: 64 compiled, 0 cached, 0 failed" -- \
+    --read-only --tmpfs /tmp -v "$work/cache:/cache" "$image" \
+    run --arch gfx950 --cache-dir /cache --jobs 2 --quiet
+fi
 echo "$passed passed, $fail failed"
 [[ $fail == 0 ]]

@@ -4,11 +4,12 @@ entry's code object with its own ELF reader (independent of prewarm's):
 
   every key valid; prewarm read its resources with no problem listed;
   each payload an AMDGPU ELF (e_machine 224) whose e_flags machine is the key's arch
-  (EF_AMDGPU_MACH 0x4c gfx942, 0x4f gfx950);
+  (EF_AMDGPU_MACH 0x4c gfx942, 0x4f gfx950, 0x41 gfx1100, 0x48 gfx1200);
   each entry the launch code needs present, with a dynamic symbol NAME (function) and NAME.kd
   (a 64-byte kernel descriptor) in the ELF;
-  wave64, no scratch, no VGPR spills, LDS (static + dynamic) within the arch's limit
-  (64 KiB gfx942, 160 KiB gfx950).
+  the wave width the launch code assumes (64 on CDNA, 32 on RDNA: gfx1100, gfx1200);
+  on gfx942 and gfx950 (the archs the product is for) no scratch and no VGPR spills;
+  LDS (static + dynamic) within the arch's limit (160 KiB gfx950, 64 KiB the others).
 
   check_code_objects.py VERIFY_JSON CACHE_DIR
 """
@@ -17,8 +18,10 @@ import os
 import struct
 import sys
 
-MACH = {0x4C: "gfx942", 0x4F: "gfx950"}
-LDS_LIMIT = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
+MACH = {0x4C: "gfx942", 0x4F: "gfx950", 0x41: "gfx1100", 0x48: "gfx1200"}
+LDS_LIMIT = {"gfx942": 64 * 1024, "gfx950": 160 * 1024, "gfx1100": 64 * 1024, "gfx1200": 64 * 1024}
+WAVE = {"gfx942": 64, "gfx950": 64, "gfx1100": 32, "gfx1200": 32}
+NO_SCRATCH = ("gfx942", "gfx950")
 
 
 def payload(path):
@@ -76,9 +79,13 @@ def main():
             problems.append(f"{what}: {k['state']}")
             continue
         r = k["resources"]
-        if "error" in r or r["problems"]:
-            problems.append(f"{what}: {r.get('error') or r['problems']}")
         arch = dict(p.split("=", 1) for p in k["key"].split(","))["arch"]
+        if "error" in r:
+            problems.append(f"{what}: {r['error']}")
+            continue
+        listed = [p for p in r["problems"] if arch in NO_SCRATCH or "scratch" not in p]
+        if listed:
+            problems.append(f"{what}: {listed}")
         elf = payload(by_key[(k["launcher"], k["key"])])
         if elf[:4] != b"\x7fELF" or struct.unpack_from("<H", elf, 18)[0] != 224:
             problems.append(f"{what}: not an AMDGPU ELF")
@@ -91,8 +98,10 @@ def main():
             n = e["name"]
             if syms.get(n, (0,))[0] != 2 or syms.get(n + ".kd") != (1, 64):
                 problems.append(f"{what}: {n} lacks its function symbol or 64-byte descriptor")
-            if e["wave_size"] != 64 or e["scratch_bytes"] or e["vgpr_spills"]:
-                problems.append(f"{what}: {n} wave {e['wave_size']}, scratch {e['scratch_bytes']}")
+            if e["wave_size"] != WAVE[arch]:
+                problems.append(f"{what}: {n} wave {e['wave_size']}, expected {WAVE[arch]}")
+            if arch in NO_SCRATCH and (e["scratch_bytes"] or e["vgpr_spills"]):
+                problems.append(f"{what}: {n} scratch {e['scratch_bytes']}")
             if e["lds_bytes"] > LDS_LIMIT[arch]:
                 problems.append(f"{what}: {n} LDS {e['lds_bytes']} over {LDS_LIMIT[arch]}")
         checked += 1
