@@ -1,7 +1,17 @@
 // Top-k by exact radix selection in one block of 256 threads (PW_BLOCK_THREADS; the digit scan
-// takes one thread a digit): per query row, the indices of the
-// Ktop largest scores (ties: lower index first), sorted by (score descending, index ascending),
-// -1 where fewer than Ktop positions are visible.
+// takes one thread a digit): per query row, the indices of the Ktop largest scores (ties: lower
+// index first), in ascending index order, -1 past the end where fewer than Ktop positions are
+// visible. The order is the positions' own (causal) order: the attention reads the selected
+// records in the order they lie in the cache, and no sort is needed.
+//
+// One block:
+//   1. the row's keys (scores as ordered unsigned integers) are read once into shared memory
+//      when there are at most PW_TOPK_CACHE of them (else every pass reads global memory);
+//   2. radix select, 8-bit digits from the most significant: the threshold key T of the k-th
+//      largest, and how many keys equal to T are needed;
+//   3. one ordered compaction: warp w scans its contiguous segment with ballots, so candidate
+//      i's output slot is the number of selected candidates before it; a key equal to T is
+//      taken while its rank among the ties (in index order) is below the need.
 // Defines: PW_TOPK (Ktop).
 #pragma once
 #include "common/geometry.h"
@@ -9,27 +19,39 @@
 
 static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
 
-#define PW_KPAD_OF(k) ((k) <= 256 ? 256 : (k) <= 512 ? 512 : (k) <= 1024 ? 1024 : (k) <= 2048 ? 2048 : 4096)
-#define PW_KPAD PW_KPAD_OF(PW_TOPK)
-#define PW_NO_INDEX 0x7fffffff
+#define PW_TOPK_CACHE 8192  // keys a block holds in shared memory (32 KiB)
+#define PW_TOPK_WARPS (PW_BLOCK_THREADS / PW_WARP)
 
 // Scores as unsigned keys in the same order. -0 and +0 are the same score (a tie, broken by
-// index), so -0 maps to +0's key.
+// index), so -0 maps to +0's key. Key 0 (only the NaN 0xffffffff maps there) marks padding.
 __device__ inline pw_u32 pw_order_key(float f) {
   const pw_u32 u = f == 0.0f ? 0u : __float_as_uint(f);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
 struct PwTopkShared {
-  pw_u32 key[PW_KPAD];
-  int idx[PW_KPAD];
+  pw_u32 cache[PW_TOPK_CACHE];
   int hist[256];
   int suffix[2][256];  // hist summed from each digit up (a scan's two buffers)
-  int count;
+  int warp_greater[PW_TOPK_WARPS];
+  int warp_equal[PW_TOPK_WARPS];
   pw_u32 prefix;
   int need;
-  int equal;  // after a select: how many candidates have exactly the threshold key
 };
+
+// The lanes of this warp for which `p` holds, and the lanes below this one.
+PW_DEVICE_INLINE pw_u64 pw_ballot(bool p) {
+#if defined(PW_AMD)
+  return __ballot(p);
+#else
+  return __ballot_sync(0xffffffffu, p);
+#endif
+}
+PW_DEVICE_INLINE pw_u64 pw_lanes_below() {
+  const int lane = threadIdx.x % PW_WARP;
+  return (static_cast<pw_u64>(1) << lane) - 1;
+}
+PW_DEVICE_INLINE int pw_popc(pw_u64 v) { return __popcll(v); }
 
 // suffix[d] = sum of sh.hist[d..255], by a Hillis-Steele scan of 8 steps (256 threads, one digit
 // each) instead of one thread walking 256 bins; returns the buffer holding it.
@@ -46,36 +68,18 @@ __device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {
   return sh.suffix[cur];
 }
 
-// A slot in a list counted by *count for each thread where `take`, or -1: on NVIDIA one atomic
-// a warp (a ballot, then each lane's rank among the takers), elsewhere one a thread.
-__device__ inline int pw_append(int* count, bool take) {
-#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  const unsigned active = __activemask();
-  const unsigned takers = __ballot_sync(active, take);
-  if (takers == 0) return -1;  // the same in every active lane
-  const int lane = threadIdx.x % 32, leader = __ffs(takers) - 1;
-  int base = 0;
-  if (lane == leader) base = atomicAdd(count, __popc(takers));
-  base = __shfl_sync(active, base, leader);
-  return take ? base + __popc(takers & ((1u << lane) - 1u)) : -1;
-#else
-  return take ? atomicAdd(count, 1) : -1;
-#endif
-}
-
-// Finds, among the n candidates (key_of(i), idx_of(i)), the threshold key T of the k-th largest
-// and how many candidates equal to T must be taken (the rest have keys above T). Radix select
-// over 8-bit digits, most significant first.
-template <typename KeyOf>
-__device__ inline void pw_radix_select(int n, int k, KeyOf key_of, PwTopkShared& sh,
+// The threshold key T of the k-th largest of n keys (k <= n) and how many keys equal to T are
+// among the top k (the rest are above T). Radix select over 8-bit digits, most significant first.
+template <typename KeyAt>
+__device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared& sh,
                                        pw_u32& threshold, int& need) {
   pw_u32 prefix = 0, mask = 0;
   int remaining = k;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) sh.hist[b] = 0;
+    sh.hist[threadIdx.x] = 0;
     __syncthreads();
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const pw_u32 key = key_of(i);
+    for (int i = threadIdx.x; i < n; i += PW_BLOCK_THREADS) {
+      const pw_u32 key = key_at(i);
       if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], 1);
     }
     __syncthreads();
@@ -87,7 +91,6 @@ __device__ inline void pw_radix_select(int n, int k, KeyOf key_of, PwTopkShared&
       if (suffix[d] >= remaining && (d == 255 || above < remaining)) {
         sh.prefix = prefix | (static_cast<pw_u32>(d) << shift);
         sh.need = remaining - above;
-        sh.equal = sh.hist[d];
       }
     }
     __syncthreads();
@@ -100,83 +103,63 @@ __device__ inline void pw_radix_select(int n, int k, KeyOf key_of, PwTopkShared&
   need = remaining;
 }
 
-// Selects the top k of n candidates into sh.key / sh.idx (unsorted, exactly min(n, k) of them)
-// and returns how many. Ties at the threshold go to the lowest indices: a second radix select,
-// over the indices of the tied candidates, finds the cut.
-template <typename KeyOf, typename IdxOf>
-__device__ inline int pw_select_topk(int n, int k, KeyOf key_of, IdxOf idx_of, PwTopkShared& sh) {
-  if (threadIdx.x == 0) sh.count = 0;
-  __syncthreads();
-  if (n <= k) {
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const int at = pw_append(&sh.count, true);
-      sh.key[at] = key_of(i);
-      sh.idx[at] = idx_of(i);
-    }
+// The top k of candidates 0..n-1 (keys key_of(i); key 0 is padding, never selected): calls
+// emit(rank, i) for each selected candidate in ascending i, rank 0, 1, ...; returns how many
+// (min(k, candidates that are not padding)). Ties at the threshold go to the lowest i, so the
+// candidates must be numbered in the order of the indices they stand for.
+template <typename KeyOf, typename Emit>
+__device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh) {
+  const bool cached = n <= PW_TOPK_CACHE;
+  if (cached) {
+#pragma unroll 8
+    for (int i = threadIdx.x; i < n; i += PW_BLOCK_THREADS) sh.cache[i] = key_of(i);
     __syncthreads();
-    return n;
   }
-  pw_u32 threshold;
-  int need;
-  pw_radix_select(n, k, key_of, sh, threshold, need);
-  // All candidates at the threshold are taken when as many are needed as there are (the usual
-  // case: no ties across the cut); otherwise the need-th smallest index among the ties: a select
-  // on ~index (largest of ~index).
-  int max_tie_index = PW_NO_INDEX;
-  if (need < sh.equal) {
-    pw_u32 idx_cut;
-    int idx_need;
-    pw_radix_select(
-        n, need,
-        [&](int i) -> pw_u32 {
-          return key_of(i) == threshold ? ~static_cast<pw_u32>(idx_of(i)) : 0u;
-        },
-        sh, idx_cut, idx_need);
-    max_tie_index = static_cast<int>(~idx_cut);
+  auto key_at = [&](int i) -> pw_u32 { return cached ? sh.cache[i] : key_of(i); };
+  pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
+  int need = 0;
+  if (n > k) pw_radix_select(n, k, key_at, sh, threshold, need);
+
+  // The ordered compaction. Warp w owns candidates [begin, end), whole warps of them.
+  const int w = threadIdx.x / PW_WARP;
+  const int seg = ((n + PW_TOPK_WARPS - 1) / PW_TOPK_WARPS + PW_WARP - 1) / PW_WARP * PW_WARP;
+  const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
+  const pw_u64 below = pw_lanes_below();
+  int greater = 0, equal = 0;
+  for (int base = begin; base < end; base += PW_WARP) {
+    const int i = base + static_cast<int>(threadIdx.x % PW_WARP);
+    const pw_u32 key = i < end ? key_at(i) : 0u;
+    greater += pw_popc(pw_ballot(key > threshold));
+    equal += pw_popc(pw_ballot(key == threshold && key != 0u));
   }
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const pw_u32 key = key_of(i);
-    const int idx = idx_of(i);
-    const int at = pw_append(&sh.count, key > threshold || (key == threshold && idx <= max_tie_index));
-    if (at >= 0) {
-      sh.key[at] = key;
-      sh.idx[at] = idx;
-    }
+  if (threadIdx.x % PW_WARP == 0) {
+    sh.warp_greater[w] = greater;
+    sh.warp_equal[w] = equal;
   }
   __syncthreads();
-  return k;
-}
-
-// Sorts sh.key / sh.idx[0, count) by (key descending, index ascending); pads to PW_KPAD.
-__device__ inline void pw_sort_selected(int count, PwTopkShared& sh) {
-  for (int i = count + threadIdx.x; i < PW_KPAD; i += blockDim.x) {
-    sh.key[i] = 0;
-    sh.idx[i] = PW_NO_INDEX;
-  }
-  __syncthreads();
-  for (int size = 2; size <= PW_KPAD; size <<= 1) {
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      for (int i = threadIdx.x; i < PW_KPAD; i += blockDim.x) {
-        const int j = i ^ stride;
-        if (j <= i) continue;
-        const bool ascending_block = (i & size) == 0;
-        // "first" means ranked higher: larger key, then smaller index.
-        const bool j_first = sh.key[j] > sh.key[i] || (sh.key[j] == sh.key[i] && sh.idx[j] < sh.idx[i]);
-        if (j_first == ascending_block) {
-          const pw_u32 tk = sh.key[i];
-          sh.key[i] = sh.key[j];
-          sh.key[j] = tk;
-          const int ti = sh.idx[i];
-          sh.idx[i] = sh.idx[j];
-          sh.idx[j] = ti;
-        }
-      }
-      __syncthreads();
+  int slot = 0, tie = 0, total_greater = 0, total_taken_ties = 0;
+  for (int v = 0; v < PW_TOPK_WARPS; ++v) {
+    if (v < w) {
+      slot += sh.warp_greater[v];
+      tie += sh.warp_equal[v];
     }
+    total_greater += sh.warp_greater[v];
+    total_taken_ties += sh.warp_equal[v];
   }
-}
-
-// Writes the first PW_TOPK sorted entries, -1 past `count`.
-__device__ inline void pw_write_topk(int count, const PwTopkShared& sh, int* out) {
-  for (int i = threadIdx.x; i < PW_TOPK; i += blockDim.x) out[i] = i < count ? sh.idx[i] : -1;
+  if (n <= k) need = total_taken_ties;  // threshold 1: keep every tie (key 1 is a real key)
+  // Ties before this warp's segment that were taken: min(tie, need).
+  slot += tie < need ? tie : need;
+  for (int base = begin; base < end; base += PW_WARP) {
+    const int i = base + static_cast<int>(threadIdx.x % PW_WARP);
+    const pw_u32 key = i < end ? key_at(i) : 0u;
+    const bool is_tie = key == threshold && key != 0u;
+    const pw_u64 ties = pw_ballot(is_tie);
+    const bool take = key > threshold || (is_tie && tie + pw_popc(ties & below) < need);
+    const pw_u64 takers = pw_ballot(take);
+    if (take) emit(slot + pw_popc(takers & below), i);
+    slot += pw_popc(takers);
+    tie += pw_popc(ties);
+  }
+  __syncthreads();  // sh is reused by the caller's next select
+  return total_greater + (total_taken_ties < need ? total_taken_ties : need);
 }

@@ -1,9 +1,11 @@
-// topk_prefill: per prefill row, the top PW_TOPK of scores[row][0, visible[row]) (topk_common.h).
-// Defines: PW_TOPK, PW_STRIPS.
-//   strips 1: grid (rows), one pass: select, sort, write.
-//   strips S > 1: pw_topk_prefill grid (rows, S): each block selects the top Ktop of its strip
-//     of the row into ws_key / ws_idx [rows][S][Ktop] (index -1 where the strip had fewer);
-//     pw_topk_prefill_merge grid (rows) selects the top Ktop of those candidates.
+// topk_prefill: per prefill row, the top PW_TOPK of scores[row][0, visible[row]) (topk_common.h),
+// in ascending index order, -1 past the end. Defines: PW_TOPK, PW_STRIPS.
+//   strips 1: grid (rows), one pass.
+//   strips S > 1: pw_topk_prefill grid (rows, S): block y selects the top Ktop of strip y of
+//     the row (at most PW_TOPK_CACHE positions: the key rule makes strips of 4096) into
+//     ws_key / ws_idx [rows][S][Ktop], in index order, key 0 and index -1 past its count;
+//     pw_topk_prefill_merge grid (rows) selects the top Ktop of those candidates, which lie in
+//     index order too (strip by strip), so the ties rule and the output order carry over.
 // Block: 256 threads.
 #include "common/geometry.h"
 #include "nvfp4_mla/topk_common.h"
@@ -14,25 +16,31 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
   __shared__ PwTopkShared sh;
   const int row = blockIdx.x;
   const float* s = scores + static_cast<long long>(row) * stride;
+  const int n = visible[row];
 #if PW_STRIPS == 1
-  const int n = visible[row];
-  const int count = pw_select_topk(
-      n, PW_TOPK, [&](int i) { return pw_order_key(s[i]); }, [](int i) { return i; }, sh);
-  pw_sort_selected(count, sh);
-  pw_write_topk(count, sh, out + static_cast<long long>(row) * PW_TOPK);
+  int* o = out + static_cast<long long>(row) * PW_TOPK;
+  const int count = pw_topk_select(
+      n, PW_TOPK, [&](int i) { return pw_order_key(s[i]); },
+      [&](int rank, int i) { o[rank] = i; }, sh);
+  for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) o[i] = -1;
 #else
-  const int n = visible[row];
   const int len = (n + PW_STRIPS - 1) / PW_STRIPS;
   const int begin = blockIdx.y * len;
   const int end = begin + len < n ? begin + len : n;
   const int m = end > begin ? end - begin : 0;
-  const int count = pw_select_topk(
-      m, PW_TOPK, [&](int i) { return pw_order_key(s[begin + i]); },
-      [&](int i) { return begin + i; }, sh);
   const long long base = (static_cast<long long>(row) * PW_STRIPS + blockIdx.y) * PW_TOPK;
-  for (int i = threadIdx.x; i < PW_TOPK; i += blockDim.x) {
-    ws_key[base + i] = i < count ? sh.key[i] : 0u;
-    ws_idx[base + i] = i < count ? sh.idx[i] : -1;
+  pw_u32* wk = ws_key + base;
+  int* wi = ws_idx + base;
+  const int count = pw_topk_select(
+      m, PW_TOPK, [&](int i) { return pw_order_key(s[begin + i]); },
+      [&](int rank, int i) {
+        wk[rank] = pw_order_key(s[begin + i]);
+        wi[rank] = begin + i;
+      },
+      sh);
+  for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) {
+    wk[i] = 0u;
+    wi[i] = -1;
   }
 #endif
 }
@@ -43,16 +51,11 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
   __shared__ PwTopkShared sh;
   const int row = blockIdx.x;
   const long long base = static_cast<long long>(row) * PW_STRIPS * PW_TOPK;
-  // Candidates of strips that had fewer than Ktop positions carry index -1: rank them last
-  // (key 0 is below every real score) and never output them.
-  const int n = PW_STRIPS * PW_TOPK;
-  const int count = pw_select_topk(
-      n, PW_TOPK, [&](int i) { return ws_idx[base + i] < 0 ? 0u : ws_key[base + i]; },
-      [&](int i) { return ws_idx[base + i] < 0 ? PW_NO_INDEX - 1 - i : ws_idx[base + i]; }, sh);
-  pw_sort_selected(count, sh);
   int* o = out + static_cast<long long>(row) * PW_TOPK;
-  for (int i = threadIdx.x; i < PW_TOPK; i += blockDim.x) {
-    o[i] = (i < count && sh.key[i] != 0u) ? sh.idx[i] : -1;  // key 0: a padding candidate
-  }
+  // Padding candidates (strips with fewer than Ktop positions) carry key 0: never selected.
+  const int count = pw_topk_select(
+      PW_STRIPS * PW_TOPK, PW_TOPK, [&](int i) { return ws_key[base + i]; },
+      [&](int rank, int i) { o[rank] = ws_idx[base + i]; }, sh);
+  for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) o[i] = -1;
 }
 #endif

@@ -35,7 +35,9 @@ struct Thresholds {
   int64_t index_prefill_large_work = 1 << 26;    // large = W > this
   int64_t index_decode_rows_cap = 64;            // rows_tile = pow2 >= min(R, this)
   int64_t index_decode_buffered_work = 1 << 20;  // buffered = R * Cmax > this
-  int64_t topk_strip_len = 4096;                 // strips = pow2 >= ceil(ctx / this)
+  // strips = pow2 >= ceil(ctx / this): a strip's keys fit one block's shared memory
+  // (PW_TOPK_CACHE in kernels/nvfp4_mla/topk_common.h), and one strip is the fastest up to it.
+  int64_t topk_strip_len = 8192;
   int64_t sparse_one_round_max = 1024;           // rounds = 1 if min(ctx, Ktop) <= this
   int64_t sparse_splits_work = 256;              // splits = largest pow2 <= this / R ...
   int64_t sparse_splits_cap = 16;                // ... at most this

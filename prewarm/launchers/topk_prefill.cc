@@ -1,5 +1,5 @@
 // topk_prefill: per prefill request, the Ktop best index scores of each row.
-// Key: strips = smallest power of two >= ceil(ctx / 4096).
+// Key: strips = smallest power of two >= ceil(ctx / 8192).
 #include "prewarm/launchers/launcher.h"
 
 namespace prewarm {

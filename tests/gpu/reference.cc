@@ -103,6 +103,7 @@ std::vector<int> TopK(const float* scores, int n, int k) {
   std::iota(idx.begin(), idx.end(), 0);
   std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return scores[a] > scores[b]; });
   idx.resize(std::min(n, k));
+  std::sort(idx.begin(), idx.end());  // the kernels' order: ascending index
   idx.resize(k, -1);
   return idx;
 }

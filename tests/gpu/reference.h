@@ -40,7 +40,8 @@ struct Paged {
 std::vector<double> IndexScores(const u16* q_row, const float* w_row, int heads, int dim,
                                 int visible, int req, const Paged& index_cache, float g_idx);
 
-// Indices of the k largest of scores[0, n), by (score descending, index ascending), -1 padded.
+// Indices of the k largest of scores[0, n) (ties: lower index first), in ascending index order,
+// -1 padded: the top-k kernels' contract.
 std::vector<int> TopK(const float* scores, int n, int k);
 
 // Sparse MLA attention of one (row, head): out[L] and the log-sum-exp.

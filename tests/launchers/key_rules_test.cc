@@ -99,11 +99,11 @@ TEST_F(KeyRulesTest, IndexDecodeRowsTileAndBuffered) {
 }
 
 TEST_F(KeyRulesTest, TopkPrefillStripsPerRequest) {
-  EXPECT_EQ(Param<int64_t>(One("topk_prefill", Prefill(1, 4096)), "strips"), 1);
-  EXPECT_EQ(Param<int64_t>(One("topk_prefill", Prefill(1, 4097)), "strips"), 2);
-  EXPECT_EQ(Param<int64_t>(One("topk_prefill", Prefill(1, 12289)), "strips"), 4);
-  EXPECT_EQ(Param<int64_t>(One("topk_prefill", Prefill(1, 1 << 20)), "strips"), 256);
-  Step two{{{Phase::kPrefill, 1, 100}, {Phase::kPrefill, 1, 5000}}};
+  EXPECT_EQ(Param<int64_t>(One("topk_prefill", Prefill(1, 8192)), "strips"), 1);
+  EXPECT_EQ(Param<int64_t>(One("topk_prefill", Prefill(1, 8193)), "strips"), 2);
+  EXPECT_EQ(Param<int64_t>(One("topk_prefill", Prefill(1, 24577)), "strips"), 4);
+  EXPECT_EQ(Param<int64_t>(One("topk_prefill", Prefill(1, 1 << 20)), "strips"), 128);
+  Step two{{{Phase::kPrefill, 1, 100}, {Phase::kPrefill, 1, 9000}}};
   EXPECT_EQ(All("topk_prefill", two).size(), 2u) << "one key per prefill request";
   EXPECT_EQ(One("topk_decode", Decodes(7, 9)).String(), "arch=gfx942,topk=2048");
 }
