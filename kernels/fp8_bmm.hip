@@ -7,14 +7,16 @@
 // PW_M_EXACT = M (M <= 16: every row in one block, one 16-row tile, accumulators in registers)
 // or PW_M_EXACT = 0 with PW_BLOCK_M (rows per block) and PW_EVEN_M (M is a multiple of it, so no
 // row bounds checks).
-// Launch: grid (ceil(N / PW_FP8_BMM_COLS), PW_BATCH, M_EXACT ? 1 : ceil(M / BLOCK_M)), block
-// PW_BLOCK_THREADS (common/geometry.h).
+// Launch: grid (ceil(N / cols), PW_BATCH, M_EXACT ? 1 : ceil(M / BLOCK_M)), block
+// PW_BLOCK_THREADS, cols = pw_fp8_bmm_cols(N, M_EXACT) (common/geometry.h: 128, or 64 for the
+// m_exact variants of N <= 128).
 //
 // A block takes its rows 64 at a time (kPwChunk). It quantizes them once (a warp per row and
 // group, 8 of them with their loads in flight together: a shuffle max, then every lane's values;
 // on sm_89+ with cvt.rn.satfinite.e4m3x2) into shared memory, then multiplies them with
-// PW_FP8_BMM_COLS columns of W:
-//   NVIDIA sm_89+ (e4m3 matrix instructions): each warp owns 16 columns (two n8 tiles) and reads
+// cols columns of W:
+//   NVIDIA sm_89+ (e4m3 matrix instructions): each warp owns cols / 8 columns (two n8 tiles, or
+//     one when cols is 64) and reads
 //     its W straight from global memory into registers, 16 bytes a lane (whole 32-byte sectors),
 //     all of them before the first multiply; mma.sync m16n8k32 e4m3 with f32 accumulators per
 //     16-row tile, scaled by sx per group. The k order inside each 64-wide chunk is permuted the
@@ -47,7 +49,7 @@
 #endif
 
 #define PW_THREADS PW_BLOCK_THREADS
-#define PW_COLS PW_FP8_BMM_COLS  // n columns per block
+#define PW_COLS (pw_fp8_bmm_cols(PW_N, PW_M_EXACT))  // n columns per block
 #define PW_GROUP 128
 #define PW_GROUPS ((PW_K + PW_GROUP - 1) / PW_GROUP)
 #define PW_QROW (PW_K + 16)  // qx rows in shared memory (bytes)
@@ -67,7 +69,10 @@
 constexpr int kPwChunk = PW_ROWS < 64 ? PW_ROWS : 64;
 constexpr int kPwTiles = (kPwChunk + 15) / 16;  // 16-row tiles of a chunk
 constexpr int kPwRowsPad = 16 * kPwTiles;       // qx rows held (rows past the chunk: zeros)
-static_assert(PW_COLS == 16 * (PW_THREADS / PW_WARP) || !PW_FP8_MMA, "16 columns a warp");
+constexpr int kPwNt = PW_COLS / (8 * (PW_THREADS / 32));  // n8 tiles a warp (MMA path)
+static_assert(!PW_FP8_MMA ||
+                  ((kPwNt == 1 || kPwNt == 2) && PW_COLS == 8 * kPwNt * (PW_THREADS / 32)),
+              "one or two n8 tiles a warp");
 
 // Quantizes rows [m0, m0 + rows) of batch b (rows <= kPwChunk; zeros up to kPwRowsPad): a warp
 // per (row, group), kPwQBatch of them at a time with all their loads in flight first (one
@@ -143,14 +148,15 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
   const int n_block = blockIdx.x * PW_COLS;
   const int m0 = blockIdx.z * PW_ROWS;
 #if PW_FP8_MMA
-  // This warp's W: columns n_block + 16 warp + [0, 16), as two n8 tiles; lane (group, tig) reads
+  // This warp's W: columns n_block + 8 kPwNt warp + [0, 8 kPwNt), as kPwNt n8 tiles; lane
+  // (group, tig) reads
   // row n0 + 8 t + group, bytes [64 c + 16 tig, + 16) of each 64-wide chunk c.
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
   constexpr int chunks = PW_K / 64;
-  uint4 wf[2][chunks];
+  uint4 wf[kPwNt][chunks];
 #pragma unroll
-  for (int t = 0; t < 2; ++t) {
-    const int n = n_block + 16 * warp + 8 * t + grp;
+  for (int t = 0; t < kPwNt; ++t) {
+    const int n = n_block + 8 * kPwNt * warp + 8 * t + grp;
 #pragma unroll
     for (int c = 0; c < chunks; ++c) {
       wf[t][c] = n < PW_N
@@ -164,11 +170,11 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
     if (mc > 0) __syncthreads();  // the last chunk's qx and sx no longer read
     pw_fp8_bmm_quantize(x, b, m0 + mc, rows, m_total, qx, sx);
     __syncthreads();
-    float acc[kPwTiles][2][4];
+    float acc[kPwTiles][kPwNt][4];
 #pragma unroll
     for (int mt = 0; mt < kPwTiles; ++mt) {
 #pragma unroll
-      for (int t = 0; t < 2; ++t) {
+      for (int t = 0; t < kPwNt; ++t) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[mt][t][e] = 0.0f;
       }
@@ -177,7 +183,7 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
     for (int g = 0; g < PW_GROUPS; ++g) {
 #pragma unroll
       for (int mt = 0; mt < kPwTiles; ++mt) {
-        float part[2][4] = {};
+        float part[kPwNt][4] = {};
 #pragma unroll
         for (int c = 2 * g; c < 2 * g + 2 && c < chunks; ++c) {
 #pragma unroll
@@ -189,7 +195,7 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
             const uint2 hi = *reinterpret_cast<const uint2*>(qx + (16 * mt + grp + 8) * PW_QROW +
                                                              64 * c + 16 * tig + 8 * s);
 #pragma unroll
-            for (int t = 0; t < 2; ++t) {
+            for (int t = 0; t < kPwNt; ++t) {
               const pw_u32 b0 = s == 0 ? wf[t][c].x : wf[t][c].z;
               const pw_u32 b1 = s == 0 ? wf[t][c].y : wf[t][c].w;
               asm volatile(
@@ -203,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
         const float s_lo = sx[(16 * mt + grp) * PW_GROUPS + g];
         const float s_hi = sx[(16 * mt + grp + 8) * PW_GROUPS + g];
 #pragma unroll
-        for (int t = 0; t < 2; ++t) {
+        for (int t = 0; t < kPwNt; ++t) {
           acc[mt][t][0] += part[t][0] * s_lo;
           acc[mt][t][1] += part[t][1] * s_lo;
           acc[mt][t][2] += part[t][2] * s_hi;
@@ -219,8 +225,8 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
         const int r = 16 * mt + grp + 8 * half, m = m0 + mc + r;
         if (r >= rows || (!PW_ROWS_EVEN && m >= m_total)) continue;
 #pragma unroll
-        for (int t = 0; t < 2; ++t) {
-          const int n = n_block + 16 * warp + 8 * t + 2 * tig;
+        for (int t = 0; t < kPwNt; ++t) {
+          const int n = n_block + 8 * kPwNt * warp + 8 * t + 2 * tig;
           if (n + 1 < PW_N) {
             *reinterpret_cast<pw_u32*>(y + (static_cast<long long>(m) * PW_BATCH + b) * PW_N + n) =
                 pw_pack_bf16x2(acc[mt][t][2 * half] * w_scale, acc[mt][t][2 * half + 1] * w_scale);

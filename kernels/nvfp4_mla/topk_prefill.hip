@@ -11,8 +11,8 @@
 #include "nvfp4_mla/topk_common.h"
 
 extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
-    pw_topk_prefill(const float* scores, const int* visible, int stride, int* out,
-                    pw_u32* ws_key, int* ws_idx) {
+    pw_topk_prefill(const float* scores, const int* visible, int stride, int* out, pw_u32* ws_key,
+                    int* ws_idx) {
   __shared__ PwTopkShared sh;
   const int row = blockIdx.x;
   const float* s = scores + static_cast<long long>(row) * stride;
@@ -20,8 +20,8 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
 #if PW_STRIPS == 1
   int* o = out + static_cast<long long>(row) * PW_TOPK;
   const int count = pw_topk_select(
-      n, PW_TOPK, [&](int i) { return pw_order_key(s[i]); },
-      [&](int rank, int i) { o[rank] = i; }, sh);
+      n, PW_TOPK, [&](int i) { return pw_order_key(s[i]); }, [&](int rank, int i) { o[rank] = i; },
+      sh);
   for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) o[i] = -1;
 #else
   const int len = (n + PW_STRIPS - 1) / PW_STRIPS;

@@ -1,6 +1,6 @@
 // index_prefill: index scores for the prefill rows of a step.
-// Key: large = (W > 2^26), W = sum over prefill requests of q_len * ctx. One 8K prompt
-// (2^26) uses the shared kernel; two use the large one.
+// Key: large = (W > 2^20), W = sum over prefill requests of q_len * ctx. A 1K prompt (2^20)
+// uses the shared kernel; anything more the large one (keys split over the grid).
 #include "prewarm/launchers/launcher.h"
 
 namespace prewarm {

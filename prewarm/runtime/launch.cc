@@ -102,7 +102,8 @@ absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmAr
   const int64_t rows = exact > 0 ? exact : KeyInt(key, "block_m");
   Fp8BmmArgs v = a;
   return Run(gpu, module, e[0],
-             {CeilDiv(KeyInt(key, "n"), PW_FP8_BMM_COLS),
+             {CeilDiv(KeyInt(key, "n"),
+                      pw_fp8_bmm_cols(static_cast<int>(KeyInt(key, "n")), static_cast<int>(exact))),
               static_cast<unsigned>(KeyInt(key, "batch")), CeilDiv(a.m, rows)},
              {&v.x, &v.w, &v.w_scale, &v.y, &v.m});
 }
@@ -110,10 +111,14 @@ absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmAr
 absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
                                   const NormRopeInsertArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  if (a.num_tokens <= 0) return absl::OkStatus();  // nothing to insert (a grid of 0 is an error)
   NormRopeInsertArgs v = a;
-  const unsigned grid =
-      KeyInt(key, "small") ? static_cast<unsigned>(a.num_tokens)
-                           : static_cast<unsigned>(std::min(a.num_tokens, PW_NORM_ROPE_MAX_BLOCKS));
+  // small: a block a token; large: a warp a token, persistent (norm_rope_insert.hip).
+  const unsigned grid = KeyInt(key, "small")
+                            ? static_cast<unsigned>(a.num_tokens)
+                            : std::min<unsigned>(CeilDiv(a.num_tokens, kBlock / WarpWidth(arch)),
+                                                 PW_NORM_ROPE_MAX_BLOCKS);
   return Run(gpu, module, e[0], {grid, 1, 1},
              {&v.latent, &v.rope, &v.index_key, &v.gamma, &v.pos, &v.slot, &v.g_kv, &v.g_idx,
               &v.num_tokens, &v.kv_cache, &v.index_cache});

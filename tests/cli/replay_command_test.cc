@@ -13,7 +13,7 @@ TEST(ReplayCommandTest, SeedWorkloadReportsLaunchersAndKeys) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
   const std::string& out = r.stdout_text;
   EXPECT_NE(out.find("seed-c16.jsonl:1: 1 prefill (q 8192, ctx 8192)"), std::string::npos) << out;
-  EXPECT_NE(out.find("index_prefill arch=gfx942,index_head_dim=128,index_heads=4,large=false"),
+  EXPECT_NE(out.find("index_prefill arch=gfx942,index_head_dim=128,index_heads=4,large=true"),
             std::string::npos);
   EXPECT_NE(out.find("fp8_bmm arch=gfx942,batch=64,gemm=v_up,k=512,m_exact=2,n=128"),
             std::string::npos);

@@ -77,10 +77,12 @@ TEST_F(KeyRulesTest, NormRopeInsertSmallUpTo512Tokens) {
   EXPECT_FALSE(Param<bool>(One("norm_rope_insert", Decodes(513, 10)), "small"));
 }
 
-TEST_F(KeyRulesTest, IndexPrefillOne8kPromptSharedTwoLarge) {
-  EXPECT_FALSE(Param<bool>(One("index_prefill", Prefill(8192, 8192)), "large"));
-  Step two{{{Phase::kPrefill, 8192, 8192}, {Phase::kPrefill, 8192, 8192}}};
-  EXPECT_TRUE(Param<bool>(One("index_prefill", two), "large"));
+TEST_F(KeyRulesTest, IndexPrefillOne1kPromptSharedMoreLarge) {
+  EXPECT_FALSE(Param<bool>(One("index_prefill", Prefill(1024, 1024)), "large"));
+  EXPECT_TRUE(Param<bool>(One("index_prefill", Prefill(1024, 1025)), "large"));
+  EXPECT_TRUE(Param<bool>(One("index_prefill", Prefill(8192, 8192)), "large"));
+  Step two{{{Phase::kPrefill, 512, 1024}, {Phase::kPrefill, 512, 1024}}};
+  EXPECT_FALSE(Param<bool>(One("index_prefill", two), "large"));
   EXPECT_TRUE(All("index_prefill", Decodes(3, 10)).empty());
 }
 

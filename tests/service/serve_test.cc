@@ -123,6 +123,17 @@ TEST(ServeTest, HealthFollowsTheCacheFromStartToShutdown) {
       seen.push_back(resp.status());
     }
   });
+  // A failed ASSERT below returns early: cancel the stream and join, or the thread's destructor
+  // aborts the whole test binary ("Subprocess aborted", hiding the failure's message).
+  struct JoinOnExit {
+    grpc::ClientContext& ctx;
+    std::thread& thread;
+    ~JoinOnExit() {
+      if (!thread.joinable()) return;
+      ctx.TryCancel();
+      thread.join();
+    }
+  } join_on_exit{watch_ctx, watcher};
   {
     auto status = prewarm::v1::Status::NewStub(channel);
     grpc::ClientContext ctx;
