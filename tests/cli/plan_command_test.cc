@@ -28,7 +28,7 @@ TEST(PlanCommandTest, DefaultTableNamesLimitsShapeAndArchFallback) {
         "(model config max_position_embeddings)", "kv_cache_dtype              nvfp4",
         "H=64 L=512 Dn=128 Dr=64 Dv=128 Hi=4 Di=128 Ktop=2048", "--arch auto planned for gfx942",
         "fp8_bmm             40", "sparse_decode (5 keys)",
-        "witness: 1 prefill (q 2049, ctx 32768)"}) {
+        "witness: 1 prefill (q 33, ctx 32768)"}) {
     EXPECT_NE(out.find(s), std::string::npos) << "missing '" << s << "' in:\n" << out;
   }
 }
