@@ -50,8 +50,9 @@ absl::StatusOr<Key> ParseKeyString(std::string_view launcher, std::string_view t
 
 nlohmann::json Key::ParamsJson() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, value] : params) {
-    std::visit([&](const auto& v) { j[name] = v; }, value);
+  for (const auto& param : params) {  // (clang 14 cannot capture a structured binding)
+    const std::string& name = param.first;
+    std::visit([&](const auto& v) { j[name] = v; }, param.second);
   }
   return j;
 }
