@@ -4,9 +4,10 @@
 #include <filesystem>
 
 #include "prewarm/cache/entry.h"
+#include "prewarm/cache/gc.h"
 #include "prewarm/cache/store.h"
 #include "prewarm/cli/commands.h"
-#include "prewarm/launchers/launcher.h"
+#include "prewarm/launchers/key.h"
 #include "prewarm/runtime/resources.h"
 #include "prewarm/util/files.h"
 #include "prewarm/util/status_macros.h"
@@ -25,10 +26,7 @@ struct Inspected {
 // The launcher an entry belongs to: its directory is "{launcher}_{manager key}".
 absl::StatusOr<std::string> LauncherOf(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().filename().string();
-  const size_t us = dir.rfind('_');
-  if (us != std::string::npos && FindLauncher(dir.substr(0, us)) != nullptr) {
-    return dir.substr(0, us);
-  }
+  if (IsOurLauncherDir(dir)) return dir.substr(0, dir.rfind('_'));
   return absl::InvalidArgumentError(
       StrCat(path, ": not in a launcher directory of a cache ({launcher}_{manager key}/)"));
 }

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "prewarm/cache/fill.h"
@@ -54,24 +55,17 @@ int64_t Priority(const Step& witness) {
   return tokens + ctx;
 }
 
-// Progress: a line per launcher as it finishes, and a periodic done/total line.
 // Warns about each problem of a variant's code object (spills, LDS over the limit, ...) and
 // counts the spilling ones by launcher.
-void ReportProblems(const PlannedEntry& e, const nlohmann::json& resources,
+void ReportProblems(const PlannedEntry& e, const absl::StatusOr<VariantResources>& resources,
                     std::map<std::string, int64_t>& spilling) {
-  if (resources.is_null()) return;
-  const std::string what = StrCat(e.launcher, " ", e.key.String());
-  if (resources.contains("error")) {
-    LogWarning(
-        StrCat(what, ": cannot read its code object: ", resources["error"].get<std::string>()));
-    return;
-  }
-  if (resources.value("spills", false)) ++spilling[e.launcher];
-  for (const auto& p : resources["problems"]) {
-    LogWarning(StrCat(what, ": ", p.get<std::string>()));
+  if (resources.ok() && resources->spills) ++spilling[e.launcher];
+  for (const std::string& p : VariantProblems(resources)) {
+    LogWarning(StrCat(e.launcher, " ", e.key.String(), ": ", p));
   }
 }
 
+// Progress: a line per launcher as it finishes, and a periodic done/total line.
 class Progress {
  public:
   Progress(const std::vector<PlannedEntry>& entries, const Config& config)
@@ -327,12 +321,11 @@ int RunRun(const Config& config, std::ostream& out) {
   telemetry.SetPhase("compiling");
   const Clock::time_point compile_start = Clock::now();
   std::vector<FillResult> results;
-  // What each compiled or cached variant uses, read from its code object as it is filled.
-  std::vector<nlohmann::json> resources(mine.size());
+  // What each compiled or cached variant uses, read from its code object as it is filled
+  // (none for a key that failed).
+  std::vector<std::optional<absl::StatusOr<VariantResources>>> resources(mine.size());
   fopt.on_code = [&](size_t i, std::string_view code) {
-    absl::StatusOr<VariantResources> r = CheckVariantResources(mine[i].key, code);
-    resources[i] = r.ok() ? VariantResourcesJson(*r)
-                          : nlohmann::json{{"error", std::string(r.status().message())}};
+    resources[i] = CheckVariantResources(mine[i].key, code);
   };
   {
     // A stop signal during the compile: stop taking keys and kill the workers in flight, so
@@ -361,10 +354,14 @@ int RunRun(const Config& config, std::ostream& out) {
 
   std::map<std::string, int64_t> spilling;
   for (size_t i = 0; i < mine.size(); ++i) {
+    nlohmann::json used;  // null for a failed key
+    if (resources[i].has_value()) {
+      used = VariantResourcesJson(*resources[i]);
+      ReportProblems(mine[i], *resources[i], spilling);
+    }
     report.keys.push_back({mine[i].launcher, mine[i].ref.key_string,
                            store.RelativeEntryPath(mine[i].ref), results[i].state,
-                           results[i].compile_seconds, results[i].error, resources[i]});
-    ReportProblems(mine[i], resources[i], spilling);
+                           results[i].compile_seconds, results[i].error, std::move(used)});
   }
   telemetry.SetSpilling(spilling);
   report.limits = LimitsToJson(in->limits);

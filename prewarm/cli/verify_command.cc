@@ -31,15 +31,9 @@ int RunVerify(const Config& config, std::ostream& out) {
     if (l.state == CacheStore::State::kHit) {
       ++c[0];
       k["state"] = "valid";
-      absl::StatusOr<VariantResources> r = CheckVariantResources(e.key, l.payload);
-      std::vector<std::string> problems;
-      if (r.ok()) {
-        k["resources"] = VariantResourcesJson(*r);
-        problems = r->problems;
-      } else {
-        k["resources"] = {{"error", std::string(r.status().message())}};
-        problems.push_back(StrCat("cannot read its code object: ", r.status().message()));
-      }
+      const absl::StatusOr<VariantResources> r = CheckVariantResources(e.key, l.payload);
+      k["resources"] = VariantResourcesJson(r);
+      const std::vector<std::string> problems = VariantProblems(r);
       c[3] += problems.empty() ? 0 : 1;
       if (!json) {
         for (const std::string& p : problems) {

@@ -17,17 +17,8 @@ unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1
 unsigned Unsigned(int v) { return static_cast<unsigned>(v); }
 
 absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid, std::vector<void*> args) {
-  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry.c_str()));
+  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry));
   return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes);
-}
-
-// The arch a key was compiled for.
-absl::StatusOr<Arch> KeyArch(const Key& key) {
-  auto it = key.params.find("arch");
-  const std::string* name =
-      it == key.params.end() ? nullptr : std::get_if<std::string>(&it->second);
-  if (name == nullptr) return absl::InvalidArgumentError("key has no arch: " + key.String());
-  return ParseArch(*name);
 }
 
 // The block shape sparse_geometry.h gives the kernel compiled for this key.
@@ -52,6 +43,14 @@ absl::StatusOr<PwIndexGeometry> IndexGeometry(const Key& key) {
 }
 
 }  // namespace
+
+absl::StatusOr<Arch> KeyArch(const Key& key) {
+  auto it = key.params.find("arch");
+  const std::string* name =
+      it == key.params.end() ? nullptr : std::get_if<std::string>(&it->second);
+  if (name == nullptr) return absl::InvalidArgumentError("key has no arch: " + key.String());
+  return ParseArch(*name);
+}
 
 int64_t KeyInt(const Key& key, const std::string& name) {
   auto it = key.params.find(name);
@@ -87,8 +86,10 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
   }
   if (l == "sparse_prefill" || l == "sparse_decode") {
     ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
-    std::vector<EntryLaunch> e = {{"pw_" + l, Unsigned(g.threads), Unsigned(g.smem_bytes)}};
-    if (l == "sparse_decode" && KeyInt(key, "splits") > 1) {
+    const bool decode = l == "sparse_decode";
+    std::vector<EntryLaunch> e = {{decode ? "pw_sparse_decode" : "pw_sparse_prefill",
+                                   Unsigned(g.threads), Unsigned(g.smem_bytes)}};
+    if (decode && KeyInt(key, "splits") > 1) {
       e.push_back({"pw_sparse_decode_combine", PW_SPARSE_COMBINE_THREADS, 0});
     }
     return e;

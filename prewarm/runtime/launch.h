@@ -17,7 +17,7 @@ namespace prewarm {
 
 // One kernel launch of a key: its entry, block size and dynamic shared memory (LDS) in bytes.
 struct EntryLaunch {
-  std::string entry;
+  const char* entry;  // a literal: the launch path allocates no strings
   unsigned threads = 0;
   unsigned shared_bytes = 0;
 };
@@ -82,6 +82,8 @@ absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const Sp
 
 // A key's integer or boolean param (booleans as 0/1).
 int64_t KeyInt(const Key& key, const std::string& name);
+// The arch a key was compiled for; InvalidArgument when it has none or an unknown one.
+absl::StatusOr<Arch> KeyArch(const Key& key);
 
 }  // namespace prewarm
 

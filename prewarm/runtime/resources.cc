@@ -9,11 +9,7 @@
 namespace prewarm {
 
 absl::StatusOr<VariantResources> CheckVariantResources(const Key& key, std::string_view code) {
-  auto it = key.params.find("arch");
-  const std::string* arch_name =
-      it == key.params.end() ? nullptr : std::get_if<std::string>(&it->second);
-  if (arch_name == nullptr) return absl::InvalidArgumentError("key has no arch: " + key.String());
-  ASSIGN_OR_RETURN(const Arch arch, ParseArch(*arch_name));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> launches, EntryLaunches(key));
   ASSIGN_OR_RETURN(const CodeObjectInfo info, ReadCodeObject(code));
   VariantResources r;
@@ -74,6 +70,16 @@ nlohmann::json VariantResourcesJson(const VariantResources& r) {
   }
   return {
       {"arch", r.arch.name}, {"spills", r.spills}, {"entries", entries}, {"problems", r.problems}};
+}
+
+nlohmann::json VariantResourcesJson(const absl::StatusOr<VariantResources>& r) {
+  return r.ok() ? VariantResourcesJson(*r)
+                : nlohmann::json{{"error", std::string(r.status().message())}};
+}
+
+std::vector<std::string> VariantProblems(const absl::StatusOr<VariantResources>& r) {
+  if (r.ok()) return r->problems;
+  return {StrCat("cannot read its code object: ", r.status().message())};
 }
 
 std::string VariantResourcesText(const VariantResources& r) {

@@ -38,6 +38,11 @@ struct VariantResources {
 absl::StatusOr<VariantResources> CheckVariantResources(const Key& key, std::string_view code);
 
 nlohmann::json VariantResourcesJson(const VariantResources& r);
+// The same, or {"error": why} when the code object could not be read (manifest, verify).
+nlohmann::json VariantResourcesJson(const absl::StatusOr<VariantResources>& r);
+// What a person should hear about a variant: its problems, or that its code object could not be
+// read.
+std::vector<std::string> VariantProblems(const absl::StatusOr<VariantResources>& r);
 // One line per entry: "pw_sparse_decode  256 threads  VGPR 159  AGPR 0  SGPR 46  LDS 204.0 KiB
 // (static 0)  scratch 0  waves 1", then "problem: ..." lines.
 std::string VariantResourcesText(const VariantResources& r);

@@ -14,7 +14,9 @@ namespace {
 
 constexpr uint16_t kMachineAmdgpu = 224;  // EM_AMDGPU
 constexpr uint16_t kMachineCuda = 190;    // EM_CUDA
-constexpr uint32_t kSectionSymtab = 2, kSectionNote = 7, kSectionDynsym = 11;
+constexpr uint32_t kSectionNull = 0, kSectionProgbits = 1, kSectionSymtab = 2, kSectionNote = 7,
+                   kSectionNobits = 8, kSectionDynsym = 11;     // SHT_*
+constexpr uint8_t kSymbolFunc = 2;                              // STT_FUNC
 constexpr uint32_t kNoteAmdgpuMetadata = 32;                    // NT_AMDGPU_METADATA
 constexpr uint8_t kCudaEntry = 0x10;                            // STO_CUDA_ENTRY in st_other
 constexpr uint8_t kAttrFrameSize = 0x11, kAttrRegCount = 0x2f;  // EIATTR_*
@@ -107,8 +109,7 @@ absl::StatusOr<Elf> ReadElf(const Bytes& b) {
     ASSIGN_OR_RETURN(s.offset, b.Get<uint64_t>(h + 24));
     ASSIGN_OR_RETURN(s.size, b.Get<uint64_t>(h + 32));
     ASSIGN_OR_RETURN(s.link, b.Get<uint32_t>(h + 40));
-    constexpr uint32_t kNobits = 8;
-    if (s.type != kNobits && s.type != 0 && !b.Has(s.offset, s.size)) {
+    if (s.type != kSectionNobits && s.type != kSectionNull && !b.Has(s.offset, s.size)) {
       return Bad(StrCat("section ", i, " extends past the end"));
     }
     elf.sections.push_back(s);
@@ -375,14 +376,16 @@ absl::Status ReadAmdgpu(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
     }
     auto sym =
         std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) { return s.name == kd; });
-    auto fn = std::find_if(symbols.begin(), symbols.end(),
-                           [&](const Symbol& s) { return s.name == r.name && s.type == 2; });
+    auto fn = std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) {
+      return s.name == r.name && s.type == kSymbolFunc;
+    });
     if (sym == symbols.end() || sym->size != 64) {
       return Bad(StrCat(where, "no 64-byte kernel descriptor ", kd));
     }
     if (fn == symbols.end()) return Bad(StrCat(where, "no function symbol"));
     auto sec = std::find_if(elf.sections.begin(), elf.sections.end(), [&](const Section& s) {
-      return s.type == 1 && sym->value >= s.addr && sym->value - s.addr + 64 <= s.size;
+      return s.type == kSectionProgbits && sym->value >= s.addr &&
+             sym->value - s.addr + 64 <= s.size;
     });
     if (sec == elf.sections.end()) return Bad(StrCat(where, kd, " lies outside every section"));
     const uint64_t at = sec->offset + (sym->value - sec->addr);
@@ -432,7 +435,7 @@ absl::Status ReadCubin(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
   }
   for (size_t i = 0; i < symbols.size(); ++i) {
     const Symbol& s = symbols[i];
-    if (s.type != 2 || !(s.other & kCudaEntry)) continue;
+    if (s.type != kSymbolFunc || !(s.other & kCudaEntry)) continue;
     KernelResources r;
     r.name = s.name;
     r.wave_size = 32;
