@@ -100,23 +100,15 @@ __device__ inline void pw_load16_bf16(const pw_u16* src, float* v) {
   }
 }
 
-// One NVFP4 block: 16 values to 8 value bytes at dst (two a byte, low nibble first) and the
-// e4m3 scale at *scale_dst (KERNELS.md; the same arithmetic as pw_nvfp4_quantize).
+// One NVFP4 block (pw_nvfp4_quantize16): 16 values to 8 value bytes at dst, stored at once, and
+// the e4m3 scale at *scale_dst.
 __device__ inline void pw_quantize16(const float* v, float g, pw_u8* dst, pw_u8* scale_dst) {
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(v[i]));
-  const pw_u8 scale = pw_fp8_encode_fmt(amax / 6.0f / g, false);
-  const float sg = pw_e4m3fn_decode_fast(scale) * g;
+  pw_u8 bytes[8];
+  *scale_dst = pw_nvfp4_quantize16(v, g, bytes);
   pw_u32 packed[2] = {0u, 0u};
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const pw_u32 lo = sg > 0.0f ? pw_e2m1_encode(v[2 * i] / sg) : 0u;
-    const pw_u32 hi = sg > 0.0f ? pw_e2m1_encode(v[2 * i + 1] / sg) : 0u;
-    packed[i / 4] |= (lo | (hi << 4)) << (8 * (i % 4));
-  }
+  for (int i = 0; i < 8; ++i) packed[i / 4] |= static_cast<pw_u32>(bytes[i]) << (8 * (i % 4));
   *reinterpret_cast<uint2*>(dst) = make_uint2(packed[0], packed[1]);  // 8-byte aligned: below
-  *scale_dst = scale;
 }
 // Every block's 8 value bytes start on an 8-byte boundary when the records do.
 static_assert(PW_KV_RECORD(PW_L, PW_DR) % 8 == 0 && PW_INDEX_RECORD(PW_DI) % 8 == 0,
