@@ -7,24 +7,32 @@
 // PW_M_EXACT = M (M <= 16: every row in one block, one 16-row tile, accumulators in registers)
 // or PW_M_EXACT = 0 with PW_BLOCK_M (rows per block) and PW_EVEN_M (M is a multiple of it, so no
 // row bounds checks).
-// Launch: grid (ceil(N / cols), PW_BATCH, M_EXACT ? 1 : ceil(M / BLOCK_M)), block
-// PW_BLOCK_THREADS, cols = pw_fp8_bmm_cols(N, M_EXACT) (common/geometry.h: 128, or 64 for the
-// m_exact variants of N <= 128).
+// Launch: grid (ceil(N / cols), PW_BATCH, ceil(M / rows)), block PW_BLOCK_THREADS, cols =
+// pw_fp8_bmm_cols(N, K, M_EXACT, BLOCK_M) and dynamic shared memory from pw_fp8_bmm_geometry
+// (common/geometry.h, which the host's launch code reads too).
 //
-// A block takes its rows 64 at a time (kPwChunk). It quantizes them once (a warp per row and
-// group, 8 of them with their loads in flight together: a shuffle max, then every lane's values;
-// on sm_89+ with cvt.rn.satfinite.e4m3x2) into shared memory, then multiplies them with
-// cols columns of W:
-//   NVIDIA sm_89+ (e4m3 matrix instructions): each warp owns cols / 8 columns (two n8 tiles, or
-//     one when cols is 64) and reads
-//     its W straight from global memory into registers, 16 bytes a lane (whole 32-byte sectors),
-//     all of them before the first multiply; mma.sync m16n8k32 e4m3 with f32 accumulators per
-//     16-row tile, scaled by sx per group. The k order inside each 64-wide chunk is permuted the
-//     same way for X and W (a dot product does not care), so a lane's W fragment is one 16-byte
-//     load and its X fragment one 8-byte shared load.
-//   elsewhere (AMD, older NVIDIA, PW_FORCE_SIMT): each 64-wide half of a group's W tile is copied
-//     into shared memory with coalesced 4-byte loads, then each thread takes one column for its
-//     share of the rows.
+// Every path quantizes a row's group once per block (a warp per (row, group) or per 16-row
+// tile: a shuffle max, then every lane's values; on sm_89+ with cvt.rn.satfinite.e4m3x2).
+// Three paths:
+//   tiled (NVIDIA sm_89+, block_m keys: M > 16): the block's W (cols x K, the whole N of a batch
+//     for block_m 128) is copied into shared memory once (cp.async, 16-byte units XOR-swizzled so
+//     a warp's fragment loads touch every bank once). Each warp owns 16-row tiles and a share of
+//     the columns; it loads its rows' bf16 X for one 128-wide group straight into registers,
+//     quantizes them there into mma.sync m16n8k32 e4m3 A fragments (the per-row scale from a
+//     4-lane shuffle max), and multiplies them with every n8 tile of its columns, a pass of n8
+//     tiles at a time with f32 accumulators, scaled by sx per group. Where K has at most two
+//     groups (q_absorb) the fragments stay in registers across passes, so X is read and quantized
+//     once; otherwise (v_up) one pass of 16 tiles covers N = 128. Two blocks an SM.
+//   exact (NVIDIA sm_89+, m_exact keys: M <= 16, memory-bound): the rows quantized into shared
+//     memory; each warp owns cols / 8 columns (two n8 tiles, or one when cols is 64) and reads its
+//     W straight from global memory into registers, 16 bytes a lane (whole 32-byte sectors), all
+//     of them before the first multiply.
+//   Both: the k order inside each 64-wide chunk is permuted the same way for X and W (a dot
+//     product does not care), so a lane's W fragment is one 16-byte load and its X fragment 16
+//     consecutive values of a row.
+//   simt (AMD, older NVIDIA, PW_FORCE_SIMT): rows quantized into shared memory 64 at a time; for
+//     each 128 columns, each 64-wide half of a group's W tile is copied into shared memory with
+//     coalesced 4-byte loads, then each thread takes one column for its share of the rows.
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"
@@ -49,7 +57,10 @@
 #endif
 
 #define PW_THREADS PW_BLOCK_THREADS
-#define PW_COLS (pw_fp8_bmm_cols(PW_N, PW_M_EXACT))  // n columns per block
+#ifndef PW_BLOCK_M
+#define PW_BLOCK_M 0  // an m_exact key has no block_m
+#endif
+#define PW_COLS (pw_fp8_bmm_cols(PW_N, PW_K, PW_M_EXACT, PW_BLOCK_M))  // n columns per block
 #define PW_GROUP 128
 #define PW_GROUPS ((PW_K + PW_GROUP - 1) / PW_GROUP)
 #define PW_QROW (PW_K + 16)  // qx rows in shared memory (bytes)
@@ -57,22 +68,55 @@
 #ifndef PW_FORCE_SIMT
 #define PW_FORCE_SIMT 0
 #endif
-#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !PW_FP8_FNUZ && \
-    PW_K % 64 == 0 && !PW_FORCE_SIMT
+// PW_FP8_MMA_ARCH: the arch has e4m3 matrix instructions (what the host's launch code knows);
+// PW_FP8_MMA: this compile uses them.
+#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !PW_FP8_FNUZ
+#define PW_FP8_MMA_ARCH 1
+#else
+#define PW_FP8_MMA_ARCH 0
+#endif
+#if PW_FP8_MMA_ARCH && PW_K % 64 == 0 && !PW_FORCE_SIMT
 #define PW_FP8_MMA 1
 #else
 #define PW_FP8_MMA 0
 #endif
 
-// The block's rows are taken kPwChunk at a time (at most 64: the quantized rows of a chunk
-// stay within the static shared memory for K up to 512).
+// The block's rows are taken kPwChunk at a time by the exact and simt paths (at most 64: the
+// quantized rows of a chunk stay within the static shared memory for K up to 512).
 constexpr int kPwChunk = PW_ROWS < 64 ? PW_ROWS : 64;
 constexpr int kPwTiles = (kPwChunk + 15) / 16;  // 16-row tiles of a chunk
 constexpr int kPwRowsPad = 16 * kPwTiles;       // qx rows held (rows past the chunk: zeros)
-constexpr int kPwNt = PW_COLS / (8 * (PW_THREADS / 32));  // n8 tiles a warp (MMA path)
-static_assert(!PW_FP8_MMA ||
-                  ((kPwNt == 1 || kPwNt == 2) && PW_COLS == 8 * kPwNt * (PW_THREADS / 32)),
-              "one or two n8 tiles a warp");
+constexpr int kPwChunks = PW_K / 64;            // 64-wide k chunks (the MMA paths)
+// The launch's geometry (the host computes the same); the tiled path where this compile uses
+// e4m3 matrix instructions and the geometry has one (else exact).
+constexpr PwFp8BmmGeometry kPwGeometry =
+    pw_fp8_bmm_geometry(PW_N, PW_K, PW_M_EXACT, PW_BLOCK_M, PW_FP8_MMA_ARCH);
+constexpr bool kPwTiled = PW_FP8_MMA && kPwGeometry.tiled;
+
+#if PW_FP8_MMA
+// Four floats as e4m3 (cvt.rn.satfinite.e4m3x2: the same rounding and saturation as
+// pw_fp8_encode; it may give -0 where that gives +0, the same value), `a` in the low byte.
+__device__ inline pw_u32 pw_e4m3x4(float a, float b, float c, float d) {
+  pw_u32 lo, hi;
+  asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
+      : "=r"(lo)
+      : "f"(a), "f"(b));
+  asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
+      : "=r"(hi)
+      : "f"(c), "f"(d));
+  return lo | (hi << 16);
+}
+
+// c += a · b: one mma.sync m16n8k32 e4m3 with f32 accumulators.
+__device__ inline void pw_mma_e4m3(float* c, pw_u32 a0, pw_u32 a1, pw_u32 a2, pw_u32 a3, pw_u32 b0,
+                                   pw_u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+#endif
 
 // Quantizes rows [m0, m0 + rows) of batch b (rows <= kPwChunk; zeros up to kPwRowsPad): a warp
 // per (row, group), kPwQBatch of them at a time with all their loads in flight first (one
@@ -109,20 +153,8 @@ __device__ inline void pw_fp8_bmm_quantize(const pw_u16* x, int b, int m0, int r
       for (int o = PW_WARP / 2; o > 0; o >>= 1) amax = fmaxf(amax, pw_shfl_xor(amax, o));
       const float s = amax / PW_FP8_MAX;
 #if PW_FP8_MMA
-      // cvt.rn.satfinite.e4m3x2: the same rounding and saturation as pw_fp8_encode (it may give
-      // -0 where that gives +0: the same value), four values in two instructions.
       static_assert(per == 4, "four values a lane");
-      pw_u32 q = 0;
-      if (s > 0.0f) {
-        pw_u32 lo, hi;
-        asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
-            : "=r"(lo)
-            : "f"(v[j][0] / s), "f"(v[j][1] / s));
-        asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
-            : "=r"(hi)
-            : "f"(v[j][2] / s), "f"(v[j][3] / s));
-        q = lo | (hi << 16);
-      }
+      const pw_u32 q = s > 0.0f ? pw_e4m3x4(v[j][0] / s, v[j][1] / s, v[j][2] / s, v[j][3] / s) : 0;
       *reinterpret_cast<pw_u32*>(qx + r * PW_QROW + k0) = q;
 #else
 #pragma unroll
@@ -139,26 +171,251 @@ __device__ inline void pw_fp8_bmm_store(pw_u16* y, int b, int m, int n, float v)
   y[(static_cast<long long>(m) * PW_BATCH + b) * PW_N + n] = pw_float_to_bf16(v);
 }
 
-extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
-    pw_fp8_bmm(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w, float w_scale,
-               pw_u16* __restrict__ y, int m_total) {
+// Columns n and n + 1 of row m (n even): one 4-byte store where both exist and N is even.
+__device__ inline void pw_fp8_bmm_store2(pw_u16* y, int b, int m, int n, float v0, float v1) {
+  if (PW_N % 2 == 0 && n + 1 < PW_N) {
+    *reinterpret_cast<pw_u32*>(y + (static_cast<long long>(m) * PW_BATCH + b) * PW_N + n) =
+        pw_pack_bf16x2(v0, v1);
+  } else {
+    if (n < PW_N) pw_fp8_bmm_store(y, b, m, n, v0);
+    if (n + 1 < PW_N) pw_fp8_bmm_store(y, b, m, n + 1, v1);
+  }
+}
+
+#if PW_FP8_MMA
+// A 128-wide group of a 16-row tile, quantized, as mma.sync A fragments: a[chunk of the group]
+// [k32 step][a0..a3], and the scales of the lane's rows (grp and grp + 8).
+struct PwFp8Group {
+  pw_u32 a[2][2][4];
+  float s_lo, s_hi;
+};
+
+__device__ inline float pw_bf16_lo(pw_u32 w) { return pw_u2f(w << 16); }
+__device__ inline float pw_bf16_hi(pw_u32 w) { return pw_u2f(w & 0xffff0000u); }
+
+// Quantizes a lane's share of a group: raw[h][cc] = the 16 bf16 of row grp + 8 h at physical k
+// 64 c + 16 tig + [0, 16), c = 2 g + cc (zeros past M or K).
+__device__ inline PwFp8Group pw_fp8_bmm_quantize_group(const uint4 (&raw)[2][2][2]) {
+  PwFp8Group q;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float amax = 0.0f;
+#pragma unroll
+    for (int cc = 0; cc < 2; ++cc) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const pw_u32 w4[4] = {raw[h][cc][i].x, raw[h][cc][i].y, raw[h][cc][i].z, raw[h][cc][i].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          amax = fmaxf(amax, fmaxf(fabsf(pw_bf16_lo(w4[j])), fabsf(pw_bf16_hi(w4[j]))));
+        }
+      }
+    }
+    amax = fmaxf(amax, pw_shfl_xor(amax, 1));  // the row's four lanes
+    amax = fmaxf(amax, pw_shfl_xor(amax, 2));
+    const float s = amax / PW_FP8_MAX;
+    (h == 0 ? q.s_lo : q.s_hi) = s;
+#pragma unroll
+    for (int cc = 0; cc < 2; ++cc) {
+#pragma unroll
+      for (int word = 0; word < 4; ++word) {  // values 4 word .. + 3 of the lane's 16
+        const uint4& r = raw[h][cc][word / 2];
+        const pw_u32 w0 = word % 2 == 0 ? r.x : r.z, w1 = word % 2 == 0 ? r.y : r.w;
+        const pw_u32 v = s > 0.0f ? pw_e4m3x4(pw_bf16_lo(w0) / s, pw_bf16_hi(w0) / s,
+                                              pw_bf16_lo(w1) / s, pw_bf16_hi(w1) / s)
+                                  : 0;
+        // Step word / 2 takes words 2 s (a0: row grp, a1: row grp + 8) and 2 s + 1 (a2, a3).
+        q.a[cc][word / 2][h + 2 * (word % 2)] = v;
+      }
+    }
+  }
+  return q;
+}
+
+// Lane (grp, tig) loads rows m and m + 8 of group g from global memory: 32 bytes a row and
+// chunk, 128 contiguous bytes for a row's 4 lanes.
+__device__ inline PwFp8Group pw_fp8_bmm_group(const pw_u16* x, int b, int m, int m_total, int g,
+                                              int tig) {
+  uint4 raw[2][2][2];  // [row half][chunk of the group][16 bytes]
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const bool row = PW_ROWS_EVEN || m + 8 * h < m_total;
+#pragma unroll
+    for (int cc = 0; cc < 2; ++cc) {
+      const int c = 2 * g + cc;
+      const uint4* p = reinterpret_cast<const uint4*>(
+          x + (static_cast<long long>(m + 8 * h) * PW_BATCH + b) * PW_K + 64 * c + 16 * tig);
+      const bool real = row && c < kPwChunks;
+      raw[h][cc][0] = real ? p[0] : make_uint4(0, 0, 0, 0);
+      raw[h][cc][1] = real ? p[1] : make_uint4(0, 0, 0, 0);
+    }
+  }
+  return pw_fp8_bmm_quantize_group(raw);
+}
+
+// Where 16-byte unit u of W's local row n sits in shared memory: units XOR-swizzled within each
+// 128 bytes (K a multiple of 128) so the 8 lanes of a 16-byte load phase, rows n and n + 1 (n
+// even) at 4 consecutive units each, hit 8 different 4-bank groups.
+__device__ inline int pw_fp8_bmm_unit(int n, int u) {
+  const int swizzle = PW_K % 128 == 0 ? ((n & 1) << 2) | ((n >> 1) & 3) : 0;
+  return n * (PW_K / 16) + (u ^ swizzle);
+}
+
+// acc[t] += group g of this tile's A (q) times W's n8 tiles t0 + t (t < Pass, t0 + t < t_end),
+// scaled by the rows' scales for the group.
+template <int Pass>
+__device__ inline void pw_fp8_bmm_tiled_mma(float (&acc)[Pass][4], const PwFp8Group& q,
+                                            const pw_u8* ws, int g, int t0, int t_end) {
+  const int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+#pragma unroll
+  for (int t = 0; t < Pass; ++t) {
+    if (t0 + t >= t_end) break;        // the same for the whole warp
+    const int n = 8 * (t0 + t) + grp;  // this lane's W row (local)
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int cc = 0; cc < 2; ++cc) {
+      const int c = 2 * g + cc;
+      if (c >= kPwChunks) break;
+      const uint4 f = *reinterpret_cast<const uint4*>(ws + 16 * pw_fp8_bmm_unit(n, 4 * c + tig));
+      pw_mma_e4m3(part, q.a[cc][0][0], q.a[cc][0][1], q.a[cc][0][2], q.a[cc][0][3], f.x, f.y);
+      pw_mma_e4m3(part, q.a[cc][1][0], q.a[cc][1][1], q.a[cc][1][2], q.a[cc][1][3], f.z, f.w);
+    }
+    acc[t][0] += part[0] * q.s_lo;
+    acc[t][1] += part[1] * q.s_lo;
+    acc[t][2] += part[2] * q.s_hi;
+    acc[t][3] += part[3] * q.s_hi;
+  }
+}
+
+// Copies the block's W (PW_COLS x K) into shared memory as one committed cp.async group, 16-byte
+// units swizzled (pw_fp8_bmm_unit), zeros past N.
+__device__ inline void pw_fp8_bmm_stage_w(const pw_u8* w, int b, int n_block, pw_u8* ws) {
+  constexpr int units = PW_K / 16;
+  for (int i = threadIdx.x; i < PW_COLS * units; i += PW_THREADS) {
+    const int n = i / units, u = i % units;
+    const bool real = n_block + n < PW_N;
+    const pw_u8* src =
+        w + (real ? (static_cast<long long>(b) * PW_N + n_block + n) * PW_K : 0) + 16 * u;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                     pw_smem_addr(ws + 16 * pw_fp8_bmm_unit(n, u))),
+                 "l"(src), "r"(real ? 16 : 0));
+  }
+  asm volatile("cp.async.commit_group;");
+}
+
+// Stores a 16-row tile's accumulators for n8 tiles t0 + t (t < Pass, t0 + t < t_end). C of
+// m16n8: c0, c1 at (row grp, cols 2 tig, 2 tig + 1), c2, c3 at row grp + 8.
+template <int Pass>
+__device__ inline void pw_fp8_bmm_store_tiles(pw_u16* y, int b, int m, int n_block,
+                                              const float (&acc)[Pass][4], float w_scale, int t0,
+                                              int t_end, int m_total) {
+  const int tig = threadIdx.x % 4;
+#pragma unroll
+  for (int t = 0; t < Pass; ++t) {
+    if (t0 + t >= t_end) break;  // the same for the whole warp
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (PW_ROWS_EVEN || m + 8 * h < m_total) {
+        pw_fp8_bmm_store2(y, b, m + 8 * h, n_block + 8 * (t0 + t) + 2 * tig,
+                          acc[t][2 * h] * w_scale, acc[t][2 * h + 1] * w_scale);
+      }
+    }
+  }
+}
+
+// Warps split a block as 16-row tiles x column groups (block_m 128: 8 x 1, 64: 4 x 2, 32: 2 x 4);
+// a column group takes n8 tiles [t_begin, t_end), `pass` of them at a time.
+template <int PassMax>
+struct PwFp8Warps {
+  static constexpr int warps = PW_THREADS / 32, row_tiles = (PW_ROWS + 15) / 16;
+  static constexpr int col_groups = warps > row_tiles ? warps / row_tiles : 1;
+  static constexpr int rt_stride = warps / col_groups;  // this warp's row tiles: rt0, + rt_stride
+  static constexpr int n_tiles = (PW_COLS + 7) / 8;
+  static constexpr int group_tiles = (n_tiles + col_groups - 1) / col_groups;
+  static constexpr int pass = group_tiles < PassMax ? group_tiles : PassMax;
+  int rt0, t_begin, t_end;
+  __device__ PwFp8Warps() {
+    const int warp = threadIdx.x / 32;
+    rt0 = warp / col_groups;
+    t_begin = warp % col_groups * group_tiles;
+    t_end = t_begin + group_tiles < n_tiles ? t_begin + group_tiles : n_tiles;
+  }
+};
+
+// Where K has at most two groups, all of a tile's A fragments stay in registers across the
+// passes over its columns (4 n8 tiles a pass: more, and the compiler's hoisted W loads spill), so
+// X is read and quantized once; otherwise each pass (16 n8 tiles, v_up's whole N) quantizes
+// the groups one at a time.
+__device__ inline void pw_fp8_bmm_tiled(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
+                                        float w_scale, pw_u16* __restrict__ y, int m_total) {
+  extern __shared__ __attribute__((aligned(16))) pw_u8 ws[];  // cols x K, swizzled units
+  const int b = blockIdx.y, n_block = blockIdx.x * PW_COLS, m0 = blockIdx.z * PW_ROWS;
+  pw_fp8_bmm_stage_w(w, b, n_block, ws);
+  constexpr bool keep = PW_GROUPS <= 2;
+  using Warps = PwFp8Warps<keep ? 4 : 16>;
+  const Warps wp;
+  constexpr int pass = Warps::pass;
+  const int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  // The first tile's fragments (where they are kept) are loaded and quantized while W's copy is
+  // in flight.
+  PwFp8Group kept[keep ? PW_GROUPS : 1];
+  if constexpr (keep) {
+#pragma unroll
+    for (int g = 0; g < PW_GROUPS; ++g) {
+      kept[g] = pw_fp8_bmm_group(x, b, m0 + 16 * wp.rt0 + grp, m_total, g, tig);
+    }
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  __syncthreads();
+  for (int rt = wp.rt0; rt < Warps::row_tiles; rt += Warps::rt_stride) {
+    if (m0 + 16 * rt >= m_total) break;  // the same for the whole warp
+    const int m = m0 + 16 * rt + grp;
+    if constexpr (keep) {
+      if (rt != wp.rt0) {
+#pragma unroll
+        for (int g = 0; g < PW_GROUPS; ++g) kept[g] = pw_fp8_bmm_group(x, b, m, m_total, g, tig);
+      }
+    }
+    for (int t0 = wp.t_begin; t0 < wp.t_end; t0 += pass) {
+      float acc[pass][4] = {};
+      if constexpr (keep) {
+#pragma unroll
+        for (int g = 0; g < PW_GROUPS; ++g) {
+          pw_fp8_bmm_tiled_mma<pass>(acc, kept[g], ws, g, t0, wp.t_end);
+        }
+      } else {
+#pragma unroll 1  // a group's loads at a time: all of them hoisted would spill
+        for (int g = 0; g < PW_GROUPS; ++g) {
+          pw_fp8_bmm_tiled_mma<pass>(acc, pw_fp8_bmm_group(x, b, m, m_total, g, tig), ws, g, t0,
+                                     wp.t_end);
+        }
+      }
+      pw_fp8_bmm_store_tiles<pass>(y, b, m, n_block, acc, w_scale, t0, wp.t_end, m_total);
+    }
+  }
+}
+#endif
+
+#if PW_FP8_MMA
+__device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
+                                        float w_scale, pw_u16* __restrict__ y, int m_total) {
+  constexpr int kPwNt = PW_COLS / (8 * (PW_THREADS / 32));  // n8 tiles a warp
+  static_assert(
+      kPwTiled || ((kPwNt == 1 || kPwNt == 2) && PW_COLS == 8 * kPwNt * (PW_THREADS / 32)),
+      "one or two n8 tiles a warp");
   __shared__ __attribute__((aligned(16))) pw_u8 qx[kPwRowsPad * PW_QROW];
   __shared__ float sx[kPwRowsPad * PW_GROUPS];
-  const int b = blockIdx.y;
-  const int n_block = blockIdx.x * PW_COLS;
-  const int m0 = blockIdx.z * PW_ROWS;
-#if PW_FP8_MMA
+  const int b = blockIdx.y, n_block = blockIdx.x * PW_COLS, m0 = blockIdx.z * PW_ROWS;
   // This warp's W: columns n_block + 8 kPwNt warp + [0, 8 kPwNt), as kPwNt n8 tiles; lane
   // (group, tig) reads
   // row n0 + 8 t + group, bytes [64 c + 16 tig, + 16) of each 64-wide chunk c.
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
-  constexpr int chunks = PW_K / 64;
-  uint4 wf[kPwNt][chunks];
+  uint4 wf[kPwNt][kPwChunks];
 #pragma unroll
   for (int t = 0; t < kPwNt; ++t) {
     const int n = n_block + 8 * kPwNt * warp + 8 * t + grp;
 #pragma unroll
-    for (int c = 0; c < chunks; ++c) {
+    for (int c = 0; c < kPwChunks; ++c) {
       wf[t][c] = n < PW_N
                      ? *reinterpret_cast<const uint4*>(
                            w + (static_cast<long long>(b) * PW_N + n) * PW_K + 64 * c + 16 * tig)
@@ -166,6 +423,7 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
     }
   }
   for (int mc = 0; mc < PW_ROWS; mc += kPwChunk) {
+    if (m0 + mc >= m_total) break;  // the same for the whole block
     const int rows = PW_ROWS - mc < kPwChunk ? PW_ROWS - mc : kPwChunk;
     if (mc > 0) __syncthreads();  // the last chunk's qx and sx no longer read
     pw_fp8_bmm_quantize(x, b, m0 + mc, rows, m_total, qx, sx);
@@ -185,7 +443,7 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
       for (int mt = 0; mt < kPwTiles; ++mt) {
         float part[kPwNt][4] = {};
 #pragma unroll
-        for (int c = 2 * g; c < 2 * g + 2 && c < chunks; ++c) {
+        for (int c = 2 * g; c < 2 * g + 2 && c < kPwChunks; ++c) {
 #pragma unroll
           for (int s = 0; s < 2; ++s) {  // the two k32 steps of chunk c
             // A (rows 16 mt + grp and + 8): logical k 4 tig..+3 and 16 + 4 tig..+3 of step s are
@@ -198,11 +456,7 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
             for (int t = 0; t < kPwNt; ++t) {
               const pw_u32 b0 = s == 0 ? wf[t][c].x : wf[t][c].z;
               const pw_u32 b1 = s == 0 ? wf[t][c].y : wf[t][c].w;
-              asm volatile(
-                  "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, "
-                  "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                  : "+f"(part[t][0]), "+f"(part[t][1]), "+f"(part[t][2]), "+f"(part[t][3])
-                  : "r"(lo.x), "r"(hi.x), "r"(lo.y), "r"(hi.y), "r"(b0), "r"(b1));
+              pw_mma_e4m3(part[t], lo.x, hi.x, lo.y, hi.y, b0, b1);
             }
           }
         }
@@ -227,74 +481,99 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS, 1)
 #pragma unroll
         for (int t = 0; t < kPwNt; ++t) {
           const int n = n_block + 8 * kPwNt * warp + 8 * t + 2 * tig;
-          if (n + 1 < PW_N) {
-            *reinterpret_cast<pw_u32*>(y + (static_cast<long long>(m) * PW_BATCH + b) * PW_N + n) =
-                pw_pack_bf16x2(acc[mt][t][2 * half] * w_scale, acc[mt][t][2 * half + 1] * w_scale);
-          } else if (n < PW_N) {
-            pw_fp8_bmm_store(y, b, m, n, acc[mt][t][2 * half] * w_scale);
-          }
+          pw_fp8_bmm_store2(y, b, m, n, acc[mt][t][2 * half] * w_scale,
+                            acc[mt][t][2 * half + 1] * w_scale);
         }
       }
     }
   }
-#else
-  // SIMT: per 64-wide half of a group, W's PW_COLS x 64 tile into shared memory (coalesced),
-  // then thread (column tid % PW_COLS, row lane tid / PW_COLS) accumulates its rows.
-  constexpr int lanes = PW_THREADS / PW_COLS;
+}
+#endif
+
+#if !PW_FP8_MMA
+constexpr int kPwSimtCols = PW_COLS < 128 ? PW_COLS : 128;  // columns a pass
+__device__ inline void pw_fp8_bmm_simt(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
+                                       float w_scale, pw_u16* __restrict__ y, int m_total) {
+  __shared__ __attribute__((aligned(16))) pw_u8 qx[kPwRowsPad * PW_QROW];
+  __shared__ float sx[kPwRowsPad * PW_GROUPS];
+  const int b = blockIdx.y, n_block = blockIdx.x * PW_COLS, m0 = blockIdx.z * PW_ROWS;
+  // For each kPwSimtCols columns of the block, per 64-wide half of a group: W's kPwSimtCols x 64
+  // tile into shared memory (coalesced), then thread (column tid % kPwSimtCols, row lane
+  // tid / kPwSimtCols) accumulates its rows.
+  constexpr int lanes = PW_THREADS / kPwSimtCols;
   constexpr int rpt = (kPwChunk + lanes - 1) / lanes;
   constexpr int span = PW_GROUP / 2;
   constexpr int wrow = span + 4;  // bytes; 4-byte padding spreads the columns over banks
-  __shared__ __attribute__((aligned(16))) pw_u8 wt[PW_COLS * wrow];
+  __shared__ __attribute__((aligned(16))) pw_u8 wt[kPwSimtCols * wrow];
   __shared__ float lut[256];
   for (int i = threadIdx.x; i < 256; i += PW_THREADS) lut[i] = pw_fp8_decode(static_cast<pw_u8>(i));
-  const int col = threadIdx.x % PW_COLS, lane = threadIdx.x / PW_COLS, n = n_block + col;
+  const int col = threadIdx.x % kPwSimtCols, lane = threadIdx.x / kPwSimtCols;
   for (int mc = 0; mc < PW_ROWS; mc += kPwChunk) {
+    if (m0 + mc >= m_total) break;  // the same for the whole block
     const int rows = PW_ROWS - mc < kPwChunk ? PW_ROWS - mc : kPwChunk;
     if (mc > 0) __syncthreads();  // the last chunk's qx and sx no longer read
     pw_fp8_bmm_quantize(x, b, m0 + mc, rows, m_total, qx, sx);
-    float acc[rpt];
+    for (int n_tile = n_block; n_tile < n_block + PW_COLS; n_tile += kPwSimtCols) {
+      const int n = n_tile + col;
+      float acc[rpt];
 #pragma unroll
-    for (int i = 0; i < rpt; ++i) acc[i] = 0.0f;
-    for (int g = 0; g < PW_GROUPS; ++g) {
-      float part[rpt];
+      for (int i = 0; i < rpt; ++i) acc[i] = 0.0f;
+      for (int g = 0; g < PW_GROUPS; ++g) {
+        float part[rpt];
 #pragma unroll
-      for (int i = 0; i < rpt; ++i) part[i] = 0.0f;
-      for (int k0 = g * PW_GROUP; k0 < (g + 1) * PW_GROUP && k0 < PW_K; k0 += span) {
-        const int len = PW_K - k0 < span ? PW_K - k0 : span;
-        __syncthreads();  // qx and sx written; the last tile no longer read
-        for (int i = threadIdx.x; i < PW_COLS * (span / 4); i += PW_THREADS) {
-          const int c = i / (span / 4), k = 4 * (i % (span / 4));
-          pw_u32 v = 0;
-          if (n_block + c < PW_N && k < len) {
-            v = *reinterpret_cast<const pw_u32*>(
-                w + (static_cast<long long>(b) * PW_N + n_block + c) * PW_K + k0 + k);
+        for (int i = 0; i < rpt; ++i) part[i] = 0.0f;
+        for (int k0 = g * PW_GROUP; k0 < (g + 1) * PW_GROUP && k0 < PW_K; k0 += span) {
+          const int len = PW_K - k0 < span ? PW_K - k0 : span;
+          __syncthreads();  // qx and sx written; the last tile no longer read
+          for (int i = threadIdx.x; i < kPwSimtCols * (span / 4); i += PW_THREADS) {
+            const int c = i / (span / 4), k = 4 * (i % (span / 4));
+            pw_u32 v = 0;
+            if (n_tile + c < PW_N && k < len) {
+              v = *reinterpret_cast<const pw_u32*>(
+                  w + (static_cast<long long>(b) * PW_N + n_tile + c) * PW_K + k0 + k);
+            }
+            *reinterpret_cast<pw_u32*>(wt + c * wrow + k) = v;
           }
-          *reinterpret_cast<pw_u32*>(wt + c * wrow + k) = v;
+          __syncthreads();
+          for (int k = 0; k < len; ++k) {
+            const float wv = lut[wt[col * wrow + k]];
+#pragma unroll
+            for (int i = 0; i < rpt; ++i) {
+              const int r = lane + i * lanes;
+              if (r < kPwChunk) part[i] += lut[qx[r * PW_QROW + k0 + k]] * wv;
+            }
+          }
         }
-        __syncthreads();
-        for (int k = 0; k < len; ++k) {
-          const float wv = lut[wt[col * wrow + k]];
 #pragma unroll
-          for (int i = 0; i < rpt; ++i) {
-            const int r = lane + i * lanes;
-            if (r < kPwChunk) part[i] += lut[qx[r * PW_QROW + k0 + k]] * wv;
-          }
+        for (int i = 0; i < rpt; ++i) {
+          const int r = lane + i * lanes;
+          if (r < kPwChunk) acc[i] += part[i] * sx[r * PW_GROUPS + g];
         }
       }
+      if (n < PW_N) {
 #pragma unroll
-      for (int i = 0; i < rpt; ++i) {
-        const int r = lane + i * lanes;
-        if (r < kPwChunk) acc[i] += part[i] * sx[r * PW_GROUPS + g];
-      }
-    }
-    if (n < PW_N) {
-#pragma unroll
-      for (int i = 0; i < rpt; ++i) {
-        const int r = lane + i * lanes, m = m0 + mc + r;
-        if (r < rows && (PW_ROWS_EVEN || m < m_total))
-          pw_fp8_bmm_store(y, b, m, n, acc[i] * w_scale);
+        for (int i = 0; i < rpt; ++i) {
+          const int r = lane + i * lanes, m = m0 + mc + r;
+          if (r < rows && (PW_ROWS_EVEN || m < m_total))
+            pw_fp8_bmm_store(y, b, m, n, acc[i] * w_scale);
+        }
       }
     }
   }
+}
+#endif
+
+// The tiled path fits 128 registers a lane: 2 blocks an SM.
+extern "C" __global__ void __launch_bounds__(PW_THREADS, kPwTiled ? 2 : 1)
+    pw_fp8_bmm(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w, float w_scale,
+               pw_u16* __restrict__ y, int m_total) {
+#if PW_FP8_MMA
+  if constexpr (kPwTiled) {
+    pw_fp8_bmm_tiled(x, w, w_scale, y, m_total);
+  } else {
+    pw_fp8_bmm_exact(x, w, w_scale, y, m_total);
+  }
+#else
+  pw_fp8_bmm_simt(x, w, w_scale, y, m_total);
 #endif
 }

@@ -10,9 +10,27 @@
 #define PW_NORM_ROPE_MAX_BLOCKS 1024   // norm_rope_insert large: the persistent grid's size
 #define PW_SPARSE_COMBINE_THREADS 128  // sparse_decode's combine: block size, 4 dims a thread
 
-// fp8_bmm: n columns per block: 128 (16 a warp on NVIDIA), but 64 (8 a warp) for the register-
-// resident m_exact variants (M <= 16) of narrow GEMMs (N <= 128), whose 128-column blocks would
-// leave half the GPU idle (v_up: 64 blocks) while each streams all of its W.
-PW_HD constexpr int pw_fp8_bmm_cols(int n, int m_exact) {
-  return m_exact > 0 && n <= 128 ? 64 : 128;
+// fp8_bmm: n columns per block. m_exact keys (M <= 16): 128 (16 a warp on NVIDIA), but 64 (8 a
+// warp) for narrow GEMMs (N <= 128), whose 128-column blocks would leave half the GPU idle (v_up:
+// 64 blocks) while each streams all of its W. block_m keys: all of N where block_m is 128 (large
+// M) and a batch's W fits 64 KiB, so each block reads and quantizes its X rows once; else 128.
+PW_HD constexpr int pw_fp8_bmm_cols(int n, int k, int m_exact, int block_m) {
+  return m_exact > 0 ? (n <= 128 ? 64 : 128) : (block_m >= 128 && n * k <= 65536 ? n : 128);
+}
+
+// fp8_bmm's tiled path: block_m keys where the arch has e4m3 matrix instructions (`mma`: NVIDIA
+// sm_89 and later) and K is whole 64-wide chunks; the block's W (cols x K bytes, at most 96 KiB)
+// sits in dynamic shared memory.
+struct PwFp8BmmGeometry {
+  int cols = 0;        // n columns a block
+  int smem_bytes = 0;  // dynamic shared memory (0: not the tiled path)
+  bool tiled = false;
+};
+PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, int block_m,
+                                                     bool mma) {
+  PwFp8BmmGeometry g;
+  g.cols = pw_fp8_bmm_cols(n, k, m_exact, block_m);
+  g.tiled = mma && m_exact == 0 && k % 64 == 0 && g.cols * k <= 98304;
+  g.smem_bytes = g.tiled ? g.cols * k : 0;
+  return g;
 }

@@ -42,6 +42,18 @@ absl::StatusOr<PwIndexGeometry> IndexGeometry(const Key& key) {
                            SharedMemoryKib(arch));
 }
 
+// fp8_bmm's block shape (common/geometry.h) for this key: its tiled path needs e4m3 matrix
+// instructions (NVIDIA sm_89 and later, as fp8_bmm.hip's PW_FP8_MMA_ARCH).
+absl::StatusOr<PwFp8BmmGeometry> Fp8Geometry(const Key& key) {
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  const std::optional<int64_t> sm = arch.platform == Platform::kNvidia
+                                        ? ParseInt64(std::string_view(arch.name).substr(3))
+                                        : std::nullopt;
+  return pw_fp8_bmm_geometry(static_cast<int>(KeyInt(key, "n")), static_cast<int>(KeyInt(key, "k")),
+                             static_cast<int>(KeyInt(key, "m_exact")),
+                             static_cast<int>(KeyInt(key, "block_m")), sm.has_value() && *sm >= 89);
+}
+
 }  // namespace
 
 absl::StatusOr<Arch> KeyArch(const Key& key) {
@@ -62,7 +74,10 @@ int64_t KeyInt(const Key& key, const std::string& name) {
 
 absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
   const std::string& l = key.launcher;
-  if (l == "fp8_bmm") return std::vector<EntryLaunch>{{"pw_fp8_bmm", kBlock, 0}};
+  if (l == "fp8_bmm") {
+    ASSIGN_OR_RETURN(const PwFp8BmmGeometry g, Fp8Geometry(key));
+    return std::vector<EntryLaunch>{{"pw_fp8_bmm", kBlock, Unsigned(g.smem_bytes)}};
+  }
   if (l == "norm_rope_insert") return std::vector<EntryLaunch>{{"pw_norm_rope_insert", kBlock, 0}};
   if (l == "topk_decode") return std::vector<EntryLaunch>{{"pw_topk_decode", kBlock, 0}};
   if (l == "topk_prefill") {
@@ -99,13 +114,20 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
 
 absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
+  ASSIGN_OR_RETURN(const PwFp8BmmGeometry g, Fp8Geometry(key));
+  // The kernel reads X and W 16 bytes at a time.
+  for (const auto& [name, p] : {std::pair{"x", a.x}, std::pair{"w", a.w}, std::pair{"y", a.y}}) {
+    if (p % 16 != 0) {
+      return absl::InvalidArgumentError(
+          StrCat("fp8_bmm: ", name, " is not 16-byte aligned (address % 16 = ", p % 16, ")"));
+    }
+  }
   const int64_t exact = KeyInt(key, "m_exact");
   const int64_t rows = exact > 0 ? exact : KeyInt(key, "block_m");
   Fp8BmmArgs v = a;
   return Run(gpu, module, e[0],
-             {CeilDiv(KeyInt(key, "n"),
-                      pw_fp8_bmm_cols(static_cast<int>(KeyInt(key, "n")), static_cast<int>(exact))),
-              static_cast<unsigned>(KeyInt(key, "batch")), CeilDiv(a.m, rows)},
+             {CeilDiv(KeyInt(key, "n"), g.cols), static_cast<unsigned>(KeyInt(key, "batch")),
+              CeilDiv(a.m, rows)},
              {&v.x, &v.w, &v.w_scale, &v.y, &v.m});
 }
 
