@@ -451,6 +451,30 @@ class GpuCheckTest : public ::testing::Test {
   void* module_ = nullptr;
 };
 
+// fp8_bmm reads X and W 16 bytes at a time: a pointer that is not 16-byte aligned (a tensor view
+// at an odd offset) is an error naming the argument, before anything is launched.
+TEST_F(GpuCheckTest, AnFp8BmmPointerThatIsNotSixteenByteAlignedIsAnErrorNamingIt) {
+  Key key = NewKey("fp8_bmm", *ParseArch(gpu_->ArchName()));
+  key.Set("gemm", std::string("v_up")).Set("batch", 4).Set("n", 128).Set("k", 512);
+  key.Set("block_m", 32).Set("even_m", true);
+  absl::StatusOr<DeviceBuffer> buf = AllocBuffer(*gpu_, 1 << 20);
+  ASSERT_TRUE(buf.ok()) << buf.status();
+  const DevicePtr p = buf->ptr();
+  const struct {
+    Fp8BmmArgs args;
+    const char* name;
+  } cases[] = {{{p + 2, p, p, 1.0f, 32}, "x"},
+               {{p, p + 8, p, 1.0f, 32}, "w"},
+               {{p, p, p + 4, 1.0f, 32}, "y"}};
+  for (const auto& c : cases) {
+    const absl::Status s = LaunchFp8Bmm(*gpu_, nullptr, key, c.args);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_NE(s.message().find(std::string("fp8_bmm: ") + c.name + " is not 16-byte aligned"),
+              std::string::npos)
+        << s;
+  }
+}
+
 TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   absl::StatusOr<Arch> arch = ParseArch(gpu_->ArchName());
   ASSERT_TRUE(arch.ok()) << arch.status();
