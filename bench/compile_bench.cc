@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const prewarm::ModelConfig model = prewarm::ExampleModelConfig();
-  const prewarm::Limits limits = *prewarm::ResolveLimits({}, {}, model);
+  const prewarm::Limits limits = *prewarm::ResolveLimits(
+      {}, {}, model, prewarm::VllmBatchDefaults(prewarm::LargeMemoryGpuArch(arch), arch.name));
   const prewarm::Plan plan =
       prewarm::BuildPlan(limits, model, *prewarm::ShapeForRank(model, 1), {arch});
   std::vector<FillItem> items;

@@ -19,7 +19,8 @@ int main() {
               "fp8_bmm_keys", "sweep_1024_x2_x27", "sweep_512_x2_x27");
   for (int64_t s : {256, 1024}) {
     for (bool graph_only : {false, true}) {
-      prewarm::Limits l = *prewarm::ResolveLimits({}, {}, *model);
+      prewarm::Limits l =
+          *prewarm::ResolveLimits({}, {}, *model, prewarm::VllmBatchDefaults(true, "gfx942"));
       l.max_num_seqs = s;
       l.max_cudagraph_capture_size = 512;
       l.graph_only = graph_only;

@@ -493,7 +493,8 @@ int Main(int argc, char** argv) {
               "rows", "ctx", "median_ms", "GFLOP", "MB", "TB/s", "%copy", "%bf16");
   const ModelConfig model = ExampleModelConfig();
   const Shape shape = *ShapeForRank(model, 1);
-  const Limits limits = *ResolveLimits({}, {}, model);
+  const Limits limits =
+      *ResolveLimits({}, {}, model, VllmBatchDefaults(LargeMemoryGpuArch(arch), arch.name));
   auto key_of = [&](const char* launcher, const Step& step) {
     for (const DispatchedLauncher& d : DispatchStep(step, limits, shape, arch)) {
       if (d.name == launcher) return d.keys.front();

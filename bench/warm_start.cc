@@ -232,7 +232,9 @@ int main(int argc, char** argv) {
   o.cache_dir = cache;
   o.strict = mode == "warm";
   std::unique_ptr<Runtime> rt = Must(Runtime::Open(o));
-  const Limits limits = *ResolveLimits({}, {}, ExampleModelConfig());
+  const Limits limits =
+      *ResolveLimits({}, {}, ExampleModelConfig(),
+                     VllmBatchDefaults(LargeMemoryGpuArch(rt->arch()), rt->arch().name));
   // Warm: load every planned kernel now, before the first request.
   if (mode == "warm") {
     const Plan plan = BuildPlan(limits, ExampleModelConfig(), rt->shape(), {rt->arch()});

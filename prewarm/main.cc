@@ -19,12 +19,19 @@
 // Scheduler limits: text, so one parser (limits/) validates flags, variables and --vllm-args
 // alike and names the source in its error.
 ABSL_FLAG(std::string, max_num_seqs, "",
-          "Requests in one step (vLLM --max-num-seqs), at most 65536. Default 256.");
+          "Requests in one step (vLLM --max-num-seqs), at most 65536. Default vLLM's: 1024 for "
+          "a GPU of 70 GiB or more (gfx942, gfx950, sm_90, sm_100, sm_120), 256 otherwise (see "
+          "--gpu-memory-gib).");
 ABSL_FLAG(std::string, max_num_batched_tokens, "",
-          "New tokens in one step (vLLM --max-num-batched-tokens). Default 8192.");
+          "New tokens in one step (vLLM --max-num-batched-tokens). Default vLLM's: 8192 for a GPU "
+          "of 70 GiB or more, 2048 otherwise.");
+ABSL_FLAG(std::string, gpu_memory_gib, "",
+          "The GPU's memory in GiB, for vLLM's defaults of the two limits above (70 or more: the "
+          "large ones, except on an A100, sm_80). Default: from --arch (plan and run print which "
+          "applied).");
 ABSL_FLAG(std::string, max_model_len, "",
-          "Context length of any request (vLLM --max-model-len). Default: the model's "
-          "max_position_embeddings.");
+          "Context length of any request (vLLM --max-model-len; auto or -1: the model's "
+          "maximum). Default: the model's max_position_embeddings.");
 ABSL_FLAG(std::string, num_speculative_tokens, "",
           "Speculative tokens per decode request; a decode query is 1..k+1 tokens. Default 0.");
 ABSL_FLAG(std::string, max_cudagraph_capture_size, "",
@@ -33,9 +40,13 @@ ABSL_FLAG(std::string, max_cudagraph_capture_size, "",
 ABSL_FLAG(std::string, tensor_parallel_size, "",
           "Tensor-parallel ranks; must divide the model's attention heads. Default 1.");
 ABSL_FLAG(std::string, block_size, "", "Paged KV block size in tokens. Default 64.");
+ABSL_FLAG(std::string, decode_context_parallel_size, "",
+          "Decode context-parallel ranks (vLLM -dcp); must divide the tensor-parallel size. MLA "
+          "decode gathers their query heads, so sparse_decode sees heads / tp * dcp. Default 1.");
 ABSL_FLAG(std::string, kv_cache_dtype, "",
-          "KV cache dtype: auto|bfloat16|fp8|fp8_e4m3|fp8_e5m2|nvfp4. The NVFP4 launchers need "
-          "nvfp4. Default auto: nvfp4 for the embedded example, the model's own otherwise.");
+          "KV cache dtype, any of vLLM's: auto|float16|bfloat16|int8|fp8|fp8_e4m3|fp8_e5m2|"
+          "fp8_inc|fp8_ds_mla|nvfp4. The NVFP4 launchers need nvfp4; every other leaves only "
+          "fp8_bmm. Default auto: nvfp4 for the embedded example, the model's own otherwise.");
 ABSL_FLAG(bool, graph_only, false,
           "Plan only steps with at most max_cudagraph_capture_size decode tokens (as AITER's "
           "warmup did). Off by default: an eager step compiles inside a request too.");
@@ -140,7 +151,8 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
       {"num-speculative-tokens", &FLAGS_num_speculative_tokens},
       {"max-cudagraph-capture-size", &FLAGS_max_cudagraph_capture_size},
       {"tensor-parallel-size", &FLAGS_tensor_parallel_size},
-      {"block-size", &FLAGS_block_size}};
+      {"block-size", &FLAGS_block_size},
+      {"decode-context-parallel-size", &FLAGS_decode_context_parallel_size}};
   for (const auto& [name, flag] : limit_flags) {
     const std::string from = origin(name);
     if (from.empty()) continue;
@@ -163,6 +175,8 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
   c.vllm_args = absl::GetFlag(FLAGS_vllm_args);
   c.vllm_args_origin = origin("vllm-args");
   c.model_config = absl::GetFlag(FLAGS_model_config);
+  c.gpu_memory_gib = absl::GetFlag(FLAGS_gpu_memory_gib);
+  c.gpu_memory_gib_origin = origin("gpu-memory-gib");
   c.arch = absl::GetFlag(FLAGS_arch);
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format == "json") {

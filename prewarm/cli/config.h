@@ -20,6 +20,8 @@ struct Config {
   std::string vllm_args;         // the server's command line, "" if none
   std::string vllm_args_origin;  // "--vllm-args" or "PREWARM_VLLM_ARGS"
   std::string model_config;      // path, "" for the embedded example
+  std::string gpu_memory_gib;    // the GPU's memory for vLLM's batch defaults, "" from the arch
+  std::string gpu_memory_gib_origin;
   std::string arch = "auto";
   OutputFormat format = OutputFormat::kTable;
   std::string trace;      // replay: JSON Lines file

@@ -1,6 +1,7 @@
 #include "prewarm/cli/inputs.h"
 
 #include "prewarm/limits/vllm_args.h"
+#include "prewarm/toolchain/arch.h"
 #include "prewarm/util/env.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
@@ -31,16 +32,35 @@ absl::StatusOr<std::vector<Arch>> ResolveArchs(const Config& config, AutoArchPol
   return archs;
 }
 
+// vLLM's batch defaults for the targets (limits.h, VllmBatchDefaults): --gpu-memory-gib when
+// given (an sm_80 target stays small: vLLM excludes the A100 by name), else the arch's class
+// (arch.h, LargeMemoryGpuArch). One plan serves every target, so one large target makes the
+// defaults large: its keys are a superset of the small defaults'.
+absl::StatusOr<BatchDefaults> BatchDefaultsFor(const Config& config,
+                                               const std::vector<Arch>& archs) {
+  bool a100 = false;
+  for (const Arch& a : archs) a100 |= a.name == "sm_80";
+  if (!config.gpu_memory_gib.empty()) {
+    const std::optional<double> gib = ParseDouble(config.gpu_memory_gib);
+    if (!gib.has_value() || !(*gib > 0) || *gib > 1e6) {
+      return absl::InvalidArgumentError(StrCat(config.gpu_memory_gib_origin, "=",
+                                               config.gpu_memory_gib,
+                                               ": expected the GPU's memory in GiB, e.g. 192"));
+    }
+    const bool large = *gib >= 70 && !a100;
+    return VllmBatchDefaults(large, StrCat(config.gpu_memory_gib_origin, " ", config.gpu_memory_gib,
+                                           a100 ? ", sm_80 (A100)" : ""));
+  }
+  std::vector<std::string> large, small;
+  for (const Arch& a : archs) (LargeMemoryGpuArch(a) ? large : small).push_back(a.name);
+  return VllmBatchDefaults(!large.empty(),
+                           large.empty() ? StrJoin(small, ",") : StrJoin(large, ","));
+}
+
 }  // namespace
 
 absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy) {
   Inputs in;
-  if (config.model_config.empty()) {
-    in.model = ExampleModelConfig();
-  } else {
-    ASSIGN_OR_RETURN(in.model, LoadModelConfig(config.model_config));
-  }
-  if (!in.model.is_mla) return ShapeForRank(in.model, 1).status();  // names the model
   LimitValues vllm;
   if (!config.vllm_args.empty()) {
     absl::StatusOr<LimitValues> parsed = ParseVllmArgs(config.vllm_args);
@@ -50,17 +70,28 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
     }
     vllm = *std::move(parsed);
   }
-  ASSIGN_OR_RETURN(in.limits, ResolveLimits(config.explicit_limits, vllm, in.model));
-  absl::StatusOr<Shape> shape = ShapeForRank(in.model, in.limits.tensor_parallel_size);
-  if (!shape.ok() && in.model.is_mla) {
+  ConfigOverrides overrides;
+  if (vllm.hf_overrides.has_value()) {
+    overrides = {vllm.hf_overrides->value, vllm.hf_overrides->origin};
+  }
+  if (config.model_config.empty()) {
+    ASSIGN_OR_RETURN(in.model, ExampleModelConfig(overrides));
+  } else {
+    ASSIGN_OR_RETURN(in.model, LoadModelConfig(config.model_config, overrides));
+  }
+  if (!in.model.is_mla) return ShapeForRank(in.model, 1).status();  // names the model
+  ASSIGN_OR_RETURN(in.archs, ResolveArchs(config, policy, in.arch_note));
+  ASSIGN_OR_RETURN(const BatchDefaults defaults, BatchDefaultsFor(config, in.archs));
+  ASSIGN_OR_RETURN(in.limits, ResolveLimits(config.explicit_limits, vllm, in.model, defaults));
+  absl::StatusOr<Shape> shape = ShapeForRank(in.model, in.limits.tensor_parallel_size,
+                                             in.limits.decode_context_parallel_size);
+  if (!shape.ok()) {
     // Name where tp came from, not just its value.
     return absl::InvalidArgumentError(
         StrCat(shape.status().message(), " (tensor_parallel_size from ",
                in.limits.origins[static_cast<int>(IntLimit::kTensorParallelSize)], ")"));
   }
-  if (!shape.ok()) return shape.status();
   in.shape = *shape;
-  ASSIGN_OR_RETURN(in.archs, ResolveArchs(config, policy, in.arch_note));
   return in;
 }
 

@@ -15,13 +15,13 @@ void PrintHeader(const Inputs& in, const Plan& plan, std::ostream& out) {
       << " launchers, arch " << StrJoin(archs, ",") << "\n";
   out << "limits:\n";
   for (const IntLimitSpec& spec : IntLimitSpecs()) {
-    out << "  " << std::left << std::setw(28) << spec.field << std::setw(10)
+    out << "  " << std::left << std::setw(30) << spec.field << std::setw(10)
         << in.limits.Get(spec.id) << "(" << in.limits.origins[static_cast<int>(spec.id)] << ")\n";
   }
-  out << "  " << std::setw(28) << "kv_cache_dtype" << KvCacheDtypeName(in.limits.kv_cache_dtype)
+  out << "  " << std::setw(30) << "kv_cache_dtype" << KvCacheDtypeName(in.limits.kv_cache_dtype)
       << "\n";
-  out << "  " << std::setw(28) << "graph_only" << (in.limits.graph_only ? "true" : "false") << "\n";
-  out << "  " << std::setw(28) << "decode tokens per step"
+  out << "  " << std::setw(30) << "graph_only" << (in.limits.graph_only ? "true" : "false") << "\n";
+  out << "  " << std::setw(30) << "decode tokens per step"
       << "1.." << in.limits.MaxDecodeTokens() << "\n";
   const ModelConfig& m = in.model;
   const Shape& s = in.shape;
@@ -33,7 +33,12 @@ void PrintHeader(const Inputs& in, const Plan& plan, std::ostream& out) {
   } else {
     out << " (no indexer)";
   }
-  out << "; per rank (tp " << in.limits.tensor_parallel_size << "): Hr=" << s.heads << "\n";
+  out << "; per rank (tp " << in.limits.tensor_parallel_size << "): Hr=" << s.heads;
+  if (s.decode_context_parallel_size > 1) {
+    out << ", sparse_decode Hr x dcp " << s.decode_context_parallel_size << " = "
+        << s.DecodeHeads();
+  }
+  out << "\n";
   if (!in.arch_note.empty()) out << "arch: " << in.arch_note << "\n";
   if (plan.launchers.size() == 1) {
     out << "note: only fp8_bmm applies (the NVFP4 launchers need --kv-cache-dtype nvfp4 and a "

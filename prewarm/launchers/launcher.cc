@@ -39,7 +39,7 @@ Key SparseAttentionKey(std::string_view launcher, const char* field, int64_t val
                        const LaunchContext& ctx) {
   Key key = NewKey(launcher, ctx.arch);
   key.Set(field, value)
-      .Set("heads", ctx.shape.heads)
+      .Set("heads", launcher == "sparse_decode" ? ctx.shape.DecodeHeads() : ctx.shape.heads)
       .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
       .Set("rope_dim", ctx.shape.qk_rope_head_dim)
       .Set("topk", ctx.shape.index_topk);

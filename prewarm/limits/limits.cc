@@ -61,18 +61,31 @@ std::optional<int64_t> ParseSizedInt(std::string_view text) {
 
 }  // namespace
 
+constexpr std::array<KvCacheDtype, 10> kAllKvCacheDtypes = {
+    KvCacheDtype::kAuto,     KvCacheDtype::kFloat16, KvCacheDtype::kBfloat16, KvCacheDtype::kInt8,
+    KvCacheDtype::kFp8,      KvCacheDtype::kFp8E4m3, KvCacheDtype::kFp8E5m2,  KvCacheDtype::kFp8Inc,
+    KvCacheDtype::kFp8DsMla, KvCacheDtype::kNvfp4};
+
 std::string_view KvCacheDtypeName(KvCacheDtype dtype) {
   switch (dtype) {
     case KvCacheDtype::kAuto:
       return "auto";
+    case KvCacheDtype::kFloat16:
+      return "float16";
     case KvCacheDtype::kBfloat16:
       return "bfloat16";
+    case KvCacheDtype::kInt8:
+      return "int8";
     case KvCacheDtype::kFp8:
       return "fp8";
     case KvCacheDtype::kFp8E4m3:
       return "fp8_e4m3";
     case KvCacheDtype::kFp8E5m2:
       return "fp8_e5m2";
+    case KvCacheDtype::kFp8Inc:
+      return "fp8_inc";
+    case KvCacheDtype::kFp8DsMla:
+      return "fp8_ds_mla";
     case KvCacheDtype::kNvfp4:
       return "nvfp4";
   }
@@ -94,6 +107,9 @@ const std::array<IntLimitSpec, kNumIntLimits>& IntLimitSpecs() {
       {IntLimit::kTensorParallelSize, "tensor-parallel-size", "tensor_parallel_size", 1,
        "ranks the heads are split over"},
       {IntLimit::kBlockSize, "block-size", "block_size", 1, "tokens per paged KV block"},
+      {IntLimit::kDecodeContextParallelSize, "decode-context-parallel-size",
+       "decode_context_parallel_size", 1,
+       "ranks a decode's context is split over (MLA decode gathers their query heads)"},
   }};
   return kSpecs;
 }
@@ -115,7 +131,15 @@ absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name
     return absl::InvalidArgumentError(StrCat(origin, ": not a scheduler limit"));
   }
   const std::string rule =
-      StrCat("--", spec->flag, " (", spec->meaning, ") must be an integer >= ", spec->min_value);
+      StrCat("--", spec->flag, " (", spec->meaning, ") must be an integer >= ", spec->min_value,
+             spec->id == IntLimit::kMaxModelLen ? ", auto or -1" : "");
+  // vLLM's max-model-len "auto" and -1: the model's own maximum (vLLM may then pick less to fit
+  // the GPU's memory; the model's maximum covers whatever it picks).
+  if (spec->id == IntLimit::kMaxModelLen &&
+      (StripWhitespace(text) == "auto" || StripWhitespace(text) == "-1")) {
+    values[spec->id] = Sourced<int64_t>{kMaxModelLenAuto, std::string(origin)};
+    return absl::OkStatus();
+  }
   std::optional<int64_t> v = ParseSizedInt(text);
   if (!v.has_value()) {
     return absl::InvalidArgumentError(StrCat(origin, "=", text, ": not an integer; ", rule));
@@ -133,17 +157,29 @@ absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name
 
 absl::Status SetKvCacheDtypeFromText(LimitValues& values, std::string_view text,
                                      std::string_view origin) {
-  for (KvCacheDtype d : {KvCacheDtype::kAuto, KvCacheDtype::kBfloat16, KvCacheDtype::kFp8,
-                         KvCacheDtype::kFp8E4m3, KvCacheDtype::kFp8E5m2, KvCacheDtype::kNvfp4}) {
+  std::vector<std::string_view> names;
+  for (KvCacheDtype d : kAllKvCacheDtypes) {
     if (text == KvCacheDtypeName(d)) {
       values.kv_cache_dtype = Sourced<KvCacheDtype>{d, std::string(origin)};
       return absl::OkStatus();
     }
+    names.push_back(KvCacheDtypeName(d));
   }
   return absl::InvalidArgumentError(
       StrCat(origin, "=", text,
-             ": unknown KV cache dtype; expected one of auto, bfloat16, fp8, fp8_e4m3, "
-             "fp8_e5m2, nvfp4"));
+             ": unknown KV cache dtype; expected one of vLLM's: ", StrJoin(names, ", ")));
+}
+
+BatchDefaults VllmBatchDefaults(bool large_gpu, std::string_view why) {
+  BatchDefaults d;
+  if (large_gpu) {
+    d.max_num_seqs = 1024;
+    d.max_num_batched_tokens = 8192;
+    d.origin = StrCat("default (vLLM's for a GPU of >= 70 GiB that is not an A100: ", why, ")");
+  } else {
+    d.origin = StrCat("default (vLLM's for a GPU under 70 GiB or an A100: ", why, ")");
+  }
+  return d;
 }
 
 int64_t Limits::Get(IntLimit id) const {
@@ -162,6 +198,8 @@ int64_t Limits::Get(IntLimit id) const {
       return tensor_parallel_size;
     case IntLimit::kBlockSize:
       return block_size;
+    case IntLimit::kDecodeContextParallelSize:
+      return decode_context_parallel_size;
   }
   return 0;
 }
@@ -178,14 +216,23 @@ int64_t Limits::MaxStepTokens() const {
 }
 
 absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
-                                     const LimitValues& vllm_values, const ModelConfig& model) {
+                                     const LimitValues& vllm_values, const ModelConfig& model,
+                                     const BatchDefaults& defaults) {
   Limits limits;
   // Built-in defaults (vLLM's), with max_model_len from the model config.
-  std::array<int64_t, kNumIntLimits> value = {256, 8192, model.max_position_embeddings, 0, 512,
-                                              1,   64};
+  std::array<int64_t, kNumIntLimits> value = {defaults.max_num_seqs,
+                                              defaults.max_num_batched_tokens,
+                                              model.max_position_embeddings,
+                                              0,
+                                              512,
+                                              1,
+                                              64,
+                                              1};
   std::array<std::string, kNumIntLimits> origin = {
-      "default", "default", "model config max_position_embeddings", "default", "default",
-      "default", "default"};
+      defaults.origin, defaults.origin, "model config max_position_embeddings",
+      "default",       "default",       "default",
+      "default",       "default"};
+  std::optional<Sourced<bool>> tokens_from_model;
   // Lower precedence first; each later source overrides.
   for (const LimitValues* source : {&vllm_values, &explicit_values}) {
     for (int i = 0; i < kNumIntLimits; ++i) {
@@ -196,6 +243,35 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
     }
     if (source->kv_cache_dtype.has_value()) limits.kv_cache_dtype = source->kv_cache_dtype->value;
     if (source->graph_only.has_value()) limits.graph_only = source->graph_only->value;
+    if (source->speculative_tokens_from_model.has_value() &&
+        !source->ints[static_cast<int>(IntLimit::kNumSpeculativeTokens)].has_value()) {
+      tokens_from_model = source->speculative_tokens_from_model;
+    }
+  }
+  constexpr int kSeqs = static_cast<int>(IntLimit::kMaxNumSeqs);
+  constexpr int kTokens = static_cast<int>(IntLimit::kMaxNumBatchedTokens);
+  constexpr int kLen = static_cast<int>(IntLimit::kMaxModelLen);
+  constexpr int kSpec = static_cast<int>(IntLimit::kNumSpeculativeTokens);
+  // As vLLM: a default max_num_seqs is at most max_num_batched_tokens.
+  if (origin[kSeqs] == defaults.origin && value[kSeqs] > value[kTokens]) {
+    value[kSeqs] = value[kTokens];
+    origin[kSeqs] = StrCat(defaults.origin, ", at most max_num_batched_tokens");
+  }
+  if (value[kLen] == kMaxModelLenAuto) {
+    value[kLen] = model.max_position_embeddings;
+    origin[kLen] = StrCat(origin[kLen], " auto: model config max_position_embeddings");
+  }
+  // An MTP speculative config without a count whose source is above any explicit count.
+  if (tokens_from_model.has_value() && origin[kSpec] == "default") {
+    if (model.num_nextn_predict_layers < 1) {
+      return absl::InvalidArgumentError(
+          StrCat(tokens_from_model->origin,
+                 ": method mtp without num_speculative_tokens takes the count from the model's "
+                 "num_nextn_predict_layers, which ",
+                 model.source, " does not have; add num_speculative_tokens"));
+    }
+    value[kSpec] = model.num_nextn_predict_layers;
+    origin[kSpec] = StrCat(tokens_from_model->origin, ": the model's num_nextn_predict_layers");
   }
   limits.max_num_seqs = value[0];
   limits.max_num_batched_tokens = value[1];
@@ -204,10 +280,18 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   limits.max_cudagraph_capture_size = value[4];
   limits.tensor_parallel_size = value[5];
   limits.block_size = value[6];
+  limits.decode_context_parallel_size = value[7];
   limits.origins = origin;
   if (limits.max_model_len < 1) {
     return absl::InvalidArgumentError(StrCat("max_model_len is ", limits.max_model_len, " (from ",
                                              origin[2], "); --max-model-len must be >= 1"));
+  }
+  // vLLM runs decode context parallelism inside the tensor-parallel group.
+  if (limits.tensor_parallel_size % limits.decode_context_parallel_size != 0) {
+    return absl::InvalidArgumentError(
+        StrCat("--decode-context-parallel-size ", limits.decode_context_parallel_size, " (from ",
+               origin[7], ") must divide --tensor-parallel-size ", limits.tensor_parallel_size,
+               " (from ", origin[5], ")"));
   }
   // "auto" is the model's own dtype: NVFP4 only for the embedded example, whose dtype it is.
   if (limits.kv_cache_dtype == KvCacheDtype::kAuto && model.is_embedded_example) {

@@ -6,10 +6,12 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "prewarm/util/files.h"
 #include "prewarm/util/json.h"
 #include "prewarm/util/shell_split.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
+#include "yaml-cpp/yaml.h"
 
 namespace prewarm {
 namespace {
@@ -19,7 +21,7 @@ using nlohmann::json;
 constexpr std::string_view kOrigin = "--vllm-args ";
 
 // Flags that take a value and that we read. Everything else is skipped.
-enum class Kind { kInt, kKvDtype, kSpeculative, kCompilation };
+enum class Kind { kInt, kKvDtype, kSpeculative, kCompilation, kGraphSizes, kHfOverrides, kConfig };
 struct Known {
   std::string_view name;  // normalized: hyphens, no leading dashes
   Kind kind;
@@ -31,13 +33,19 @@ constexpr Known kKnown[] = {
     {"max-model-len", Kind::kInt, "max-model-len"},
     {"tensor-parallel-size", Kind::kInt, "tensor-parallel-size"},
     {"tp", Kind::kInt, "tensor-parallel-size"},
+    {"decode-context-parallel-size", Kind::kInt, "decode-context-parallel-size"},
+    {"dcp", Kind::kInt, "decode-context-parallel-size"},
     {"block-size", Kind::kInt, "block-size"},
     {"max-cudagraph-capture-size", Kind::kInt, "max-cudagraph-capture-size"},
     {"num-speculative-tokens", Kind::kInt, "num-speculative-tokens"},
     {"kv-cache-dtype", Kind::kKvDtype, ""},
     {"speculative-config", Kind::kSpeculative, ""},
     {"compilation-config", Kind::kCompilation, ""},
+    {"cc", Kind::kCompilation, ""},  // vLLM's short form of --compilation-config
     {"O", Kind::kCompilation, ""},
+    {"cuda-graph-sizes", Kind::kGraphSizes, ""},
+    {"hf-overrides", Kind::kHfOverrides, ""},
+    {"config", Kind::kConfig, ""},
 };
 
 const Known* FindKnown(std::string_view name) {
@@ -64,13 +72,50 @@ std::string JsonScalarText(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// vLLM's MTP methods ("mtp" and the model-specific names it maps to it) take the count from the
+// model when the config has none (vllm/config/speculative.py).
+bool IsMtpMethod(const json& config) {
+  auto it = config.find("method");
+  if (it == config.end() || !it->is_string()) return false;
+  const std::string m = it->get<std::string>();
+  return m == "mtp" || (m.size() > 4 && m.compare(m.size() - 4, 4, "_mtp") == 0);
+}
+
+// A YAML mapping as JSON (the form vLLM's JSON flags take): scalars that read as integers,
+// numbers or booleans become those, others strings.
+json YamlToJson(const YAML::Node& v) {
+  if (v.IsMap()) {
+    json j = json::object();
+    for (const auto& item : v) j[item.first.as<std::string>()] = YamlToJson(item.second);
+    return j;
+  }
+  if (v.IsSequence()) {
+    json j = json::array();
+    for (const auto& e : v) j.push_back(YamlToJson(e));
+    return j;
+  }
+  if (!v.IsScalar()) return nullptr;
+  const std::string& text = v.Scalar();
+  if (text == "true" || text == "True") return true;
+  if (text == "false" || text == "False") return false;
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return !parsed.is_discarded() && parsed.is_number() ? parsed : json(text);
+}
+
 absl::Status ApplySpeculative(LimitValues& out, std::string_view flag, const json& config) {
   auto it = config.find("num_speculative_tokens");
   if (it == config.end() || it->is_null()) {
+    if (IsMtpMethod(config)) {
+      out.speculative_tokens_from_model = Sourced<bool>{true, StrCat(kOrigin, "--", flag)};
+      out[IntLimit::kNumSpeculativeTokens].reset();
+      return absl::OkStatus();
+    }
     return absl::InvalidArgumentError(
         StrCat(kOrigin, "--", flag, " '", config.dump(),
-               "': has no num_speculative_tokens; add it there or pass --num-speculative-tokens"));
+               "': has no num_speculative_tokens (only method mtp takes it from the model); add "
+               "it there or pass --num-speculative-tokens"));
   }
+  out.speculative_tokens_from_model.reset();
   return SetIntLimitFromText(out, "num-speculative-tokens", JsonScalarText(*it),
                              StrCat(kOrigin, "--", flag, " num_speculative_tokens"));
 }
@@ -114,20 +159,97 @@ absl::Status Apply(LimitValues& out, const Known& known, std::string_view shown_
       ASSIGN_OR_RETURN(json j, ParseJsonArg(known.name, value));
       return ApplyCompilation(out, known.name, j);
     }
+    case Kind::kHfOverrides: {
+      ASSIGN_OR_RETURN(json j, ParseJsonArg(known.name, value));
+      out.hf_overrides = Sourced<std::string>{j.dump(), StrCat(kOrigin, shown_flag)};
+      return absl::OkStatus();
+    }
+    case Kind::kGraphSizes:
+    case Kind::kConfig:
+      break;  // read by ParseWords: they take several words or a file
   }
   return absl::OkStatus();
 }
 
+// --cuda-graph-sizes N [N ...] (or one JSON list): vLLM captures these batch sizes (one value N
+// means 1, 2, 4 and the multiples of 8 up to N); the largest is the capture size. Consumes the
+// integer words after the flag.
+absl::Status ApplyGraphSizes(LimitValues& out, std::string_view shown_flag,
+                             const std::vector<std::string>& values) {
+  int64_t largest = 0;
+  for (const std::string& v : values) {
+    std::string_view text = v;
+    while (!text.empty() && (text.front() == '[' || text.front() == ',')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ']' || text.back() == ',')) text.remove_suffix(1);
+    for (std::string_view part : StrSplit(text, ',')) {
+      const std::optional<int64_t> n = ParseInt64(StripWhitespace(part));
+      if (!n.has_value() || *n < 1) {
+        return absl::InvalidArgumentError(
+            StrCat(kOrigin, shown_flag, " ", StrJoin(values, " "), ": expected positive integers"));
+      }
+      largest = std::max(largest, *n);
+    }
+  }
+  if (largest == 0) {
+    return absl::InvalidArgumentError(StrCat(kOrigin, shown_flag, ": the flag has no value"));
+  }
+  return SetIntLimitFromText(out, "max-cudagraph-capture-size", StrCat(largest),
+                             StrCat(kOrigin, shown_flag));
+}
+
+// vLLM's --config FILE (YAML): each key is a flag, read as if it came before the command line
+// (whose flags win). A scalar is its value, true a bare flag (false none), a list several
+// words, a mapping its JSON.
+absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path) {
+  const std::string origin = StrCat(kOrigin, "--config ", path);
+  if (absl::Status ok = CheckInputFile(origin, path, int64_t{16} << 20); !ok.ok()) return ok;
+  std::vector<std::string> words;
+  try {
+    const YAML::Node root = YAML::LoadFile(path);
+    if (root.IsNull()) return words;
+    if (!root.IsMap()) {
+      return absl::InvalidArgumentError(
+          StrCat(origin, ": expected a YAML mapping of flag names to values"));
+    }
+    for (const auto& item : root) {
+      const std::string key = item.first.as<std::string>();
+      const YAML::Node& v = item.second;
+      if (v.IsScalar()) {
+        const std::string text = v.Scalar();
+        if (text == "true" || text == "True") {
+          words.push_back("--" + key);
+        } else if (text != "false" && text != "False") {
+          words.push_back("--" + key);
+          words.push_back(text);
+        }
+      } else if (v.IsSequence()) {
+        words.push_back("--" + key);
+        for (const auto& e : v) {
+          if (!e.IsScalar()) {
+            return absl::InvalidArgumentError(
+                StrCat(origin, ": ", key, ": expected a list of scalars"));
+          }
+          words.push_back(e.Scalar());
+        }
+      } else if (v.IsMap()) {
+        words.push_back("--" + key);
+        words.push_back(YamlToJson(v).dump());
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(StrCat(origin, ": ", e.what()));
+  }
+  return words;
+}
+
 }  // namespace
 
-absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
-  absl::StatusOr<std::vector<std::string>> words = ShellSplit(command_line);
-  if (!words.ok()) {
-    return absl::InvalidArgumentError(
-        StrCat("--vllm-args \"", command_line, "\": ", words.status().message()));
-  }
-  LimitValues out;
-  const std::vector<std::string>& w = *words;
+namespace {
+
+// Reads the words of a command line (or of a --config file) into `out`; `config_file` receives
+// the path of a --config flag (read by the caller).
+absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
+                        std::string* config_file) {
   for (size_t i = 0; i < w.size(); ++i) {
     const std::string& word = w[i];
     if (word.size() < 2 || word[0] != '-') continue;  // positional: vllm, serve, the model
@@ -151,6 +273,14 @@ absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
     }
     const Known* known = FindKnown(name);
     if (known == nullptr) continue;  // a flag prewarm does not use (--port 8000)
+    const std::string shown = word.substr(0, word.find('='));
+    if (known->kind == Kind::kGraphSizes) {  // one or more values
+      std::vector<std::string> values;
+      if (inline_value.has_value()) values.push_back(*inline_value);
+      while (i + 1 < w.size() && !w[i + 1].empty() && w[i + 1][0] != '-') values.push_back(w[++i]);
+      RETURN_IF_ERROR(ApplyGraphSizes(out, shown, values));
+      continue;
+    }
     std::string value;
     if (inline_value.has_value()) {
       value = *inline_value;
@@ -159,14 +289,34 @@ absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
     } else {
       return absl::InvalidArgumentError(StrCat(kOrigin, word, ": the flag has no value"));
     }
+    if (known->kind == Kind::kConfig) {
+      if (config_file == nullptr) {
+        return absl::InvalidArgumentError(
+            StrCat(kOrigin, "--config ", value, ": a config file cannot name another"));
+      }
+      *config_file = value;
+      continue;
+    }
     if (!sub_key.empty()) {
       if (known->kind != Kind::kSpeculative && known->kind != Kind::kCompilation) continue;
-      // Other speculative fields (method, model) do not change any key.
-      if (known->kind == Kind::kSpeculative && sub_key != "num_speculative_tokens") continue;
+      // Other speculative fields (model, draft settings) do not change any key; method does.
+      if (known->kind == Kind::kSpeculative && sub_key != "num_speculative_tokens" &&
+          sub_key != "method") {
+        continue;
+      }
       if (absl::Status depth = CheckJsonDepth(value); !depth.ok()) {
         return absl::InvalidArgumentError(StrCat(kOrigin, word, ": ", depth.message()));
       }
       json parsed = json::parse(value, nullptr, /*allow_exceptions=*/false);
+      if (known->kind == Kind::kSpeculative && sub_key == "method") {
+        // Dotted method alone: an MTP method with no count so far takes the model's.
+        json config = json::object();
+        config["method"] = parsed.is_discarded() ? json(value) : parsed;
+        if (IsMtpMethod(config) && !out[IntLimit::kNumSpeculativeTokens].has_value()) {
+          out.speculative_tokens_from_model = Sourced<bool>{true, StrCat(kOrigin, shown)};
+        }
+        continue;
+      }
       json config = json::object();
       config[sub_key] = parsed.is_discarded() ? json(value) : parsed;
       RETURN_IF_ERROR(known->kind == Kind::kSpeculative
@@ -174,9 +324,62 @@ absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
                           : ApplyCompilation(out, known->name, config));
       continue;
     }
-    RETURN_IF_ERROR(Apply(out, *known, word.substr(0, word.find('=')), value));
+    RETURN_IF_ERROR(Apply(out, *known, shown, value));
   }
-  return out;
+  return absl::OkStatus();
+}
+
+// `base` with every value `over` sets replaced by it.
+LimitValues Overlay(LimitValues base, const LimitValues& over) {
+  for (int i = 0; i < kNumIntLimits; ++i) {
+    if (over.ints[i].has_value()) base.ints[i] = over.ints[i];
+  }
+  if (over.kv_cache_dtype.has_value()) base.kv_cache_dtype = over.kv_cache_dtype;
+  if (over.graph_only.has_value()) base.graph_only = over.graph_only;
+  if (over.hf_overrides.has_value()) base.hf_overrides = over.hf_overrides;
+  if (over[IntLimit::kNumSpeculativeTokens].has_value()) base.speculative_tokens_from_model.reset();
+  if (over.speculative_tokens_from_model.has_value()) {
+    base.speculative_tokens_from_model = over.speculative_tokens_from_model;
+    base[IntLimit::kNumSpeculativeTokens].reset();
+  }
+  return base;
+}
+
+// Origins "--vllm-args --flag" of values read from a config file become
+// "--vllm-args --config PATH: --flag".
+void MarkConfigOrigins(LimitValues& v, const std::string& path) {
+  const std::string from = StrCat(kOrigin, "--config ", path, ": ");
+  auto mark = [&](std::string& origin) {
+    if (origin.rfind(kOrigin, 0) == 0) origin = from + origin.substr(kOrigin.size());
+  };
+  for (auto& i : v.ints) {
+    if (i.has_value()) mark(i->origin);
+  }
+  if (v.kv_cache_dtype.has_value()) mark(v.kv_cache_dtype->origin);
+  if (v.hf_overrides.has_value()) mark(v.hf_overrides->origin);
+  if (v.speculative_tokens_from_model.has_value()) mark(v.speculative_tokens_from_model->origin);
+}
+
+}  // namespace
+
+absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
+  absl::StatusOr<std::vector<std::string>> words = ShellSplit(command_line);
+  if (!words.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("--vllm-args \"", command_line, "\": ", words.status().message()));
+  }
+  LimitValues line;
+  std::string config_file;
+  RETURN_IF_ERROR(ParseWords(*words, line, &config_file));
+  if (config_file.empty()) return line;
+  // The config file's flags first, the command line's over them (vLLM's precedence).
+  ASSIGN_OR_RETURN(const std::vector<std::string> file_words, ConfigFileWords(config_file));
+  LimitValues from_file;
+  if (absl::Status s = ParseWords(file_words, from_file, nullptr); !s.ok()) {
+    return absl::InvalidArgumentError(StrCat(kOrigin, "--config ", config_file, ": ", s.message()));
+  }
+  MarkConfigOrigins(from_file, config_file);
+  return Overlay(std::move(from_file), line);
 }
 
 }  // namespace prewarm

@@ -1,13 +1,22 @@
 // Reads scheduler limits from a vLLM serve command line, so the prewarmer and the server are
 // started from the same words and cannot drift.
 //
-// Understood: --max-num-seqs, --max-num-batched-tokens, --max-model-len, -tp /
-// --tensor-parallel-size, --block-size, --kv-cache-dtype, --max-cudagraph-capture-size,
-// --num-speculative-tokens, --speculative-config JSON, -O / --compilation-config JSON
-// (max_cudagraph_capture_size, else the largest of cudagraph_capture_sizes), the dotted forms
-// (--speculative-config.num_speculative_tokens=3, -O.max_cudagraph_capture_size=256), both
-// "--flag value" and "--flag=value", and underscores for hyphens. Every other flag and every
-// positional word (vllm, serve, the model) is ignored. -O3 / -O 3 (an optimization level) too.
+// Understood (each checked against vLLM's vllm/engine/arg_utils.py and vllm/config/):
+//   --max-num-seqs, --max-num-batched-tokens, --max-model-len (also auto and -1: the model's
+//   maximum), -tp / --tensor-parallel-size, -dcp / --decode-context-parallel-size, --block-size,
+//   --kv-cache-dtype (every value of vLLM's CacheDType), --max-cudagraph-capture-size,
+//   --num-speculative-tokens, --speculative-config JSON (method mtp without
+//   num_speculative_tokens: the model's num_nextn_predict_layers), -O / -cc /
+//   --compilation-config JSON (max_cudagraph_capture_size, else the largest of
+//   cudagraph_capture_sizes), --cuda-graph-sizes N [N ...] (the largest), --hf-overrides JSON
+//   (merged into the model config by the caller), --config FILE (vLLM's YAML: its flags come
+//   first, the command line's win);
+//   the dotted forms (--speculative-config.num_speculative_tokens=3,
+//   -O.max_cudagraph_capture_size=256), both "--flag value" and "--flag=value", and underscores for
+//   hyphens. Every other flag and every positional word (vllm, serve, the model) is ignored: -dp,
+//   -pp and
+//   --enable-expert-parallel do not change the per-rank shape. -O3 / -O 3 (an optimization
+//   level) too.
 #ifndef PREWARM_LIMITS_VLLM_ARGS_H_
 #define PREWARM_LIMITS_VLLM_ARGS_H_
 

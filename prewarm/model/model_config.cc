@@ -1,5 +1,6 @@
 #include "prewarm/model/model_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -44,15 +45,36 @@ absl::StatusOr<int64_t> PositiveInt(const json& j, std::string_view field,
   return it->get<int64_t>();
 }
 
+// `over` merged into `base`: objects key by key, everything else replaced.
+void MergeInto(json& base, const json& over) {
+  if (!base.is_object() || !over.is_object()) {
+    base = over;
+    return;
+  }
+  for (auto it = over.begin(); it != over.end(); ++it) MergeInto(base[it.key()], it.value());
+}
+
 }  // namespace
 
-absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_view origin) {
+absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_view origin,
+                                             const ConfigOverrides& overrides) {
   absl::StatusOr<json> parsed = ParseJson(json_text);
   if (!parsed.ok())
     return absl::InvalidArgumentError(StrCat(origin, ": ", parsed.status().message()));
   json root = std::move(*parsed);
   if (!root.is_object()) {
     return absl::InvalidArgumentError(StrCat(origin, ": expected a JSON object"));
+  }
+  std::string shown_origin(origin);
+  if (!overrides.json_text.empty()) {
+    absl::StatusOr<json> over = ParseJson(overrides.json_text);
+    if (!over.ok() || !over->is_object()) {
+      return absl::InvalidArgumentError(
+          StrCat(overrides.origin, " ", overrides.json_text, ": expected a JSON object"));
+    }
+    MergeInto(root, *over);
+    shown_origin = StrCat(origin, " with ", overrides.origin);
+    origin = shown_origin;
   }
   const json* j = &root;
   if (!root.contains("kv_lora_rank") && root.contains("text_config") &&
@@ -81,6 +103,13 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
            {"max_position_embeddings", &m.max_position_embeddings}}) {
     if (absl::Status s = get(field, *out); !s.ok()) return s;
   }
+  if (j->contains("num_nextn_predict_layers") && !(*j)["num_nextn_predict_layers"].is_null() &&
+      !((*j)["num_nextn_predict_layers"].is_number_integer() &&
+        (*j)["num_nextn_predict_layers"].get<int64_t>() == 0)) {
+    if (absl::Status s = get("num_nextn_predict_layers", m.num_nextn_predict_layers); !s.ok()) {
+      return s;
+    }
+  }
   m.has_indexer = j->contains("index_n_heads") && !(*j)["index_n_heads"].is_null();
   if (m.has_indexer) {
     for (auto [field, out] : std::initializer_list<std::pair<std::string_view, int64_t*>>{
@@ -93,7 +122,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
   return m;
 }
 
-absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path,
+                                            const ConfigOverrides& overrides) {
   // A HuggingFace config.json is a few KB; 16 MB is far past any.
   if (absl::Status ok = CheckInputFile("--model-config", path, int64_t{16} << 20); !ok.ok())
     return ok;
@@ -106,29 +136,29 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
   if (in.bad()) {
     return absl::InvalidArgumentError(StrCat("--model-config ", path, ": read error"));
   }
-  return ParseModelConfig(ss.str(), path);
+  return ParseModelConfig(ss.str(), path, overrides);
 }
 
-ModelConfig ExampleModelConfig() {
-  ModelConfig m;
-  m.name = "example (MiniMax-M3-like)";
-  m.source = "embedded example";
-  m.is_mla = true;
-  m.num_heads = 64;
-  m.kv_lora_rank = 512;
-  m.qk_nope_head_dim = 128;
-  m.qk_rope_head_dim = 64;
-  m.v_head_dim = 128;
-  m.has_indexer = true;
-  m.index_n_heads = 4;
-  m.index_head_dim = 128;
-  m.index_topk = 2048;
-  m.max_position_embeddings = 32768;
-  m.is_embedded_example = true;
+// The embedded example as a config.json, so --hf-overrides applies to it as to a file.
+constexpr std::string_view kExampleConfig = R"json({
+  "model_type": "example (MiniMax-M3-like)",
+  "num_attention_heads": 64, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+  "qk_rope_head_dim": 64, "v_head_dim": 128,
+  "index_n_heads": 4, "index_head_dim": 128, "index_topk": 2048,
+  "max_position_embeddings": 32768
+})json";
+
+absl::StatusOr<ModelConfig> ExampleModelConfig(const ConfigOverrides& overrides) {
+  absl::StatusOr<ModelConfig> m = ParseModelConfig(kExampleConfig, "embedded example", overrides);
+  if (!m.ok()) return m.status();
+  m->is_embedded_example = true;
   return m;
 }
 
-absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_parallel_size) {
+ModelConfig ExampleModelConfig() { return *ExampleModelConfig(ConfigOverrides{}); }
+
+absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_parallel_size,
+                                   int64_t decode_context_parallel_size) {
   if (!model.is_mla) {
     return absl::InvalidArgumentError(
         StrCat("model ", model.source, " (", model.name,
@@ -141,6 +171,7 @@ absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_para
   }
   Shape s;
   s.heads = model.num_heads / tensor_parallel_size;
+  s.decode_context_parallel_size = std::max<int64_t>(1, decode_context_parallel_size);
   s.kv_lora_rank = model.kv_lora_rank;
   s.qk_nope_head_dim = model.qk_nope_head_dim;
   s.qk_rope_head_dim = model.qk_rope_head_dim;

@@ -28,9 +28,11 @@ absl::StatusOr<std::unique_ptr<KernelCache>> KernelCache::Open(const RuntimeOpti
                                       StrCat(options.tensor_parallel_size),
                                       "tensor_parallel_size"));
   RETURN_IF_ERROR(SetKvCacheDtypeFromText(values, options.kv_cache_dtype, "kv_cache_dtype"));
-  ASSIGN_OR_RETURN(kc->limits_, ResolveLimits(values, {}, kc->model_));
-  ASSIGN_OR_RETURN(kc->shape_, ShapeForRank(kc->model_, options.tensor_parallel_size));
   ASSIGN_OR_RETURN(kc->arch_, ParseArch(options.arch));
+  ASSIGN_OR_RETURN(kc->limits_,
+                   ResolveLimits(values, {}, kc->model_,
+                                 VllmBatchDefaults(LargeMemoryGpuArch(kc->arch_), kc->arch_.name)));
+  ASSIGN_OR_RETURN(kc->shape_, ShapeForRank(kc->model_, options.tensor_parallel_size));
   ASSIGN_OR_RETURN(kc->toolchain_, OpenToolchain(kc->arch_.platform));
   kc->store_ = std::make_unique<CacheStore>(options.cache_dir);
   return kc;

@@ -32,6 +32,11 @@ int SharedMemoryKib(const Arch& arch) {
   return 99;
 }
 
+bool LargeMemoryGpuArch(const Arch& arch) {
+  return arch.name == "gfx942" || arch.name == "gfx950" || arch.name == "sm_90" ||
+         arch.name == "sm_100" || arch.name == "sm_120";
+}
+
 int WarpWidth(const Arch& arch) {
   return arch.platform == Platform::kAmd && arch.name.starts_with("gfx9") ? 64 : 32;
 }

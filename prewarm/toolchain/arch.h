@@ -29,6 +29,15 @@ absl::StatusOr<Arch> ParseArch(std::string_view name);
 // NVIDIA sm_80 163, sm_86, sm_89 and sm_120 99, sm_90 and sm_100 227. Every kernel compile gets it
 // as -DPW_LDS_KIB, and the launch code sizes blocks from the same number.
 int SharedMemoryKib(const Arch& arch);
+// Whether the arch's data-center GPUs have at least 70 GiB of memory and are not an A100: the
+// class vLLM gives its large batch defaults (limits.h, VllmBatchDefaults). Large: gfx942
+// (MI300X 192 GB, MI325X 256 GB), gfx950 (MI350X, MI355X 288 GB), sm_90 (H100 80 GB, H200
+// 141 GB), sm_100 (B200 180 GB) and sm_120 (RTX PRO 6000 96 GB; a 32 GB RTX 5090 needs
+// --gpu-memory-gib). Not: gfx908 (MI100 32 GB), gfx90a (MI210 64 GB; an MI250X is two 64 GB
+// devices), the Radeon archs gfx1030/gfx1100/gfx1200/gfx1201 (at most 48 GB), sm_80 (A100:
+// vLLM excludes it by name even at 80 GB), sm_86 and sm_89 (at most 48 GB).
+bool LargeMemoryGpuArch(const Arch& arch);
+
 // The warp or wavefront width kernels are compiled for: 32 on NVIDIA and on AMD RDNA (gfx10 and
 // later, hipRTC's default wave32), 64 on AMD CDNA (gfx9: gfx908, gfx90a, gfx942, gfx950).
 int WarpWidth(const Arch& arch);

@@ -18,6 +18,10 @@ absl::StatusOr<std::vector<std::string>> ShellSplit(std::string_view line) {
       ++i;
       continue;
     }
+    if (c == '\\' && i + 1 < line.size() && line[i + 1] == '\n') {  // a line continuation
+      i += 2;
+      continue;
+    }
     in_word = true;
     if (c == '\'') {
       const size_t end = line.find('\'', i + 1);

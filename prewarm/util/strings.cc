@@ -1,5 +1,6 @@
 #include "prewarm/util/strings.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace prewarm {
@@ -40,6 +41,15 @@ std::string ReplaceAll(std::string_view text, char from, char to) {
     if (c == from) c = to;
   }
   return out;
+}
+
+std::optional<double> ParseDouble(std::string_view text) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
 }
 
 std::optional<int64_t> ParseInt64(std::string_view text) {

@@ -67,6 +67,8 @@ std::string_view StripWhitespace(std::string_view text);
 std::string ReplaceAll(std::string_view text, char from, char to);
 // A base-10 int64 with no sign other than '-', no spaces; nullopt otherwise.
 std::optional<int64_t> ParseInt64(std::string_view text);
+// A finite decimal number ("192", "79.5"), the whole text; nullopt otherwise.
+std::optional<double> ParseDouble(std::string_view text);
 inline std::string_view ToStd(absl::string_view s) { return {s.data(), s.size()}; }
 
 }  // namespace prewarm

@@ -25,7 +25,7 @@ class FillTest : public ::testing::Test {
     toolchain_ = *std::move(tc);
     const ModelConfig model = ExampleModelConfig();
     const Shape shape = *ShapeForRank(model, 1);
-    Limits limits = *ResolveLimits({}, {}, model);
+    Limits limits = *ResolveLimits({}, {}, model, VllmBatchDefaults(false, arch_.name));
     limits.max_num_seqs = 4;  // 4 row counts x 2 gemms = 8 keys
     const std::string mk = *ManagerKey(*toolchain_, arch_, "fp8_bmm");
     for (const PlannedKey& pk : FindLauncher("fp8_bmm")->Enumerate(limits, {shape, arch_, {}})) {

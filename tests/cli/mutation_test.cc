@@ -27,7 +27,8 @@ TEST(MutationTest, RandomTracesFindADroppedBreakpoint) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
 
   // 40 random in-range steps of the embedded example's limits (the seed test's count).
-  const Limits limits = *ResolveLimits({}, {}, ExampleModelConfig());
+  const Limits limits =
+      *ResolveLimits({}, {}, ExampleModelConfig(), VllmBatchDefaults(false, "gfx90a"));
   testing::StepGenerator gen(limits, 7);
   std::string trace;
   for (int i = 0; i < 40; ++i) trace += StepToJson(gen.Next()).dump() + "\n";

@@ -24,10 +24,10 @@ TEST(PlanCommandTest, DefaultTableNamesLimitsShapeAndArchFallback) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   const std::string& out = r.stdout_text;
   for (const char* s :
-       {"prewarm plan: 63 keys, 8 launchers, arch gfx942", "max_num_seqs",
-        "(model config max_position_embeddings)", "kv_cache_dtype              nvfp4",
+       {"prewarm plan: 67 keys, 8 launchers, arch gfx942", "max_num_seqs",
+        "(model config max_position_embeddings)", "kv_cache_dtype                nvfp4",
         "H=64 L=512 Dn=128 Dr=64 Dv=128 Hi=4 Di=128 Ktop=2048", "--arch auto planned for gfx942",
-        "fp8_bmm             40", "sparse_decode (5 keys)",
+        "fp8_bmm             44", "sparse_decode (5 keys)",
         "witness: 1 prefill (q 33, ctx 32768)"}) {
     EXPECT_NE(out.find(s), std::string::npos) << "missing '" << s << "' in:\n" << out;
   }
@@ -53,7 +53,7 @@ TEST(PlanCommandTest, ThePlanAtEveryCapIsBounded) {
 TEST(PlanCommandTest, JsonHasTheSchemaAndCountsAgree) {
   nlohmann::json j = PlanJson({"--arch", "gfx950,gfx942"});
   EXPECT_EQ(j["arch"], nlohmann::json::array({"gfx950", "gfx942"}));
-  EXPECT_EQ(j["total_keys"], 126);
+  EXPECT_EQ(j["total_keys"], 134);
   EXPECT_EQ(j["launchers"].size(), 8u);
   EXPECT_EQ(j["limits"]["kv_cache_dtype"], "nvfp4");
   EXPECT_EQ(j["shape"]["heads_per_rank"], 64);

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
-#include <set>
 
 #include "common/bf16.h"
 #include "common/fp8.h"
@@ -483,25 +482,11 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   ASSERT_TRUE(tc.ok()) << tc.status();
   ASSERT_TRUE((*tc)->CheckArch(arch_).ok()) << (*tc)->CheckArch(arch_);
   const ModelConfig model = ExampleModelConfig();
-  const Limits limits = *ResolveLimits({}, {}, model);
+  // vLLM's defaults on this GPU (on an H200: 1024 sequences, which reach fp8_bmm's block_m 128).
+  const Limits limits =
+      *ResolveLimits({}, {}, model, VllmBatchDefaults(LargeMemoryGpuArch(arch_), arch_.name));
   const Shape shape = *ShapeForRank(model, 1);
-  Plan plan = BuildPlan(limits, model, shape, {arch_});
-  // Plus the fp8_bmm keys of 1024 sequences a step (vLLM's default on large GPUs): block_m 128,
-  // several tiles a block, which the example's limits do not reach.
-  LimitValues large;
-  ASSERT_TRUE(SetIntLimitFromText(large, "max-num-seqs", "1024", "test").ok());
-  const Plan large_plan = BuildPlan(*ResolveLimits(large, {}, model), model, shape, {arch_});
-  for (LauncherPlan& lp : plan.launchers) {
-    if (lp.name != "fp8_bmm") continue;
-    std::set<std::string> have;
-    for (const PlannedKey& pk : lp.keys) have.insert(pk.key.String());
-    for (const LauncherPlan& more : large_plan.launchers) {
-      if (more.name != lp.name) continue;
-      for (const PlannedKey& pk : more.keys) {
-        if (have.insert(pk.key.String()).second) lp.keys.push_back(pk);
-      }
-    }
-  }
+  const Plan plan = BuildPlan(limits, model, shape, {arch_});
 
   // Compile every variant through the worker pool into a fresh cache.
   testing::TempDir dir;
@@ -580,7 +565,8 @@ TEST_F(GpuCheckTest, TheStrictRuntimeServesRandomStepsWithoutMissesAndMatchesRef
   ASSERT_TRUE(SetIntLimitFromText(values, "max-num-seqs", "16", "test").ok());
   ASSERT_TRUE(SetIntLimitFromText(values, "max-num-batched-tokens", "4096", "test").ok());
   ASSERT_TRUE(SetIntLimitFromText(values, "num-speculative-tokens", "1", "test").ok());
-  const Limits limits = *ResolveLimits(values, {}, ExampleModelConfig());
+  const Limits limits = *ResolveLimits(values, {}, ExampleModelConfig(),
+                                       VllmBatchDefaults(LargeMemoryGpuArch(arch_), arch_.name));
   testing::StepGenerator gen(limits, 4242);
   std::map<std::string, int> launches;
   std::map<std::string, double> worst;

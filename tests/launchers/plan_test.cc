@@ -6,7 +6,10 @@
 namespace prewarm {
 namespace {
 
-Limits Defaults(const ModelConfig& model) { return *ResolveLimits({}, {}, model); }
+// vLLM's defaults on gfx942 (MI300X: 1024 sequences, 8192 tokens), the arch these tests plan for.
+Limits Defaults(const ModelConfig& model) {
+  return *ResolveLimits({}, {}, model, VllmBatchDefaults(true, "gfx942"));
+}
 
 size_t KeysOf(const Plan& plan, const std::string& launcher) {
   for (const LauncherPlan& lp : plan.launchers) {
@@ -22,7 +25,7 @@ TEST(PlanTest, ExampleCoversAllEightLaunchers) {
   ASSERT_EQ(p.launchers.size(), 8u);
   EXPECT_EQ(p.launchers[0].name, "fp8_bmm");
   EXPECT_EQ(p.launchers[7].name, "sparse_decode");
-  EXPECT_EQ(KeysOf(p, "fp8_bmm"), 40u);  // R <= 256: 16 exact + 2 + 2, per gemm
+  EXPECT_EQ(KeysOf(p, "fp8_bmm"), 44u);  // R <= 1024: 16 exact + 2 + 2 + 2, per gemm
   EXPECT_EQ(KeysOf(p, "norm_rope_insert"), 2u);
   EXPECT_EQ(KeysOf(p, "index_prefill"), 2u);
   EXPECT_EQ(KeysOf(p, "topk_prefill"), 3u);  // Lmax 32768: 1, 2, 4 strips
@@ -59,7 +62,7 @@ TEST(PlanTest, JsonFollowsTheSchema) {
     EXPECT_TRUE(j.contains(field)) << field;
   }
   EXPECT_EQ(j["arch"], nlohmann::json::array({"gfx90a"}));
-  EXPECT_EQ(j["limits"]["max_num_seqs"], 256);
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 1024);
   EXPECT_EQ(j["shape"]["kv_lora_rank"], 512);
   size_t total = 0;
   for (const auto& l : j["launchers"]) {

@@ -5,11 +5,15 @@
 namespace prewarm {
 namespace {
 
+const BatchDefaults kLarge = VllmBatchDefaults(true, "gfx942");
+const BatchDefaults kSmall = VllmBatchDefaults(false, "gfx90a");
+
 TEST(LimitsTest, DefaultsAreVllmsAndMaxModelLenComesFromTheModel) {
-  auto l = ResolveLimits({}, {}, ExampleModelConfig());
+  auto l = ResolveLimits({}, {}, ExampleModelConfig(), kLarge);
   ASSERT_TRUE(l.ok()) << l.status();
-  EXPECT_EQ(l->max_num_seqs, 256);
+  EXPECT_EQ(l->max_num_seqs, 1024);
   EXPECT_EQ(l->max_num_batched_tokens, 8192);
+  EXPECT_EQ(l->decode_context_parallel_size, 1);
   EXPECT_EQ(l->max_model_len, 32768);
   EXPECT_EQ(l->num_speculative_tokens, 0);
   EXPECT_EQ(l->max_cudagraph_capture_size, 512);
@@ -19,12 +23,111 @@ TEST(LimitsTest, DefaultsAreVllmsAndMaxModelLenComesFromTheModel) {
   EXPECT_FALSE(l->graph_only);
   EXPECT_EQ(l->origins[static_cast<int>(IntLimit::kMaxModelLen)],
             "model config max_position_embeddings");
+  EXPECT_EQ(l->origins[static_cast<int>(IntLimit::kMaxNumSeqs)],
+            "default (vLLM's for a GPU of >= 70 GiB that is not an A100: gfx942)");
+}
+
+// vllm/engine/arg_utils.py, get_batch_defaults: under 70 GiB (or an A100) 256 and 2048; the
+// default max_num_seqs is at most max_num_batched_tokens.
+TEST(LimitsTest, SmallGpuDefaultsAndTheSequenceClamp) {
+  auto l = ResolveLimits({}, {}, ExampleModelConfig(), kSmall);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->max_num_seqs, 256);
+  EXPECT_EQ(l->max_num_batched_tokens, 2048);
+  LimitValues v;
+  ASSERT_TRUE(
+      SetIntLimitFromText(v, "max-num-batched-tokens", "512", "--max-num-batched-tokens").ok());
+  l = ResolveLimits(v, {}, ExampleModelConfig(), kLarge);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->max_num_seqs, 512);
+  EXPECT_NE(
+      l->origins[static_cast<int>(IntLimit::kMaxNumSeqs)].find("at most max_num_batched_tokens"),
+      std::string::npos);
+  // An explicit max_num_seqs is not clamped (vLLM rejects it; the plan covers it).
+  ASSERT_TRUE(SetIntLimitFromText(v, "max-num-seqs", "600", "--max-num-seqs").ok());
+  l = ResolveLimits(v, {}, ExampleModelConfig(), kLarge);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->max_num_seqs, 600);
+}
+
+TEST(LimitsTest, MaxModelLenAutoIsTheModelsMaximum) {
+  for (const char* text : {"auto", "-1"}) {
+    LimitValues v;
+    ASSERT_TRUE(SetIntLimitFromText(v, "max-model-len", text, "--max-model-len").ok()) << text;
+    auto l = ResolveLimits(v, {}, ExampleModelConfig(), kLarge);
+    ASSERT_TRUE(l.ok()) << l.status();
+    EXPECT_EQ(l->max_model_len, 32768) << text;
+    EXPECT_EQ(l->origins[static_cast<int>(IntLimit::kMaxModelLen)],
+              "--max-model-len auto: model config max_position_embeddings");
+  }
+  LimitValues v;
+  const absl::Status bad = SetIntLimitFromText(v, "max-model-len", "-2", "--max-model-len");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("auto or -1"), std::string::npos) << bad;
+}
+
+TEST(LimitsTest, MtpWithoutACountTakesTheModelsPredictLayers) {
+  LimitValues vllm;
+  vllm.speculative_tokens_from_model = Sourced<bool>{true, "--vllm-args --speculative-config"};
+  ModelConfig m = ExampleModelConfig();
+  m.num_nextn_predict_layers = 1;
+  auto l = ResolveLimits({}, vllm, m, kLarge);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->num_speculative_tokens, 1);
+  EXPECT_EQ(l->origins[static_cast<int>(IntLimit::kNumSpeculativeTokens)],
+            "--vllm-args --speculative-config: the model's num_nextn_predict_layers");
+  // An explicit count wins over the model's.
+  LimitValues flags;
+  ASSERT_TRUE(
+      SetIntLimitFromText(flags, "num-speculative-tokens", "3", "--num-speculative-tokens").ok());
+  l = ResolveLimits(flags, vllm, m, kLarge);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->num_speculative_tokens, 3);
+  // A model without MTP layers: exit 2 naming the flag and the field.
+  m.num_nextn_predict_layers = 0;
+  l = ResolveLimits({}, vllm, m, kLarge);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(l.status().message().find("num_nextn_predict_layers"), std::string::npos);
+  EXPECT_NE(l.status().message().find("--speculative-config"), std::string::npos);
+}
+
+TEST(LimitsTest, DecodeContextParallelMustDivideTensorParallel) {
+  LimitValues v;
+  ASSERT_TRUE(SetIntLimitFromText(v, "tensor-parallel-size", "8", "-tp").ok());
+  ASSERT_TRUE(SetIntLimitFromText(v, "decode-context-parallel-size", "3", "-dcp").ok());
+  auto l = ResolveLimits(v, {}, ExampleModelConfig(), kLarge);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("--decode-context-parallel-size 3 (from -dcp) must divide "
+                                      "--tensor-parallel-size 8 (from -tp)"),
+            std::string::npos)
+      << l.status();
+  ASSERT_TRUE(SetIntLimitFromText(v, "decode-context-parallel-size", "4", "-dcp").ok());
+  l = ResolveLimits(v, {}, ExampleModelConfig(), kLarge);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const Shape s = *ShapeForRank(ExampleModelConfig(), 8, 4);
+  EXPECT_EQ(s.heads, 8);
+  EXPECT_EQ(s.DecodeHeads(), 32);
+}
+
+TEST(LimitsTest, EveryVllmKvCacheDtypeIsAccepted) {
+  for (const char* d : {"auto", "float16", "bfloat16", "int8", "fp8", "fp8_e4m3", "fp8_e5m2",
+                        "fp8_inc", "fp8_ds_mla", "nvfp4"}) {
+    LimitValues v;
+    ASSERT_TRUE(SetKvCacheDtypeFromText(v, d, "--kv-cache-dtype").ok()) << d;
+    EXPECT_EQ(KvCacheDtypeName(v.kv_cache_dtype->value), d);
+  }
+  LimitValues v;
+  const absl::Status bad = SetKvCacheDtypeFromText(v, "fp4", "--kv-cache-dtype");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("--kv-cache-dtype=fp4"), std::string::npos) << bad;
+  EXPECT_NE(bad.message().find("fp8_ds_mla"), std::string::npos) << bad;
 }
 
 TEST(LimitsTest, AutoDtypeForAConfigFileIsNotNvfp4) {
   ModelConfig m = ExampleModelConfig();
   m.is_embedded_example = false;
-  auto l = ResolveLimits({}, {}, m);
+  auto l = ResolveLimits({}, {}, m, kLarge);
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->kv_cache_dtype, KvCacheDtype::kAuto);
 }
@@ -37,7 +140,7 @@ TEST(LimitsTest, ExplicitBeatsVllmArgsBeatsModelBeatsDefault) {
   ASSERT_TRUE(
       SetIntLimitFromText(explicit_values, "max_num_seqs", "8", "PREWARM_MAX_NUM_SEQS").ok());
   ASSERT_TRUE(SetKvCacheDtypeFromText(vllm, "fp8", "--vllm-args --kv-cache-dtype").ok());
-  auto l = ResolveLimits(explicit_values, vllm, ExampleModelConfig());
+  auto l = ResolveLimits(explicit_values, vllm, ExampleModelConfig(), kLarge);
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->max_num_seqs, 8);
   EXPECT_EQ(l->origins[static_cast<int>(IntLimit::kMaxNumSeqs)], "PREWARM_MAX_NUM_SEQS");
@@ -85,7 +188,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"max-num-seqs", "", "not an integer"},
                       BadValue{"max-num-batched-tokens", "0", ">= 1"},
                       BadValue{"max-model-len", "0", ">= 1"},
-                      BadValue{"max-model-len", "-1", ">= 1"},
+                      BadValue{"max-model-len", "-2", ">= 1, auto or -1"},
+                      BadValue{"decode-context-parallel-size", "0", ">= 1"},
                       BadValue{"num-speculative-tokens", "-1", ">= 0"},
                       BadValue{"max-cudagraph-capture-size", "0", ">= 1"},
                       BadValue{"tensor-parallel-size", "0", ">= 1"},

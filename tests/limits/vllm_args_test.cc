@@ -1,6 +1,7 @@
 #include "prewarm/limits/vllm_args.h"
 
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace prewarm {
 namespace {
@@ -68,6 +69,155 @@ TEST(VllmArgsTest, LaterFlagWins) {
   EXPECT_EQ(Get(*v, IntLimit::kMaxNumSeqs), 8);
 }
 
+// Real-shaped command lines (vLLM recipes and pull requests) and the limits each must give,
+// resolved for DeepSeek-V3.2 (MTP: num_nextn_predict_layers 1) on a large GPU. -1: the default.
+struct RealLine {
+  const char* name;
+  const char* line;
+  int64_t seqs, tokens, len, spec, capture, tp, dcp;
+  const char* dtype;
+};
+
+class RealLineTest : public ::testing::TestWithParam<RealLine> {};
+
+TEST_P(RealLineTest, GivesTheLimitsVllmWouldUse) {
+  const RealLine& p = GetParam();
+  absl::StatusOr<LimitValues> v = ParseVllmArgs(p.line);
+  ASSERT_TRUE(v.ok()) << v.status();
+  const ModelConfig model =
+      *LoadModelConfig(std::string(PREWARM_TEST_DATA_DIR) + "/models/deepseek-v3.2.json");
+  absl::StatusOr<Limits> l = ResolveLimits({}, *v, model, VllmBatchDefaults(true, "gfx950"));
+  ASSERT_TRUE(l.ok()) << l.status();
+  auto want = [](int64_t w, int64_t d) { return w < 0 ? d : w; };
+  EXPECT_EQ(l->max_num_seqs, want(p.seqs, 1024));
+  EXPECT_EQ(l->max_num_batched_tokens, want(p.tokens, 8192));
+  EXPECT_EQ(l->max_model_len, want(p.len, 163840));
+  EXPECT_EQ(l->num_speculative_tokens, want(p.spec, 0));
+  EXPECT_EQ(l->max_cudagraph_capture_size, want(p.capture, 512));
+  EXPECT_EQ(l->tensor_parallel_size, want(p.tp, 1));
+  EXPECT_EQ(l->decode_context_parallel_size, want(p.dcp, 1));
+  EXPECT_EQ(KvCacheDtypeName(l->kv_cache_dtype), p.dtype);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Recipes, RealLineTest,
+    ::testing::Values(
+        RealLine{
+            "EnvPrefixAndContinuations",
+            "VLLM_USE_DEEP_GEMM=1 VLLM_ROCM_USE_AITER=1 vllm serve deepseek-ai/DeepSeek-V3.2 \\\n"
+            "  --tensor-parallel-size 8\\\n  --kv-cache-dtype fp8_ds_mla \\\n"
+            "  --max-model-len 32768 --trust-remote-code",
+            -1, -1, 32768, -1, -1, 8, -1, "fp8_ds_mla"},
+        RealLine{"OptimizationLevelAndDottedSpeculative",
+                 "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 -O3 "
+                 "--speculative-config.num_speculative_tokens 3 --speculative-config.method mtp",
+                 -1, -1, -1, 3, -1, 8, -1, "auto"},
+        RealLine{"MtpWithoutACountTakesTheModels",
+                 "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 --speculative-config "
+                 "'{\"method\": \"mtp\"}'",
+                 -1, -1, -1, 1, -1, 8, -1, "auto"},
+        RealLine{"DeepseekMtpMethodName",
+                 "vllm serve m --speculative-config '{\"method\":\"deepseek_mtp\"}'", -1, -1, -1, 1,
+                 -1, -1, -1, "auto"},
+        RealLine{"DataPipelineAndExpertParallelDoNotChangeTp",
+                 "vllm serve deepseek-ai/DeepSeek-V3.2 -dp 8 -pp 2 --enable-expert-parallel "
+                 "--data-parallel-size-local 8 -tp 1",
+                 -1, -1, -1, -1, -1, 1, -1, "auto"},
+        RealLine{"CompilationConfigShortForm",
+                 "vllm serve m -tp 8 -cc '{\"cudagraph_capture_sizes\": [1, 2, 4, 8, 16, 64]}'", -1,
+                 -1, -1, -1, 64, 8, -1, "auto"},
+        RealLine{"CompilationConfigShortDotted", "vllm serve m -cc.max_cudagraph_capture_size=96",
+                 -1, -1, -1, -1, 96, -1, -1, "auto"},
+        RealLine{"CudaGraphSizesList", "vllm serve m --cuda-graph-sizes 1 2 4 8 256 --port 8000",
+                 -1, -1, -1, -1, 256, -1, -1, "auto"},
+        RealLine{"CudaGraphSizesOne", "vllm serve m --cuda-graph-sizes=128", -1, -1, -1, -1, 128,
+                 -1, -1, "auto"},
+        RealLine{"MaxModelLenAuto", "vllm serve m --max-model-len auto -tp 4", -1, -1, 163840, -1,
+                 -1, 4, -1, "auto"},
+        RealLine{"MaxModelLenMinusOne", "vllm serve m --max-model-len=-1", -1, -1, 163840, -1, -1,
+                 -1, -1, "auto"},
+        RealLine{"DecodeContextParallel",
+                 "vllm serve deepseek-ai/DeepSeek-V3.2 -tp 8 -dcp 8 --max-num-seqs 128", 128, -1,
+                 -1, -1, -1, 8, 8, "auto"},
+        RealLine{"FlagOrderAndUnderscores",
+                 "python -m vllm.entrypoints.openai.api_server --model m --max_num_batched_tokens "
+                 "16384 --max-num-seqs=512 --decode_context_parallel_size 2 -tp=4 "
+                 "--kv-cache-dtype=fp8_inc",
+                 512, 16384, -1, -1, -1, 4, 2, "fp8_inc"},
+        RealLine{"SmallBatchTokensClampTheDefaultSequences",
+                 "vllm serve m --max-num-batched-tokens 512", 512, 512, -1, -1, -1, -1, -1,
+                 "auto"}),
+    [](const ::testing::TestParamInfo<RealLine>& p) { return std::string(p.param.name); });
+
+// --hf-overrides is kept as JSON for the model config; a malformed one is exit 2 naming it.
+TEST(VllmArgsTest, HfOverridesAreKeptForTheModelConfig) {
+  auto v = ParseVllmArgs(R"(vllm serve m --hf-overrides '{"index_topk": 1024}')");
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_TRUE(v->hf_overrides.has_value());
+  EXPECT_EQ(v->hf_overrides->value, R"({"index_topk":1024})");
+  EXPECT_EQ(v->hf_overrides->origin, "--vllm-args --hf-overrides");
+  const absl::StatusOr<ModelConfig> m =
+      ExampleModelConfig(ConfigOverrides{v->hf_overrides->value, v->hf_overrides->origin});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->index_topk, 1024);
+  EXPECT_EQ(m->num_heads, 64);
+  // A nested text_config is merged key by key.
+  const absl::StatusOr<ModelConfig> nested = ParseModelConfig(
+      R"({"model_type":"w","text_config":{"kv_lora_rank":512,"num_attention_heads":16,)"
+      R"("qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,)"
+      R"("max_position_embeddings":4096}})",
+      "w.json", {R"({"text_config":{"max_position_embeddings":65536}})", "--hf-overrides"});
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_EQ(nested->max_position_embeddings, 65536);
+  EXPECT_EQ(nested->num_heads, 16);
+  const absl::StatusOr<ModelConfig> bad =
+      ExampleModelConfig(ConfigOverrides{R"({"index_topk": "many"})", "--hf-overrides"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("index_topk"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("--hf-overrides"), std::string::npos) << bad.status();
+}
+
+// vLLM's --config FILE (YAML): its flags first, the command line's win; origins name the file.
+TEST(VllmArgsTest, ConfigFileIsReadBelowTheCommandLine) {
+  testing::TempDir dir;
+  const std::string path =
+      dir.WriteFile("serve.yaml",
+                    "model: deepseek-ai/DeepSeek-V3.2\n"
+                    "tensor-parallel-size: 8\n"
+                    "max_num_seqs: 64\n"
+                    "kv-cache-dtype: fp8_ds_mla\n"
+                    "trust-remote-code: true\n"
+                    "enable-prefix-caching: false\n"
+                    "cuda-graph-sizes: [1, 2, 4, 8, 48]\n"
+                    "compilation-config:\n  max_cudagraph_capture_size: 32\n"
+                    "speculative-config:\n  method: mtp\n  num_speculative_tokens: 2\n");
+  auto v = ParseVllmArgs("vllm serve --config " + path + " --max-num-seqs 256");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(Get(*v, IntLimit::kMaxNumSeqs), 256);
+  EXPECT_EQ((*v)[IntLimit::kMaxNumSeqs]->origin, "--vllm-args --max-num-seqs");
+  EXPECT_EQ(Get(*v, IntLimit::kTensorParallelSize), 8);
+  EXPECT_EQ((*v)[IntLimit::kTensorParallelSize]->origin,
+            "--vllm-args --config " + path + ": --tensor-parallel-size");
+  EXPECT_EQ(Get(*v, IntLimit::kMaxCudagraphCaptureSize), 32);  // compilation-config after
+  EXPECT_EQ(Get(*v, IntLimit::kNumSpeculativeTokens), 2);
+  EXPECT_EQ(v->kv_cache_dtype->value, KvCacheDtype::kFp8DsMla);
+  // Errors name the file: a bad value, not YAML, not a mapping, missing.
+  const std::string bad_value = dir.WriteFile("bad.yaml", "max-num-seqs: 0\n");
+  const std::string not_yaml = dir.WriteFile("oops.yaml", "max-num-seqs: [1, 2\n");
+  const std::string list = dir.WriteFile("list.yaml", "- max-num-seqs\n- 4\n");
+  for (const auto& [file, must] : std::vector<std::pair<std::string, std::string>>{
+           {bad_value, "max-num-seqs=0"},
+           {not_yaml, "--config " + not_yaml},
+           {list, "expected a YAML mapping"},
+           {dir.path() + "/missing.yaml", "missing.yaml"}}) {
+    auto r = ParseVllmArgs("vllm serve --config " + file);
+    ASSERT_FALSE(r.ok()) << file;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << file;
+    EXPECT_NE(r.status().message().find(must), std::string::npos) << r.status();
+    EXPECT_NE(r.status().message().find(file), std::string::npos) << r.status();
+  }
+}
+
 struct BadLine {
   const char* line;
   const char* must_mention;
@@ -90,12 +240,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadLine{"--max-num-seqs=-3", "--max-num-seqs=-3"}, BadLine{"-tp four", "-tp=four"},
         BadLine{"--max-model-len", "has no value"}, BadLine{"--kv-cache-dtype int3", "int3"},
         BadLine{R"(--speculative-config '{"num_speculative_tokens":3')", "malformed JSON"},
-        BadLine{R"(--speculative-config '{"method":"mtp"}')", "num_speculative_tokens"},
+        BadLine{R"(--speculative-config '{"method":"eagle"}')", "num_speculative_tokens"},
         BadLine{R"(--speculative-config '{"num_speculative_tokens":-1}')", "=-1"},
         BadLine{R"(-O '{"max_cudagraph_capture_size":0}')", "max_cudagraph_capture_size=0"},
         BadLine{R"(-O '{"cudagraph_capture_sizes":["a"]}')", "cudagraph_capture_sizes"},
         BadLine{R"(--compilation-config '{oops}')", "malformed JSON"},
-        BadLine{"--max-num-seqs '4", "unterminated single quote"}));
+        BadLine{"--max-num-seqs '4", "unterminated single quote"},
+        BadLine{"--kv-cache-dtype fp4", "fp8_ds_mla"},
+        BadLine{"--cuda-graph-sizes", "has no value"},
+        BadLine{"--cuda-graph-sizes 0 8", "expected positive integers"},
+        BadLine{"-dcp 0", "-dcp=0"}, BadLine{"--max-model-len auto2", "auto or -1"},
+        BadLine{"--hf-overrides '[1]'", "--hf-overrides"},
+        BadLine{R"(-cc '{"max_cudagraph_capture_size":-4}')", "max_cudagraph_capture_size=-4"}));
 
 }  // namespace
 }  // namespace prewarm

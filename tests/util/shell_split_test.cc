@@ -14,6 +14,14 @@ TEST(ShellSplitTest, SplitsOnWhitespace) {
   EXPECT_THAT(*w, ElementsAre("vllm", "serve", "m", "--max-num-seqs", "256"));
 }
 
+// A recipe's line continuations: backslash-newline joins, with or without a space before it.
+TEST(ShellSplitTest, BackslashNewlineIsALineContinuation) {
+  auto w = ShellSplit("vllm serve m \\\n  -tp 8\\\n  --max-num-seqs 4");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(*w,
+            (std::vector<std::string>{"vllm", "serve", "m", "-tp", "8", "--max-num-seqs", "4"}));
+}
+
 TEST(ShellSplitTest, SingleQuotesKeepJsonWithSpaces) {
   auto w = ShellSplit(R"(--speculative-config '{"method": "mtp", "num_speculative_tokens": 3}')");
   ASSERT_TRUE(w.ok());
