@@ -14,8 +14,8 @@
 // Every path quantizes a row's group once per block (a warp per (row, group) or per 16-row
 // tile: a shuffle max, then every lane's values; on sm_89+ with cvt.rn.satfinite.e4m3x2).
 // Three paths:
-//   tiled (NVIDIA sm_89+, block_m keys: M > 16): the block's W (cols x K, the whole N of a batch
-//     for block_m 128) is copied into shared memory once (cp.async, 16-byte units XOR-swizzled so
+//   tiled (NVIDIA sm_89+, block_m 128 keys: M > 512): the block's W (cols x K, the whole N of a
+//     batch) is copied into shared memory once (cp.async, 16-byte units XOR-swizzled so
 //     a warp's fragment loads touch every bank once). Each warp owns 16-row tiles and a share of
 //     the columns; it loads its rows' bf16 X for one 128-wide group straight into registers,
 //     quantizes them there into mma.sync m16n8k32 e4m3 A fragments (the per-row scale from a
@@ -23,7 +23,8 @@
 //     tiles at a time with f32 accumulators, scaled by sx per group. Where K has at most two
 //     groups (q_absorb) the fragments stay in registers across passes, so X is read and quantized
 //     once; otherwise (v_up) one pass of 16 tiles covers N = 128. Two blocks an SM.
-//   exact (NVIDIA sm_89+, m_exact keys: M <= 16, memory-bound): the rows quantized into shared
+//   exact (NVIDIA sm_89+, m_exact keys: M <= 16, memory-bound, and block_m 32 and 64; a block_m
+//     block takes its rows 64 at a time): the rows quantized into shared
 //     memory; each warp owns cols / 8 columns (two n8 tiles, or one when cols is 64) and reads its
 //     W straight from global memory into registers, 16 bytes a lane (whole 32-byte sectors), all
 //     of them before the first multiply.
@@ -323,7 +324,7 @@ __device__ inline void pw_fp8_bmm_store_tiles(pw_u16* y, int b, int m, int n_blo
   }
 }
 
-// Warps split a block as 16-row tiles x column groups (block_m 128: 8 x 1, 64: 4 x 2, 32: 2 x 4);
+// Warps split a block as 16-row tiles x column groups (block_m 128: 8 x 1; fewer rows: 2 or 4);
 // a column group takes n8 tiles [t_begin, t_end), `pass` of them at a time.
 template <int PassMax>
 struct PwFp8Warps {

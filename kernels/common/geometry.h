@@ -18,9 +18,11 @@ PW_HD constexpr int pw_fp8_bmm_cols(int n, int k, int m_exact, int block_m) {
   return m_exact > 0 ? (n <= 128 ? 64 : 128) : (block_m >= 128 && n * k <= 65536 ? n : 128);
 }
 
-// fp8_bmm's tiled path: block_m keys where the arch has e4m3 matrix instructions (`mma`: NVIDIA
-// sm_89 and later) and K is whole 64-wide chunks; the block's W (cols x K bytes, at most 96 KiB)
-// sits in dynamic shared memory.
+// fp8_bmm's tiled path: block_m 128 keys (large M) where the arch has e4m3 matrix instructions
+// (`mma`: NVIDIA sm_89 and later) and K is whole 64-wide chunks; the block's W (cols x K bytes, at
+// most 96 KiB) sits in dynamic shared memory. Smaller block_m keep the exact path's W in
+// registers: at M = 128 on an H200 it is faster (q_absorb 20.1 against 29.5 us, v_up 24.7
+// against 26.4; bench/RESULTS.md).
 struct PwFp8BmmGeometry {
   int cols = 0;        // n columns a block
   int smem_bytes = 0;  // dynamic shared memory (0: not the tiled path)
@@ -30,7 +32,7 @@ PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, 
                                                      bool mma) {
   PwFp8BmmGeometry g;
   g.cols = pw_fp8_bmm_cols(n, k, m_exact, block_m);
-  g.tiled = mma && m_exact == 0 && k % 64 == 0 && g.cols * k <= 98304;
+  g.tiled = mma && m_exact == 0 && block_m >= 128 && k % 64 == 0 && g.cols * k <= 98304;
   g.smem_bytes = g.tiled ? g.cols * k : 0;
   return g;
 }

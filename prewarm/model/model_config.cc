@@ -141,7 +141,7 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path,
 
 // The embedded example as a config.json, so --hf-overrides applies to it as to a file.
 constexpr std::string_view kExampleConfig = R"json({
-  "model_type": "example (MiniMax-M3-like)",
+  "model_type": "example (the seeds' shape: 64-head MLA, MiniMax-M3's indexer numbers)",
   "num_attention_heads": 64, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
   "qk_rope_head_dim": 64, "v_head_dim": 128,
   "index_n_heads": 4, "index_head_dim": 128, "index_topk": 2048,

@@ -123,12 +123,95 @@ TEST(PlanCommandTest, ArchAutoNamesAnUnknownGpu) {
   EXPECT_NE(r.stderr_text.find("gfx1253"), std::string::npos) << r.stderr_text;
 }
 
+// vLLM's batch defaults follow the GPU: gfx90a (MI210, 64 GB) gets 256 and 2048, gfx950 1024 and
+// 8192; --gpu-memory-gib (or its variable) overrides the arch's class; the header says why.
+TEST(PlanCommandTest, BatchDefaultsFollowTheGpuAndSayWhy) {
+  nlohmann::json j = PlanJson({"--arch", "gfx90a"});
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 256);
+  EXPECT_EQ(j["limits"]["max_num_batched_tokens"], 2048);
+  j = PlanJson({"--arch", "gfx950"});
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 1024);
+  EXPECT_EQ(j["limits"]["max_num_batched_tokens"], 8192);
+  j = PlanJson({"--arch", "gfx90a"}, {{"PREWARM_GPU_MEMORY_GIB", "128"}});
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 1024);
+  j = PlanJson({"--arch", "sm_80", "--gpu-memory-gib", "80"});  // vLLM: not for an A100
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 256);
+  SubprocessResult r = RunPrewarm({"plan", "--arch", "gfx942,gfx90a"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("1024      (default (vLLM's for a GPU of >= 70 GiB that is not an "
+                               "A100: gfx942))"),
+            std::string::npos)
+      << r.stdout_text;
+  for (const char* bad : {"0", "-8", "lots", "nan", "1e9"}) {
+    r = RunPrewarm({"plan", "--gpu-memory-gib", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.stderr_text.find(std::string("--gpu-memory-gib=") + bad), std::string::npos)
+        << r.stderr_text;
+  }
+}
+
+// What --vllm-args carries into the plan: --hf-overrides changes the model before its shape is
+// read (top-k 1024 in the sparse keys), -dcp the heads sparse_decode sees, a YAML --config file
+// its limits.
+TEST(PlanCommandTest, VllmArgsReachTheKeys) {
+  nlohmann::json j = PlanJson(
+      {"--arch", "gfx950", "--vllm-args",
+       R"(vllm serve m -tp 8 -dcp 4 --hf-overrides '{"index_topk": 1024}' --max-model-len auto)"});
+  EXPECT_EQ(j["limits"]["decode_context_parallel_size"], 4);
+  EXPECT_EQ(j["limits"]["max_model_len"], 32768);
+  EXPECT_EQ(j["shape"]["heads_per_rank"], 8);
+  bool saw_decode = false, saw_prefill = false;
+  for (const auto& l : j["launchers"]) {
+    for (const auto& k : l["keys"]) {
+      const std::string key = k["key"];
+      if (l["name"] == "sparse_decode") {
+        saw_decode = true;
+        EXPECT_NE(key.find("heads=32,"), std::string::npos) << key;  // 64 / 8 x 4
+        EXPECT_NE(key.find("topk=1024"), std::string::npos) << key;
+      }
+      if (l["name"] == "sparse_prefill") {
+        saw_prefill = true;
+        EXPECT_NE(key.find("heads=8,"), std::string::npos) << key;  // prefill: no gather
+      }
+    }
+  }
+  EXPECT_TRUE(saw_decode && saw_prefill);
+  testing::TempDir dir;
+  const std::string yaml = dir.WriteFile("serve.yaml",
+                                         "max-num-seqs: 8\nspeculative-config:\n"
+                                         "  method: mtp\n");
+  j = PlanJson({"--arch", "gfx950", "--model-config", TestDataPath("models/deepseek-v3.2.json"),
+                "--vllm-args", "vllm serve m --config " + yaml});
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 8);
+  EXPECT_EQ(j["limits"]["num_speculative_tokens"], 1);  // num_nextn_predict_layers
+}
+
+// A non-MLA model is exit 2 naming its model_type, also when the text model is nested under
+// text_config (a multimodal wrapper).
+TEST(PlanCommandTest, ANonMlaModelIsExitTwoNamingItsType) {
+  testing::TempDir dir;
+  const std::string wrapped =
+      dir.WriteFile("config.json",
+                    R"({"model_type": "minimax_m3_vl", "text_config": {"model_type": "minimax_m3",)"
+                    R"( "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128}})");
+  for (const std::string& path : {TestDataPath("models/llama-like-not-mla.json"), wrapped}) {
+    SubprocessResult r = RunPrewarm({"plan", "--model-config", path});
+    EXPECT_EQ(r.exit_code, 2) << path;
+    EXPECT_NE(r.stderr_text.find("is not an MLA model"), std::string::npos) << r.stderr_text;
+  }
+  SubprocessResult r = RunPrewarm({"plan", "--model-config", wrapped});
+  EXPECT_NE(r.stderr_text.find("(minimax_m3)"), std::string::npos) << r.stderr_text;
+  r = RunPrewarm({"plan", "--model-config", TestDataPath("models/llama-like-not-mla.json")});
+  EXPECT_NE(r.stderr_text.find("(llama)"), std::string::npos) << r.stderr_text;
+}
+
 TEST(PlanCommandTest, HelpExplainsCommandsFlagsAndEnv) {
   SubprocessResult r = RunPrewarm({"--help"});
   ASSERT_EQ(r.exit_code, 0);
   for (const char* s :
        {"usage: prewarm COMMAND", "plan", "replay", "--max-num-seqs VALUE", "PREWARM_MAX_NUM_SEQS",
-        "--graph-only", "--vllm-args VALUE", "Exit codes"}) {
+        "--graph-only", "--vllm-args VALUE", "Exit codes", "--gpu-memory-gib VALUE",
+        "PREWARM_GPU_MEMORY_GIB", "fp8_ds_mla", "--decode-context-parallel-size VALUE"}) {
     EXPECT_NE(r.stdout_text.find(s), std::string::npos) << s;
   }
   EXPECT_EQ(RunPrewarm({"plan", "-h"}).exit_code, 0);
