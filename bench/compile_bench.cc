@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(tc.status().message()).c_str());
     return 1;
   }
-  const prewarm::ModelConfig model = prewarm::ExampleModelConfig();
+  const prewarm::ModelConfig model = prewarm::SeedsModelConfig();
   const prewarm::Limits limits = *prewarm::ResolveLimits(
       {}, {}, model, prewarm::VllmBatchDefaults(prewarm::LargeMemoryGpuArch(arch), arch.name));
   const prewarm::Plan plan =

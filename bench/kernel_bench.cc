@@ -491,7 +491,7 @@ int Main(int argc, char** argv) {
               (*gpu)->Name().c_str(), o.simt ? ", SIMT path" : "", copy, o.bf16_tflops);
   std::printf("%-15s %-10s %1s %6s %7s %11s %9s %8s %8s %7s %7s\n", "launcher", "variant", "",
               "rows", "ctx", "median_ms", "GFLOP", "MB", "TB/s", "%copy", "%bf16");
-  const ModelConfig model = ExampleModelConfig();
+  const ModelConfig model = SeedsModelConfig();
   const Shape shape = *ShapeForRank(model, 1);
   const Limits limits =
       *ResolveLimits({}, {}, model, VllmBatchDefaults(LargeMemoryGpuArch(arch), arch.name));

@@ -9,7 +9,7 @@
 
 int main() {
   using prewarm::Limits;
-  const prewarm::ModelConfig model = prewarm::ExampleModelConfig();
+  const prewarm::ModelConfig model = prewarm::SeedsModelConfig();
   const prewarm::Shape shape = *prewarm::ShapeForRank(model, 1);
   const std::vector<prewarm::Arch> archs = *prewarm::ParseArchList("gfx950,gfx942");
   struct Row {

@@ -220,24 +220,30 @@ double Percentile(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   using namespace prewarm;
   const Clock::time_point process_start = Clock::now();
-  std::string cache, mode = "warm", trace = "seed";
+  std::string cache, mode = "warm", trace = "seed", model_config;
   int passes = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--cache-dir")) cache = argv[i + 1];
     if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
     if (!std::strcmp(argv[i], "--trace")) trace = argv[i + 1];
     if (!std::strcmp(argv[i], "--passes")) passes = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--model-config")) model_config = argv[i + 1];
   }
   RuntimeOptions o;
   o.cache_dir = cache;
   o.strict = mode == "warm";
+  o.model_config = model_config;
+  o.kv_cache_dtype = "nvfp4";
   std::unique_ptr<Runtime> rt = Must(Runtime::Open(o));
-  const Limits limits =
-      *ResolveLimits({}, {}, ExampleModelConfig(),
-                     VllmBatchDefaults(LargeMemoryGpuArch(rt->arch()), rt->arch().name));
+  const ModelConfig model =
+      model_config.empty() ? ExampleModelConfig() : Must(LoadModelConfig(model_config));
+  LimitValues nvfp4;
+  OrDie(SetKvCacheDtypeFromText(nvfp4, "nvfp4", "warm_start"));
+  const Limits limits = *ResolveLimits(
+      nvfp4, {}, model, VllmBatchDefaults(LargeMemoryGpuArch(rt->arch()), rt->arch().name));
   // Warm: load every planned kernel now, before the first request.
   if (mode == "warm") {
-    const Plan plan = BuildPlan(limits, ExampleModelConfig(), rt->shape(), {rt->arch()});
+    const Plan plan = BuildPlan(limits, model, rt->shape(), {rt->arch()});
     for (const LauncherPlan& lp : plan.launchers) {
       for (const PlannedKey& pk : lp.keys) Must(rt->Get(lp.name, pk.key));
     }

@@ -54,9 +54,9 @@ ABSL_FLAG(std::string, vllm_args, "",
           "The server's own command line (\"vllm serve M --max-num-seqs 128 -tp 4 ...\"); limits "
           "are read from it, below flags and PREWARM_* variables in precedence.");
 ABSL_FLAG(std::string, model_config, "",
-          "Path of the model's Hugging Face config.json. Default: the embedded example, the "
-          "seeds' shape (not a published model): 64-head MLA, L 512, Dr 64, with MiniMax-M3's "
-          "indexer numbers (Hi 4, Di 128, top-k 2048) and an NVFP4 KV cache.");
+          "Path of the model's Hugging Face config.json. Default: the embedded example, "
+          "DeepSeek-V3.2's shape (128 heads, L 512, Dr 64, indexer 64 x 128 with top-k 2048, "
+          "163840 positions) with an NVFP4 KV cache.");
 ABSL_FLAG(std::string, arch, "auto",
           "Target list: gfx942, gfx950,gfx942, gfx90a, sm_90, or auto (the GPUs under "
           "/sys/class/kfd; plan falls back to gfx942 when none is visible).");

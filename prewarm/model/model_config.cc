@@ -139,9 +139,20 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path,
   return ParseModelConfig(ss.str(), path, overrides);
 }
 
-// The embedded example as a config.json, so --hf-overrides applies to it as to a file.
+// The embedded example as a config.json, so --hf-overrides applies to it as to a file: the
+// attention and indexer fields of DeepSeek-V3.2's published config
+// (deepseek-ai/DeepSeek-V3.2-Exp, config.json; tests/data/models/deepseek-v3.2.json).
 constexpr std::string_view kExampleConfig = R"json({
-  "model_type": "example (the seeds' shape: 64-head MLA, MiniMax-M3's indexer numbers)",
+  "model_type": "example (DeepSeek-V3.2's shape)",
+  "num_attention_heads": 128, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+  "qk_rope_head_dim": 64, "v_head_dim": 128,
+  "index_n_heads": 64, "index_head_dim": 128, "index_topk": 2048,
+  "max_position_embeddings": 163840, "num_nextn_predict_layers": 1
+})json";
+
+// The seeds' shape: the vLLM pull requests' kernels were written and measured for it.
+constexpr std::string_view kSeedsConfig = R"json({
+  "model_type": "the seeds' shape (64-head MLA, MiniMax-M3's indexer numbers)",
   "num_attention_heads": 64, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
   "qk_rope_head_dim": 64, "v_head_dim": 128,
   "index_n_heads": 4, "index_head_dim": 128, "index_topk": 2048,
@@ -156,6 +167,12 @@ absl::StatusOr<ModelConfig> ExampleModelConfig(const ConfigOverrides& overrides)
 }
 
 ModelConfig ExampleModelConfig() { return *ExampleModelConfig(ConfigOverrides{}); }
+
+ModelConfig SeedsModelConfig() {
+  ModelConfig m = *ParseModelConfig(kSeedsConfig, "the seeds' shape");
+  m.is_embedded_example = true;  // its kernels are the NVFP4 ones
+  return m;
+}
 
 absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_parallel_size,
                                    int64_t decode_context_parallel_size) {

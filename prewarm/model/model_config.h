@@ -68,10 +68,17 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path,
                                             const ConfigOverrides& overrides = {});
 
-// The embedded example (the seeds' MiniMax-M3 shape: H 64, L 512, Dn 128, Dr 64, Dv 128,
-// Hi 4, Di 128, Ktop 2048, max_position_embeddings 32768), with `overrides` applied.
+// The embedded example: DeepSeek-V3.2's shape (H 128, L 512, Dn 128, Dr 64, Dv 128, Hi 64,
+// Di 128, Ktop 2048, max_position_embeddings 163840, one MTP layer), KV cache NVFP4 by default,
+// with `overrides` applied.
 ModelConfig ExampleModelConfig();
 absl::StatusOr<ModelConfig> ExampleModelConfig(const ConfigOverrides& overrides);
+
+// The seeds' shape (H 64, L 512, Dn 128, Dr 64, Dv 128, Hi 4, Di 128, Ktop 2048,
+// max_position_embeddings 32768: a 64-head MLA with MiniMax-M3's indexer numbers, not a
+// published model), NVFP4 by default: what the kernels' benchmarks and the GPU check measure, so
+// their numbers stay comparable with the seeds' (tests/data/models/minimax-m3-like.json).
+ModelConfig SeedsModelConfig();
 
 // InvalidArgument naming tp and H when tp does not divide H, or the model is not MLA. With decode
 // context parallelism (dcp ranks, which divide tp), vLLM's MLA decode gathers the query heads of

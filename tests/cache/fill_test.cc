@@ -23,7 +23,7 @@ class FillTest : public ::testing::Test {
     auto tc = OpenHiprtc();
     ASSERT_TRUE(tc.ok()) << tc.status();
     toolchain_ = *std::move(tc);
-    const ModelConfig model = ExampleModelConfig();
+    const ModelConfig model = SeedsModelConfig();
     const Shape shape = *ShapeForRank(model, 1);
     Limits limits = *ResolveLimits({}, {}, model, VllmBatchDefaults(false, arch_.name));
     limits.max_num_seqs = 4;  // 4 row counts x 2 gemms = 8 keys

@@ -61,7 +61,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"TpNotDividingHeads",
                  {"plan", "--tensor-parallel-size", "3"},
                  {},
-                 {"--tensor-parallel-size 3", "num_attention_heads (64)"}},
+                 {"--tensor-parallel-size 3", "num_attention_heads (128)"}},
         BadInput{"TpFromVllmArgs",
                  {"plan", "--vllm-args", "-tp 6"},
                  {},

@@ -96,8 +96,8 @@ TEST_F(InspectTest, RunVerifyAndInspectReportWhatEachVariantUses) {
   SubprocessResult r = RunPrewarm(args);
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   const nlohmann::json v = nlohmann::json::parse(r.stdout_text);
-  EXPECT_EQ(v["planned"], 21);
-  EXPECT_EQ(v["valid"], 21);
+  EXPECT_EQ(v["planned"], 24);
+  EXPECT_EQ(v["valid"], 24);
   ASSERT_EQ(v["keys"].size(), m["keys"].size());
   std::map<std::string, nlohmann::json> by_key;
   for (const auto& k : m["keys"]) by_key[k["key"].get<std::string>()] = k["resources"];
@@ -117,7 +117,7 @@ TEST_F(InspectTest, RunVerifyAndInspectReportWhatEachVariantUses) {
   ASSERT_FALSE(entry.empty());
   r = RunPrewarm({"inspect", entry});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_NE(r.stdout_text.find("sparse_decode arch=gfx908,heads=64"), std::string::npos)
+  EXPECT_NE(r.stdout_text.find("sparse_decode arch=gfx908,heads=128"), std::string::npos)
       << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("pw_sparse_decode  256 threads  VGPR "), std::string::npos)
       << r.stdout_text;

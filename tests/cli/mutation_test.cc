@@ -38,7 +38,7 @@ TEST(MutationTest, RandomTracesFindADroppedBreakpoint) {
   r = testing::RunPrewarm(replay);
   ASSERT_EQ(r.exit_code, 0) << "the full plan covers every in-range step:\n" << r.stdout_text;
   ASSERT_NE(r.stdout_text.find(
-                "hit  index_prefill arch=gfx90a,index_head_dim=128,index_heads=4,large=true"),
+                "hit  index_prefill arch=gfx90a,index_head_dim=128,index_heads=64,large=true"),
             std::string::npos)
       << "the trace must reach the large kernel for the check to mean anything";
 
@@ -55,7 +55,7 @@ TEST(MutationTest, RandomTracesFindADroppedBreakpoint) {
   r = testing::RunPrewarm(replay);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.stdout_text.find(
-                "MISS index_prefill arch=gfx90a,index_head_dim=128,index_heads=4,large=true"),
+                "MISS index_prefill arch=gfx90a,index_head_dim=128,index_heads=64,large=true"),
             std::string::npos)
       << r.stdout_text;
   EXPECT_NE(r.stderr_text.find("missed the cache"), std::string::npos);

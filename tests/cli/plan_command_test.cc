@@ -24,11 +24,11 @@ TEST(PlanCommandTest, DefaultTableNamesLimitsShapeAndArchFallback) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   const std::string& out = r.stdout_text;
   for (const char* s :
-       {"prewarm plan: 67 keys, 8 launchers, arch gfx942", "max_num_seqs",
+       {"prewarm plan: 73 keys, 8 launchers, arch gfx942", "max_num_seqs",
         "(model config max_position_embeddings)", "kv_cache_dtype                nvfp4",
-        "H=64 L=512 Dn=128 Dr=64 Dv=128 Hi=4 Di=128 Ktop=2048", "--arch auto planned for gfx942",
-        "fp8_bmm             44", "sparse_decode (5 keys)",
-        "witness: 1 prefill (q 33, ctx 32768)"}) {
+        "H=128 L=512 Dn=128 Dr=64 Dv=128 Hi=64 Di=128 Ktop=2048", "--arch auto planned for gfx942",
+        "fp8_bmm             44", "sparse_decode (5 keys)", "witness: 1 prefill (q 7, ctx 163840)",
+        "model: example (DeepSeek-V3.2's shape)"}) {
     EXPECT_NE(out.find(s), std::string::npos) << "missing '" << s << "' in:\n" << out;
   }
 }
@@ -53,10 +53,10 @@ TEST(PlanCommandTest, ThePlanAtEveryCapIsBounded) {
 TEST(PlanCommandTest, JsonHasTheSchemaAndCountsAgree) {
   nlohmann::json j = PlanJson({"--arch", "gfx950,gfx942"});
   EXPECT_EQ(j["arch"], nlohmann::json::array({"gfx950", "gfx942"}));
-  EXPECT_EQ(j["total_keys"], 134);
+  EXPECT_EQ(j["total_keys"], 146);
   EXPECT_EQ(j["launchers"].size(), 8u);
   EXPECT_EQ(j["limits"]["kv_cache_dtype"], "nvfp4");
-  EXPECT_EQ(j["shape"]["heads_per_rank"], 64);
+  EXPECT_EQ(j["shape"]["heads_per_rank"], 128);
 }
 
 TEST(PlanCommandTest, PrecedenceFlagOverEnvOverVllmArgs) {
@@ -67,7 +67,7 @@ TEST(PlanCommandTest, PrecedenceFlagOverEnvOverVllmArgs) {
   EXPECT_EQ(j["limits"]["max_num_seqs"], 8);
   EXPECT_EQ(j["limits"]["max_model_len"], 4096);
   EXPECT_EQ(j["limits"]["tensor_parallel_size"], 2);
-  EXPECT_EQ(j["shape"]["heads_per_rank"], 32);
+  EXPECT_EQ(j["shape"]["heads_per_rank"], 64);
   j = PlanJson(vllm, {{"PREWARM_MAX_NUM_SEQS", "4"}});
   EXPECT_EQ(j["limits"]["max_num_seqs"], 4);
   EXPECT_EQ(j["limits"]["max_model_len"], 4096);
@@ -158,20 +158,20 @@ TEST(PlanCommandTest, VllmArgsReachTheKeys) {
       {"--arch", "gfx950", "--vllm-args",
        R"(vllm serve m -tp 8 -dcp 4 --hf-overrides '{"index_topk": 1024}' --max-model-len auto)"});
   EXPECT_EQ(j["limits"]["decode_context_parallel_size"], 4);
-  EXPECT_EQ(j["limits"]["max_model_len"], 32768);
-  EXPECT_EQ(j["shape"]["heads_per_rank"], 8);
+  EXPECT_EQ(j["limits"]["max_model_len"], 163840);
+  EXPECT_EQ(j["shape"]["heads_per_rank"], 16);
   bool saw_decode = false, saw_prefill = false;
   for (const auto& l : j["launchers"]) {
     for (const auto& k : l["keys"]) {
       const std::string key = k["key"];
       if (l["name"] == "sparse_decode") {
         saw_decode = true;
-        EXPECT_NE(key.find("heads=32,"), std::string::npos) << key;  // 64 / 8 x 4
+        EXPECT_NE(key.find("heads=64,"), std::string::npos) << key;  // 128 / 8 x 4
         EXPECT_NE(key.find("topk=1024"), std::string::npos) << key;
       }
       if (l["name"] == "sparse_prefill") {
         saw_prefill = true;
-        EXPECT_NE(key.find("heads=8,"), std::string::npos) << key;  // prefill: no gather
+        EXPECT_NE(key.find("heads=16,"), std::string::npos) << key;  // prefill: no gather
       }
     }
   }

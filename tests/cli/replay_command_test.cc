@@ -13,9 +13,9 @@ TEST(ReplayCommandTest, SeedWorkloadReportsLaunchersAndKeys) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
   const std::string& out = r.stdout_text;
   EXPECT_NE(out.find("seed-c16.jsonl:1: 1 prefill (q 8192, ctx 8192)"), std::string::npos) << out;
-  EXPECT_NE(out.find("index_prefill arch=gfx942,index_head_dim=128,index_heads=4,large=true"),
+  EXPECT_NE(out.find("index_prefill arch=gfx942,index_head_dim=128,index_heads=64,large=true"),
             std::string::npos);
-  EXPECT_NE(out.find("fp8_bmm arch=gfx942,batch=64,gemm=v_up,k=512,m_exact=2,n=128"),
+  EXPECT_NE(out.find("fp8_bmm arch=gfx942,batch=128,gemm=v_up,k=512,m_exact=2,n=128"),
             std::string::npos);
   EXPECT_NE(out.find("replay: 3 steps, 3 in range, 0 out of range or malformed"),
             std::string::npos);
@@ -44,7 +44,7 @@ TEST(ReplayCommandTest, ReportsEveryBadStepThenExitsTwo) {
                     "\n"
                     "{\"requests\":[{\"phase\":\"decode\",\"q_len\":2,\"ctx\":10}]}\n"
                     "not json\n"
-                    "{\"requests\":[{\"phase\":\"prefill\",\"q_len\":9000,\"ctx\":40000}]}\n"
+                    "{\"requests\":[{\"phase\":\"prefill\",\"q_len\":9000,\"ctx\":400000}]}\n"
                     "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":\"x\"}]}\n"
                     "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":11}]}\n");
   SubprocessResult r = RunPrewarm({"replay", "--trace", trace});
@@ -55,7 +55,7 @@ TEST(ReplayCommandTest, ReportsEveryBadStepThenExitsTwo) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("t.jsonl:4: malformed step: malformed JSON"), std::string::npos);
-  EXPECT_NE(out.find("t.jsonl:5: out of range: request 0: ctx 40000 > max_model_len 32768; "
+  EXPECT_NE(out.find("t.jsonl:5: out of range: request 0: ctx 400000 > max_model_len 163840; "
                      "9000 new tokens > max_num_batched_tokens 8192"),
             std::string::npos);
   EXPECT_NE(out.find("t.jsonl:6: malformed step: requests[0].ctx: \"x\""), std::string::npos);

@@ -12,6 +12,7 @@
 #include "common/fp8.h"
 #include "common/nvfp4.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "prewarm/cache/fill.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/gpu.h"
@@ -481,7 +482,7 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   auto tc = OpenToolchain(arch_.platform);
   ASSERT_TRUE(tc.ok()) << tc.status();
   ASSERT_TRUE((*tc)->CheckArch(arch_).ok()) << (*tc)->CheckArch(arch_);
-  const ModelConfig model = ExampleModelConfig();
+  const ModelConfig model = SeedsModelConfig();
   // vLLM's defaults on this GPU (on an H200: 1024 sequences, which reach fp8_bmm's block_m 128).
   const Limits limits =
       *ResolveLimits({}, {}, model, VllmBatchDefaults(LargeMemoryGpuArch(arch_), arch_.name));
@@ -549,7 +550,23 @@ TEST_F(GpuCheckTest, TheStrictRuntimeServesRandomStepsWithoutMissesAndMatchesRef
   const std::string cache = dir.path() + "/cache";
   const std::vector<std::string> limits_flags = {
       "--max-num-seqs", "16", "--max-num-batched-tokens", "4096", "--num-speculative-tokens", "1"};
-  std::vector<std::string> run = {"run", "--arch", arch_.name, "--cache-dir", cache, "--quiet"};
+  // The seeds' shape (64 heads, 4 index heads: the CPU references stay quick), written here.
+  const ModelConfig seeds = SeedsModelConfig();
+  const std::string seeds_json = dir.WriteFile(
+      "seeds.json", nlohmann::json{{"model_type", "seeds"},
+                                   {"num_attention_heads", seeds.num_heads},
+                                   {"kv_lora_rank", seeds.kv_lora_rank},
+                                   {"qk_nope_head_dim", seeds.qk_nope_head_dim},
+                                   {"qk_rope_head_dim", seeds.qk_rope_head_dim},
+                                   {"v_head_dim", seeds.v_head_dim},
+                                   {"index_n_heads", seeds.index_n_heads},
+                                   {"index_head_dim", seeds.index_head_dim},
+                                   {"index_topk", seeds.index_topk},
+                                   {"max_position_embeddings", seeds.max_position_embeddings}}
+                        .dump());
+  std::vector<std::string> run = {
+      "run",     "--arch",         arch_.name, "--cache-dir",      cache,
+      "--quiet", "--model-config", seeds_json, "--kv-cache-dtype", "nvfp4"};
   run.insert(run.end(), limits_flags.begin(), limits_flags.end());
   SubprocessResult r = testing::RunPrewarm(run);
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
@@ -557,6 +574,8 @@ TEST_F(GpuCheckTest, TheStrictRuntimeServesRandomStepsWithoutMissesAndMatchesRef
   RuntimeOptions o;
   o.cache_dir = cache;
   o.strict = true;
+  o.model_config = seeds_json;
+  o.kv_cache_dtype = "nvfp4";
   auto gpu = OpenAnyGpu();
   ASSERT_TRUE(gpu.ok());
   auto rt = Runtime::Open(o, *std::move(gpu));
@@ -565,7 +584,7 @@ TEST_F(GpuCheckTest, TheStrictRuntimeServesRandomStepsWithoutMissesAndMatchesRef
   ASSERT_TRUE(SetIntLimitFromText(values, "max-num-seqs", "16", "test").ok());
   ASSERT_TRUE(SetIntLimitFromText(values, "max-num-batched-tokens", "4096", "test").ok());
   ASSERT_TRUE(SetIntLimitFromText(values, "num-speculative-tokens", "1", "test").ok());
-  const Limits limits = *ResolveLimits(values, {}, ExampleModelConfig(),
+  const Limits limits = *ResolveLimits(values, {}, SeedsModelConfig(),
                                        VllmBatchDefaults(LargeMemoryGpuArch(arch_), arch_.name));
   testing::StepGenerator gen(limits, 4242);
   std::map<std::string, int> launches;

@@ -71,7 +71,7 @@ TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
   const Arch arch = *ParseArch("gfx90a");
   int64_t configs = 0, steps = 0;
   for (int64_t topk : {2, 5}) {
-    ModelConfig model = ExampleModelConfig();
+    ModelConfig model = SeedsModelConfig();
     model.num_heads = 4;
     model.index_topk = topk;
     const Shape shape = *ShapeForRank(model, 1);

@@ -23,7 +23,7 @@ Scenario RandomScenario(std::mt19937_64& rng) {
     return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
   };
   Scenario s;
-  s.model = ExampleModelConfig();
+  s.model = SeedsModelConfig();
   s.model.num_heads = pick({16, 64, 128});
   s.model.index_topk = pick({512, 1024, 1025, 2048});
   Limits& l = s.limits;

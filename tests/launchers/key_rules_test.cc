@@ -42,7 +42,7 @@ class KeyRulesTest : public ::testing::Test {
   }
 
   Limits limits_;
-  ModelConfig model_ = ExampleModelConfig();
+  ModelConfig model_ = SeedsModelConfig();
   Shape shape_ = *ShapeForRank(model_, 1);
   Arch arch_ = *ParseArch("gfx942");
 };

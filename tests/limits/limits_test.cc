@@ -14,7 +14,7 @@ TEST(LimitsTest, DefaultsAreVllmsAndMaxModelLenComesFromTheModel) {
   EXPECT_EQ(l->max_num_seqs, 1024);
   EXPECT_EQ(l->max_num_batched_tokens, 8192);
   EXPECT_EQ(l->decode_context_parallel_size, 1);
-  EXPECT_EQ(l->max_model_len, 32768);
+  EXPECT_EQ(l->max_model_len, 163840);
   EXPECT_EQ(l->num_speculative_tokens, 0);
   EXPECT_EQ(l->max_cudagraph_capture_size, 512);
   EXPECT_EQ(l->tensor_parallel_size, 1);
@@ -56,7 +56,7 @@ TEST(LimitsTest, MaxModelLenAutoIsTheModelsMaximum) {
     ASSERT_TRUE(SetIntLimitFromText(v, "max-model-len", text, "--max-model-len").ok()) << text;
     auto l = ResolveLimits(v, {}, ExampleModelConfig(), kLarge);
     ASSERT_TRUE(l.ok()) << l.status();
-    EXPECT_EQ(l->max_model_len, 32768) << text;
+    EXPECT_EQ(l->max_model_len, 163840) << text;
     EXPECT_EQ(l->origins[static_cast<int>(IntLimit::kMaxModelLen)],
               "--max-model-len auto: model config max_position_embeddings");
   }
@@ -106,8 +106,8 @@ TEST(LimitsTest, DecodeContextParallelMustDivideTensorParallel) {
   l = ResolveLimits(v, {}, ExampleModelConfig(), kLarge);
   ASSERT_TRUE(l.ok()) << l.status();
   const Shape s = *ShapeForRank(ExampleModelConfig(), 8, 4);
-  EXPECT_EQ(s.heads, 8);
-  EXPECT_EQ(s.DecodeHeads(), 32);
+  EXPECT_EQ(s.heads, 16);
+  EXPECT_EQ(s.DecodeHeads(), 64);
 }
 
 TEST(LimitsTest, EveryVllmKvCacheDtypeIsAccepted) {

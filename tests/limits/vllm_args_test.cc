@@ -160,7 +160,7 @@ TEST(VllmArgsTest, HfOverridesAreKeptForTheModelConfig) {
       ExampleModelConfig(ConfigOverrides{v->hf_overrides->value, v->hf_overrides->origin});
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->index_topk, 1024);
-  EXPECT_EQ(m->num_heads, 64);
+  EXPECT_EQ(m->num_heads, 128);
   // A nested text_config is merged key by key.
   const absl::StatusOr<ModelConfig> nested = ParseModelConfig(
       R"({"model_type":"w","text_config":{"kv_lora_rank":512,"num_attention_heads":16,)"

@@ -31,19 +31,25 @@ TEST(ModelConfigTest, ReadsDeepSeekV32Indexer) {
   EXPECT_EQ(m->index_topk, 2048);
 }
 
-TEST(ModelConfigTest, ShippedMiniMaxLikeConfigMatchesTheEmbeddedExample) {
-  auto m = LoadModelConfig(TestDataPath("models/minimax-m3-like.json"));
-  ASSERT_TRUE(m.ok()) << m.status();
-  ModelConfig e = ExampleModelConfig();
-  EXPECT_EQ(m->num_heads, e.num_heads);
-  EXPECT_EQ(m->kv_lora_rank, e.kv_lora_rank);
-  EXPECT_EQ(m->qk_nope_head_dim, e.qk_nope_head_dim);
-  EXPECT_EQ(m->qk_rope_head_dim, e.qk_rope_head_dim);
-  EXPECT_EQ(m->v_head_dim, e.v_head_dim);
-  EXPECT_EQ(m->index_n_heads, e.index_n_heads);
-  EXPECT_EQ(m->index_head_dim, e.index_head_dim);
-  EXPECT_EQ(m->index_topk, e.index_topk);
-  EXPECT_EQ(m->max_position_embeddings, e.max_position_embeddings);
+// The shipped configs are the two embedded shapes: DeepSeek-V3.2's published config is the
+// example, minimax-m3-like.json the seeds' shape.
+TEST(ModelConfigTest, ShippedConfigsMatchTheEmbeddedShapes) {
+  for (const auto& [file, e] : std::vector<std::pair<std::string, ModelConfig>>{
+           {"models/deepseek-v3.2.json", ExampleModelConfig()},
+           {"models/minimax-m3-like.json", SeedsModelConfig()}}) {
+    auto m = LoadModelConfig(TestDataPath(file));
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->num_heads, e.num_heads);
+    EXPECT_EQ(m->kv_lora_rank, e.kv_lora_rank);
+    EXPECT_EQ(m->qk_nope_head_dim, e.qk_nope_head_dim);
+    EXPECT_EQ(m->qk_rope_head_dim, e.qk_rope_head_dim);
+    EXPECT_EQ(m->v_head_dim, e.v_head_dim);
+    EXPECT_EQ(m->index_n_heads, e.index_n_heads);
+    EXPECT_EQ(m->index_head_dim, e.index_head_dim);
+    EXPECT_EQ(m->index_topk, e.index_topk);
+    EXPECT_EQ(m->max_position_embeddings, e.max_position_embeddings);
+    EXPECT_EQ(m->num_nextn_predict_layers, e.num_nextn_predict_layers);
+  }
 }
 
 TEST(ModelConfigTest, NonMlaModelParsesButHasNoShape) {
@@ -134,15 +140,15 @@ TEST(ModelConfigTest, MissingFileNamesThePath) {
 TEST(ShapeForRankTest, DividesHeadsAndKeepsIndexerReplicated) {
   auto s = ShapeForRank(ExampleModelConfig(), 4);
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->heads, 16);
-  EXPECT_EQ(s->index_n_heads, 4);
+  EXPECT_EQ(s->heads, 32);
+  EXPECT_EQ(s->index_n_heads, 64);
 }
 
 TEST(ShapeForRankTest, TpThatDoesNotDivideHeadsNamesBoth) {
   auto s = ShapeForRank(ExampleModelConfig(), 3);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("--tensor-parallel-size 3"), absl::string_view::npos);
-  EXPECT_NE(s.status().message().find("(64)"), absl::string_view::npos);
+  EXPECT_NE(s.status().message().find("(128)"), absl::string_view::npos);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ TEST(KernelCacheTest, StrictMissNamesLauncherKeyAndDirectory) {
   ASSERT_FALSE(code.ok());
   EXPECT_TRUE(absl::IsNotFound(code.status()));
   const std::string msg(code.status().message());
-  EXPECT_NE(msg.find("strict: sparse_decode key arch=gfx90a,heads=64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("strict: sparse_decode key arch=gfx90a,heads=128"), std::string::npos) << msg;
   EXPECT_NE(msg.find("splits=16"), std::string::npos) << msg;
   EXPECT_NE(msg.find(dir.path()), std::string::npos) << msg;
   EXPECT_EQ((*kc)->stats().misses, 1);

@@ -16,7 +16,7 @@ namespace {
 
 // The key `launcher` dispatches for a step of `decode` decode tokens.
 Key KeyFor(const char* launcher, const Arch& arch, int64_t decode) {
-  const Shape shape = *ShapeForRank(ExampleModelConfig(), 1);
+  const Shape shape = *ShapeForRank(SeedsModelConfig(), 1);
   StepStats stats;
   stats.decode_tokens = decode;
   stats.total_tokens = decode;

@@ -23,7 +23,7 @@ constexpr int kEmCuda = 190;
 
 // The q_absorb key of a step with m decode tokens.
 Key Fp8BmmKey(const Arch& arch, int64_t m) {
-  const ModelConfig model = ExampleModelConfig();
+  const ModelConfig model = SeedsModelConfig();
   const Shape shape = *ShapeForRank(model, 1);
   StepStats stats;
   stats.decode_tokens = m;
