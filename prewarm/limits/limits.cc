@@ -133,7 +133,8 @@ absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name
   const std::string rule =
       StrCat("--", spec->flag, " (", spec->meaning, ") must be an integer >= ", spec->min_value,
              spec->id == IntLimit::kMaxModelLen ? ", auto or -1" : "");
-  // vLLM's max-model-len "auto" and -1: the model's own maximum (vLLM may then pick less to fit
+  // vLLM's max-model-len "auto" and -1 (vllm/engine/arg_utils.py: a human-readable int that also
+  // takes "auto"; vllm/config/model.py): the model's own maximum (vLLM may then pick less to fit
   // the GPU's memory; the model's maximum covers whatever it picks).
   if (spec->id == IntLimit::kMaxModelLen &&
       (StripWhitespace(text) == "auto" || StripWhitespace(text) == "-1")) {
@@ -286,7 +287,9 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
     return absl::InvalidArgumentError(StrCat("max_model_len is ", limits.max_model_len, " (from ",
                                              origin[2], "); --max-model-len must be >= 1"));
   }
-  // vLLM runs decode context parallelism inside the tensor-parallel group.
+  // vLLM runs decode context parallelism inside the tensor-parallel group
+  // (vllm/config/parallel.py: tensor_parallel_size must be divisible by
+  // decode_context_parallel_size).
   if (limits.tensor_parallel_size % limits.decode_context_parallel_size != 0) {
     return absl::InvalidArgumentError(
         StrCat("--decode-context-parallel-size ", limits.decode_context_parallel_size, " (from ",

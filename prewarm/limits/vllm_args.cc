@@ -20,7 +20,11 @@ using nlohmann::json;
 
 constexpr std::string_view kOrigin = "--vllm-args ";
 
-// Flags that take a value and that we read. Everything else is skipped.
+// Flags that take a value and that we read. Everything else is skipped. Where vLLM defines each
+// (vllm-project/vllm): the limits and their short forms (-tp, -dcp, -O, -cc) in
+// vllm/engine/arg_utils.py (EngineArgs.add_cli_args), their fields in vllm/config/scheduler.py,
+// cache.py (CacheDType), parallel.py (decode_context_parallel_size), compilation.py
+// (cudagraph_capture_sizes, max_cudagraph_capture_size) and speculative.py.
 enum class Kind { kInt, kKvDtype, kSpeculative, kCompilation, kGraphSizes, kHfOverrides, kConfig };
 struct Known {
   std::string_view name;  // normalized: hyphens, no leading dashes
@@ -172,8 +176,9 @@ absl::Status Apply(LimitValues& out, const Known& known, std::string_view shown_
 }
 
 // --cuda-graph-sizes N [N ...] (or one JSON list): vLLM captures these batch sizes (one value N
-// means 1, 2, 4 and the multiples of 8 up to N); the largest is the capture size. Consumes the
-// integer words after the flag.
+// means 1, 2, 4 and the multiples of 8 up to N; vllm/config/scheduler.py, cuda_graph_sizes, which
+// vllm/config/compilation.py turns into cudagraph_capture_sizes); the largest is the capture
+// size. Consumes the integer words after the flag.
 absl::Status ApplyGraphSizes(LimitValues& out, std::string_view shown_flag,
                              const std::vector<std::string>& values) {
   int64_t largest = 0;
@@ -197,9 +202,10 @@ absl::Status ApplyGraphSizes(LimitValues& out, std::string_view shown_flag,
                              StrCat(kOrigin, shown_flag));
 }
 
-// vLLM's --config FILE (YAML): each key is a flag, read as if it came before the command line
-// (whose flags win). A scalar is its value, true a bare flag (false none), a list several
-// words, a mapping its JSON.
+// vLLM's --config FILE (YAML; vllm/utils/argparse_utils.py, FlexibleArgumentParser's
+// load_config_file): each key is a flag, read as if it came before the command line (whose flags
+// win). A scalar is its value, true a bare flag (false none), a list several words, a mapping
+// its JSON.
 absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path) {
   const std::string origin = StrCat(kOrigin, "--config ", path);
   if (absl::Status ok = CheckInputFile(origin, path, int64_t{16} << 20); !ok.ok()) return ok;
