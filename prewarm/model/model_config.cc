@@ -168,6 +168,8 @@ absl::StatusOr<ModelConfig> ExampleModelConfig(const ConfigOverrides& overrides)
 
 ModelConfig ExampleModelConfig() { return *ExampleModelConfig(ConfigOverrides{}); }
 
+std::string_view SeedsConfigJson() { return kSeedsConfig; }
+
 ModelConfig SeedsModelConfig() {
   ModelConfig m = *ParseModelConfig(kSeedsConfig, "the seeds' shape");
   m.is_embedded_example = true;  // its kernels are the NVFP4 ones

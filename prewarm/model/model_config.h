@@ -79,6 +79,8 @@ absl::StatusOr<ModelConfig> ExampleModelConfig(const ConfigOverrides& overrides)
 // published model), NVFP4 by default: what the kernels' benchmarks and the GPU check measure, so
 // their numbers stay comparable with the seeds' (tests/data/models/minimax-m3-like.json).
 ModelConfig SeedsModelConfig();
+// The same as config.json text, for a `prewarm run --model-config` of it.
+std::string_view SeedsConfigJson();
 
 // InvalidArgument naming tp and H when tp does not divide H, or the model is not MLA. With decode
 // context parallelism (dcp ranks, which divide tp), vLLM's MLA decode gathers the query heads of

@@ -12,7 +12,6 @@
 #include "common/fp8.h"
 #include "common/nvfp4.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "prewarm/cache/fill.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/gpu.h"
@@ -551,19 +550,7 @@ TEST_F(GpuCheckTest, TheStrictRuntimeServesRandomStepsWithoutMissesAndMatchesRef
   const std::vector<std::string> limits_flags = {
       "--max-num-seqs", "16", "--max-num-batched-tokens", "4096", "--num-speculative-tokens", "1"};
   // The seeds' shape (64 heads, 4 index heads: the CPU references stay quick), written here.
-  const ModelConfig seeds = SeedsModelConfig();
-  const std::string seeds_json = dir.WriteFile(
-      "seeds.json", nlohmann::json{{"model_type", "seeds"},
-                                   {"num_attention_heads", seeds.num_heads},
-                                   {"kv_lora_rank", seeds.kv_lora_rank},
-                                   {"qk_nope_head_dim", seeds.qk_nope_head_dim},
-                                   {"qk_rope_head_dim", seeds.qk_rope_head_dim},
-                                   {"v_head_dim", seeds.v_head_dim},
-                                   {"index_n_heads", seeds.index_n_heads},
-                                   {"index_head_dim", seeds.index_head_dim},
-                                   {"index_topk", seeds.index_topk},
-                                   {"max_position_embeddings", seeds.max_position_embeddings}}
-                        .dump());
+  const std::string seeds_json = dir.WriteFile("seeds.json", std::string(SeedsConfigJson()));
   std::vector<std::string> run = {
       "run",     "--arch",         arch_.name, "--cache-dir",      cache,
       "--quiet", "--model-config", seeds_json, "--kv-cache-dtype", "nvfp4"};
