@@ -60,6 +60,26 @@ absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions
     }
     if (!dir.is_directory(ec)) continue;
     if (options.stale && options.current_dirs.count(name) == 0) {
+      // Every entry lock of the directory, taken without waiting and held until it is gone: a
+      // writer of another build (an older pod still compiling into it) keeps its directory.
+      std::vector<FileLock> held;
+      std::string busy_lock;
+      for (const auto& f : fs::directory_iterator(dir.path(), ec)) {
+        if (f.path().extension() != ".lock" || f.is_symlink(ec) || !f.is_regular_file(ec)) {
+          continue;
+        }
+        absl::StatusOr<FileLock> lock =
+            FileLock::TryAcquire(f.path().string(), FileLock::Mode::kExclusive);
+        if (absl::IsUnavailable(lock.status())) {
+          busy_lock = f.path().filename().string();
+          break;
+        }
+        if (lock.ok()) held.push_back(*std::move(lock));
+      }
+      if (!busy_lock.empty()) {
+        report.busy.push_back(StrCat(name, ": ", busy_lock));
+        continue;
+      }
       for (const auto& f : fs::recursive_directory_iterator(dir.path(), ec)) {
         if (f.is_regular_file(ec)) report.bytes += static_cast<int64_t>(f.file_size(ec));
       }

@@ -32,6 +32,9 @@ struct GcReport {
   int64_t bytes = 0;
   std::vector<std::string> failed;   // "path: reason" of what could not be removed (gc goes on)
   std::vector<std::string> refused;  // launcher directories that are symlinks: never followed
+  // Stale directories left alone because a writer holds one of their locks ("dir: a.lock"); a
+  // later gc removes them.
+  std::vector<std::string> busy;
 };
 
 absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions& options);

@@ -42,6 +42,9 @@ int RunGc(const Config& config, std::ostream& out) {
     out << "refused " << p << ": a symlink, not followed\n";
   }
   for (const std::string& p : report->failed) out << "cannot remove " << p << "\n";
+  for (const std::string& p : report->busy) {
+    out << "kept " << p << " is held by a writer; a later gc removes it\n";
+  }
   out << "prewarm gc: " << (config.dry_run ? "would remove " : "removed ") << report->removed.size()
       << " items, " << report->bytes << " bytes from " << config.cache_dir;
   if (!report->failed.empty()) out << "; " << report->failed.size() << " could not be removed";

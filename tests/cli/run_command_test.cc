@@ -379,9 +379,27 @@ TEST(GcCommandTest, RemovesOldTempsAndStaleDirsButNothingElse) {
   EXPECT_TRUE(fs::exists(stale)) << "without --stale other builds' entries stay";
   r = RunPrewarm({"gc", "--cache-dir", cache, "--stale"});
   EXPECT_EQ(r.exit_code, 2) << "--stale needs --arch";
+  // A stale directory whose entry lock a writer holds (an older pod still compiling into it) is
+  // kept, and removed by the gc after the writer is done.
+  const std::string busy =
+      dir.WriteFile("cache/fp8_bmm_11111111111111111111111111111111/a.co", "older, in use");
+  const std::string busy_lock = fs::path(busy).replace_extension(".lock").string();
+  testing::TempDir::WriteFileAt(busy_lock, "");
+  {
+    absl::StatusOr<FileLock> writer = FileLock::Acquire(busy_lock, FileLock::Mode::kExclusive);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    r = RunPrewarm({"gc", "--cache-dir", cache, "--stale", "--arch", "gfx90a"});
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_FALSE(fs::exists(stale));
+    EXPECT_TRUE(fs::exists(busy));
+    EXPECT_NE(r.stdout_text.find("kept fp8_bmm_11111111111111111111111111111111: a.lock is held "
+                                 "by a writer"),
+              std::string::npos)
+        << r.stdout_text;
+  }
   r = RunPrewarm({"gc", "--cache-dir", cache, "--stale", "--arch", "gfx90a"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_FALSE(fs::exists(busy));
   for (const std::string& kept : {flydsl, flydsl_tmp, triton, look_alike, new_tmp}) {
     EXPECT_TRUE(fs::exists(kept)) << kept;
   }
