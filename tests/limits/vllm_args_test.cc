@@ -205,10 +205,14 @@ TEST(VllmArgsTest, ConfigFileIsReadBelowTheCommandLine) {
   const std::string bad_value = dir.WriteFile("bad.yaml", "max-num-seqs: 0\n");
   const std::string not_yaml = dir.WriteFile("oops.yaml", "max-num-seqs: [1, 2\n");
   const std::string list = dir.WriteFile("list.yaml", "- max-num-seqs\n- 4\n");
+  // Nesting deep enough to overflow a recursive parser's stack: an error, not a crash.
+  const std::string deep = dir.WriteFile(
+      "deep.yaml", "compilation-config: " + std::string(100000, '[') + std::string(100000, ']'));
   for (const auto& [file, must] : std::vector<std::pair<std::string, std::string>>{
            {bad_value, "max-num-seqs=0"},
            {not_yaml, "--config " + not_yaml},
            {list, "expected a YAML mapping"},
+           {deep, "--config " + deep},
            {dir.path() + "/missing.yaml", "missing.yaml"}}) {
     auto r = ParseVllmArgs("vllm serve --config " + file);
     ASSERT_FALSE(r.ok()) << file;
