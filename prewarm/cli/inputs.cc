@@ -65,8 +65,12 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
   if (!config.vllm_args.empty()) {
     absl::StatusOr<LimitValues> parsed = ParseVllmArgs(config.vllm_args);
     if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          StrCat(config.vllm_args_origin, ": ", parsed.status().message()));
+      // The message names "--vllm-args ..." already; say so again only for the variable.
+      const std::string message(parsed.status().message());
+      if (config.vllm_args_origin == "--vllm-args" && message.rfind("--vllm-args", 0) == 0) {
+        return parsed.status();
+      }
+      return absl::InvalidArgumentError(StrCat(config.vllm_args_origin, ": ", message));
     }
     vllm = *std::move(parsed);
   }

@@ -184,6 +184,16 @@ TEST(PlanCommandTest, VllmArgsReachTheKeys) {
                 "--vllm-args", "vllm serve m --config " + yaml});
   EXPECT_EQ(j["limits"]["max_num_seqs"], 8);
   EXPECT_EQ(j["limits"]["num_speculative_tokens"], 1);  // num_nextn_predict_layers
+  // A bad value is named once by the flag that carried it, by the variable when it came from one.
+  SubprocessResult r = RunPrewarm({"plan", "--vllm-args", "vllm serve m --max-num-seqs 0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("error: --vllm-args --max-num-seqs=0: "), std::string::npos)
+      << r.stderr_text;
+  r = RunPrewarm({"plan"}, {{"PREWARM_VLLM_ARGS", "vllm serve m --max-num-seqs 0"}});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("error: PREWARM_VLLM_ARGS: --vllm-args --max-num-seqs=0: "),
+            std::string::npos)
+      << r.stderr_text;
 }
 
 // A non-MLA model is exit 2 naming its model_type, also when the text model is nested under
