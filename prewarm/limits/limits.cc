@@ -234,10 +234,12 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
       "default",       "default",       "default",
       "default",       "default"};
   std::optional<Sourced<bool>> tokens_from_model;
+  std::array<bool, kNumIntLimits> given{};  // a source set it (else the default stands)
   // Lower precedence first; each later source overrides.
   for (const LimitValues* source : {&vllm_values, &explicit_values}) {
     for (int i = 0; i < kNumIntLimits; ++i) {
       if (source->ints[i].has_value()) {
+        given[i] = true;
         value[i] = source->ints[i]->value;
         origin[i] = source->ints[i]->origin;
       }
@@ -254,7 +256,7 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   constexpr int kLen = static_cast<int>(IntLimit::kMaxModelLen);
   constexpr int kSpec = static_cast<int>(IntLimit::kNumSpeculativeTokens);
   // As vLLM: a default max_num_seqs is at most max_num_batched_tokens.
-  if (origin[kSeqs] == defaults.origin && value[kSeqs] > value[kTokens]) {
+  if (!given[kSeqs] && value[kSeqs] > value[kTokens]) {
     value[kSeqs] = value[kTokens];
     origin[kSeqs] = StrCat(defaults.origin, ", at most max_num_batched_tokens");
   }
@@ -263,7 +265,7 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
     origin[kLen] = StrCat(origin[kLen], " auto: model config max_position_embeddings");
   }
   // An MTP speculative config without a count whose source is above any explicit count.
-  if (tokens_from_model.has_value() && origin[kSpec] == "default") {
+  if (tokens_from_model.has_value() && !given[kSpec]) {
     if (model.num_nextn_predict_layers < 1) {
       return absl::InvalidArgumentError(
           StrCat(tokens_from_model->origin,
