@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/util/files.h"
+#include "prewarm/util/json.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
@@ -24,7 +26,85 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   return file.Commit();
 }
 
+// The largest manifest read back: a plan's keys with their resources are well under 1 MiB.
+constexpr int64_t kMaxManifestBytes = int64_t{64} << 20;
+
+absl::StatusOr<FillRecord> ReadOneManifest(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadOwnFile(path, kMaxManifestBytes, -1, nullptr));
+  absl::StatusOr<nlohmann::json> j = ParseJson(text);
+  if (!j.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", j.status().message()));
+  const auto strings = [&](const char* field) -> absl::StatusOr<std::vector<std::string>> {
+    std::vector<std::string> out;
+    const auto it = j->find(field);
+    if (it == j->end() || !it->is_array()) {
+      return absl::InvalidArgumentError(
+          StrCat(path, ": field \"", field, "\" is missing or not an array"));
+    }
+    for (const nlohmann::json& v : *it) {
+      if (!v.is_string()) {
+        return absl::InvalidArgumentError(
+            StrCat(path, ": field \"", field, "\" holds a non-string"));
+      }
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  };
+  FillRecord r;
+  r.path = path;
+  if (!j->is_object() || !j->contains("format") || (*j)["format"] != 1) {
+    return absl::InvalidArgumentError(StrCat(path, ": not a prewarm manifest of format 1"));
+  }
+  for (const char* field : {"limits", "shape"}) {
+    if (!(*j)[field].is_object()) {
+      return absl::InvalidArgumentError(
+          StrCat(path, ": field \"", field, "\" is missing or not an object"));
+    }
+  }
+  r.limits = (*j)["limits"];
+  r.shape = (*j)["shape"];
+  ASSIGN_OR_RETURN(r.archs, strings("arch"));
+  ASSIGN_OR_RETURN(r.toolchains, strings("toolchain"));
+  return r;
+}
+
 }  // namespace
+
+absl::StatusOr<std::optional<FillRecord>> ReadFillRecord(const std::string& root) {
+  const std::string dir = StrCat(root, "/prewarm");
+  absl::StatusOr<FillRecord> whole = ReadOneManifest(StrCat(dir, "/manifest.json"));
+  if (whole.ok()) return std::optional<FillRecord>(*std::move(whole));
+  if (!absl::IsNotFound(whole.status())) return whole.status();
+  std::vector<std::string> shards;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("manifest-shard-") && name.ends_with(".json")) shards.push_back(name);
+  }
+  if (shards.empty()) return std::optional<FillRecord>();
+  std::sort(shards.begin(), shards.end());
+  std::optional<FillRecord> merged;
+  for (const std::string& name : shards) {
+    ASSIGN_OR_RETURN(FillRecord r, ReadOneManifest(StrCat(dir, "/", name)));
+    if (!merged.has_value()) {
+      merged = std::move(r);
+      continue;
+    }
+    if (r.limits != merged->limits || r.shape != merged->shape) {
+      return absl::InvalidArgumentError(
+          StrCat(r.path, " and ", merged->path,
+                 " record different limits or shapes: the shards of one cache come from one "
+                 "command"));
+    }
+    merged->path = StrCat(merged->path, ", ", r.path);
+    for (std::vector<std::string>* field : {&merged->archs, &merged->toolchains}) {
+      const std::vector<std::string>& add = field == &merged->archs ? r.archs : r.toolchains;
+      for (const std::string& v : add) {
+        if (std::find(field->begin(), field->end(), v) == field->end()) field->push_back(v);
+      }
+    }
+  }
+  return merged;
+}
 
 absl::Status CheckReplaceable(const std::string& path) {
   struct stat st {};

@@ -11,6 +11,7 @@
 #define PREWARM_CACHE_MANIFEST_H_
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,23 @@ absl::Status WriteManifest(const std::string& path, const RunReport& report);
 // Writes {root}/prewarm/metrics.prom atomically (text exposition format, for node-exporter's
 // textfile collector).
 absl::Status WriteMetricsFile(const std::string& root, const std::string& text);
+
+// What the run that filled a cache recorded, for a serving process that must plan exactly as it
+// did (the same limits and shape, hence the same keys) and name its entries without a compiler
+// (the toolchain identity is part of the manager key).
+struct FillRecord {
+  std::string path;  // the manifest read ("a, b" for shards), for messages
+  nlohmann::json limits;
+  nlohmann::json shape;
+  std::vector<std::string> archs;
+  std::vector<std::string> toolchains;
+};
+// Reads {root}/prewarm/manifest.json or, when there is none, every manifest-shard-I-of-N.json
+// there (an Indexed Job's shards: their archs and toolchains are merged; their limits and shapes
+// must agree). nullopt when the cache has no manifest. InvalidArgument naming the file when one
+// is not a manifest (malformed, a required field missing, shards that disagree); a symlink or
+// FIFO in a manifest's place is refused, not followed or waited on.
+absl::StatusOr<std::optional<FillRecord>> ReadFillRecord(const std::string& root);
 
 // Bytes of our entries under `root` (files ending in .co in our launcher directories).
 int64_t CacheBytes(const std::string& root);

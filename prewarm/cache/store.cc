@@ -14,17 +14,23 @@ namespace prewarm {
 
 absl::StatusOr<std::string> ManagerKey(const Toolchain& toolchain, const Arch& arch,
                                        std::string_view launcher) {
+  return ManagerKey(toolchain.Identity(), toolchain.CommonOptions(arch), arch, launcher);
+}
+
+absl::StatusOr<std::string> ManagerKey(std::string_view toolchain_identity,
+                                       const std::vector<std::string>& common_options,
+                                       const Arch& arch, std::string_view launcher) {
   ASSIGN_OR_RETURN(std::vector<KernelSource> sources, SourceClosure(KernelFileFor(launcher)));
   Sha256 h;
   h.UpdateField(StrCat("prewarm-cache-format-", kEntryFormatVersion));
-  h.UpdateField(toolchain.Identity());
+  h.UpdateField(toolchain_identity);
   h.UpdateField(arch.name);
   h.UpdateField(launcher);
   for (const KernelSource& s : sources) {
     h.UpdateField(s.name);
     h.UpdateField(s.text);
   }
-  for (const std::string& option : toolchain.CommonOptions(arch)) h.UpdateField(option);
+  for (const std::string& option : common_options) h.UpdateField(option);
   return ToHex(h.Digest()).substr(0, 32);
 }
 

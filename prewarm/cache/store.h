@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "prewarm/cache/entry.h"
@@ -28,6 +29,11 @@ namespace prewarm {
 // kernel source is not embedded.
 absl::StatusOr<std::string> ManagerKey(const Toolchain& toolchain, const Arch& arch,
                                        std::string_view launcher);
+// The same from a toolchain's recorded identity and its options for `arch`
+// (CommonCompileOptions): what a serving process with no compiler computes from a manifest.
+absl::StatusOr<std::string> ManagerKey(std::string_view toolchain_identity,
+                                       const std::vector<std::string>& common_options,
+                                       const Arch& arch, std::string_view launcher);
 
 // One entry's identity.
 struct EntryRef {

@@ -103,8 +103,12 @@ class CudaGpu final : public Gpu {
     }
     std::vector<void*> a = args;
     return Check(api_.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                    shared_bytes, nullptr, a.data(), nullptr),
+                                    shared_bytes, stream_, a.data(), nullptr),
                  "cuLaunchKernel");
+  }
+  void SetStream(void* stream) override {
+    api_.ctx_set_current(ctx_);
+    stream_ = stream;
   }
   absl::StatusOr<void*> CreateEvent() override {
     CUevent e = nullptr;
@@ -112,7 +116,7 @@ class CudaGpu final : public Gpu {
     return e;
   }
   absl::Status RecordEvent(void* event) override {
-    return Check(api_.event_record(event, nullptr), "cuEventRecord");
+    return Check(api_.event_record(event, stream_), "cuEventRecord");
   }
   absl::StatusOr<float> ElapsedMs(void* start, void* stop) override {
     RETURN_IF_ERROR(Check(api_.event_synchronize(stop), "cuEventSynchronize"));
@@ -136,6 +140,7 @@ class CudaGpu final : public Gpu {
   CUcontext ctx_;
   std::string name_, arch_;
   std::unordered_map<void*, unsigned> shared_opt_in_;  // function -> dynamic shared bytes allowed
+  void* stream_ = nullptr;
 };
 
 }  // namespace

@@ -54,10 +54,10 @@ absl::StatusOr<std::vector<float>> TimeEach(Gpu& gpu, const std::function<absl::
   return ms;
 }
 
-absl::StatusOr<std::unique_ptr<Gpu>> OpenAnyGpu() {
-  absl::StatusOr<std::unique_ptr<Gpu>> cuda = OpenCudaGpu();
+absl::StatusOr<std::unique_ptr<Gpu>> OpenAnyGpu(int device) {
+  absl::StatusOr<std::unique_ptr<Gpu>> cuda = OpenCudaGpu(device);
   if (cuda.ok()) return cuda;
-  absl::StatusOr<std::unique_ptr<Gpu>> hip = OpenHipGpu();
+  absl::StatusOr<std::unique_ptr<Gpu>> hip = OpenHipGpu(device);
   if (hip.ok()) return hip;
   return absl::FailedPreconditionError(
       StrCat("no GPU: CUDA: ", cuda.status().message(), "; HIP: ", hip.status().message()));

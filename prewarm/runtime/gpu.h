@@ -46,6 +46,10 @@ class Gpu {
   // memory; above 48 KiB the function is first allowed that much (CUDA's opt-in).
   virtual absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
                               unsigned shared_bytes) = 0;
+  // The stream Launch and RecordEvent use from now on: a CUstream / hipStream_t the caller owns
+  // (a PyTorch stream), or null for the default stream. On CUDA it also makes this Gpu's context
+  // current on the calling thread.
+  virtual void SetStream(void* stream) = 0;
   // Events on the stream the launches use, for timing: an opaque handle, recorded, then the
   // milliseconds between two (waiting for the second), then destroyed.
   virtual absl::StatusOr<void*> CreateEvent() = 0;
@@ -57,8 +61,9 @@ class Gpu {
 
 absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device = 0);
 absl::StatusOr<std::unique_ptr<Gpu>> OpenHipGpu(int device = 0);
-// The first GPU found: CUDA, then HIP. FailedPrecondition listing why each failed.
-absl::StatusOr<std::unique_ptr<Gpu>> OpenAnyGpu();
+// GPU `device` of the first platform found: CUDA, then HIP. FailedPrecondition listing why each
+// failed.
+absl::StatusOr<std::unique_ptr<Gpu>> OpenAnyGpu(int device = 0);
 
 // A device buffer freed on destruction.
 class DeviceBuffer {

@@ -83,16 +83,17 @@ class HipGpu final : public Gpu {
                       unsigned shared_bytes) override {
     std::vector<void*> a = args;
     return Check(api_.launch(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                             shared_bytes, nullptr, a.data(), nullptr),
+                             shared_bytes, stream_, a.data(), nullptr),
                  "hipModuleLaunchKernel");
   }
+  void SetStream(void* stream) override { stream_ = stream; }
   absl::StatusOr<void*> CreateEvent() override {
     void* e = nullptr;
     RETURN_IF_ERROR(Check(api_.event_create(&e), "hipEventCreate"));
     return e;
   }
   absl::Status RecordEvent(void* event) override {
-    return Check(api_.event_record(event, nullptr), "hipEventRecord");
+    return Check(api_.event_record(event, stream_), "hipEventRecord");
   }
   absl::StatusOr<float> ElapsedMs(void* start, void* stop) override {
     RETURN_IF_ERROR(Check(api_.event_synchronize(stop), "hipEventSynchronize"));
@@ -113,6 +114,7 @@ class HipGpu final : public Gpu {
   HipApi api_;
   int device_;
   std::string arch_;
+  void* stream_ = nullptr;
 };
 
 }  // namespace

@@ -1,20 +1,31 @@
-/* prewarm's serving-side runtime, for C and any language with a C FFI.
+/* prewarm's serving-side runtime, for C and any language with a C FFI (python/prewarm_runtime
+ * wraps it with ctypes).
  *
- * A serving process opens the cache once, then asks for the kernels of each scheduler step:
+ * A serving process opens the cache once, loads the planned kernels (the warm start), then
+ * launches each call on its own stream:
+ *   prewarm_runtime_options o = {0};
+ *   o.cache_dir = "/cache";       (the rest from the manifest of the run that filled it)
+ *   o.strict = 1;
  *   prewarm_runtime* rt;
  *   char err[512];
- *   if (prewarm_runtime_open("/cache", NULL, 4, 1, &rt, err, sizeof err) != 0) { ... err ... }
- *   void* modules[8];
- *   size_t n;
- *   prewarm_runtime_get(rt, "sparse_decode",
- *                       "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":4097}]}",
- *                       modules, 8, &n, err, sizeof err);
- *   ... launch with the CUDA driver / HIP module API (entry names: kernels/ sources) ...
+ *   if (prewarm_runtime_open_with(&o, &rt, err, sizeof err) != PREWARM_OK) { ... err ... }
+ *   prewarm_runtime_preload(rt, NULL, err, sizeof err);
+ *   prewarm_sparse_args a = {...};  (device pointers and sizes, KERNELS.md)
+ *   prewarm_runtime_sparse_decode(rt, &a, stream, err, sizeof err);
  *   prewarm_runtime_close(rt);
- * A module stays loaded until close. Not thread-safe: one runtime per thread or a lock.
- * Return codes: 0 ok; PREWARM_ENOGPU no GPU or driver; PREWARM_EINVAL bad argument;
- * PREWARM_EMISS a miss in strict mode (the message names launcher, key and cache directory);
- * PREWARM_EFAIL anything else. Messages are NUL-terminated and truncated to err_len. */
+ * A launch picks its kernel from the values marked "key" below, by the same rules `prewarm plan`
+ * enumerated, and allocates nothing: workspaces come from the caller
+ * (prewarm_runtime_workspace), so launches can be captured in a CUDA graph once the kernels are
+ * loaded (preload before capturing: a module load is not a stream operation).
+ * Modules stay loaded until close. Not thread-safe: one runtime per thread or a lock.
+ *
+ * Return codes: 0 ok; PREWARM_ENOGPU no GPU or driver; PREWARM_EINVAL a bad argument, or a
+ * launcher this cache's model and KV cache dtype never run (the message says why);
+ * PREWARM_EMISS a miss in strict mode (the message names launcher, key and cache directory), or
+ * a cache filled for other archs; PREWARM_EFAIL anything else; PREWARM_ENOCOMPILER the compiler
+ * a runtime needs cannot be loaded (the message names it): a non-strict runtime compiles its
+ * misses, and a strict one over a cache without a manifest needs it to name the entries.
+ * Messages are NUL-terminated and truncated to err_len; err may be NULL. */
 #ifndef PREWARM_RUNTIME_PREWARM_RUNTIME_H_
 #define PREWARM_RUNTIME_PREWARM_RUNTIME_H_
 
@@ -29,8 +40,23 @@ extern "C" {
 #define PREWARM_EINVAL 2
 #define PREWARM_EMISS 3
 #define PREWARM_EFAIL 4
+#define PREWARM_ENOCOMPILER 5
 
 typedef struct prewarm_runtime prewarm_runtime;
+
+typedef struct {
+  const char* cache_dir; /* required */
+  /* What the plan needs. NULL or 0: what the cache's manifest recorded ({cache_dir}/prewarm/
+   * manifest.json, or its shards), else the embedded example, tp 1 and "auto". */
+  const char* model_config;   /* an HF config.json */
+  int tensor_parallel_size;   /* 0: unset */
+  const char* kv_cache_dtype; /* vLLM's --kv-cache-dtype spelling */
+  const char* arch;           /* NULL: the GPU's own */
+  int strict;                 /* 1: a miss is an error, never a compile */
+  int device;                 /* the CUDA/HIP device ordinal; -1: no GPU (needs arch): the
+                                 runtime plans, checks and preloads entries (a pre-start check
+                                 that the cache covers the plan), and a launch is ENOGPU */
+} prewarm_runtime_options;
 
 typedef struct {
   long long hits;        /* keys found in the cache */
@@ -41,10 +67,22 @@ typedef struct {
   double compile_seconds;
 } prewarm_runtime_stats;
 
-/* model_config: an HF config.json, or NULL for the embedded example. strict: 1 = a miss is an
- * error, never a compile. */
+int prewarm_runtime_open_with(const prewarm_runtime_options* options, prewarm_runtime** out,
+                              char* err, size_t err_len);
+
+/* The same with positional options (device 0, the manifest's KV cache dtype). model_config NULL
+ * and tensor_parallel_size 0: the manifest's. */
 int prewarm_runtime_open(const char* cache_dir, const char* model_config, int tensor_parallel_size,
                          int strict, prewarm_runtime** out, char* err, size_t err_len);
+
+/* What the runtime planned with, as JSON: {"arch", "gpu" (null without one), "strict", "source"
+ * (the manifest or "options"), "shape": {heads_per_rank, kv_lora_rank, qk_rope_head_dim,
+ * index_n_heads, index_head_dim, index_topk, ...}, "limits": {...}, "launchers": [names it runs]}.
+ * Returns the length the text needs (excluding NUL); writes at most buf_len bytes with the NUL. */
+size_t prewarm_runtime_info(const prewarm_runtime* rt, char* buf, size_t buf_len);
+
+/* Loads every planned kernel (the warm start); `loaded` (may be NULL) receives how many. */
+int prewarm_runtime_preload(prewarm_runtime* rt, long long* loaded, char* err, size_t err_len);
 
 /* The modules of `launcher` in one step (trace JSON, DESIGN.md section 5), in key order. */
 int prewarm_runtime_get(prewarm_runtime* rt, const char* launcher, const char* step_json,
@@ -54,6 +92,99 @@ int prewarm_runtime_get(prewarm_runtime* rt, const char* launcher, const char* s
 void prewarm_runtime_get_stats(const prewarm_runtime* rt, prewarm_runtime_stats* out);
 
 void prewarm_runtime_close(prewarm_runtime* rt);
+
+/* ---- Launches. Pointers are device addresses (KERNELS.md gives each tensor's layout); stream is
+ * a cudaStream_t / hipStream_t, NULL for the default stream. rows 0 launches nothing. ---- */
+
+/* Y[m][b][n] = X[m][b][:] . W[b][n][:] with X quantized to FP8 per 128-wide group. x, w, y
+ * 16-byte aligned. */
+typedef struct {
+  const void* x; /* bf16 [m][batch][k] */
+  const void* w; /* fp8 [batch][n][k] */
+  void* y;       /* bf16 [m][batch][n] */
+  float w_scale;
+  int m;           /* key */
+  int batch, n, k; /* key: one of the model's two GEMMs (q_absorb, v_up) */
+} prewarm_fp8_bmm_args;
+int prewarm_runtime_fp8_bmm(prewarm_runtime* rt, const prewarm_fp8_bmm_args* a, void* stream,
+                            char* err, size_t err_len);
+
+typedef struct {
+  const void* latent;    /* bf16 [num_tokens][L] */
+  const void* rope;      /* bf16 [num_tokens][Dr] */
+  const void* index_key; /* bf16 [num_tokens][Di] */
+  const void* gamma;     /* float [L] */
+  const void* pos;       /* int32 [num_tokens] */
+  const void* slot;      /* int64 [num_tokens]; -1 writes nothing */
+  float g_kv, g_idx;     /* the NVFP4 global scales */
+  int num_tokens;        /* key */
+  void* kv_cache;        /* uint8 [blocks][block_size][L/2 + L/16 + 2 Dr] */
+  void* index_cache;     /* uint8 [blocks][block_size][Di/2 + Di/16] */
+} prewarm_norm_rope_insert_args;
+int prewarm_runtime_norm_rope_insert(prewarm_runtime* rt, const prewarm_norm_rope_insert_args* a,
+                                     void* stream, char* err, size_t err_len);
+
+typedef struct {
+  const void* q;           /* bf16 [rows][Hi][Di] */
+  const void* w;           /* float [rows][Hi] */
+  const void* row_req;     /* int32 [rows]: each row's request */
+  const void* visible;     /* int32 [rows]: key positions each row sees */
+  const void* block_table; /* int32 [requests][max_blocks] */
+  int max_blocks, block_size;
+  const void* index_cache;
+  float g_idx;
+  void* out; /* float [rows][stride] */
+  int stride, rows;
+  void* ws;               /* index_decode, buffered: prewarm_runtime_workspace bytes */
+  long long prefill_work; /* index_prefill key: sum over prefill requests of q_len * ctx */
+  long long max_ctx;      /* index_decode key: the largest context among the rows */
+} prewarm_index_args;
+int prewarm_runtime_index_prefill(prewarm_runtime* rt, const prewarm_index_args* a, void* stream,
+                                  char* err, size_t err_len);
+int prewarm_runtime_index_decode(prewarm_runtime* rt, const prewarm_index_args* a, void* stream,
+                                 char* err, size_t err_len);
+
+typedef struct {
+  const void* scores;  /* float [rows][stride] */
+  const void* visible; /* int32 [rows] */
+  int stride, rows;
+  void* out;    /* int32 [rows][Ktop]; ascending indices, -1 past the visible range */
+  void* ws_key; /* topk_prefill with strips: prewarm_runtime_workspace bytes each */
+  void* ws_idx;
+  long long ctx; /* topk_prefill key: the request's context */
+} prewarm_topk_args;
+int prewarm_runtime_topk_prefill(prewarm_runtime* rt, const prewarm_topk_args* a, void* stream,
+                                 char* err, size_t err_len);
+int prewarm_runtime_topk_decode(prewarm_runtime* rt, const prewarm_topk_args* a, void* stream,
+                                char* err, size_t err_len);
+
+typedef struct {
+  const void* q_latent; /* bf16 [rows][Hr][L] */
+  const void* q_rope;   /* bf16 [rows][Hr][Dr] */
+  const void* topk;     /* int32 [rows][Ktop] */
+  const void* row_req;  /* int32 [rows] */
+  const void* block_table;
+  int max_blocks, block_size;
+  const void* kv_cache;
+  float g_kv, scale;
+  void* out; /* bf16 [rows][Hr][L] */
+  void* lse; /* float [rows][Hr] */
+  int rows;
+  void* ws_o; /* sparse_decode with splits: prewarm_runtime_workspace bytes */
+  void* ws_lse;
+  long long ctx; /* sparse_prefill key: the request's context */
+} prewarm_sparse_args;
+int prewarm_runtime_sparse_prefill(prewarm_runtime* rt, const prewarm_sparse_args* a, void* stream,
+                                   char* err, size_t err_len);
+int prewarm_runtime_sparse_decode(prewarm_runtime* rt, const prewarm_sparse_args* a, void* stream,
+                                  char* err, size_t err_len);
+
+/* The workspace bytes a launch needs (0 when its kernel needs none): index_decode (rows,
+ * max_ctx = ctx, stride): bytes[0] for ws; topk_prefill (rows, ctx): bytes[0] for ws_key and
+ * bytes[1] for ws_idx; sparse_decode (rows): bytes[0] for ws_o, bytes[1] for ws_lse. Every other
+ * launcher: 0. */
+int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launcher, int rows, long long ctx,
+                              int stride, size_t bytes[2], char* err, size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 #include "prewarm/runtime/runtime.h"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "prewarm/util/log.h"
 #include "prewarm/util/status_macros.h"
@@ -13,27 +15,119 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::string CompilerName(Platform p) { return p == Platform::kNvidia ? "NVRTC" : "hipRTC"; }
+std::string_view IdentityPrefix(Platform p) {
+  return p == Platform::kNvidia ? "nvrtc " : "hiprtc ";
+}
+
+// The manifest's limits as one more source of values, below the options given explicitly.
+absl::Status AddRecordedLimits(const FillRecord& r, LimitValues& values) {
+  const std::string origin = StrCat(r.path, " \"limits\"");
+  for (const IntLimitSpec& spec : IntLimitSpecs()) {
+    const auto it = r.limits.find(std::string(spec.field));
+    if (it == r.limits.end()) continue;
+    if (!it->is_number_integer()) {
+      return absl::InvalidArgumentError(
+          StrCat(origin, ": field \"", spec.field, "\" is not an integer"));
+    }
+    RETURN_IF_ERROR(SetIntLimitFromText(values, spec.flag, StrCat(it->get<int64_t>()), origin));
+  }
+  if (const auto it = r.limits.find("kv_cache_dtype"); it != r.limits.end()) {
+    if (!it->is_string()) {
+      return absl::InvalidArgumentError(
+          StrCat(origin, ": field \"kv_cache_dtype\" is not a string"));
+    }
+    RETURN_IF_ERROR(SetKvCacheDtypeFromText(values, it->get<std::string>(), origin));
+  }
+  if (const auto it = r.limits.find("graph_only"); it != r.limits.end() && it->is_boolean()) {
+    values.graph_only = Sourced<bool>{it->get<bool>(), origin};
+  }
+  return absl::OkStatus();
+}
+
+// The model whose shape the manifest recorded, read back through the config parser (the same
+// field names and checks); max_position_embeddings is the recorded max_model_len.
+absl::StatusOr<ModelConfig> RecordedModel(const FillRecord& r) {
+  nlohmann::json config = nlohmann::json::object();
+  for (const char* field :
+       {"num_attention_heads", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+        "index_n_heads", "index_head_dim", "index_topk"}) {
+    if (r.shape.contains(field)) config[field] = r.shape[field];
+  }
+  if (r.shape.contains("model") && r.shape["model"].is_string()) {
+    config["model_type"] = r.shape["model"];
+  }
+  if (r.limits.contains("max_model_len"))
+    config["max_position_embeddings"] = r.limits["max_model_len"];
+  ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(config.dump(), StrCat(r.path, " \"shape\"")));
+  const auto source = r.shape.find("source");
+  m.source = StrCat(
+      r.path, " (the shape of ",
+      source != r.shape.end() && source->is_string() ? source->get<std::string>() : "its model",
+      ")");
+  return m;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<KernelCache>> KernelCache::Open(const RuntimeOptions& options) {
   std::unique_ptr<KernelCache> kc(new KernelCache());
   kc->options_ = options;
-  if (options.model_config.empty()) {
-    kc->model_ = ExampleModelConfig();
-  } else {
+  ASSIGN_OR_RETURN(kc->filled_by_, ReadFillRecord(options.cache_dir));
+  const FillRecord* rec = kc->filled_by_.has_value() ? &*kc->filled_by_ : nullptr;
+  if (!options.model_config.empty()) {
     ASSIGN_OR_RETURN(kc->model_, LoadModelConfig(options.model_config));
+  } else if (rec != nullptr) {
+    ASSIGN_OR_RETURN(kc->model_, RecordedModel(*rec));
+  } else {
+    kc->model_ = ExampleModelConfig();
   }
-  LimitValues values;
-  RETURN_IF_ERROR(SetIntLimitFromText(values, "tensor-parallel-size",
-                                      StrCat(options.tensor_parallel_size),
-                                      "tensor_parallel_size"));
-  RETURN_IF_ERROR(SetKvCacheDtypeFromText(values, options.kv_cache_dtype, "kv_cache_dtype"));
+  LimitValues recorded, given;
+  if (rec != nullptr) RETURN_IF_ERROR(AddRecordedLimits(*rec, recorded));
+  if (options.tensor_parallel_size != 0) {
+    RETURN_IF_ERROR(SetIntLimitFromText(given, "tensor-parallel-size",
+                                        StrCat(options.tensor_parallel_size),
+                                        "tensor_parallel_size"));
+  }
+  if (!options.kv_cache_dtype.empty()) {
+    RETURN_IF_ERROR(SetKvCacheDtypeFromText(given, options.kv_cache_dtype, "kv_cache_dtype"));
+  }
   ASSIGN_OR_RETURN(kc->arch_, ParseArch(options.arch));
   ASSIGN_OR_RETURN(kc->limits_,
-                   ResolveLimits(values, {}, kc->model_,
+                   ResolveLimits(given, recorded, kc->model_,
                                  VllmBatchDefaults(LargeMemoryGpuArch(kc->arch_), kc->arch_.name)));
-  ASSIGN_OR_RETURN(kc->shape_, ShapeForRank(kc->model_, options.tensor_parallel_size));
-  ASSIGN_OR_RETURN(kc->toolchain_, OpenToolchain(kc->arch_.platform));
+  ASSIGN_OR_RETURN(kc->shape_, ShapeForRank(kc->model_, kc->limits_.tensor_parallel_size,
+                                            kc->limits_.decode_context_parallel_size));
+  const Platform platform = kc->arch_.platform;
+  if (options.strict && rec != nullptr) {
+    if (std::find(rec->archs.begin(), rec->archs.end(), kc->arch_.name) == rec->archs.end()) {
+      return absl::NotFoundError(StrCat("strict: ", options.cache_dir, " was filled for ",
+                                        StrJoin(rec->archs, ", "), " (", rec->path, "), not ",
+                                        kc->arch_.name, ": run prewarm run --arch ", kc->arch_.name,
+                                        " into it first"));
+    }
+    for (const std::string& t : rec->toolchains) {
+      if (t.starts_with(IdentityPrefix(platform))) kc->toolchain_identity_ = t;
+    }
+    if (kc->toolchain_identity_.empty()) {
+      return absl::InvalidArgumentError(
+          StrCat(rec->path, " records no ", CompilerName(platform),
+                 " toolchain (it has: ", StrJoin(rec->toolchains, ", "), ")"));
+    }
+  } else {
+    absl::StatusOr<std::unique_ptr<Toolchain>> tc = OpenToolchain(platform);
+    if (!tc.ok()) {
+      return absl::UnavailableError(
+          StrCat(options.strict
+                     ? StrCat("a strict runtime over a cache with no manifest (", options.cache_dir,
+                              "/prewarm/manifest.json is absent) needs the compiler to name "
+                              "its entries, and ")
+                     : "a runtime that compiles its misses (not strict) needs the compiler, and ",
+                 CompilerName(platform), " cannot be loaded: ", tc.status().message()));
+    }
+    kc->toolchain_ = *std::move(tc);
+    kc->toolchain_identity_ = kc->toolchain_->Identity();
+  }
   kc->store_ = std::make_unique<CacheStore>(options.cache_dir);
   return kc;
 }
@@ -41,16 +135,47 @@ absl::StatusOr<std::unique_ptr<KernelCache>> KernelCache::Open(const RuntimeOpti
 absl::StatusOr<std::string> KernelCache::ManagerKeyFor(const std::string& launcher) {
   auto it = manager_keys_.find(launcher);
   if (it != manager_keys_.end()) return it->second;
-  ASSIGN_OR_RETURN(std::string mk, ManagerKey(*toolchain_, arch_, launcher));
+  ASSIGN_OR_RETURN(std::string mk,
+                   ManagerKey(toolchain_identity_, CommonCompileOptions(arch_), arch_, launcher));
   manager_keys_[launcher] = mk;
   return mk;
 }
 
-std::vector<Key> KernelCache::KeysForStep(const std::string& launcher, const Step& step) const {
-  for (const DispatchedLauncher& d : DispatchStep(step, limits_, shape_, arch_)) {
-    if (d.name == launcher) return d.keys;
+absl::StatusOr<std::vector<Key>> KernelCache::KeysForStats(const std::string& launcher,
+                                                           const StepStats& stats) const {
+  const Launcher* l = FindLauncher(launcher);
+  if (l == nullptr) {
+    std::vector<std::string> names;
+    for (const Launcher* x : AllLaunchers()) names.emplace_back(x->Name());
+    return absl::InvalidArgumentError(
+        StrCat("unknown launcher \"", launcher, "\"; the launchers are ", StrJoin(names, ", ")));
   }
-  return {};
+  if (!l->AppliesTo(shape_, limits_)) {
+    return absl::InvalidArgumentError(StrCat(
+        launcher,
+        " does not run for this cache's model and KV cache: it needs kv_cache_dtype nvfp4 "
+        "and a model with an indexer; the plan has kv_cache_dtype ",
+        KvCacheDtypeName(limits_.kv_cache_dtype), " and a model ",
+        shape_.has_indexer ? "with" : "without", " an indexer (model: ", model_.source, ")"));
+  }
+  std::vector<Key> keys;
+  for (Key& k : l->Dispatch(stats, {shape_, arch_, Thresholds{}})) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
+absl::StatusOr<std::vector<Key>> KernelCache::KeysForStep(const std::string& launcher,
+                                                          const Step& step) const {
+  return KeysForStats(launcher, ComputeStats(step));
+}
+
+std::vector<std::pair<std::string, Key>> KernelCache::PlannedKeys() const {
+  std::vector<std::pair<std::string, Key>> out;
+  for (const LauncherPlan& lp : BuildPlan(limits_, model_, shape_, {arch_}).launchers) {
+    for (const PlannedKey& pk : lp.keys) out.emplace_back(lp.name, pk.key);
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> KernelCache::Code(const std::string& launcher, const Key& key) {
@@ -86,7 +211,16 @@ absl::StatusOr<std::string> KernelCache::Code(const std::string& launcher, const
 }
 
 absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Open(const RuntimeOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Gpu> gpu, OpenAnyGpu());
+  if (options.device < 0) {
+    if (options.arch.empty()) {
+      return absl::InvalidArgumentError(
+          "a runtime without a GPU (device -1) needs the arch to plan for");
+    }
+    std::unique_ptr<Runtime> rt(new Runtime());
+    ASSIGN_OR_RETURN(rt->cache_, KernelCache::Open(options));
+    return rt;
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Gpu> gpu, OpenAnyGpu(options.device));
   return Open(options, std::move(gpu));
 }
 
@@ -107,6 +241,10 @@ absl::StatusOr<LoadedKernel> Runtime::Get(const std::string& launcher, const Key
     return LoadedKernel{key, it->second};
   }
   ASSIGN_OR_RETURN(std::string code, cache_->Code(launcher, key));
+  if (gpu_ == nullptr) {
+    loaded_[id] = nullptr;
+    return LoadedKernel{key, nullptr};
+  }
   const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(void* module, gpu_->LoadModule(code));
   cache_->stats().load_seconds += Seconds(t0);
@@ -117,11 +255,47 @@ absl::StatusOr<LoadedKernel> Runtime::Get(const std::string& launcher, const Key
 absl::StatusOr<std::vector<LoadedKernel>> Runtime::ForStep(const std::string& launcher,
                                                            const Step& step) {
   std::vector<LoadedKernel> out;
-  for (const Key& key : cache_->KeysForStep(launcher, step)) {
+  ASSIGN_OR_RETURN(const std::vector<Key> keys, cache_->KeysForStep(launcher, step));
+  for (const Key& key : keys) {
     ASSIGN_OR_RETURN(LoadedKernel k, Get(launcher, key));
     out.push_back(std::move(k));
   }
   return out;
+}
+
+}  // namespace prewarm
+
+namespace prewarm {
+
+absl::StatusOr<LoadedKernel> Runtime::ForCall(const std::string& launcher, const StepStats& stats,
+                                              const std::function<bool(const Key&)>& pick) {
+  ASSIGN_OR_RETURN(std::vector<Key> keys, cache_->KeysForStats(launcher, stats));
+  if (pick) keys.erase(std::remove_if(keys.begin(), keys.end(), std::not_fn(pick)), keys.end());
+  if (keys.size() != 1) {
+    std::vector<std::string> names;
+    for (const Key& k : keys) names.push_back(k.String());
+    return absl::InvalidArgumentError(StrCat(
+        launcher, ": ",
+        keys.empty() ? "no key of this cache's plan fits the call"
+                     : StrCat("the call fits ", keys.size(), " keys: ", StrJoin(names, "; "))));
+  }
+  ASSIGN_OR_RETURN(LoadedKernel k, Get(launcher, keys.front()));
+  if (gpu_ == nullptr) {
+    return absl::FailedPreconditionError(
+        StrCat(launcher, " ", k.key.String(),
+               ": this runtime was opened without a GPU (device -1); it plans, checks and "
+               "preloads entries but cannot launch"));
+  }
+  return k;
+}
+
+absl::StatusOr<int64_t> Runtime::Preload() {
+  int64_t n = 0;
+  for (const auto& [launcher, key] : cache_->PlannedKeys()) {
+    RETURN_IF_ERROR(Get(launcher, key).status());
+    ++n;
+  }
+  return n;
 }
 
 }  // namespace prewarm

@@ -90,9 +90,7 @@ class Hiprtc final : public Toolchain {
   }
 
   std::vector<std::string> CommonOptions(const Arch& arch) const override {
-    std::vector<std::string> o = {StrCat("--gpu-architecture=", arch.name), "-O3", "-std=c++17"};
-    for (std::string& d : ArchDefines(arch)) o.push_back(std::move(d));
-    return o;
+    return CommonCompileOptions(arch);
   }
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const override {

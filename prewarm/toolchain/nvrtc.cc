@@ -30,9 +30,7 @@ class Nvrtc final : public Toolchain {
   }
 
   std::vector<std::string> CommonOptions(const Arch& arch) const override {
-    std::vector<std::string> o = {StrCat("--gpu-architecture=", arch.name), "--std=c++17"};
-    for (std::string& d : ArchDefines(arch)) o.push_back(std::move(d));
-    return o;
+    return CommonCompileOptions(arch);
   }
 
   absl::StatusOr<CompileOutput> Compile(const CompileJob& job) const override {

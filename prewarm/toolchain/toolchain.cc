@@ -38,4 +38,15 @@ std::vector<std::string> ArchDefines(const Arch& arch) {
           StrCat("-DPW_LDS_KIB=", SharedMemoryKib(arch))};
 }
 
+std::vector<std::string> CommonCompileOptions(const Arch& arch) {
+  std::vector<std::string> o = {StrCat("--gpu-architecture=", arch.name)};
+  if (arch.platform == Platform::kAmd) {
+    o.insert(o.end(), {"-O3", "-std=c++17"});
+  } else {
+    o.push_back("--std=c++17");
+  }
+  for (std::string& d : ArchDefines(arch)) o.push_back(std::move(d));
+  return o;
+}
+
 }  // namespace prewarm

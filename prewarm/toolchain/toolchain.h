@@ -65,6 +65,11 @@ CompileJob JobForKey(const Key& key, const Arch& arch);
 // e4m3fnuz, every other target e4m3fn) and -DPW_LDS_KIB (SharedMemoryKib).
 std::vector<std::string> ArchDefines(const Arch& arch);
 
+// The options every compile for `arch` gets besides the key's defines, by platform (NVRTC:
+// target, C++17; hipRTC: target, -O3, C++17; both: ArchDefines). Part of the manager key, so a
+// serving process can compute the key from a recorded toolchain identity with no compiler.
+std::vector<std::string> CommonCompileOptions(const Arch& arch);
+
 }  // namespace prewarm
 
 #endif  // PREWARM_TOOLCHAIN_TOOLCHAIN_H_

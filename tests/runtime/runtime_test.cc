@@ -3,7 +3,12 @@
 // clear refusal.
 #include "prewarm/runtime/runtime.h"
 
+#include <filesystem>
+#include <set>
+
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "prewarm/util/files.h"
 #include "tests/launchers/step_generator.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
@@ -24,7 +29,7 @@ TEST(KernelCacheTest, StrictMissNamesLauncherKeyAndDirectory) {
   auto kc = KernelCache::Open(Options(dir.path(), true));
   ASSERT_TRUE(kc.ok()) << kc.status();
   const Step step{{{Phase::kDecode, 1, 100}, {Phase::kDecode, 1, 200}, {Phase::kDecode, 1, 300}}};
-  const std::vector<Key> keys = (*kc)->KeysForStep("sparse_decode", step);
+  const std::vector<Key> keys = *(*kc)->KeysForStep("sparse_decode", step);
   ASSERT_EQ(keys.size(), 1u);
   auto code = (*kc)->Code("sparse_decode", keys[0]);
   ASSERT_FALSE(code.ok());
@@ -42,7 +47,7 @@ TEST(KernelCacheTest, NonStrictMissCompilesInTheRequestAndStoresIt) {
   auto cold = KernelCache::Open(Options(dir.path(), false));
   ASSERT_TRUE(cold.ok());
   const Step step{{{Phase::kDecode, 1, 100}}};
-  const Key key = (*cold)->KeysForStep("topk_decode", step).front();
+  const Key key = (*cold)->KeysForStep("topk_decode", step)->front();
   auto code = (*cold)->Code("topk_decode", key);
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(code->compare(0, 4,
@@ -69,7 +74,8 @@ TEST(KernelCacheTest, AfterPrewarmRunRandomStepsNeverMiss) {
     const Step step = gen.Next();
     for (const Launcher* l : AllLaunchers()) {
       const std::string name(l->Name());
-      for (const Key& key : (*kc)->KeysForStep(name, step)) {
+      const std::vector<Key> keys = *(*kc)->KeysForStep(name, step);
+      for (const Key& key : keys) {
         ASSERT_TRUE((*kc)->Code(name, key).ok()) << name << " " << key.String();
         ++launches[name];
       }
@@ -80,6 +86,158 @@ TEST(KernelCacheTest, AfterPrewarmRunRandomStepsNeverMiss) {
   }
   EXPECT_EQ((*kc)->stats().misses, 0);
   EXPECT_EQ((*kc)->stats().compiles, 0);
+}
+
+// A cache filled by `prewarm run` for the seeds' shape, 16 sequences, NVFP4 KV on gfx90a (and
+// sm_90 when `both`): what a serving pod finds in its volume.
+std::string FillSeedsCache(const testing::TempDir& dir, std::vector<std::string> extra = {}) {
+  const std::string cache = dir.path() + "/cache";
+  const std::string seeds = dir.WriteFile("seeds.json", std::string(SeedsConfigJson()));
+  std::vector<std::string> args = {
+      "run", "--arch",           "gfx90a", "--cache-dir",    cache, "--quiet", "--model-config",
+      seeds, "--kv-cache-dtype", "nvfp4",  "--max-num-seqs", "16"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  SubprocessResult r = testing::RunPrewarm(args);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  return cache;
+}
+
+// One filled cache for the tests that only read it (a fill compiles ~50 keys).
+class FilledCacheTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    cache_ = new std::string(FillSeedsCache(*dir_));
+  }
+  static void TearDownTestSuite() {
+    delete cache_;
+    delete dir_;
+  }
+  static testing::TempDir* dir_;
+  static std::string* cache_;
+};
+testing::TempDir* FilledCacheTest::dir_ = nullptr;
+std::string* FilledCacheTest::cache_ = nullptr;
+
+TEST_F(FilledCacheTest, WithNothingGivenTheManifestsLimitsAndShapeMakeThePlan) {
+  const std::string& cache = *cache_;
+  RuntimeOptions o = Options(cache, true);
+  auto kc = KernelCache::Open(o);
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  ASSERT_TRUE((*kc)->filled_by().has_value());
+  EXPECT_EQ((*kc)->limits().max_num_seqs, 16) << "the run's --max-num-seqs, not vLLM's default";
+  EXPECT_EQ((*kc)->limits().kv_cache_dtype, KvCacheDtype::kNvfp4);
+  EXPECT_EQ((*kc)->shape().heads, 64) << "the seeds' shape, not the embedded example's 128";
+  EXPECT_NE((*kc)->model().source.find("manifest.json"), std::string::npos)
+      << (*kc)->model().source;
+  testing::StepGenerator gen((*kc)->limits(), 7);
+  std::set<std::string> reached;
+  for (int i = 0; i < 100; ++i) {
+    const Step step = gen.Next();
+    for (const Launcher* l : AllLaunchers()) {
+      const std::string name(l->Name());
+      const std::vector<Key> keys = *(*kc)->KeysForStep(name, step);
+      for (const Key& key : keys) {
+        ASSERT_TRUE((*kc)->Code(name, key).ok()) << name << " " << key.String();
+        reached.insert(key.String());
+      }
+    }
+  }
+  EXPECT_EQ((*kc)->stats().misses, 0);
+  std::set<std::string> planned;
+  for (const auto& [launcher, key] : (*kc)->PlannedKeys()) planned.insert(key.String());
+  for (const std::string& k : reached) EXPECT_TRUE(planned.contains(k)) << k << " is not planned";
+  EXPECT_GE(reached.size(), 20u);
+}
+
+TEST(KernelCacheTest, ShardManifestsAreReadTogether) {
+  testing::TempDir dir;
+  std::string cache;
+  for (const char* shard : {"0/2", "1/2"}) cache = FillSeedsCache(dir, {"--shard", shard});
+  auto kc = KernelCache::Open(Options(cache, true));
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  ASSERT_TRUE((*kc)->filled_by().has_value());
+  EXPECT_NE((*kc)->filled_by()->path.find("manifest-shard-1-of-2.json"), std::string::npos);
+  EXPECT_EQ((*kc)->limits().max_num_seqs, 16);
+  for (const auto& [launcher, key] : (*kc)->PlannedKeys()) {
+    EXPECT_TRUE((*kc)->Code(launcher, key).ok()) << launcher << " " << key.String();
+  }
+}
+
+TEST_F(FilledCacheTest, AnArchTheManifestDoesNotListIsAStrictErrorNamingBoth) {
+  RuntimeOptions o = Options(*cache_, true);
+  o.arch = "gfx1030";
+  auto kc = KernelCache::Open(o);
+  ASSERT_FALSE(kc.ok());
+  EXPECT_TRUE(absl::IsNotFound(kc.status())) << kc.status();
+  EXPECT_NE(kc.status().message().find("was filled for gfx90a"), absl::string_view::npos)
+      << kc.status();
+  EXPECT_NE(kc.status().message().find("not gfx1030"), absl::string_view::npos) << kc.status();
+}
+
+TEST(KernelCacheTest, ALauncherTheCacheDoesNotRunIsAnErrorSayingWhy) {
+  testing::TempDir dir;
+  const std::string cache = FillSeedsCache(dir, {"--kv-cache-dtype", "fp8"});
+  auto kc = KernelCache::Open(Options(cache, true));
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  const Step step{{{Phase::kDecode, 1, 100}}};
+  auto keys = (*kc)->KeysForStep("sparse_decode", step);
+  ASSERT_FALSE(keys.ok()) << "zero kernels and OK would hide the mistake";
+  EXPECT_TRUE(absl::IsInvalidArgument(keys.status()));
+  const std::string msg(keys.status().message());
+  EXPECT_NE(msg.find("sparse_decode does not run"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("kv_cache_dtype fp8"), std::string::npos) << msg;
+  auto fp8 = (*kc)->KeysForStep("fp8_bmm", step);
+  ASSERT_TRUE(fp8.ok()) << fp8.status();
+  EXPECT_EQ(fp8->size(), 2u);
+  auto unknown = (*kc)->KeysForStep("sparse_decoder", step);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown launcher \"sparse_decoder\""),
+            absl::string_view::npos)
+      << unknown.status();
+}
+
+TEST_F(FilledCacheTest, ABadManifestIsAnErrorNamingIt) {
+  testing::TempDir dir;
+  const std::string good = *ReadFile(*cache_ + "/prewarm/manifest.json");
+  const std::string cache = dir.path() + "/cache";
+  const std::string manifest = cache + "/prewarm/manifest.json";
+  ASSERT_TRUE(MakeDirs(cache + "/prewarm").ok());
+  struct Case {
+    const char* what;
+    std::string content;
+    const char* expect;
+  };
+  nlohmann::json no_arch = nlohmann::json::parse(good);
+  no_arch.erase("arch");
+  nlohmann::json bad_seqs = nlohmann::json::parse(good);
+  bad_seqs["limits"]["max_num_seqs"] = -5;
+  nlohmann::json bad_heads = nlohmann::json::parse(good);
+  bad_heads["shape"]["num_attention_heads"] = "many";
+  const Case cases[] = {
+      {"truncated", good.substr(0, good.size() / 2), "manifest.json"},
+      {"no arch", no_arch.dump(), "\"arch\""},
+      {"negative max_num_seqs", bad_seqs.dump(), "-5"},
+      {"heads a string", bad_heads.dump(), "num_attention_heads"},
+  };
+  for (const Case& c : cases) {
+    testing::TempDir::WriteFileAt(manifest, c.content);
+    auto kc = KernelCache::Open(Options(cache, true));
+    ASSERT_FALSE(kc.ok()) << c.what;
+    EXPECT_TRUE(absl::IsInvalidArgument(kc.status())) << c.what << ": " << kc.status();
+    EXPECT_NE(kc.status().message().find(c.expect), absl::string_view::npos)
+        << c.what << ": " << kc.status();
+    EXPECT_NE(kc.status().message().find("manifest.json"), absl::string_view::npos)
+        << c.what << ": " << kc.status();
+  }
+  // A symlink in the manifest's place is refused, not followed.
+  std::filesystem::remove(manifest);
+  const std::string elsewhere = dir.WriteFile("elsewhere.json", good);
+  std::filesystem::create_symlink(elsewhere, manifest);
+  auto kc = KernelCache::Open(Options(cache, true));
+  ASSERT_FALSE(kc.ok());
+  EXPECT_NE(kc.status().message().find("symlink"), absl::string_view::npos) << kc.status();
+  EXPECT_EQ(*ReadFile(elsewhere), good) << "the link's target is untouched";
 }
 
 TEST(RuntimeTest, WithoutAGpuOpeningFailsClearly) {

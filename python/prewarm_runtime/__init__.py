@@ -1,0 +1,380 @@
+"""prewarm's serving side for PyTorch: the kernels a `prewarm run` put in a cache, launched on
+torch tensors.
+
+    import torch, prewarm_runtime
+    rt = prewarm_runtime.Runtime("/cache", strict=True)   # the plan from the cache's manifest
+    rt.preload()                                           # every planned kernel, before serving
+    rt.sparse_decode(q_latent, q_rope, topk, row_req, block_table, kv_cache, out, lse,
+                     g_kv=..., scale=..., ws_o=ws_o, ws_lse=ws_lse)
+
+Every launch checks its tensors (dtype, shape, contiguity, device; the error names the argument),
+picks its kernel by the same key rules `prewarm plan` enumerated, launches it on
+torch.cuda.current_stream() and allocates nothing: workspaces come from the caller
+(`workspace()` says how many bytes), so a step can be captured in a CUDA graph once the kernels
+are loaded. Strict mode never compiles: a kernel missing from the cache is a MissError naming the
+launcher, key and cache.
+
+Importing this module needs neither torch nor a GPU; opening a Runtime needs the library
+(libprewarm_runtime.so) and, unless device=-1, a GPU.
+"""
+
+import ctypes
+import json
+
+from . import _lib
+
+__all__ = ["Runtime", "PrewarmError", "NoGpuError", "MissError", "NoCompilerError",
+           "LAUNCHERS"]
+
+LAUNCHERS = tuple(_lib.LAUNCH_ARGS)
+
+
+class PrewarmError(RuntimeError):
+    """An error from the runtime library; `code` is its PREWARM_E* value."""
+
+    def __init__(self, message, code=_lib.EFAIL):
+        super().__init__(message)
+        self.code = code
+
+
+class NoGpuError(PrewarmError):
+    """No GPU or driver (PREWARM_ENOGPU), or a launch on a runtime opened with device=-1."""
+
+
+class MissError(PrewarmError):
+    """Strict mode: a kernel is not in the cache, or the cache was filled for other archs."""
+
+
+class NoCompilerError(PrewarmError):
+    """The compiler this runtime needs (NVRTC, hipRTC) cannot be loaded; the message names it."""
+
+
+class InvalidArgumentError(PrewarmError, ValueError):
+    """A bad argument, or a launcher this cache's model and KV cache dtype never run."""
+
+
+_ERRORS = {_lib.ENOGPU: NoGpuError, _lib.EINVAL: InvalidArgumentError, _lib.EMISS: MissError,
+           _lib.ENOCOMPILER: NoCompilerError}
+
+_lib_handle = None
+
+
+def _library():
+    global _lib_handle
+    if _lib_handle is None:
+        _lib_handle = _lib.load()
+    return _lib_handle
+
+
+def _raise_for(rc, err):
+    if rc != _lib.OK:
+        raise _ERRORS.get(rc, PrewarmError)(err.value.decode(errors="replace"), rc)
+
+
+def _torch():
+    import torch  # only launches need it
+
+    return torch
+
+
+class _Checker:
+    """The tensors of one call, checked in order: type, dtype, shape and contiguity as each is
+    given (the error names it), then the device of all of them before the launch."""
+
+    def __init__(self, launcher, device):
+        self.launcher, self.device, self.seen = launcher, device, []
+
+    def __call__(self, name, t, dtypes, shape):
+        torch = _torch()
+        where = f"{self.launcher}: {name}"
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in dtypes:
+            raise ValueError(f"{where} must be {' or '.join(str(d) for d in dtypes)}, "
+                             f"got {t.dtype}")
+        if t.dim() != len(shape) or any(w is not None and w != s for w, s in zip(shape, t.shape)):
+            want = "[" + ", ".join("*" if w is None else str(w) for w in shape) + "]"
+            raise ValueError(f"{where} must have shape {want}, got {list(t.shape)}")
+        if not t.is_contiguous():
+            raise ValueError(f"{where} must be contiguous (strides {t.stride()})")
+        self.seen.append((name, t))
+        return t.data_ptr()
+
+    def workspace(self, name, t, need):
+        """The pointer of an optional uint8 workspace of at least `need` bytes (None if 0)."""
+        if need == 0:
+            return None
+        torch = _torch()
+        if t is None:
+            raise ValueError(f"{self.launcher}: this call's kernel needs {name}, a workspace of "
+                             f"{need} bytes (Runtime.workspace); allocate it once and pass it")
+        self(name, t, (torch.uint8,), (None,))
+        if t.numel() < need:
+            raise ValueError(f"{self.launcher}: {name} holds {t.numel()} bytes; this call needs "
+                             f"{need}")
+        return t.data_ptr()
+
+    def on_device(self):
+        if self.device < 0:
+            raise ValueError(f"{self.launcher}: this runtime was opened without a GPU "
+                             f"(device=-1): it plans and checks the cache but cannot launch (the "
+                             f"tensors passed their checks)")
+        for name, t in self.seen:
+            if t.device.type != "cuda" or t.device.index != self.device:
+                raise ValueError(f"{self.launcher}: {name} must be on cuda:{self.device}, the "
+                                 f"runtime's GPU; it is on {t.device}")
+
+
+class Runtime:
+    """The kernels of one prewarm cache on one GPU.
+
+    cache_dir: the volume `prewarm run` filled. strict: a missing kernel is a MissError, never a
+    compile (what a warm start wants). model_config, tensor_parallel_size, kv_cache_dtype: leave
+    them unset to plan exactly as the run that filled the cache did (its manifest); a value given
+    wins. device: the CUDA ordinal (default: torch's current device, else 0); -1 opens no GPU:
+    the runtime then plans, checks and preloads entries (a pre-start check that the cache covers
+    the plan) but cannot launch. arch: required with device=-1 ("sm_90", "gfx942").
+    """
+
+    def __init__(self, cache_dir, strict=True, *, model_config=None, tensor_parallel_size=0,
+                 kv_cache_dtype=None, device=None, arch=None):
+        lib = _library()
+        if device is None:
+            device = 0
+            try:
+                torch = _torch()
+                if torch.cuda.is_available():
+                    device = torch.cuda.current_device()
+            except ImportError:
+                pass
+        enc = lambda s: None if s is None else str(s).encode()  # noqa: E731
+        opts = _lib.Options(enc(cache_dir), enc(model_config), int(tensor_parallel_size),
+                            enc(kv_cache_dtype), enc(arch), 1 if strict else 0, int(device))
+        handle = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(4096)
+        _raise_for(lib.prewarm_runtime_open_with(ctypes.byref(opts), ctypes.byref(handle), err,
+                                                 len(err)), err)
+        self._lib = lib
+        self._h = handle
+        self.device = int(device)
+        n = lib.prewarm_runtime_info(self._h, None, 0)
+        buf = ctypes.create_string_buffer(n + 1)
+        lib.prewarm_runtime_info(self._h, buf, len(buf))
+        #: What the runtime planned with: arch, gpu, strict, source, shape, limits, launchers.
+        self.info = json.loads(buf.value.decode())
+        s = self.info["shape"]
+        self._heads = s["heads_per_rank"]
+        self._decode_heads = s["decode_heads"]
+        self._L = s["kv_lora_rank"]
+        self._Dr = s["qk_rope_head_dim"]
+        self._Dn = s["qk_nope_head_dim"]
+        self._Dv = s["v_head_dim"]
+        self._Hi = s.get("index_n_heads")
+        self._Di = s.get("index_head_dim")
+        self._Ktop = s.get("index_topk")
+
+    # ---- lifetime -------------------------------------------------------------------------
+    def close(self):
+        if getattr(self, "_h", None):
+            self._lib.prewarm_runtime_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _handle(self):
+        if not self._h:
+            raise PrewarmError("this Runtime is closed")
+        return self._h
+
+    # ---- cache ----------------------------------------------------------------------------
+    def preload(self):
+        """Loads every planned kernel now (the warm start) and returns how many."""
+        n = ctypes.c_longlong()
+        err = ctypes.create_string_buffer(4096)
+        _raise_for(self._lib.prewarm_runtime_preload(self._handle(), ctypes.byref(n), err,
+                                                     len(err)), err)
+        return n.value
+
+    def stats(self):
+        """hits, misses, compiles, memory_hits, load_seconds, compile_seconds."""
+        s = _lib.Stats()
+        self._lib.prewarm_runtime_get_stats(self._handle(), ctypes.byref(s))
+        return {name: getattr(s, name) for name, _ in _lib.Stats._fields_}
+
+    def workspace(self, launcher, rows, ctx=0, stride=0):
+        """Bytes of the two workspaces a call needs (0 when none): index_decode (rows, ctx = the
+        largest context, stride): (ws, 0); topk_prefill (rows, ctx): (ws_key, ws_idx);
+        sparse_decode (rows): (ws_o, ws_lse); others (0, 0)."""
+        out = (ctypes.c_size_t * 2)()
+        err = ctypes.create_string_buffer(4096)
+        _raise_for(self._lib.prewarm_runtime_workspace(self._handle(), launcher.encode(),
+                                                       int(rows), int(ctx), int(stride), out,
+                                                       err, len(err)), err)
+        return out[0], out[1]
+
+    def _launch(self, launcher, args, checker):
+        checker.on_device()
+        torch = _torch()
+        stream = torch.cuda.current_stream(self.device).cuda_stream
+        err = ctypes.create_string_buffer(4096)
+        f = getattr(self._lib, f"prewarm_runtime_{launcher}")
+        _raise_for(f(self._handle(), ctypes.byref(args), ctypes.c_void_p(stream), err, len(err)),
+                   err)
+
+    # ---- launchers (KERNELS.md) ---------------------------------------------------------
+    def fp8_bmm(self, x, w, y, w_scale):
+        """Y[m][b][n] = X[m][b][:] . W[b][n][:], X quantized to FP8 per 128-wide K group.
+        x bf16 [M, B, K]; w fp8 (float8_e4m3fn, float8_e4m3fnuz on gfx942, or uint8) [B, N, K]
+        with one scale w_scale; y bf16 [M, B, N]. (B, N, K) must be one of the model's GEMMs:
+        q_absorb (Hr, L, Dn) or v_up (Hr, Dv, L)."""
+        torch = _torch()
+        fp8 = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz", "uint8")
+                    if hasattr(torch, n))
+        c = _Checker("fp8_bmm", self.device)
+        gemms = {(self._heads, self._L, self._Dn), (self._heads, self._Dv, self._L)}
+        if isinstance(w, torch.Tensor) and w.dim() == 3 and tuple(w.shape) not in gemms:
+            raise ValueError(f"fp8_bmm: w has shape {list(w.shape)}; this model's GEMMs are "
+                             f"q_absorb [{self._heads}, {self._L}, {self._Dn}] and v_up "
+                             f"[{self._heads}, {self._Dv}, {self._L}]")
+        pw = c("w", w, fp8, (self._heads, None, None))
+        b, n, k = w.shape
+        px = c("x", x, (torch.bfloat16,), (None, b, k))
+        m = x.shape[0]
+        py = c("y", y, (torch.bfloat16,), (m, b, n))
+        self._launch("fp8_bmm", _lib.Fp8BmmArgs(px, pw, py, float(w_scale), m, b, n, k), c)
+
+    def norm_rope_insert(self, latent, rope, index_key, gamma, pos, slot, kv_cache, index_cache,
+                         g_kv, g_idx):
+        """Per new token: RMSNorm(latent) * gamma, NeoX RoPE of rope at pos, both with index_key
+        quantized to NVFP4 (global scales g_kv, g_idx) into slot (-1: skipped) of the caches.
+        latent bf16 [T, L]; rope bf16 [T, Dr]; index_key bf16 [T, Di]; gamma float32 [L];
+        pos int32 [T]; slot int64 [T]; kv_cache uint8 [blocks, block_size, L/2 + L/16 + 2 Dr];
+        index_cache uint8 [blocks, block_size, Di/2 + Di/16]."""
+        torch = _torch()
+        L, Dr, Di = self._L, self._Dr, self._Di
+        n = "norm_rope_insert"
+        c = _Checker(n, self.device)
+        p_lat = c("latent", latent, (torch.bfloat16,), (None, L))
+        t = latent.shape[0]
+        args = _lib.NormRopeInsertArgs(
+            p_lat, c("rope", rope, (torch.bfloat16,), (t, Dr)),
+            c("index_key", index_key, (torch.bfloat16,), (t, Di)),
+            c("gamma", gamma, (torch.float32,), (L,)),
+            c("pos", pos, (torch.int32,), (t,)),
+            c("slot", slot, (torch.int64,), (t,)), float(g_kv), float(g_idx), t,
+            c("kv_cache", kv_cache, (torch.uint8,), (None, None, self._kv_record())),
+            c("index_cache", index_cache, (torch.uint8,),
+                   (kv_cache.shape[0], kv_cache.shape[1], self._index_record())))
+        self._launch(n, args, c)
+
+    def _kv_record(self):
+        return self._L // 2 + self._L // 16 + 2 * self._Dr
+
+    def _index_record(self):
+        return self._Di // 2 + self._Di // 16
+
+    def _index(self, n, q, w, row_req, visible, block_table, index_cache, out, g_idx, ws,
+               prefill_work, max_ctx):
+        torch = _torch()
+        c = _Checker(n, self.device)
+        pq = c("q", q, (torch.bfloat16,), (None, self._Hi, self._Di))
+        rows = q.shape[0]
+        pt = c("block_table", block_table, (torch.int32,), (None, None))
+        pc = c("index_cache", index_cache, (torch.uint8,),
+                    (None, None, self._index_record()))
+        po = c("out", out, (torch.float32,), (rows, None))
+        stride = out.shape[1]
+        need = self.workspace(n, rows, max_ctx, stride)[0] if n == "index_decode" else 0
+        args = _lib.IndexArgs(
+            pq, c("w", w, (torch.float32,), (rows, self._Hi)),
+            c("row_req", row_req, (torch.int32,), (rows,)),
+            c("visible", visible, (torch.int32,), (rows,)), pt,
+            block_table.shape[1], index_cache.shape[1], pc, float(g_idx), po, stride, rows,
+            c.workspace("ws", ws, need), int(prefill_work), int(max_ctx))
+        self._launch(n, args, c)
+
+    def index_prefill(self, q, w, row_req, visible, block_table, index_cache, out, g_idx, *,
+                      prefill_work):
+        """score[t][j] = sum_h w[t][h] relu(q[t][h] . k_j) over each row's visible positions,
+        -inf past them. q bf16 [rows, Hi, Di]; w float32 [rows, Hi]; row_req, visible int32
+        [rows]; block_table int32 [requests, max_blocks]; index_cache uint8; out float32
+        [rows, stride]. prefill_work: the sum over the step's prefill requests of q_len * ctx
+        (host values the scheduler has; it picks the kernel)."""
+        self._index("index_prefill", q, w, row_req, visible, block_table, index_cache, out, g_idx,
+                    None, prefill_work, 0)
+
+    def index_decode(self, q, w, row_req, visible, block_table, index_cache, out, g_idx, *,
+                     max_ctx, ws=None):
+        """index_prefill's scores for decode rows. max_ctx: the largest context among the rows
+        (it picks the kernel); ws: a uint8 workspace when workspace("index_decode", rows,
+        max_ctx, stride) asks for one."""
+        self._index("index_decode", q, w, row_req, visible, block_table, index_cache, out, g_idx,
+                    ws, 0, max_ctx)
+
+    def _topk(self, n, scores, visible, out, ctx, ws_key, ws_idx):
+        torch = _torch()
+        c = _Checker(n, self.device)
+        ps = c("scores", scores, (torch.float32,), (None, None))
+        rows, stride = scores.shape
+        need = self.workspace(n, rows, ctx)[0] if n == "topk_prefill" else 0
+        args = _lib.TopkArgs(ps, c("visible", visible, (torch.int32,), (rows,)), stride,
+                             rows, c("out", out, (torch.int32,), (rows, self._Ktop)),
+                             c.workspace("ws_key", ws_key, need),
+                             c.workspace("ws_idx", ws_idx, need), int(ctx))
+        self._launch(n, args, c)
+
+    def topk_prefill(self, scores, visible, out, *, ctx, ws_key=None, ws_idx=None):
+        """Per row, the indices of the Ktop largest scores in [0, visible) in ascending index
+        order (ties: lower index), -1 past the visible range. scores float32 [rows, stride];
+        visible int32 [rows]; out int32 [rows, Ktop]. ctx: the request's context (one call per
+        prefill request; it picks the kernel); ws_key/ws_idx when workspace asks for them."""
+        self._topk("topk_prefill", scores, visible, out, ctx, ws_key, ws_idx)
+
+    def topk_decode(self, scores, visible, out):
+        """topk_prefill for decode rows."""
+        self._topk("topk_decode", scores, visible, out, 0, None, None)
+
+    def _sparse(self, n, heads, q_latent, q_rope, topk, row_req, block_table, kv_cache, out, lse,
+                g_kv, scale, ctx, ws_o, ws_lse):
+        torch = _torch()
+        c = _Checker(n, self.device)
+        pq = c("q_latent", q_latent, (torch.bfloat16,), (None, heads, self._L))
+        rows = q_latent.shape[0]
+        pr = c("q_rope", q_rope, (torch.bfloat16,), (rows, heads, self._Dr))
+        pk = c("topk", topk, (torch.int32,), (rows, self._Ktop))
+        preq = c("row_req", row_req, (torch.int32,), (rows,))
+        pt = c("block_table", block_table, (torch.int32,), (None, None))
+        pc = c("kv_cache", kv_cache, (torch.uint8,), (None, None, self._kv_record()))
+        po = c("out", out, (torch.bfloat16,), (rows, heads, self._L))
+        pl = c("lse", lse, (torch.float32,), (rows, heads))
+        need = self.workspace(n, rows) if n == "sparse_decode" else (0, 0)
+        args = _lib.SparseArgs(pq, pr, pk, preq, pt, block_table.shape[1], kv_cache.shape[1], pc,
+                               float(g_kv), float(scale), po, pl, rows,
+                               c.workspace("ws_o", ws_o, need[0]),
+                               c.workspace("ws_lse", ws_lse, need[1]), int(ctx))
+        self._launch(n, args, c)
+
+    def sparse_prefill(self, q_latent, q_rope, topk, row_req, block_table, kv_cache, out, lse, *,
+                       g_kv, scale, ctx):
+        """MLA attention of each row's Hr heads over its selected positions (topk, -1 skipped):
+        out = softmax(scale q . k_j) v_j and the natural-log LSE. q_latent bf16 [rows, Hr, L];
+        q_rope bf16 [rows, Hr, Dr]; topk int32 [rows, Ktop]; row_req int32 [rows]; block_table
+        int32 [requests, max_blocks]; kv_cache uint8 [blocks, block_size, record]; out bf16
+        [rows, Hr, L]; lse float32 [rows, Hr]. ctx: the request's context (one call per prefill
+        request; it picks the kernel)."""
+        self._sparse("sparse_prefill", self._heads, q_latent, q_rope, topk, row_req, block_table,
+                     kv_cache, out, lse, g_kv, scale, ctx, None, None)
+
+    def sparse_decode(self, q_latent, q_rope, topk, row_req, block_table, kv_cache, out, lse, *,
+                      g_kv, scale, ws_o=None, ws_lse=None):
+        """sparse_prefill for decode rows (heads: Hr times the decode context parallel size),
+        split-K: ws_o and ws_lse when workspace("sparse_decode", rows) asks for them."""
+        self._sparse("sparse_decode", self._decode_heads, q_latent, q_rope, topk, row_req,
+                     block_table, kv_cache, out, lse, g_kv, scale, 0, ws_o, ws_lse)

@@ -1,0 +1,123 @@
+"""The C ABI of libprewarm_runtime.so (prewarm/runtime/prewarm_runtime.h) through ctypes.
+
+The structures below mirror the header field by field (C cannot tell us its layout at run
+time): the header is the contract, so change both together. tests/python/test_runtime.py
+compiles a small C program that prints the header's sizeof and offsetof for each structure and
+compares them with these.
+"""
+
+import ctypes
+import os
+import pathlib
+
+OK, ENOGPU, EINVAL, EMISS, EFAIL, ENOCOMPILER = 0, 1, 2, 3, 4, 5
+
+_vp = ctypes.c_void_p
+_int = ctypes.c_int
+_float = ctypes.c_float
+_ll = ctypes.c_longlong
+
+
+class Options(ctypes.Structure):
+    _fields_ = [("cache_dir", ctypes.c_char_p), ("model_config", ctypes.c_char_p),
+                ("tensor_parallel_size", _int), ("kv_cache_dtype", ctypes.c_char_p),
+                ("arch", ctypes.c_char_p), ("strict", _int), ("device", _int)]
+
+
+class Stats(ctypes.Structure):
+    _fields_ = [("hits", _ll), ("misses", _ll), ("compiles", _ll), ("memory_hits", _ll),
+                ("load_seconds", ctypes.c_double), ("compile_seconds", ctypes.c_double)]
+
+
+class Fp8BmmArgs(ctypes.Structure):
+    _fields_ = [("x", _vp), ("w", _vp), ("y", _vp), ("w_scale", _float), ("m", _int),
+                ("batch", _int), ("n", _int), ("k", _int)]
+
+
+class NormRopeInsertArgs(ctypes.Structure):
+    _fields_ = [("latent", _vp), ("rope", _vp), ("index_key", _vp), ("gamma", _vp),
+                ("pos", _vp), ("slot", _vp), ("g_kv", _float), ("g_idx", _float),
+                ("num_tokens", _int), ("kv_cache", _vp), ("index_cache", _vp)]
+
+
+class IndexArgs(ctypes.Structure):
+    _fields_ = [("q", _vp), ("w", _vp), ("row_req", _vp), ("visible", _vp),
+                ("block_table", _vp), ("max_blocks", _int), ("block_size", _int),
+                ("index_cache", _vp), ("g_idx", _float), ("out", _vp), ("stride", _int),
+                ("rows", _int), ("ws", _vp), ("prefill_work", _ll), ("max_ctx", _ll)]
+
+
+class TopkArgs(ctypes.Structure):
+    _fields_ = [("scores", _vp), ("visible", _vp), ("stride", _int), ("rows", _int),
+                ("out", _vp), ("ws_key", _vp), ("ws_idx", _vp), ("ctx", _ll)]
+
+
+class SparseArgs(ctypes.Structure):
+    _fields_ = [("q_latent", _vp), ("q_rope", _vp), ("topk", _vp), ("row_req", _vp),
+                ("block_table", _vp), ("max_blocks", _int), ("block_size", _int),
+                ("kv_cache", _vp), ("g_kv", _float), ("scale", _float), ("out", _vp),
+                ("lse", _vp), ("rows", _int), ("ws_o", _vp), ("ws_lse", _vp), ("ctx", _ll)]
+
+
+LAUNCH_ARGS = {
+    "fp8_bmm": Fp8BmmArgs,
+    "norm_rope_insert": NormRopeInsertArgs,
+    "index_prefill": IndexArgs,
+    "index_decode": IndexArgs,
+    "topk_prefill": TopkArgs,
+    "topk_decode": TopkArgs,
+    "sparse_prefill": SparseArgs,
+    "sparse_decode": SparseArgs,
+}
+
+
+def _candidates():
+    """Where the library may be, first match wins."""
+    env = os.environ.get("PREWARM_RUNTIME_LIB")
+    if env:
+        return [env], True
+    here = pathlib.Path(__file__).resolve().parent
+    return [str(here / "_native" / "libprewarm_runtime.so"), "libprewarm_runtime.so"], False
+
+
+def load():
+    """Loads libprewarm_runtime.so: $PREWARM_RUNTIME_LIB, else the copy installed with the package,
+    else the loader's search path. Raises OSError naming every place tried."""
+    paths, explicit = _candidates()
+    errors = []
+    for path in paths:
+        if path.startswith("/") and not os.path.exists(path) and not explicit:
+            errors.append(f"{path}: not there")
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            errors.append(f"{path}: {e}")
+            continue
+        _declare(lib)
+        return lib
+    raise OSError("cannot load prewarm's runtime library (libprewarm_runtime.so): "
+                  + "; ".join(errors)
+                  + ". Build it (scripts/setup) and set PREWARM_RUNTIME_LIB to its path, or "
+                    "install the package from a built tree (pip install python/).")
+
+
+def _declare(lib):
+    err = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.prewarm_runtime_open_with.argtypes = [ctypes.POINTER(Options), ctypes.POINTER(_vp)] + err
+    lib.prewarm_runtime_open_with.restype = _int
+    lib.prewarm_runtime_info.argtypes = [_vp, ctypes.c_char_p, ctypes.c_size_t]
+    lib.prewarm_runtime_info.restype = ctypes.c_size_t
+    lib.prewarm_runtime_preload.argtypes = [_vp, ctypes.POINTER(_ll)] + err
+    lib.prewarm_runtime_preload.restype = _int
+    lib.prewarm_runtime_get_stats.argtypes = [_vp, ctypes.POINTER(Stats)]
+    lib.prewarm_runtime_get_stats.restype = None
+    lib.prewarm_runtime_close.argtypes = [_vp]
+    lib.prewarm_runtime_close.restype = None
+    lib.prewarm_runtime_workspace.argtypes = [_vp, ctypes.c_char_p, _int, _ll, _int,
+                                              ctypes.POINTER(ctypes.c_size_t)] + err
+    lib.prewarm_runtime_workspace.restype = _int
+    for name, struct in LAUNCH_ARGS.items():
+        f = getattr(lib, f"prewarm_runtime_{name}")
+        f.argtypes = [_vp, ctypes.POINTER(struct), _vp] + err
+        f.restype = _int
