@@ -220,6 +220,30 @@ std::set<int>& LivePids() {
   return *pids;
 }
 
+// Blocks SIGPIPE in this thread while it is alive and consumes the one a write to a dead worker
+// raised (a broken pipe's SIGPIPE goes to the writing thread), so a write fails with EPIPE and
+// the process's SIGPIPE disposition is never touched: a program embedding prewarm keeps its own.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlock() {
+    if (sigismember(&old_, SIGPIPE)) return;  // blocked before us: not ours to consume
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_, nullptr, &zero) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+};
+
 }  // namespace
 
 void KillAllWorkers() {
@@ -269,15 +293,25 @@ void PersistentWorker::Stop(bool kill) {
   }
 }
 
-std::string PersistentWorker::Reap() {
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+int PersistentWorker::WaitAndReap() {
+  // Wait without reaping: until it is reaped the pid cannot be reused, so KillAllWorkers may
+  // still signal it. Then take it off the kill list and reap it under the list's lock.
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
   }
+  int status = 0;
   {
     std::lock_guard<std::mutex> lock(LiveMutex());
     LivePids().erase(pid_);
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   pid_ = -1;
+  return status;
+}
+
+std::string PersistentWorker::Reap() {
+  const int status = WaitAndReap();
   if (WIFSIGNALED(status)) return StrCat("signal ", WTERMSIG(status));
   return StrCat("exit ", WEXITSTATUS(status));
 }
@@ -288,7 +322,8 @@ absl::StatusOr<CompileOutput> PersistentWorker::Compile(const CompileJob& job) {
     if (!s.ok()) return s;
   }
   // A worker that dies writing or reading is this job's failure; the next job starts afresh.
-  ::signal(SIGPIPE, SIG_IGN);
+  // Its broken pipe is EPIPE here, not a SIGPIPE for the process.
+  const SigpipeBlock no_sigpipe;
   const std::string body = RequestJson(job, options_).dump();
   std::string frame;
   PutLe(frame, body.size(), 4);
@@ -303,14 +338,7 @@ absl::StatusOr<CompileOutput> PersistentWorker::Compile(const CompileJob& job) {
     ::close(to_child_);
     ::close(from_child_);
     to_child_ = from_child_ = -1;
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    {
-      std::lock_guard<std::mutex> lock(LiveMutex());
-      LivePids().erase(pid_);
-    }
-    pid_ = -1;
+    const int status = WaitAndReap();
     if (WIFSIGNALED(status)) return SignalStatus(job, WTERMSIG(status), "");
     return absl::InternalError(
         StrCat("compile worker for ", What(job), " exited with ", WEXITSTATUS(status), " mid-job"));

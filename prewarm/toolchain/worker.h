@@ -55,6 +55,9 @@ class PersistentWorker {
   void Stop(bool kill);
   // The child's end: a signal, or an exit code.
   std::string Reap();
+  // Waits for the child and reaps it; its pid leaves the kill list before it is reaped (a reaped
+  // pid may be reused by an unrelated process). Returns the wait status.
+  int WaitAndReap();
 
   WorkerOptions options_;
   int pid_ = -1;

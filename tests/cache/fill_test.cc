@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -136,14 +137,19 @@ TEST_F(FillTest, AKeyLockedElsewhereIsDeferredThenWaitedFor) {
   auto held = store.LockForWrite(items[0].ref, /*wait=*/true);  // "another pod" compiles it
   ASSERT_TRUE(held.ok());
   std::mutex mu;
+  std::condition_variable cv;
   std::vector<size_t> order;
   FillOptions o = Options(1);
   o.on_done = [&](size_t i, const FillResult&) {
     std::lock_guard<std::mutex> lock(mu);
     order.push_back(i);
+    cv.notify_all();
   };
+  // "The other pod" finishes once the filler has done everything else: the locked key must
+  // have been deferred, not waited for first.
   std::thread release([&] {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return order.size() == 2; });
     held = absl::UnavailableError("released");  // drops the lock
   });
   std::vector<FillResult> r = FillCache(store, items, o);

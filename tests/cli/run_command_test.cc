@@ -116,13 +116,18 @@ TEST(RunCommandTest, SigkillMidRunLeavesNothingVerifyRejectsAndARerunFinishes) {
   const std::string cache = dir.path() + "/cache";
   std::string cmd = std::string(PREWARM_BINARY);
   for (const std::string& a : SmallRun(cache)) cmd += " " + a;
-  // Slow compiles hold the run open; kill it part-way with SIGKILL.
+  // Slow compiles hold the run open; kill it with SIGKILL as soon as its first entry is in the
+  // cache (the event, not a guess at a time), so some keys are done and others mid-compile.
   auto killed = RunSubprocess(
-      {"/bin/sh", "-c", cmd + " & pid=$!; sleep 1.2; kill -9 $pid; wait $pid; echo rc=$?"},
+      {"/bin/sh", "-c",
+       cmd + " & pid=$!; until ls " + cache +
+           "/*/*.co >/dev/null 2>&1 || ! kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
+           "kill -9 $pid; wait $pid; echo rc=$?"},
       WithEnv({{"PREWARM_TEST_COMPILE_DELAY_MS", "400"}}));
   ASSERT_TRUE(killed.ok());
   EXPECT_NE(killed->stdout_text.find("rc=137"), std::string::npos) << killed->stdout_text;
   const size_t done = Files(cache, ".co").size();
+  EXPECT_GE(done, 1u);
   EXPECT_LT(done, 8u) << "the kill came too late to test anything";
   SubprocessResult v = RunPrewarm(Verify(cache));
   EXPECT_EQ(v.stdout_text.find("rejected fp8_bmm"), std::string::npos) << v.stdout_text;

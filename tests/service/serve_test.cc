@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -179,13 +180,12 @@ TEST(ServeTest, HealthFollowsTheCacheFromStartToShutdown) {
                 .find("prewarm_ready 0"),
             std::string::npos);
 
-  const auto t0 = std::chrono::steady_clock::now();
+  // A server that waited for its open Watch stream to end would never exit: the wait below is
+  // a hang guard, not a speed test.
   p.Signal(SIGTERM);
-  const std::optional<int> code = p.Wait(3);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(code.has_value()) << "still running 3 s after SIGTERM";
+  const std::optional<int> code = p.Wait(30);
+  ASSERT_TRUE(code.has_value()) << "still running 30 s after SIGTERM with a Watch stream open";
   EXPECT_EQ(*code, 0) << p.Stderr();
-  EXPECT_LT(took, 1.5) << "with a Watch stream open";
   watch_ctx.TryCancel();
   watcher.join();
   std::lock_guard<std::mutex> lock(mu);
@@ -201,14 +201,26 @@ TEST(ServeTest, SigtermDuringACompileStopsQuicklyLeavesNothingPartialAndARerunCo
   testing::Background p(ServeArgs(cache, {"--jobs", "2"}), dir.path(),
                         {{"PREWARM_TEST_COMPILE_DELAY_MS", "5000"}});
   ASSERT_TRUE(p.WaitForStderr("run: 8 keys", 20)) << p.Stderr();
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the workers are compiling
-  const auto t0 = std::chrono::steady_clock::now();
+  // Both compile workers started: each holds its first job for 5 s.
+  std::vector<int> workers;
+  for (int i = 0; i < 400 && workers.size() < 2; ++i) {
+    workers = testing::ChildrenOf(p.pid(), "worker");
+    if (workers.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(workers.size(), 2u) << p.Stderr();
   p.Signal(SIGTERM);
-  const std::optional<int> code = p.Wait(5);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(code.has_value());
-  EXPECT_LT(took, 2.0) << p.Stderr();
+  const std::optional<int> code = p.Wait(30);
+  ASSERT_TRUE(code.has_value()) << "still running 30 s after SIGTERM";
   EXPECT_NE(p.Stderr().find("stopped by a signal"), std::string::npos) << p.Stderr();
+  // It did not wait for the compiles: they were killed, so none of them wrote an entry.
+  for (int w : workers) {
+    std::ifstream cmd("/proc/" + std::to_string(w) + "/cmdline");
+    const std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(argv.find("worker"), std::string::npos) << "worker " << w << " outlived the run";
+  }
+  for (const auto& e : fs::recursive_directory_iterator(cache)) {
+    EXPECT_NE(e.path().extension(), ".co") << "a compile finished before the stop: " << e.path();
+  }
   for (const auto& e : fs::recursive_directory_iterator(cache)) {
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
   }

@@ -6,8 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -107,6 +110,31 @@ int PortAfter(const std::string& line) {
   for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
     port = port * 10 + (line[i] - '0');
   return i == colon + 1 ? -1 : port;
+}
+
+std::vector<int> ChildrenOf(int pid, const std::string& text) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // "pid (comm) state ppid ...": comm may hold spaces; read after its closing parenthesis.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != pid || state == "Z") continue;
+    std::ifstream cmd(e.path() / "cmdline", std::ios::binary);
+    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    std::replace(argv.begin(), argv.end(), '\0', ' ');
+    if (argv.find(text) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
 }
 
 }  // namespace prewarm::testing

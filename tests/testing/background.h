@@ -20,6 +20,7 @@ class Background {
   Background& operator=(const Background&) = delete;
 
   bool started() const { return pid_ > 0; }
+  int pid() const { return pid_; }
   std::string Stdout() const;
   std::string Stderr() const;
   // Waits for `text` in stderr; the text of the rest of its line, or nullopt on timeout or exit.
@@ -33,6 +34,9 @@ class Background {
   std::string out_path_, err_path_;
   std::optional<int> exit_;
 };
+
+// The live processes whose parent is `pid` and whose command line contains `text` (from /proc).
+std::vector<int> ChildrenOf(int pid, const std::string& text);
 
 // The port in a log line "... on 127.0.0.1:PORT...", or -1.
 int PortAfter(const std::string& line);

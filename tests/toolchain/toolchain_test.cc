@@ -1,6 +1,8 @@
 // Real compiles: hipRTC (Debian's HIP 5.2) for gfx90a and NVRTC (CUDA 13) for sm_90.
 #include "prewarm/toolchain/toolchain.h"
 
+#include <signal.h>
+
 #include "gtest/gtest.h"
 #include "prewarm/cache/store.h"
 #include "prewarm/launchers/plan.h"
@@ -190,6 +192,29 @@ TEST_F(WorkerTest, APersistentWorkerCompilesJobAfterJobAndSurvivesACrash) {
       << crashed.status();
   auto after = worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, 4), gfx90a_));
   ASSERT_TRUE(after.ok()) << "a fresh worker takes the next job: " << after.status();
+}
+
+// A job written to a worker that died is that job's failure (EPIPE), not a SIGPIPE that kills
+// this process, and the process's own SIGPIPE disposition is left as it was (SIG_DFL here).
+TEST_F(WorkerTest, AWorkerKilledBetweenJobsFailsOneJobAndLeavesSigpipeAlone) {
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGPIPE, nullptr, &before), 0);
+  ASSERT_EQ(before.sa_handler, SIG_DFL) << "the test needs SIGPIPE's default (fatal) action";
+  PersistentWorker worker(Options());
+  ASSERT_TRUE(worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, 1), gfx90a_)).ok());
+  KillAllWorkers();  // the worker is now dead; its pipe has no reader
+  auto out = worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, 2), gfx90a_));
+  EXPECT_FALSE(out.ok()) << "a job given to a dead worker fails";
+  EXPECT_NE(out.status().message().find("killed by signal 9"), absl::string_view::npos)
+      << out.status();
+  EXPECT_TRUE(worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, 2), gfx90a_)).ok())
+      << "the next job starts a fresh worker";
+  struct sigaction after {};
+  ASSERT_EQ(::sigaction(SIGPIPE, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_FALSE(sigismember(&pending, SIGPIPE)) << "no SIGPIPE left pending for later";
 }
 
 TEST_F(WorkerTest, APersistentWorkerReportsCompileErrorsAndTimeouts) {
