@@ -220,6 +220,7 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
   c.shard_count = static_cast<int>(*count);
   c.manifest = absl::GetFlag(FLAGS_manifest);
   if (c.manifest.empty()) {
+    c.manifest_in_cache = true;
     c.manifest = c.shard_count > 1 ? prewarm::StrCat(c.cache_dir, "/prewarm/manifest-shard-",
                                                      c.shard_index, "-of-", c.shard_count, ".json")
                                    : prewarm::StrCat(c.cache_dir, "/prewarm/manifest.json");

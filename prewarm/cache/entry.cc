@@ -68,6 +68,8 @@ std::string_view RejectReasonName(RejectReason reason) {
       return "wrong_arch";
     case RejectReason::kUnreadable:
       return "unreadable";
+    case RejectReason::kNotAFile:
+      return "not_a_file";
   }
   return "unreadable";
 }

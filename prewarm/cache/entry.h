@@ -41,8 +41,11 @@ enum class RejectReason {
   kWrongKey,
   kWrongArch,
   kUnreadable,
+  // The entry's place (or its launcher directory) holds a symlink, FIFO, directory, socket or
+  // device: refused without following or opening it for a read that could block.
+  kNotAFile,
 };
-inline constexpr int kNumRejectReasons = 7;
+inline constexpr int kNumRejectReasons = 8;
 std::string_view RejectReasonName(RejectReason reason);
 
 struct DecodeResult {

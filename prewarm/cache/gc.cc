@@ -1,13 +1,16 @@
 #include "prewarm/cache/gc.h"
 
-#include <filesystem>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <ctime>
 
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/util/files.h"
+#include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
-namespace fs = std::filesystem;
 
 bool IsOurLauncherDir(std::string_view name) {
   const size_t us = name.rfind('_');
@@ -20,84 +23,124 @@ bool IsOurLauncherDir(std::string_view name) {
 
 namespace {
 
-// Old temp files ("*.tmp.*", older than temp_age) in `dir`, shown as `name`/file.
-void CollectTemps(const fs::path& dir, const std::string& name, const GcOptions& options,
+// The system's reason of a failed file operation (ErrnoStatus: "what path: reason").
+std::string Why(const absl::Status& s) {
+  const std::string_view m(s.message().data(), s.message().size());
+  const size_t colon = m.rfind(": ");
+  return std::string(colon == std::string_view::npos ? m : m.substr(colon + 2));
+}
+
+int64_t AgeSeconds(const struct stat& st) {
+  return static_cast<int64_t>(::time(nullptr)) - static_cast<int64_t>(st.st_mtim.tv_sec);
+}
+
+// Old temp files ("*.tmp.*", older than temp_age) in `dir`, shown as `name`/file. Everything
+// goes through the directory's descriptor: a name swapped for a link meanwhile only unlinks the
+// link, inside the directory.
+void CollectTemps(const DirFd& dir, const std::string& name, const GcOptions& options,
                   GcReport& report) {
-  std::error_code ec;
-  const auto now = fs::file_time_type::clock::now();
-  for (const auto& f : fs::directory_iterator(dir, ec)) {
-    const std::string fname = f.path().filename().string();
+  absl::StatusOr<std::vector<std::string>> names = dir.List();
+  if (!names.ok()) {
+    report.failed.push_back(StrCat(name, ": ", Why(names.status())));
+    return;
+  }
+  for (const std::string& fname : *names) {
     if (fname.find(kTempMarker) == std::string::npos) continue;
-    const auto age = now - f.last_write_time(ec);
-    if (ec || age < std::chrono::duration_cast<fs::file_time_type::duration>(
-                        absl::ToChronoSeconds(options.temp_age))) {
-      continue;
-    }
+    absl::StatusOr<struct stat> st = dir.Stat(fname);
+    if (!st.ok() || AgeSeconds(*st) < absl::ToInt64Seconds(options.temp_age)) continue;
     const std::string rel = StrCat(name, "/", fname);
-    const int64_t bytes = f.is_regular_file(ec) ? static_cast<int64_t>(f.file_size(ec)) : 0;
-    if (!options.dry_run && !fs::remove(f.path(), ec) && ec) {
-      report.failed.push_back(StrCat(rel, ": ", ec.message()));
-      continue;
+    if (!options.dry_run) {
+      // A temp-named directory is not ours to empty: only an empty one goes.
+      if (absl::Status s = dir.Remove(fname, S_ISDIR(st->st_mode)); !s.ok()) {
+        report.failed.push_back(StrCat(rel, ": ", Why(s)));
+        continue;
+      }
     }
-    report.bytes += bytes;
+    report.bytes += S_ISREG(st->st_mode) ? static_cast<int64_t>(st->st_size) : 0;
     report.removed.push_back(rel);
   }
 }
 
+// A stale launcher directory: every entry lock taken without waiting and held until the
+// directory is gone (a writer of another build, an older pod still compiling into it, keeps
+// it), then each file unlinked through the directory and the directory itself.
+void RemoveStale(const DirFd& root, const std::string& name, const GcOptions& options,
+                 GcReport& report) {
+  absl::StatusOr<DirFd> dir = root.Sub(name, /*create=*/false);
+  if (!dir.ok()) {
+    report.failed.push_back(StrCat(name, ": ", Why(dir.status())));
+    return;
+  }
+  absl::StatusOr<std::vector<std::string>> names = dir->List();
+  if (!names.ok()) {
+    report.failed.push_back(StrCat(name, ": ", Why(names.status())));
+    return;
+  }
+  std::vector<FileLock> held;
+  int64_t bytes = 0;
+  for (const std::string& f : *names) {
+    absl::StatusOr<struct stat> st = dir->Stat(f);
+    if (!st.ok()) continue;
+    if (S_ISREG(st->st_mode)) bytes += static_cast<int64_t>(st->st_size);
+    if (!f.ends_with(".lock") || !S_ISREG(st->st_mode)) continue;
+    absl::StatusOr<FileLock> lock = FileLock::TryAcquire(*dir, f, FileLock::Mode::kExclusive);
+    if (absl::IsUnavailable(lock.status())) {
+      report.busy.push_back(StrCat(name, ": ", f));
+      return;
+    }
+    if (lock.ok()) held.push_back(*std::move(lock));
+  }
+  if (!options.dry_run) {
+    for (const std::string& f : *names) {
+      if (absl::Status s = dir->Remove(f); !s.ok() && !absl::IsNotFound(s)) {
+        report.failed.push_back(StrCat(name, "/", f, ": ", Why(s)));
+        return;
+      }
+    }
+    if (absl::Status s = root.Remove(name, /*directory=*/true); !s.ok()) {
+      report.failed.push_back(StrCat(name, ": ", Why(s)));
+      return;
+    }
+  }
+  report.bytes += bytes;
+  report.removed.push_back(name);
+}
+
 }  // namespace
 
-absl::StatusOr<GcReport> CollectGarbage(const std::string& root, const GcOptions& options) {
+absl::StatusOr<GcReport> CollectGarbage(const std::string& root_path, const GcOptions& options) {
   GcReport report;
-  std::error_code ec;
-  fs::directory_iterator it(root, ec);
-  if (ec) return ErrnoStatus("cannot list", root, ec.value());
-  for (const auto& dir : it) {
-    const std::string name = dir.path().filename().string();
+  absl::StatusOr<DirFd> root = DirFd::Open(root_path);
+  if (!root.ok()) {
+    return absl::Status(root.status().code(),
+                        StrCat("cannot list ", root_path, " (", root.status().message(), ")"));
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> names, root->List());
+  for (const std::string& name : names) {
     if (!IsOurLauncherDir(name)) continue;
-    if (dir.is_symlink(ec)) {
+    absl::StatusOr<struct stat> st = root->Stat(name);
+    if (!st.ok()) continue;
+    if (S_ISLNK(st->st_mode)) {
       report.refused.push_back(name);
       continue;
     }
-    if (!dir.is_directory(ec)) continue;
+    if (!S_ISDIR(st->st_mode)) continue;
     if (options.stale && options.current_dirs.count(name) == 0) {
-      // Every entry lock of the directory, taken without waiting and held until it is gone: a
-      // writer of another build (an older pod still compiling into it) keeps its directory.
-      std::vector<FileLock> held;
-      std::string busy_lock;
-      for (const auto& f : fs::directory_iterator(dir.path(), ec)) {
-        if (f.path().extension() != ".lock" || f.is_symlink(ec) || !f.is_regular_file(ec)) {
-          continue;
-        }
-        absl::StatusOr<FileLock> lock =
-            FileLock::TryAcquire(f.path().string(), FileLock::Mode::kExclusive);
-        if (absl::IsUnavailable(lock.status())) {
-          busy_lock = f.path().filename().string();
-          break;
-        }
-        if (lock.ok()) held.push_back(*std::move(lock));
-      }
-      if (!busy_lock.empty()) {
-        report.busy.push_back(StrCat(name, ": ", busy_lock));
-        continue;
-      }
-      for (const auto& f : fs::recursive_directory_iterator(dir.path(), ec)) {
-        if (f.is_regular_file(ec)) report.bytes += static_cast<int64_t>(f.file_size(ec));
-      }
-      report.removed.push_back(name);
-      if (!options.dry_run) {
-        fs::remove_all(dir.path(), ec);
-        if (ec) {
-          report.removed.pop_back();
-          report.failed.push_back(StrCat(name, ": ", ec.message()));
-        }
-      }
+      RemoveStale(*root, name, options, report);
       continue;
     }
-    CollectTemps(dir.path(), name, options, report);
+    absl::StatusOr<DirFd> dir = root->Sub(name, /*create=*/false);
+    if (dir.ok()) {
+      CollectTemps(*dir, name, options, report);
+    } else if (absl::IsFailedPrecondition(dir.status())) {
+      report.refused.push_back(name);  // became a link since the Stat
+    }
   }
   // prewarm's own folder (the manifests' and metrics file's temps), unless it is a symlink.
-  const fs::path own = fs::path(root) / "prewarm";
-  if (fs::is_directory(fs::symlink_status(own, ec))) CollectTemps(own, "prewarm", options, report);
+  if (absl::StatusOr<DirFd> own = root->Sub("prewarm", /*create=*/false); own.ok()) {
+    CollectTemps(*own, "prewarm", options, report);
+  }
+  std::sort(report.removed.begin(), report.removed.end());
   return report;
 }
 

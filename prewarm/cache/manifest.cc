@@ -29,9 +29,14 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
 // The largest manifest read back: a plan's keys with their resources are well under 1 MiB.
 constexpr int64_t kMaxManifestBytes = int64_t{64} << 20;
 
-absl::StatusOr<FillRecord> ReadOneManifest(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, ReadOwnFile(path, kMaxManifestBytes, -1, nullptr));
-  absl::StatusOr<nlohmann::json> j = ParseJson(text);
+absl::StatusOr<FillRecord> ReadOneManifest(const DirFd& own, const std::string& name) {
+  const std::string path = own.PathOf(name);
+  absl::StatusOr<std::string> text = own.ReadFile(name, kMaxManifestBytes, -1, nullptr);
+  if (!text.ok() && !absl::IsNotFound(text.status())) {
+    return absl::InvalidArgumentError(text.status().message());  // a link, a FIFO, too large
+  }
+  if (!text.ok()) return text.status();
+  absl::StatusOr<nlohmann::json> j = ParseJson(*text);
   if (!j.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", j.status().message()));
   const auto strings = [&](const char* field) -> absl::StatusOr<std::vector<std::string>> {
     std::vector<std::string> out;
@@ -70,21 +75,26 @@ absl::StatusOr<FillRecord> ReadOneManifest(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::optional<FillRecord>> ReadFillRecord(const std::string& root) {
-  const std::string dir = StrCat(root, "/prewarm");
-  absl::StatusOr<FillRecord> whole = ReadOneManifest(StrCat(dir, "/manifest.json"));
+  // Through descriptors: a prewarm/ that is a symlink is not followed.
+  absl::StatusOr<DirFd> top = DirFd::Open(root);
+  if (absl::IsNotFound(top.status())) return std::optional<FillRecord>();
+  if (!top.ok()) return top.status();
+  absl::StatusOr<DirFd> own = top->Sub("prewarm", /*create=*/false);
+  if (absl::IsNotFound(own.status())) return std::optional<FillRecord>();
+  if (!own.ok()) return absl::InvalidArgumentError(own.status().message());
+  absl::StatusOr<FillRecord> whole = ReadOneManifest(*own, "manifest.json");
   if (whole.ok()) return std::optional<FillRecord>(*std::move(whole));
   if (!absl::IsNotFound(whole.status())) return whole.status();
   std::vector<std::string> shards;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
+  ASSIGN_OR_RETURN(const std::vector<std::string> names, own->List());
+  for (const std::string& name : names) {
     if (name.starts_with("manifest-shard-") && name.ends_with(".json")) shards.push_back(name);
   }
   if (shards.empty()) return std::optional<FillRecord>();
   std::sort(shards.begin(), shards.end());
   std::optional<FillRecord> merged;
   for (const std::string& name : shards) {
-    ASSIGN_OR_RETURN(FillRecord r, ReadOneManifest(StrCat(dir, "/", name)));
+    ASSIGN_OR_RETURN(FillRecord r, ReadOneManifest(*own, name));
     if (!merged.has_value()) {
       merged = std::move(r);
       continue;
@@ -153,8 +163,33 @@ absl::Status WriteManifest(const std::string& path, const RunReport& report) {
   return WriteFileAtomically(path, ManifestJson(report).dump(2) + "\n");
 }
 
+absl::StatusOr<DirFd> OpenOwnFolder(const std::string& root) {
+  RETURN_IF_ERROR(MakeDirs(root));
+  ASSIGN_OR_RETURN(DirFd r, DirFd::Open(root));
+  return r.Sub("prewarm", /*create=*/true);
+}
+
+absl::Status WriteOwnFile(const std::string& root, std::string_view name,
+                          std::string_view content) {
+  ASSIGN_OR_RETURN(DirFd own, OpenOwnFolder(root));
+  if (absl::StatusOr<struct stat> st = own.Stat(name); st.ok() && !S_ISREG(st->st_mode)) {
+    return absl::InvalidArgumentError(
+        StrCat(own.PathOf(name), " is ", FileKindName(st->st_mode),
+               ", not a regular file: prewarm writes its output files by replacing them, and "
+               "will not replace that"));
+  }
+  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(own, name, 0644));
+  RETURN_IF_ERROR(file.Write(content));
+  return file.Commit();
+}
+
+absl::Status WriteManifestInCache(const std::string& root, std::string_view name,
+                                  const RunReport& report) {
+  return WriteOwnFile(root, name, ManifestJson(report).dump(2) + "\n");
+}
+
 absl::Status WriteMetricsFile(const std::string& root, const std::string& text) {
-  return WriteFileAtomically(StrCat(root, "/prewarm/metrics.prom"), text);
+  return WriteOwnFile(root, "metrics.prom", text);
 }
 
 int64_t CacheBytes(const std::string& root) {

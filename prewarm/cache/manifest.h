@@ -20,6 +20,7 @@
 #include "nlohmann/json.hpp"
 #include "prewarm/cache/entry.h"
 #include "prewarm/cache/fill.h"
+#include "prewarm/util/files.h"
 
 namespace prewarm {
 
@@ -61,6 +62,15 @@ absl::Status CheckReplaceable(const std::string& path);
 nlohmann::json ManifestJson(const RunReport& report);
 // Writes the manifest atomically to `path` (by default {root}/prewarm/manifest.json).
 absl::Status WriteManifest(const std::string& path, const RunReport& report);
+// {root}/prewarm, made when absent (with the root), opened through descriptors: a prewarm/ that is
+// a symlink (another tenant's) is FailedPrecondition, never written through.
+absl::StatusOr<DirFd> OpenOwnFolder(const std::string& root);
+// Writes {root}/prewarm/`name` atomically through OpenOwnFolder; InvalidArgument when `name` is
+// there and not a regular file (CheckReplaceable's rule).
+absl::Status WriteOwnFile(const std::string& root, std::string_view name, std::string_view content);
+// The manifest as {root}/prewarm/`name` (the default place), through WriteOwnFile.
+absl::Status WriteManifestInCache(const std::string& root, std::string_view name,
+                                  const RunReport& report);
 // Writes {root}/prewarm/metrics.prom atomically (text exposition format, for node-exporter's
 // textfile collector).
 absl::Status WriteMetricsFile(const std::string& root, const std::string& text);

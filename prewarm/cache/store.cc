@@ -53,40 +53,64 @@ std::string CacheStore::RelativeEntryPath(const EntryRef& ref) const {
   return StrCat(LauncherDirName(ref), "/", EntryStem(ref), ".co");
 }
 
+namespace {
+
+// A failed open or read of an entry as a rejection: what is not a regular file (a symlink, FIFO,
+// directory, device, or a launcher directory that is a link) by its own reason.
+CacheStore::Lookup Refused(const absl::Status& s) {
+  CacheStore::Lookup out;
+  out.state = CacheStore::State::kRejected;
+  out.reason = absl::IsFailedPrecondition(s) ? RejectReason::kNotAFile : RejectReason::kUnreadable;
+  out.detail = std::string(s.message());
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<DirFd> CacheStore::OpenDir(const EntryRef& ref, bool create) const {
+  ASSIGN_OR_RETURN(DirFd root, DirFd::Open(root_));
+  return root.Sub(LauncherDirName(ref), create);
+}
+
 CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
   Lookup out;
-  const std::string path = EntryPath(ref);
-  std::error_code ec;
+  const std::string name = StrCat(EntryStem(ref), ".co");
+  absl::StatusOr<DirFd> dir = OpenDir(ref, /*create=*/false);
   // kMissing, no lock file created. A symlink counts as present (and is then refused, not read).
-  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return out;
-  std::optional<absl::StatusOr<FileLock>> lock;
-  if (mode == ReadLock::kWait) {
-    lock.emplace(FileLock::Acquire(LockPath(ref), FileLock::Mode::kShared));
-  } else if (mode == ReadLock::kTry) {
-    lock.emplace(FileLock::TryAcquire(LockPath(ref), FileLock::Mode::kShared));
-  }
-  if (lock.has_value() && !lock->ok() && absl::IsUnavailable(lock->status())) {
-    out.state = State::kBusy;
-    return out;
-  }
-  // Without a lock (a read-only volume without lock files) the rename discipline still makes
-  // the read safe: a reader sees the old file or the new one, never a mix.
-  absl::StatusOr<std::string> bytes = ReadOwnFile(path, kMaxEntryBytes, -1, nullptr);
-  if (!bytes.ok()) {
-    if (absl::IsNotFound(bytes.status())) return out;
-    out.state = State::kRejected;
-    out.reason = RejectReason::kUnreadable;
-    out.detail = std::string(bytes.status().message());
-  } else {
-    DecodeResult d = DecodeEntry(*bytes, ref.key_string, ref.arch);
-    if (d.ok) {
-      out.state = State::kHit;
-      out.payload = std::move(d.entry.payload);
+  if (absl::IsNotFound(dir.status())) return out;
+  if (dir.ok()) {
+    absl::StatusOr<struct stat> st = dir->Stat(name);
+    if (absl::IsNotFound(st.status())) return out;
+    std::optional<absl::StatusOr<FileLock>> lock;
+    const std::string lock_name = StrCat(EntryStem(ref), ".lock");
+    if (mode == ReadLock::kWait) {
+      lock.emplace(FileLock::Acquire(*dir, lock_name, FileLock::Mode::kShared));
+    } else if (mode == ReadLock::kTry) {
+      lock.emplace(FileLock::TryAcquire(*dir, lock_name, FileLock::Mode::kShared));
+    }
+    if (lock.has_value() && !lock->ok() && absl::IsUnavailable(lock->status())) {
+      out.state = State::kBusy;
       return out;
     }
-    out.state = State::kRejected;
-    out.reason = d.reason;
-    out.detail = StrCat(path, ": ", d.detail);
+    // Without a lock (a read-only volume without lock files) the rename discipline still makes
+    // the read safe: a reader sees the old file or the new one, never a mix.
+    absl::StatusOr<std::string> bytes = dir->ReadFile(name, kMaxEntryBytes, -1, nullptr);
+    if (absl::IsNotFound(bytes.status())) return out;
+    if (bytes.ok()) {
+      DecodeResult d = DecodeEntry(*bytes, ref.key_string, ref.arch);
+      if (d.ok) {
+        out.state = State::kHit;
+        out.payload = std::move(d.entry.payload);
+        return out;
+      }
+      out.state = State::kRejected;
+      out.reason = d.reason;
+      out.detail = StrCat(EntryPath(ref), ": ", d.detail);
+    } else {
+      out = Refused(bytes.status());
+    }
+  } else {
+    out = Refused(dir.status());
   }
   // The re-check under the writer's lock sees the same bad file again: count it once.
   if (mode != ReadLock::kHeld) rejected_[static_cast<int>(out.reason)].fetch_add(1);
@@ -95,43 +119,44 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
 
 CacheStore::Lookup CacheStore::QuickCheck(const EntryRef& ref) const {
   Lookup out;
-  const std::string path = EntryPath(ref);
+  absl::StatusOr<DirFd> dir = OpenDir(ref, /*create=*/false);
+  if (absl::IsNotFound(dir.status())) return out;  // kMissing
+  if (!dir.ok()) return Refused(dir.status());
   int64_t size = 0;
-  absl::StatusOr<std::string> read = ReadOwnFile(path, kMaxEntryBytes, 4096, &size);
-  if (!read.ok()) {
-    if (absl::IsNotFound(read.status())) return out;  // kMissing
-    out.state = State::kRejected;
-    out.reason = RejectReason::kUnreadable;
-    out.detail = std::string(read.status().message());
-    return out;
-  }
-  const std::string& prefix = *read;
-  const DecodeResult d = CheckEntryHeader(prefix, size, ref.key_string, ref.arch);
+  absl::StatusOr<std::string> read =
+      dir->ReadFile(StrCat(EntryStem(ref), ".co"), kMaxEntryBytes, 4096, &size);
+  if (absl::IsNotFound(read.status())) return out;  // kMissing
+  if (!read.ok()) return Refused(read.status());
+  const DecodeResult d = CheckEntryHeader(*read, size, ref.key_string, ref.arch);
   if (d.ok) {
     out.state = State::kHit;
     return out;
   }
   out.state = State::kRejected;
   out.reason = d.reason;
-  out.detail = StrCat(path, ": ", d.detail);
+  out.detail = StrCat(EntryPath(ref), ": ", d.detail);
   return out;
 }
 
 absl::StatusOr<FileLock> CacheStore::LockForWrite(const EntryRef& ref, bool wait) const {
-  // A launcher directory that is a symlink would take the lock and the entry wherever it points.
-  struct stat st {};
-  if (::lstat(DirPath(ref).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        StrCat(DirPath(ref), ": a symlink (prewarm does not write through links in the cache)"));
+  // Through the directory's descriptor: a launcher directory that is (or becomes) a symlink
+  // is refused, never followed to take the lock or write the entry wherever it points.
+  absl::StatusOr<DirFd> root = DirFd::Open(root_);
+  if (absl::IsNotFound(root.status())) {  // a new cache: the root is made, as the user named it
+    RETURN_IF_ERROR(MakeDirs(root_));
+    root = DirFd::Open(root_);
   }
-  RETURN_IF_ERROR(MakeDirs(DirPath(ref)));
-  return wait ? FileLock::Acquire(LockPath(ref), FileLock::Mode::kExclusive)
-              : FileLock::TryAcquire(LockPath(ref), FileLock::Mode::kExclusive);
+  if (!root.ok()) return root.status();
+  ASSIGN_OR_RETURN(DirFd dir, root->Sub(LauncherDirName(ref), /*create=*/true));
+  const std::string lock_name = StrCat(EntryStem(ref), ".lock");
+  return wait ? FileLock::Acquire(dir, lock_name, FileLock::Mode::kExclusive)
+              : FileLock::TryAcquire(dir, lock_name, FileLock::Mode::kExclusive);
 }
 
 absl::Status CacheStore::Write(const EntryRef& ref, const std::string& producer,
                                std::string_view payload) const {
-  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(EntryPath(ref), 0444));
+  ASSIGN_OR_RETURN(DirFd dir, OpenDir(ref, /*create=*/false));
+  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(dir, StrCat(EntryStem(ref), ".co"), 0444));
   RETURN_IF_ERROR(
       file.Write(EncodeEntry({producer, ref.key_string, ref.arch, std::string(payload)})));
   return file.Commit();

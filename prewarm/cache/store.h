@@ -91,6 +91,10 @@ class CacheStore {
   int64_t rejected(RejectReason reason) const { return rejected_[static_cast<int>(reason)].load(); }
 
  private:
+  // The launcher directory of `ref`, opened from the root one component at a time, never
+  // through a symlink (util/files.h DirFd).
+  absl::StatusOr<DirFd> OpenDir(const EntryRef& ref, bool create) const;
+
   std::string root_;
   mutable std::array<std::atomic<int64_t>, kNumRejectReasons> rejected_{};
 };

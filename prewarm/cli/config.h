@@ -24,13 +24,14 @@ struct Config {
   std::string gpu_memory_gib_origin;
   std::string arch = "auto";
   OutputFormat format = OutputFormat::kTable;
-  std::string trace;      // replay: JSON Lines file
-  bool strict = false;    // replay: a miss is a failure
-  std::string cache_dir;  // the cache root
-  std::string manifest;   // run: where to write the manifest ("" for the default)
-  int jobs = 1;           // run: compile workers
-  int shard_index = 0;    // run: this pod's shard of the plan ...
-  int shard_count = 1;    // ... out of this many
+  std::string trace;               // replay: JSON Lines file
+  bool strict = false;             // replay: a miss is a failure
+  std::string cache_dir;           // the cache root
+  std::string manifest;            // run: where the manifest goes (the default is filled in)
+  bool manifest_in_cache = false;  // the default: {cache}/prewarm/, written through descriptors
+  int jobs = 1;                    // run: compile workers
+  int shard_index = 0;             // run: this pod's shard of the plan ...
+  int shard_count = 1;             // ... out of this many
   double compile_timeout_s = 600;
   int64_t compile_memory_mb = 0;  // run: RLIMIT_AS of each compile worker, 0: none
   double progress_interval_s = 5;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -282,14 +283,14 @@ int RunRun(const Config& config, std::ostream& out) {
   telemetry.SetPlan(planned);
 
   CacheStore store(config.cache_dir);
-  if (absl::Status s = MakeDirs(StrCat(config.cache_dir, "/prewarm")); !s.ok()) {
+  absl::StatusOr<DirFd> own = OpenOwnFolder(config.cache_dir);
+  if (!own.ok()) {
     return ReportError(absl::InternalError(
-        StrCat("cannot use cache directory ", config.cache_dir, ": ", s.message())));
+        StrCat("cannot use cache directory ", config.cache_dir, ": ", own.status().message())));
   }
   {
     // Fail early and clearly on a directory we cannot write.
-    absl::StatusOr<AtomicFile> probe =
-        AtomicFile::Create(StrCat(config.cache_dir, "/prewarm/.probe"), 0644);
+    absl::StatusOr<AtomicFile> probe = AtomicFile::Create(*own, ".probe", 0644);
     if (!probe.ok()) {
       return ReportError(absl::InternalError(StrCat(
           "cannot write to cache directory ", config.cache_dir, ": ", probe.status().message())));
@@ -378,7 +379,11 @@ int RunRun(const Config& config, std::ostream& out) {
   telemetry.SetPhaseSeconds("total", report.total_seconds);
   const int64_t failed = report.Count(KeyState::kFailed);
   telemetry.SetReady(failed == 0);
-  absl::Status written = WriteManifest(config.manifest, report);
+  absl::Status written =
+      config.manifest_in_cache
+          ? WriteManifestInCache(config.cache_dir,
+                                 std::filesystem::path(config.manifest).filename().string(), report)
+          : WriteManifest(config.manifest, report);
   if (written.ok()) written = WriteMetricsFile(config.cache_dir, telemetry.Text());
   if (!config.pushgateway.empty()) Push(config.pushgateway, telemetry);
   out << "prewarm run: " << mine.size() << " keys: " << report.Count(KeyState::kCompiled)

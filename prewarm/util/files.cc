@@ -1,5 +1,6 @@
 #include "prewarm/util/files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -82,9 +83,13 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
-absl::StatusOr<std::string> ReadOwnFile(const std::string& path, int64_t max_bytes, int64_t prefix,
-                                        int64_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+namespace {
+
+constexpr int kOwnFileFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+
+// ReadOwnFile once opened (fd < 0: the open's errno). Closes fd.
+absl::StatusOr<std::string> ReadOpened(int fd, const std::string& path, int64_t max_bytes,
+                                       int64_t prefix, int64_t* size) {
   if (fd < 0) {
     const int err = errno;
     if (err == ELOOP) {
@@ -104,7 +109,7 @@ absl::StatusOr<std::string> ReadOwnFile(const std::string& path, int64_t max_byt
   }
   if (st.st_size > max_bytes) {
     ::close(fd);
-    return absl::FailedPreconditionError(
+    return absl::OutOfRangeError(
         StrCat(path, ": ", st.st_size, " bytes, more than the ", max_bytes, " allowed"));
   }
   if (size != nullptr) *size = st.st_size;
@@ -127,6 +132,102 @@ absl::StatusOr<std::string> ReadOwnFile(const std::string& path, int64_t max_byt
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<std::string> ReadOwnFile(const std::string& path, int64_t max_bytes, int64_t prefix,
+                                        int64_t* size) {
+  return ReadOpened(::open(path.c_str(), kOwnFileFlags), path, max_bytes, prefix, size);
+}
+
+absl::StatusOr<DirFd> DirFd::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOTDIR) return absl::FailedPreconditionError(StrCat(path, ": not a directory"));
+    return ErrnoStatus("cannot open directory", path, err);
+  }
+  return DirFd(fd, path);
+}
+
+DirFd& DirFd::operator=(DirFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+DirFd::~DirFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string DirFd::PathOf(std::string_view name) const { return StrCat(path_, "/", name); }
+
+absl::StatusOr<DirFd> DirFd::Sub(std::string_view name, bool create) const {
+  const std::string n(name);
+  const std::string path = PathOf(name);
+  if (create && ::mkdirat(fd_, n.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus("cannot create directory", path, errno);
+  }
+  const int fd = ::openat(fd_, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ELOOP || err == ENOTDIR) {
+      struct stat st {};
+      const bool is_link =
+          ::fstatat(fd_, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+      return absl::FailedPreconditionError(
+          StrCat(path, ": ",
+                 is_link ? "a symlink (prewarm does not go through links in the cache)"
+                         : StrCat(FileKindName(st.st_mode), ", not a directory")));
+    }
+    return ErrnoStatus("cannot open directory", path, err);
+  }
+  return DirFd(fd, path);
+}
+
+absl::StatusOr<std::vector<std::string>> DirFd::List() const {
+  const int fd = ::dup(fd_);
+  if (fd < 0) return ErrnoStatus("cannot list", path_, errno);
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus("cannot list", path_, err);
+  }
+  ::rewinddir(d);
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view n = e->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  ::closedir(d);
+  return names;
+}
+
+absl::StatusOr<struct stat> DirFd::Stat(std::string_view name) const {
+  struct stat st {};
+  if (::fstatat(fd_, std::string(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return ErrnoStatus("cannot stat", PathOf(name), errno);
+  }
+  return st;
+}
+
+absl::Status DirFd::Remove(std::string_view name, bool directory) const {
+  if (::unlinkat(fd_, std::string(name).c_str(), directory ? AT_REMOVEDIR : 0) != 0) {
+    return ErrnoStatus("cannot remove", PathOf(name), errno);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> DirFd::ReadFile(std::string_view name, int64_t max_bytes,
+                                            int64_t prefix, int64_t* size) const {
+  return ReadOpened(::openat(fd_, std::string(name).c_str(), kOwnFileFlags), PathOf(name),
+                    max_bytes, prefix, size);
+}
+
 absl::Status MakeDirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
@@ -144,30 +245,55 @@ absl::Status FsyncDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
+std::string AtomicFile::StrCatPath(const std::string& dir, const std::string& name) {
+  return StrCat(dir, "/", name);
+}
+
 absl::StatusOr<AtomicFile> AtomicFile::Create(const std::string& target, mode_t final_mode) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  const std::string temp = StrCat(target, kTempMarker, ::getpid(), ".", rng() % 1000000007);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return ErrnoStatus("cannot write in", std::filesystem::path(target).parent_path().string(),
-                       errno);
+  const std::filesystem::path p(target);
+  const std::string parent = p.has_parent_path() ? p.parent_path().string() : ".";
+  absl::StatusOr<DirFd> dir = DirFd::Open(parent);
+  if (!dir.ok()) {
+    return absl::Status(dir.status().code(),
+                        StrCat("cannot write in ", parent, " (", dir.status().message(), ")"));
   }
-  return AtomicFile(target, temp, fd, final_mode);
+  return Create(*dir, p.filename().string(), final_mode);
+}
+
+absl::StatusOr<AtomicFile> AtomicFile::Create(const DirFd& dir, std::string_view name,
+                                              mode_t final_mode) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  const std::string temp = StrCat(name, kTempMarker, ::getpid(), ".", rng() % 1000000007);
+  const int dir_fd = ::dup(dir.fd());
+  if (dir_fd < 0) return ErrnoStatus("cannot write in", dir.path(), errno);
+  const int fd =
+      ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    ::close(dir_fd);
+    return ErrnoStatus("cannot write in", dir.path(), err);
+  }
+  return AtomicFile(dir_fd, dir.path(), std::string(name), temp, fd, final_mode);
 }
 
 AtomicFile::AtomicFile(AtomicFile&& other) noexcept
-    : target_(std::move(other.target_)),
+    : dir_fd_(other.dir_fd_),
+      dir_path_(std::move(other.dir_path_)),
+      name_(std::move(other.name_)),
+      temp_name_(std::move(other.temp_name_)),
       temp_path_(std::move(other.temp_path_)),
       fd_(other.fd_),
       mode_(other.mode_),
       committed_(other.committed_) {
   other.fd_ = -1;
+  other.dir_fd_ = -1;
   other.committed_ = true;  // the moved-from object owns nothing
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_path_.c_str());
+  if (!committed_ && dir_fd_ >= 0) ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
+  if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 absl::Status AtomicFile::Write(std::string_view data) {
@@ -189,19 +315,23 @@ absl::Status AtomicFile::Commit() {
     return ErrnoStatus("cannot close", temp_path_, errno);
   }
   fd_ = -1;
-  if (::rename(temp_path_.c_str(), target_.c_str()) != 0) {
-    return ErrnoStatus("cannot rename into", target_, errno);
+  if (::renameat(dir_fd_, temp_name_.c_str(), dir_fd_, name_.c_str()) != 0) {
+    return ErrnoStatus("cannot rename into", StrCatPath(dir_path_, name_), errno);
   }
   committed_ = true;
-  return FsyncDir(std::filesystem::path(target_).parent_path().string());
+  if (::fsync(dir_fd_) != 0 && errno != EINVAL) {
+    return ErrnoStatus("cannot fsync directory", dir_path_, errno);
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<FileLock> FileLock::Take(const std::string& path, Mode mode, bool wait) {
+absl::StatusOr<FileLock> FileLock::Take(int dir_fd, const std::string& name,
+                                        const std::string& path, Mode mode, bool wait) {
   // O_NOFOLLOW: a lock that is a symlink (dangling or not) would create or lock its target,
   // wherever it points.
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0 && mode == Mode::kShared && (errno == EROFS || errno == EACCES)) {
-    fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   }
   if (fd < 0) return ErrnoStatus("cannot open lock file", path, errno);
   const int op = (mode == Mode::kShared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB);
@@ -216,11 +346,19 @@ absl::StatusOr<FileLock> FileLock::Take(const std::string& path, Mode mode, bool
 }
 
 absl::StatusOr<FileLock> FileLock::Acquire(const std::string& path, Mode mode) {
-  return Take(path, mode, /*wait=*/true);
+  return Take(AT_FDCWD, path, path, mode, /*wait=*/true);
 }
 
 absl::StatusOr<FileLock> FileLock::TryAcquire(const std::string& path, Mode mode) {
-  return Take(path, mode, /*wait=*/false);
+  return Take(AT_FDCWD, path, path, mode, /*wait=*/false);
+}
+
+absl::StatusOr<FileLock> FileLock::Acquire(const DirFd& dir, std::string_view name, Mode mode) {
+  return Take(dir.fd(), std::string(name), dir.PathOf(name), mode, /*wait=*/true);
+}
+
+absl::StatusOr<FileLock> FileLock::TryAcquire(const DirFd& dir, std::string_view name, Mode mode) {
+  return Take(dir.fd(), std::string(name), dir.PathOf(name), mode, /*wait=*/false);
 }
 
 FileLock::~FileLock() {

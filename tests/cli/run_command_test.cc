@@ -440,6 +440,11 @@ TEST(CacheHostileTest, LinksFifosAndDevicesInTheCacheAreRefusedNotFollowed) {
   EXPECT_NE(all.find("a FIFO"), std::string::npos) << all;
   r = RunPrewarm(SmallRun(cache));
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  // The link and the FIFO are counted under their own reason, not as unreadable files.
+  EXPECT_NE(ReadFile(cache + "/prewarm/metrics.prom")
+                ->find("prewarm_cache_entries_rejected_total{reason=\"not_a_file\"} 2"),
+            std::string::npos)
+      << *ReadFile(cache + "/prewarm/metrics.prom");
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(zero))) << "replaced by a real entry";
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(fifo)));
   EXPECT_FALSE(fs::exists(fs::symlink_status(lock_target))) << "a lock link is never created";
@@ -455,12 +460,28 @@ TEST(CacheHostileTest, LinksFifosAndDevicesInTheCacheAreRefusedNotFollowed) {
   fs::remove(outside / entries[0].filename());
   r = RunPrewarm(SmallRun(cache));
   EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
-  EXPECT_NE(r.stderr_text.find("a symlink (prewarm does not write through links in the cache)"),
+  EXPECT_NE(r.stderr_text.find("a symlink (prewarm does not go through links in the cache)"),
             std::string::npos)
       << r.stderr_text;
   EXPECT_EQ(std::distance(fs::directory_iterator(outside), fs::directory_iterator()),
             static_cast<std::ptrdiff_t>(before) - 1)
       << "nothing written outside the cache";
+}
+
+// prewarm's own folder replaced by a symlink out of the cache: run refuses it (exit 1, naming
+// it) and writes nothing where it points, neither the manifest nor the metrics file nor a temp.
+TEST(CacheHostileTest, AnOwnFolderThatIsASymlinkIsRefusedNotWrittenThrough) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  fs::create_directories(cache);
+  const std::string outside = dir.path() + "/outside";
+  fs::create_directories(outside);
+  fs::create_symlink(outside, cache + "/prewarm");
+  SubprocessResult r = RunPrewarm(SmallRun(cache));
+  EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(cache + "/prewarm: a symlink"), std::string::npos) << r.stderr_text;
+  EXPECT_TRUE(fs::is_empty(outside)) << "nothing written through the link";
+  EXPECT_TRUE(fs::is_symlink(cache + "/prewarm"));
 }
 
 // A launcher directory that is a symlink (another tenant's, pointing out of the cache) is
