@@ -144,8 +144,12 @@ TEST_F(WorkerTest, AHipRtcAbortCostsOnlyTheChild) {
   auto out = CompileInWorker(JobForKey(Fp8BmmKey(gfx942, 5), gfx942), o);
   ASSERT_FALSE(out.ok());
   EXPECT_TRUE(absl::IsAborted(out.status())) << out.status();
-  EXPECT_NE(out.status().message().find("killed by signal 6"), absl::string_view::npos)
-      << out.status();
+  // SIGABRT (6); under AddressSanitizer hipRTC's bad free faults first (SIGSEGV, 11). Either
+  // way the child died and this process did not.
+  const std::string msg(out.status().message());
+  EXPECT_TRUE(msg.find("killed by signal 6") != std::string::npos ||
+              msg.find("killed by signal 11") != std::string::npos)
+      << msg;
 }
 
 TEST_F(WorkerTest, WithoutSkippingTheCheckTheArchIsRefusedCleanly) {
