@@ -60,6 +60,30 @@ TEST(KernelCacheTest, NonStrictMissCompilesInTheRequestAndStoresIt) {
   EXPECT_TRUE((*warm)->Code("topk_decode", key).ok()) << "the cold path stored the entry";
 }
 
+// Reads the entry of every key `steps` random in-range steps reach (the cache's own limits);
+// per launcher, how many launches and which keys. A failed read is a test failure.
+struct Reached {
+  std::map<std::string, int> launches;
+  std::set<std::string> keys;
+};
+Reached ReadRandomSteps(KernelCache& kc, uint64_t seed, int steps) {
+  Reached out;
+  testing::StepGenerator gen(kc.limits(), seed);
+  for (int i = 0; i < steps; ++i) {
+    const Step step = gen.Next();
+    for (const Launcher* l : AllLaunchers()) {
+      const std::string name(l->Name());
+      const std::vector<Key> keys = *kc.KeysForStep(name, step);
+      for (const Key& key : keys) {
+        EXPECT_TRUE(kc.Code(name, key).ok()) << name << " " << key.String();
+        ++out.launches[name];
+        out.keys.insert(key.String());
+      }
+    }
+  }
+  return out;
+}
+
 TEST(KernelCacheTest, AfterPrewarmRunRandomStepsNeverMiss) {
   testing::TempDir dir;
   const std::string cache = dir.path() + "/cache";
@@ -68,21 +92,10 @@ TEST(KernelCacheTest, AfterPrewarmRunRandomStepsNeverMiss) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   auto kc = KernelCache::Open(Options(cache, true));
   ASSERT_TRUE(kc.ok());
-  testing::StepGenerator gen((*kc)->limits(), 42);
-  std::map<std::string, int> launches;
-  for (int i = 0; i < 200; ++i) {
-    const Step step = gen.Next();
-    for (const Launcher* l : AllLaunchers()) {
-      const std::string name(l->Name());
-      const std::vector<Key> keys = *(*kc)->KeysForStep(name, step);
-      for (const Key& key : keys) {
-        ASSERT_TRUE((*kc)->Code(name, key).ok()) << name << " " << key.String();
-        ++launches[name];
-      }
-    }
-  }
+  Reached reached = ReadRandomSteps(**kc, 42, 200);
   for (const Launcher* l : AllLaunchers()) {
-    EXPECT_GE(launches[std::string(l->Name())], 40) << l->Name() << ": too few random launches";
+    EXPECT_GE(reached.launches[std::string(l->Name())], 40)
+        << l->Name() << ": too few random launches";
   }
   EXPECT_EQ((*kc)->stats().misses, 0);
   EXPECT_EQ((*kc)->stats().compiles, 0);
@@ -130,24 +143,14 @@ TEST_F(FilledCacheTest, WithNothingGivenTheManifestsLimitsAndShapeMakeThePlan) {
   EXPECT_EQ((*kc)->shape().heads, 64) << "the seeds' shape, not the embedded example's 128";
   EXPECT_NE((*kc)->model().source.find("manifest.json"), std::string::npos)
       << (*kc)->model().source;
-  testing::StepGenerator gen((*kc)->limits(), 7);
-  std::set<std::string> reached;
-  for (int i = 0; i < 100; ++i) {
-    const Step step = gen.Next();
-    for (const Launcher* l : AllLaunchers()) {
-      const std::string name(l->Name());
-      const std::vector<Key> keys = *(*kc)->KeysForStep(name, step);
-      for (const Key& key : keys) {
-        ASSERT_TRUE((*kc)->Code(name, key).ok()) << name << " " << key.String();
-        reached.insert(key.String());
-      }
-    }
-  }
+  const Reached reached = ReadRandomSteps(**kc, 7, 100);
   EXPECT_EQ((*kc)->stats().misses, 0);
   std::set<std::string> planned;
   for (const auto& [launcher, key] : (*kc)->PlannedKeys()) planned.insert(key.String());
-  for (const std::string& k : reached) EXPECT_TRUE(planned.contains(k)) << k << " is not planned";
-  EXPECT_GE(reached.size(), 20u);
+  for (const std::string& k : reached.keys) {
+    EXPECT_TRUE(planned.contains(k)) << k << " is not planned";
+  }
+  EXPECT_GE(reached.keys.size(), 20u);
 }
 
 TEST(KernelCacheTest, ShardManifestsAreReadTogether) {
