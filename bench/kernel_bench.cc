@@ -188,7 +188,8 @@ class Bench {
     DeviceBuffer dout = Must(AllocBuffer(gpu_, q_elems * l * 2));
     DeviceBuffer dlse = Must(AllocBuffer(gpu_, q_elems * 4));
     const size_t ws = SparseWorkspaceBytes(key, rows);
-    DeviceBuffer dws_o = Must(AllocBuffer(gpu_, ws)), dws_l = Must(AllocBuffer(gpu_, ws / l + 4));
+    DeviceBuffer dws_o = Must(AllocBuffer(gpu_, ws)),
+                 dws_l = Must(AllocBuffer(gpu_, SparseLseWorkspaceBytes(key, rows) + 4));
     const SparseArgs a{dql.ptr(),  dqr.ptr(),  dsel.ptr(),   dreq.ptr(),  dtable.ptr(),
                        max_blocks, kBlockSize, dcache.ptr(), kGKv,        1.0f / std::sqrt(192.0f),
                        dout.ptr(), dlse.ptr(), rows,         dws_o.ptr(), dws_l.ptr()};

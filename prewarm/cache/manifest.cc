@@ -26,6 +26,16 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   return file.Commit();
 }
 
+// The rule of CheckReplaceable and WriteOwnFile: OK for a regular file; InvalidArgument naming
+// `path` and what it is otherwise.
+absl::Status Replaceable(const std::string& path, const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat(path, " is ", FileKindName(st.st_mode),
+             ", not a regular file: prewarm writes its output files by "
+             "replacing them, and will not replace that"));
+}
+
 // The largest manifest read back: a plan's keys with their resources are well under 1 MiB.
 constexpr int64_t kMaxManifestBytes = int64_t{64} << 20;
 
@@ -106,23 +116,21 @@ absl::StatusOr<std::optional<FillRecord>> ReadFillRecord(const std::string& root
                  "command"));
     }
     merged->path = StrCat(merged->path, ", ", r.path);
-    for (std::vector<std::string>* field : {&merged->archs, &merged->toolchains}) {
-      const std::vector<std::string>& add = field == &merged->archs ? r.archs : r.toolchains;
-      for (const std::string& v : add) {
-        if (std::find(field->begin(), field->end(), v) == field->end()) field->push_back(v);
+    const auto add = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
+      for (const std::string& v : from) {
+        if (std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);
       }
-    }
+    };
+    add(merged->archs, r.archs);
+    add(merged->toolchains, r.toolchains);
   }
   return merged;
 }
 
 absl::Status CheckReplaceable(const std::string& path) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      StrCat(path, " is ", FileKindName(st.st_mode),
-             ", not a regular file: prewarm writes its output files by "
-             "replacing them, and will not replace that"));
+  if (::lstat(path.c_str(), &st) != 0) return absl::OkStatus();
+  return Replaceable(path, st);
 }
 
 int64_t RunReport::Count(KeyState state) const {
@@ -172,11 +180,8 @@ absl::StatusOr<DirFd> OpenOwnFolder(const std::string& root) {
 absl::Status WriteOwnFile(const std::string& root, std::string_view name,
                           std::string_view content) {
   ASSIGN_OR_RETURN(DirFd own, OpenOwnFolder(root));
-  if (absl::StatusOr<struct stat> st = own.Stat(name); st.ok() && !S_ISREG(st->st_mode)) {
-    return absl::InvalidArgumentError(
-        StrCat(own.PathOf(name), " is ", FileKindName(st->st_mode),
-               ", not a regular file: prewarm writes its output files by replacing them, and "
-               "will not replace that"));
+  if (absl::StatusOr<struct stat> st = own.Stat(name); st.ok()) {
+    RETURN_IF_ERROR(Replaceable(own.PathOf(name), *st));
   }
   ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(own, name, 0644));
   RETURN_IF_ERROR(file.Write(content));

@@ -39,18 +39,20 @@ std::string LauncherDirName(const EntryRef& ref) {
 }
 
 std::string EntryStem(const EntryRef& ref) { return ToHex(Sha256Of(ref.key_string)).substr(0, 16); }
+std::string EntryName(const EntryRef& ref) { return StrCat(EntryStem(ref), ".co"); }
+std::string LockName(const EntryRef& ref) { return StrCat(EntryStem(ref), ".lock"); }
 
 std::string CacheStore::DirPath(const EntryRef& ref) const {
   return StrCat(root_, "/", LauncherDirName(ref));
 }
 std::string CacheStore::EntryPath(const EntryRef& ref) const {
-  return StrCat(DirPath(ref), "/", EntryStem(ref), ".co");
+  return StrCat(DirPath(ref), "/", EntryName(ref));
 }
 std::string CacheStore::LockPath(const EntryRef& ref) const {
-  return StrCat(DirPath(ref), "/", EntryStem(ref), ".lock");
+  return StrCat(DirPath(ref), "/", LockName(ref));
 }
 std::string CacheStore::RelativeEntryPath(const EntryRef& ref) const {
-  return StrCat(LauncherDirName(ref), "/", EntryStem(ref), ".co");
+  return StrCat(LauncherDirName(ref), "/", EntryName(ref));
 }
 
 namespace {
@@ -68,13 +70,14 @@ CacheStore::Lookup Refused(const absl::Status& s) {
 }  // namespace
 
 absl::StatusOr<DirFd> CacheStore::OpenDir(const EntryRef& ref, bool create) const {
+  if (create) RETURN_IF_ERROR(MakeDirs(root_));  // a new cache: the root, as the user named it
   ASSIGN_OR_RETURN(DirFd root, DirFd::Open(root_));
   return root.Sub(LauncherDirName(ref), create);
 }
 
 CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
   Lookup out;
-  const std::string name = StrCat(EntryStem(ref), ".co");
+  const std::string name = EntryName(ref);
   absl::StatusOr<DirFd> dir = OpenDir(ref, /*create=*/false);
   // kMissing, no lock file created. A symlink counts as present (and is then refused, not read).
   if (absl::IsNotFound(dir.status())) return out;
@@ -82,7 +85,7 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
     absl::StatusOr<struct stat> st = dir->Stat(name);
     if (absl::IsNotFound(st.status())) return out;
     std::optional<absl::StatusOr<FileLock>> lock;
-    const std::string lock_name = StrCat(EntryStem(ref), ".lock");
+    const std::string lock_name = LockName(ref);
     if (mode == ReadLock::kWait) {
       lock.emplace(FileLock::Acquire(*dir, lock_name, FileLock::Mode::kShared));
     } else if (mode == ReadLock::kTry) {
@@ -123,8 +126,7 @@ CacheStore::Lookup CacheStore::QuickCheck(const EntryRef& ref) const {
   if (absl::IsNotFound(dir.status())) return out;  // kMissing
   if (!dir.ok()) return Refused(dir.status());
   int64_t size = 0;
-  absl::StatusOr<std::string> read =
-      dir->ReadFile(StrCat(EntryStem(ref), ".co"), kMaxEntryBytes, 4096, &size);
+  absl::StatusOr<std::string> read = dir->ReadFile(EntryName(ref), kMaxEntryBytes, 4096, &size);
   if (absl::IsNotFound(read.status())) return out;  // kMissing
   if (!read.ok()) return Refused(read.status());
   const DecodeResult d = CheckEntryHeader(*read, size, ref.key_string, ref.arch);
@@ -141,22 +143,15 @@ CacheStore::Lookup CacheStore::QuickCheck(const EntryRef& ref) const {
 absl::StatusOr<FileLock> CacheStore::LockForWrite(const EntryRef& ref, bool wait) const {
   // Through the directory's descriptor: a launcher directory that is (or becomes) a symlink
   // is refused, never followed to take the lock or write the entry wherever it points.
-  absl::StatusOr<DirFd> root = DirFd::Open(root_);
-  if (absl::IsNotFound(root.status())) {  // a new cache: the root is made, as the user named it
-    RETURN_IF_ERROR(MakeDirs(root_));
-    root = DirFd::Open(root_);
-  }
-  if (!root.ok()) return root.status();
-  ASSIGN_OR_RETURN(DirFd dir, root->Sub(LauncherDirName(ref), /*create=*/true));
-  const std::string lock_name = StrCat(EntryStem(ref), ".lock");
-  return wait ? FileLock::Acquire(dir, lock_name, FileLock::Mode::kExclusive)
-              : FileLock::TryAcquire(dir, lock_name, FileLock::Mode::kExclusive);
+  ASSIGN_OR_RETURN(DirFd dir, OpenDir(ref, /*create=*/true));
+  return wait ? FileLock::Acquire(dir, LockName(ref), FileLock::Mode::kExclusive)
+              : FileLock::TryAcquire(dir, LockName(ref), FileLock::Mode::kExclusive);
 }
 
 absl::Status CacheStore::Write(const EntryRef& ref, const std::string& producer,
                                std::string_view payload) const {
   ASSIGN_OR_RETURN(DirFd dir, OpenDir(ref, /*create=*/false));
-  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(dir, StrCat(EntryStem(ref), ".co"), 0444));
+  ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(dir, EntryName(ref), 0444));
   RETURN_IF_ERROR(
       file.Write(EncodeEntry({producer, ref.key_string, ref.arch, std::string(payload)})));
   return file.Commit();

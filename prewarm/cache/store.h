@@ -43,9 +43,12 @@ struct EntryRef {
   std::string arch;
 };
 
-// "{launcher}_{manager_key}" and "{sha256(key)[:16]}".
+// "{launcher}_{manager_key}", "{sha256(key)[:16]}", and the entry's and its lock's file names
+// in the launcher directory ("{stem}.co", "{stem}.lock").
 std::string LauncherDirName(const EntryRef& ref);
 std::string EntryStem(const EntryRef& ref);
+std::string EntryName(const EntryRef& ref);
+std::string LockName(const EntryRef& ref);
 
 // The largest entry a read accepts: our code objects are under a few MB; anything past this in
 // an entry's place (a sparse 8 GB file, say) is rejected as unreadable, not read into memory.

@@ -25,6 +25,15 @@ Plan BuildPlan(const Limits& limits, const ModelConfig& model, const Shape& shap
   return plan;
 }
 
+std::vector<Key> DispatchOne(const Launcher& launcher, const StepStats& stats, const Shape& shape,
+                             const Arch& arch, const Thresholds& thresholds) {
+  std::vector<Key> keys;
+  for (Key& k : launcher.Dispatch(stats, {shape, arch, thresholds})) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
 std::vector<DispatchedLauncher> DispatchStep(const Step& step, const Limits& limits,
                                              const Shape& shape, const Arch& arch,
                                              const Thresholds& thresholds) {
@@ -32,14 +41,9 @@ std::vector<DispatchedLauncher> DispatchStep(const Step& step, const Limits& lim
   std::vector<DispatchedLauncher> out;
   for (const Launcher* launcher : AllLaunchers()) {
     if (!launcher->AppliesTo(shape, limits)) continue;
-    std::vector<Key> keys = launcher->Dispatch(stats, {shape, arch, thresholds});
+    std::vector<Key> keys = DispatchOne(*launcher, stats, shape, arch, thresholds);
     if (keys.empty()) continue;
-    DispatchedLauncher d{std::string(launcher->Name()), {}};
-    for (Key& k : keys) {
-      if (std::find(d.keys.begin(), d.keys.end(), k) == d.keys.end())
-        d.keys.push_back(std::move(k));
-    }
-    out.push_back(std::move(d));
+    out.push_back({std::string(launcher->Name()), std::move(keys)});
   }
   return out;
 }

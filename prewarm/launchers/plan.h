@@ -34,6 +34,10 @@ struct DispatchedLauncher {
   std::string name;
   std::vector<Key> keys;  // duplicates removed, order kept
 };
+// The keys one launcher reaches for `stats` (its Dispatch), duplicates removed, order kept; the
+// caller has checked that it applies. DispatchStep's per-launcher part, and the runtime's.
+std::vector<Key> DispatchOne(const Launcher& launcher, const StepStats& stats, const Shape& shape,
+                             const Arch& arch, const Thresholds& thresholds = {});
 std::vector<DispatchedLauncher> DispatchStep(const Step& step, const Limits& limits,
                                              const Shape& shape, const Arch& arch,
                                              const Thresholds& thresholds = {});

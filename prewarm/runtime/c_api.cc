@@ -14,7 +14,6 @@
 
 struct prewarm_runtime {
   std::unique_ptr<prewarm::Runtime> rt;
-  bool strict = true;
 };
 
 namespace {
@@ -143,7 +142,7 @@ extern "C" int prewarm_runtime_open_with(const prewarm_runtime_options* options,
     o.strict = options->strict != 0;
     o.device = options->device;
     ASSIGN_OR_RETURN(std::unique_ptr<prewarm::Runtime> rt, prewarm::Runtime::Open(o));
-    *out = new prewarm_runtime{std::move(rt), o.strict};
+    *out = new prewarm_runtime{std::move(rt)};
     return absl::OkStatus();
   });
 }
@@ -175,7 +174,7 @@ extern "C" size_t prewarm_runtime_info(const prewarm_runtime* rt, char* buf, siz
       const nlohmann::json j = {
           {"arch", kc.arch().name},
           {"gpu", rt->rt->has_gpu() ? nlohmann::json(rt->rt->gpu().Name()) : nlohmann::json()},
-          {"strict", rt->strict},
+          {"strict", kc.strict()},
           {"source", kc.filled_by().has_value() ? kc.filled_by()->path : "options"},
           {"shape", shape},
           {"limits", prewarm::LimitsToJson(kc.limits())},
@@ -407,17 +406,19 @@ extern "C" int prewarm_runtime_sparse_prefill(prewarm_runtime* rt, const prewarm
 
 extern "C" int prewarm_runtime_sparse_decode(prewarm_runtime* rt, const prewarm_sparse_args* a,
                                              void* stream, char* err, size_t err_len) {
-  return Launch(rt, "sparse_decode", a, stream, err, err_len,
-                [&](prewarm::Runtime& r) -> absl::Status {
-                  RETURN_IF_ERROR(SparseCommon("sparse_decode", *a));
-                  if (a->rows == 0) return absl::OkStatus();
-                  ASSIGN_OR_RETURN(const prewarm::LoadedKernel k,
-                                   r.ForCall("sparse_decode", DecodeStats(a->rows, 0)));
-                  const size_t ws = prewarm::SparseWorkspaceBytes(k.key, a->rows);
-                  RETURN_IF_ERROR(WorkspaceGiven("sparse_decode", ws, a->ws_o, "ws_o"));
-                  RETURN_IF_ERROR(WorkspaceGiven("sparse_decode", ws, a->ws_lse, "ws_lse"));
-                  return prewarm::LaunchSparseDecode(r.gpu(), k.module, k.key, SparseArgsOf(*a));
-                });
+  return Launch(
+      rt, "sparse_decode", a, stream, err, err_len, [&](prewarm::Runtime& r) -> absl::Status {
+        RETURN_IF_ERROR(SparseCommon("sparse_decode", *a));
+        if (a->rows == 0) return absl::OkStatus();
+        ASSIGN_OR_RETURN(const prewarm::LoadedKernel k,
+                         r.ForCall("sparse_decode", DecodeStats(a->rows, 0)));
+        RETURN_IF_ERROR(WorkspaceGiven(
+            "sparse_decode", prewarm::SparseWorkspaceBytes(k.key, a->rows), a->ws_o, "ws_o"));
+        RETURN_IF_ERROR(WorkspaceGiven("sparse_decode",
+                                       prewarm::SparseLseWorkspaceBytes(k.key, a->rows), a->ws_lse,
+                                       "ws_lse"));
+        return prewarm::LaunchSparseDecode(r.gpu(), k.module, k.key, SparseArgsOf(*a));
+      });
 }
 
 extern "C" int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launcher, int rows,
@@ -441,7 +442,7 @@ extern "C" int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launch
       bytes[0] = bytes[1] = prewarm::TopkWorkspaceBytes(key, rows);
     } else if (name == "sparse_decode") {
       bytes[0] = prewarm::SparseWorkspaceBytes(key, rows);
-      bytes[1] = bytes[0] / static_cast<size_t>(std::max<int64_t>(1, kc.shape().kv_lora_rank));
+      bytes[1] = prewarm::SparseLseWorkspaceBytes(key, rows);
     }
     return absl::OkStatus();
   });

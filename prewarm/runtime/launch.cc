@@ -207,6 +207,12 @@ size_t SparseWorkspaceBytes(const Key& key, int rows) {
          sizeof(float);
 }
 
+size_t SparseLseWorkspaceBytes(const Key& key, int rows) {
+  const int64_t splits = KeyInt(key, "splits");
+  if (splits <= 1) return 0;
+  return static_cast<size_t>(rows) * KeyInt(key, "heads") * splits * sizeof(float);
+}
+
 absl::Status LaunchSparsePrefill(Gpu& gpu, void* module, const Key& key, const SparseArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));

@@ -75,8 +75,9 @@ struct SparseArgs {
   int rows = 0;
   DevicePtr ws_o = 0, ws_lse = 0;  // sparse_decode with splits > 1: SparseWorkspaceBytes
 };
-// Bytes of ws_o; ws_lse needs ws_o / kv_lora_rank.
+// Bytes of ws_o and of ws_lse (ws_o / kv_lora_rank): 0 when the key has no splits.
 size_t SparseWorkspaceBytes(const Key& key, int rows);
+size_t SparseLseWorkspaceBytes(const Key& key, int rows);
 absl::Status LaunchSparsePrefill(Gpu& gpu, void* module, const Key& key, const SparseArgs& a);
 absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const SparseArgs& a);
 

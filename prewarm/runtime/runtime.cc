@@ -158,11 +158,7 @@ absl::StatusOr<std::vector<Key>> KernelCache::KeysForStats(const std::string& la
         KvCacheDtypeName(limits_.kv_cache_dtype), " and a model ",
         shape_.has_indexer ? "with" : "without", " an indexer (model: ", model_.source, ")"));
   }
-  std::vector<Key> keys;
-  for (Key& k : l->Dispatch(stats, {shape_, arch_, Thresholds{}})) {
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
-  }
-  return keys;
+  return DispatchOne(*l, stats, shape_, arch_);
 }
 
 absl::StatusOr<std::vector<Key>> KernelCache::KeysForStep(const std::string& launcher,
@@ -262,10 +258,6 @@ absl::StatusOr<std::vector<LoadedKernel>> Runtime::ForStep(const std::string& la
   }
   return out;
 }
-
-}  // namespace prewarm
-
-namespace prewarm {
 
 absl::StatusOr<LoadedKernel> Runtime::ForCall(const std::string& launcher, const StepStats& stats,
                                               const std::function<bool(const Key&)>& pick) {

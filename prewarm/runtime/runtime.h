@@ -70,6 +70,7 @@ class KernelCache {
   const Limits& limits() const { return limits_; }
   const Arch& arch() const { return arch_; }
   const ModelConfig& model() const { return model_; }
+  bool strict() const { return options_.strict; }
   // The manifest the plan came from, when the cache had one.
   const std::optional<FillRecord>& filled_by() const { return filled_by_; }
   RuntimeStats& stats() { return stats_; }

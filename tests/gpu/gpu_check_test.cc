@@ -377,7 +377,7 @@ class GpuCheckTest : public ::testing::Test {
     ASSIGN_OK(dlse, AllocBuffer(*gpu_, static_cast<size_t>(n) * hr * 4));
     const size_t ws = SparseWorkspaceBytes(key, n);
     ASSIGN_OK(dws_o, AllocBuffer(*gpu_, ws));
-    ASSIGN_OK(dws_l, AllocBuffer(*gpu_, ws / static_cast<size_t>(l) + 4));
+    ASSIGN_OK(dws_l, AllocBuffer(*gpu_, SparseLseWorkspaceBytes(key, n) + 4));
     CHECK_OK(gpu_->Fill(dout.ptr(), 0xff, dout.bytes()));
     CHECK_OK(gpu_->Fill(dlse.ptr(), 0xff, dlse.bytes()));
     const SparseArgs a{dql.ptr(),  dqr.ptr(),    dsel.ptr(), dreq.ptr(), dtable.ptr(), max_blocks,
