@@ -5,15 +5,17 @@
 // launch must do and move, the achieved TFLOP/s and TB/s, and their share of the device's copy
 // bandwidth (measured here, first) and of its bf16 matrix peak (--bf16-tflops, measured by the
 // caller; 790 is the H200's 8192^3 matmul on random data).
-//   kernel_bench [--bf16-tflops 790] [--reps N] [--simt]
+//   kernel_bench [--bf16-tflops 790] [--reps N] [--simt] [--define NAME[=VALUE]]...
 //                [--launcher L] [--rows N] [--ctx N] [--variant V]
 // L: sparse_prefill, sparse_decode, index_prefill, index_decode, fp8_bmm, topk_prefill,
 // topk_decode or norm_rope_insert; V: the value of the variant's key field (rounds, splits,
-// large, buffered, strips, small; 0 and 1 for the booleans; fp8_bmm rows are the keys the rule
+// large, strips, small; 0 and 1 for the booleans; fp8_bmm rows are the keys the rule
 // picks for M rows).
 // The variant the key rule picks for a shape is marked `*`; the other rows show what the rule
-// would lose by picking differently. --simt compiles the SIMT path of common/mma.h instead.
+// would lose by picking differently. --simt compiles the SIMT path of common/mma.h instead;
+// --define adds -DNAME[=VALUE] to every compile (an A/B of a kernel change in one run).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +37,7 @@ struct Options {
   double bf16_tflops = 790;
   int reps = 0;  // 0: by shape
   bool simt = false;
+  std::vector<std::string> defines;  // extra -D flags
   // Filters (0 / empty: all), to profile one row under Nsight Compute.
   std::string launcher;
   int rows = 0, ctx = 0, variant = -1;
@@ -91,6 +94,7 @@ class Bench {
     if (!tc_) tc_ = Must(OpenToolchain(arch_.platform));
     CompileJob job = JobForKey(key, arch_);
     if (o_.simt) job.defines.push_back("-DPW_FORCE_SIMT=1");
+    for (const std::string& d : o_.defines) job.defines.push_back("-D" + d);
     const CompileOutput out = Must(tc_->Compile(job));
     return modules_[s] = Must(gpu_.LoadModule(out.code));
   }
@@ -215,7 +219,7 @@ class Bench {
   // One row of index scores: `rows` query rows at context `ctx` (prefill: one chunk of `rows`
   // tokens of one request ending at ctx, causal; decode: one token each of `rows` requests).
   void Index(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
-    const char* field = prefill ? "large" : "buffered";
+    const char* field = prefill ? "large" : "rows_tile";
     if (Skip(key, rows, ctx, field)) return;
     const int hi = static_cast<int>(KeyInt(key, "index_heads")),
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
@@ -247,8 +251,6 @@ class Bench {
     DeviceBuffer dvis = Must(Upload(gpu_, visible)), dtable = Must(Upload(gpu_, table));
     DeviceBuffer dcache = Must(Upload(gpu_, cache));
     DeviceBuffer dout = Must(AllocBuffer(gpu_, static_cast<size_t>(rows) * stride * 4));
-    const size_t ws = prefill ? 0 : IndexWorkspaceBytes(key, rows, stride);
-    DeviceBuffer dws = Must(AllocBuffer(gpu_, std::max<size_t>(ws, 4)));
     IndexArgs a;
     a.q = dq.ptr();
     a.w = dw.ptr();
@@ -262,7 +264,6 @@ class Bench {
     a.out = dout.ptr();
     a.stride = stride;
     a.rows = rows;
-    a.ws = dws.ptr();
     void* module = Module(key);
     auto launch = [&] {
       return prefill ? LaunchIndexPrefill(gpu_, module, key, a)
@@ -270,11 +271,9 @@ class Bench {
     };
     const double ms = MedianMs(launch, 50);
     const double flops = 2.0 * hi * di * seen;
-    // Fewest bytes: Q and w, every score written, each distinct key record once, the buffer
-    // written and read.
+    // Fewest bytes: Q and w, every score written, each distinct key record once.
     const double records = prefill ? ctx : static_cast<double>(rows) * ctx;
-    const double bytes = rows * (2.0 * hi * di + 4.0 * hi) + 4.0 * rows * stride +
-                         records * record + 2.0 * static_cast<double>(ws);
+    const double bytes = rows * (2.0 * hi * di + 4.0 * hi) + 4.0 * rows * stride + records * record;
     Row(prefill ? "index_prefill" : "index_decode", VariantName(key, field), picked, rows, ctx, ms,
         flops / 1e9, bytes, copy_tbs);
   }
@@ -407,7 +406,7 @@ class Bench {
 };
 
 constexpr char kUsage[] =
-    "usage: kernel_bench [--bf16-tflops T] [--reps N] [--simt]\n"
+    "usage: kernel_bench [--bf16-tflops T] [--reps N] [--simt] [--define NAME[=VALUE]]...\n"
     "                    [--launcher sparse_prefill|sparse_decode|index_prefill|index_decode|\n"
     "                                fp8_bmm|topk_prefill|topk_decode|norm_rope_insert]\n"
     "                    [--rows N] [--ctx N] [--variant V]\n";
@@ -428,10 +427,21 @@ std::string ParseArgs(int argc, char** argv, Options& o) {
       continue;
     }
     const bool known = a == "--bf16-tflops" || a == "--reps" || a == "--launcher" ||
-                       a == "--rows" || a == "--ctx" || a == "--variant";
+                       a == "--rows" || a == "--ctx" || a == "--variant" || a == "--define";
     if (!known) return "unknown argument " + a;
     if (i + 1 >= argc) return a + " needs a value";
     const char* v = argv[++i];
+    if (a == "--define") {
+      const std::string d = v;
+      const size_t eq = d.find('=');
+      const std::string name = d.substr(0, eq);
+      const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      }) && !std::isdigit(static_cast<unsigned char>(name[0]));
+      if (!ok) return "--define " + d + ": must be NAME or NAME=VALUE, NAME a C identifier";
+      o.defines.push_back(d);
+      continue;
+    }
     if (a == "--launcher") {
       o.launcher = v;
       const std::vector<std::string> names = {"sparse_prefill", "sparse_decode",   "index_prefill",
@@ -576,15 +586,10 @@ int Main(int argc, char** argv) {
         bench.Index(k, true, rows, c, k == picked, copy);
       }
     }
-    for (int rows : {1, 16, 128}) {
+    for (int rows : {1, 16, 128, 1024}) {  // 1024: vLLM's decode batch on an H200
       Step step;
       for (int r = 0; r < rows; ++r) step.requests.push_back({Phase::kDecode, 1, c});
-      const Key picked = key_of("index_decode", step);
-      for (bool buffered : {false, true}) {
-        Key k = picked;
-        k.Set("buffered", buffered);
-        bench.Index(k, false, rows, c, k == picked, copy);
-      }
+      bench.Index(key_of("index_decode", step), false, rows, c, true, copy);
     }
   }
   return 0;

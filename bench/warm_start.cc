@@ -88,7 +88,7 @@ class Pool {
     Alloc("scores", tokens * stride * 4, 0);
     Alloc("topk", tokens * k * 4, 0);
     Alloc("lse", tokens * s.heads * 4, 0);
-    Alloc("ws1", std::max(tokens * 8 * k * 4, 256 * s.index_n_heads * stride * 4), 0);
+    Alloc("ws1", std::max(tokens * 8 * k * 4, static_cast<size_t>(256) * s.heads * 16 * 4), 0);
     Alloc(
         "ws2",
         std::max(tokens * 8 * k * 4, static_cast<size_t>(256) * s.heads * 16 * s.kv_lora_rank * 4),
@@ -156,7 +156,7 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
     const int n = static_cast<int>(rows.req.size());
     const DevicePtr d_req = pool.Small(rows.req), d_vis = pool.Small(rows.visible);
     IndexArgs ia{pool["bf16_in"], pool["w"], d_req,          d_vis,  d_table, pool.max_blocks(), 64,
-                 pool["index"],   0.05f,     pool["scores"], stride, n,       pool["ws1"]};
+                 pool["index"],   0.05f,     pool["scores"], stride, n};
     for (const LoadedKernel& k :
          Must(rt.ForStep(prefill ? "index_prefill" : "index_decode", step))) {
       RETURN_IF_ERROR_OR(prefill ? LaunchIndexPrefill(gpu, k.module, k.key, ia)

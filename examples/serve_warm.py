@@ -111,9 +111,6 @@ class Layer:
         self.ws_lse = torch.empty(max(1, ws // self.L), dtype=torch.uint8, device=dev)
         self.ws_topk = [torch.empty(max(1, rt.workspace("topk_prefill", tokens, self.max_ctx)[0]),
                                     dtype=torch.uint8, device=dev) for _ in range(2)]
-        self.ws_index = torch.empty(
-            max(1, rt.workspace("index_decode", PROMPTS, self.max_ctx, self.max_ctx)[0]),
-            dtype=torch.uint8, device=dev)
         self.scale = 1.0 / (self.L + self.Dr) ** 0.5
 
     def ints(self, values, dtype=None):
@@ -156,7 +153,7 @@ class Layer:
             stride = max(c for _, _, c, _ in dec)
             scores = self.scores.view(-1)[:n * stride].view(n, stride)
             rt.index_decode(self.q_idx[:n], self.w_idx[:n], req, vis, self.table, self.index,
-                            scores, 0.05, max_ctx=stride, ws=self.ws_index)
+                            scores, 0.05, max_ctx=stride)
             rt.topk_decode(scores, vis, self.topk[:n])
             rt.sparse_decode(self.q_lat[:n], self.q_rope[:n], self.topk[:n], req, self.table,
                              self.kv, self.out[:n], self.lse[:n], g_kv=0.05, scale=self.scale,

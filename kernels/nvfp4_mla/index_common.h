@@ -36,7 +36,6 @@ struct PwIndexArgs {
   float* out;  // [rows][stride]
   int stride;
   int rows;
-  float* ws;  // buffered index_decode: relu(g q_h . k) as [rows][Hi][stride]; else null
 };
 
 __device__ inline float pw_neg_inf() { return -__int_as_float(0x7f800000); }

@@ -21,7 +21,7 @@ static_assert(PW_HI <= kPwIg.qvecs, "Hi larger than a block's qvecs");
 struct PwIndexSmem {
   pw_u16* q;       // [qvecs][kPwQRow]
   pw_u16* k;       // [64][kPwQRow]
-  float* sc;       // [64][kPwScRow]: w_h relu(g q_h . k) (or without w_h when buffered)
+  float* sc;       // [64][kPwScRow]: w_h relu(g q_h . k)
   float* w;        // [qvecs]
   int* req;        // [rows] the request of each row
   int* vis;        // [rows] its visible positions
@@ -45,11 +45,10 @@ __device__ inline PwIndexSmem pw_index_smem(unsigned char* base) {
 }
 
 // This warp's part of the tile: keys [32 half, 32 half + 32) x qvecs [16 wn grp, 16 wn (grp + 1))
-// as 2 x wn 16x16 tiles; writes (w_h or 1) * relu(g * dot) into sc.
+// as 2 x wn 16x16 tiles; writes w_h * relu(g * dot) into sc.
 // 16-qvec tiles without a row of request `req` (or past the block's rows) are skipped: their
 // scores are never read.
-__device__ inline void pw_index_tile_gemm(const PwIndexSmem& sm, float g, bool weighted, int req,
-                                          int nrows) {
+__device__ inline void pw_index_tile_gemm(const PwIndexSmem& sm, float g, int req, int nrows) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   const int half = warp % 2, grp = warp / 2;
   const int key0 = 32 * half, qv0 = 16 * kPwIg.wn * grp;
@@ -91,19 +90,18 @@ __device__ inline void pw_index_tile_gemm(const PwIndexSmem& sm, float g, bool w
         const int key = key0 + 16 * m + pw_mma_c_row(lane, e);
         const int qv = qv0 + 16 * n + pw_mma_c_col(lane, e);
         const float d = g * acc[m][n].v[e];
-        sm.sc[key * kPwScRow + qv] = (d > 0.0f ? d : 0.0f) * (weighted ? sm.w[qv] : 1.0f);
+        sm.sc[key * kPwScRow + qv] = (d > 0.0f ? d : 0.0f) * sm.w[qv];
       }
     }
   }
 }
 
 // Scores rows [row0, row0 + nrows) (nrows <= kPwIg.rows) over key positions [begin, end): out
-// (and, buffered, ws) for every position in the range.
+// for every position in the range.
 __device__ inline void pw_index_block(const PwIndexArgs& a, int row0, int nrows, int begin,
                                       int end) {
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_index_shared[];
   const PwIndexSmem sm = pw_index_smem(pw_index_shared);
-  const bool buffered = a.ws != nullptr;
   // Q of the block's rows as [qvec = row * Hi + h][Di], zeros past the rows; the scalars.
   constexpr int chunks = PW_DI / 8;
   for (int i = threadIdx.x; i < kPwIg.qvecs * chunks; i += kPwIg.threads) {
@@ -121,16 +119,12 @@ __device__ inline void pw_index_block(const PwIndexArgs& a, int row0, int nrows,
     sm.vis[r] = r < nrows ? a.visible[row0 + r] : 0;
   }
   __syncthreads();
-  // Positions no row of the block sees: -inf (and zeros in the buffer), stored once.
+  // Positions no row of the block sees: -inf, stored once.
   for (int r = 0; r < nrows; ++r) {
     const long long o = static_cast<long long>(row0 + r) * a.stride;
     for (int j = (sm.vis[r] > begin ? sm.vis[r] : begin) + threadIdx.x; j < end;
          j += kPwIg.threads) {
       a.out[o + j] = pw_neg_inf();
-      if (buffered) {
-        for (int h = 0; h < PW_HI; ++h)
-          a.ws[(static_cast<long long>(row0 + r) * PW_HI + h) * a.stride + j] = 0.0f;
-      }
     }
   }
   // The block's requests, in order of first appearance, and how far their rows see.
@@ -172,21 +166,16 @@ __device__ inline void pw_index_block(const PwIndexArgs& a, int row0, int nrows,
     if (s2 < segs)
       pw_index_load<kPwIPerThread>(a, sm.seg_req[s2], j2, sm.seg_limit[s2], kPwIndexKeys,
                                    threadIdx.x, kPwIg.threads, raw);
-    pw_index_tile_gemm(sm, a.g_idx, !buffered, req, nrows);
+    pw_index_tile_gemm(sm, a.g_idx, req, nrows);
     __syncthreads();
     // Sum the heads of each row of this request into its scores, 64 positions a row.
     for (int i = threadIdx.x; i < nrows * kPwIndexKeys; i += kPwIg.threads) {
       const int r = i / kPwIndexKeys, j = i % kPwIndexKeys;
       if (sm.req[r] != req || j0 + j >= sm.vis[r] || j0 + j >= end) continue;
       const float* sc = sm.sc + j * kPwScRow + r * PW_HI;
-      const long long row = row0 + r;
-      if (buffered) {
-        for (int h = 0; h < PW_HI; ++h) a.ws[(row * PW_HI + h) * a.stride + j0 + j] = sc[h];
-      } else {
-        float score = 0.0f;
-        for (int h = 0; h < PW_HI; ++h) score += sc[h];
-        a.out[row * a.stride + j0 + j] = score;
-      }
+      float score = 0.0f;
+      for (int h = 0; h < PW_HI; ++h) score += sc[h];
+      a.out[(row0 + r) * static_cast<long long>(a.stride) + j0 + j] = score;
     }
     s = s2;
     j0 = j2;
@@ -197,8 +186,8 @@ extern "C" __global__ void __launch_bounds__(kPwIg.threads)
     pw_index_prefill(const pw_u16* q, const float* w, const int* row_req, const int* visible,
                      const int* block_table, int max_blocks, int block_size,
                      const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
-  const PwIndexArgs a{q,           w,     row_req, visible, block_table, max_blocks, block_size,
-                      index_cache, g_idx, out,     stride,  rows,        nullptr};
+  const PwIndexArgs a{q,          w,           row_req, visible, block_table, max_blocks,
+                      block_size, index_cache, g_idx,   out,     stride,      rows};
   const int row0 = blockIdx.x * kPwIg.rows;
   const int nrows = rows - row0 < kPwIg.rows ? rows - row0 : kPwIg.rows;
 #if PW_LARGE

@@ -35,8 +35,7 @@ struct Thresholds {
   // large = W > this: the shared kernel runs one block per 64 rows over every key, so it leaves
   // the GPU idle past a 1K prompt (H200: 512 rows at 8K, 0.93 ms shared, 0.13 ms large).
   int64_t index_prefill_large_work = 1 << 20;
-  int64_t index_decode_rows_cap = 64;            // rows_tile = pow2 >= min(R, this)
-  int64_t index_decode_buffered_work = 1 << 20;  // buffered = R * Cmax > this
+  int64_t index_decode_rows_cap = 64;  // rows_tile = pow2 >= min(R, this)
   // strips = pow2 >= ceil(ctx / this): a strip's keys fit one block's shared memory
   // (PW_TOPK_CACHE in kernels/nvfp4_mla/topk_common.h), and one strip is the fastest up to it.
   int64_t topk_strip_len = 8192;

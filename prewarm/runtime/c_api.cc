@@ -105,7 +105,7 @@ prewarm::SparseArgs SparseArgsOf(const prewarm_sparse_args& a) {
 prewarm::IndexArgs IndexArgsOf(const prewarm_index_args& a) {
   return {Ptr(a.q),     Ptr(a.w),     Ptr(a.row_req),     Ptr(a.visible), Ptr(a.block_table),
           a.max_blocks, a.block_size, Ptr(a.index_cache), a.g_idx,        Ptr(a.out),
-          a.stride,     a.rows,       Ptr(a.ws)};
+          a.stride,     a.rows};
 }
 
 prewarm::TopkArgs TopkArgsOf(const prewarm_topk_args& a) {
@@ -345,17 +345,15 @@ extern "C" int prewarm_runtime_index_prefill(prewarm_runtime* rt, const prewarm_
 
 extern "C" int prewarm_runtime_index_decode(prewarm_runtime* rt, const prewarm_index_args* a,
                                             void* stream, char* err, size_t err_len) {
-  return Launch(
-      rt, "index_decode", a, stream, err, err_len, [&](prewarm::Runtime& r) -> absl::Status {
-        RETURN_IF_ERROR(IndexCommon("index_decode", *a));
-        if (a->rows == 0) return absl::OkStatus();
-        RETURN_IF_ERROR(NonNegative("index_decode", "max_ctx", a->max_ctx));
-        ASSIGN_OR_RETURN(const prewarm::LoadedKernel k,
-                         r.ForCall("index_decode", DecodeStats(a->rows, a->max_ctx)));
-        RETURN_IF_ERROR(WorkspaceGiven(
-            "index_decode", prewarm::IndexWorkspaceBytes(k.key, a->rows, a->stride), a->ws, "ws"));
-        return prewarm::LaunchIndexDecode(r.gpu(), k.module, k.key, IndexArgsOf(*a));
-      });
+  return Launch(rt, "index_decode", a, stream, err, err_len,
+                [&](prewarm::Runtime& r) -> absl::Status {
+                  RETURN_IF_ERROR(IndexCommon("index_decode", *a));
+                  if (a->rows == 0) return absl::OkStatus();
+                  RETURN_IF_ERROR(NonNegative("index_decode", "max_ctx", a->max_ctx));
+                  ASSIGN_OR_RETURN(const prewarm::LoadedKernel k,
+                                   r.ForCall("index_decode", DecodeStats(a->rows, a->max_ctx)));
+                  return prewarm::LaunchIndexDecode(r.gpu(), k.module, k.key, IndexArgsOf(*a));
+                });
 }
 
 extern "C" int prewarm_runtime_topk_prefill(prewarm_runtime* rt, const prewarm_topk_args* a,
@@ -422,8 +420,8 @@ extern "C" int prewarm_runtime_sparse_decode(prewarm_runtime* rt, const prewarm_
 }
 
 extern "C" int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launcher, int rows,
-                                         long long ctx, int stride, size_t bytes[2], char* err,
-                                         size_t err_len) {
+                                         long long ctx, int /*stride: unused*/, size_t bytes[2],
+                                         char* err, size_t err_len) {
   return Guard(err, err_len, [&]() -> absl::Status {
     RETURN_IF_ERROR(Required({{"rt", rt}, {"launcher", launcher}, {"bytes", bytes}}));
     bytes[0] = bytes[1] = 0;
@@ -436,9 +434,7 @@ extern "C" int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launch
     ASSIGN_OR_RETURN(const std::vector<prewarm::Key> keys, kc.KeysForStats(name, st));
     if (keys.empty()) return absl::OkStatus();
     const prewarm::Key& key = keys.front();
-    if (name == "index_decode") {
-      bytes[0] = prewarm::IndexWorkspaceBytes(key, rows, stride);
-    } else if (name == "topk_prefill") {
+    if (name == "topk_prefill") {
       bytes[0] = bytes[1] = prewarm::TopkWorkspaceBytes(key, rows);
     } else if (name == "sparse_decode") {
       bytes[0] = prewarm::SparseWorkspaceBytes(key, rows);

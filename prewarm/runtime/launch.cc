@@ -95,9 +95,8 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
     const PwIndexDecodeGeometry g = pw_index_decode_geometry(
         static_cast<int>(KeyInt(key, "index_heads")),
         static_cast<int>(KeyInt(key, "index_head_dim")), WarpWidth(arch), SharedMemoryKib(arch));
-    std::vector<EntryLaunch> e = {{"pw_index_decode", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
-    if (KeyInt(key, "buffered")) e.push_back({"pw_index_decode_reduce", kBlock, 0});
-    return e;
+    return std::vector<EntryLaunch>{
+        {"pw_index_decode", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
   }
   if (l == "sparse_prefill" || l == "sparse_decode") {
     ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
@@ -147,11 +146,6 @@ absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
               &v.num_tokens, &v.kv_cache, &v.index_cache});
 }
 
-size_t IndexWorkspaceBytes(const Key& key, int rows, int stride) {
-  if (!KeyInt(key, "buffered")) return 0;
-  return static_cast<size_t>(rows) * KeyInt(key, "index_heads") * stride * sizeof(float);
-}
-
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
@@ -165,14 +159,11 @@ absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const In
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   IndexArgs v = a;
-  RETURN_IF_ERROR(
-      Run(gpu, module, e[0],
-          {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, PW_INDEX_DECODE_KEYS), 1},
-          {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
-           &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows, &v.ws}));
-  if (e.size() < 2) return absl::OkStatus();
-  return Run(gpu, module, e[1], {static_cast<unsigned>(a.rows), CeilDiv(a.stride, kBlock), 1},
-             {&v.w, &v.visible, &v.ws, &v.out, &v.stride});
+  return Run(
+      gpu, module, e[0],
+      {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, PW_INDEX_DECODE_KEYS), 1},
+      {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
+       &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
 }
 
 size_t TopkWorkspaceBytes(const Key& key, int rows) {

@@ -50,9 +50,7 @@ struct IndexArgs {
   float g_idx = 1;
   DevicePtr out = 0;
   int stride = 0, rows = 0;
-  DevicePtr ws = 0;  // index_decode with buffered: IndexWorkspaceBytes
 };
-size_t IndexWorkspaceBytes(const Key& key, int rows, int stride);
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a);
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a);
 

@@ -135,7 +135,7 @@ typedef struct {
   float g_idx;
   void* out; /* float [rows][stride] */
   int stride, rows;
-  void* ws;               /* index_decode, buffered: prewarm_runtime_workspace bytes */
+  void* ws;               /* reserved (was index_decode's buffer): ignored, may be NULL */
   long long prefill_work; /* index_prefill key: sum over prefill requests of q_len * ctx */
   long long max_ctx;      /* index_decode key: the largest context among the rows */
 } prewarm_index_args;
@@ -179,10 +179,10 @@ int prewarm_runtime_sparse_prefill(prewarm_runtime* rt, const prewarm_sparse_arg
 int prewarm_runtime_sparse_decode(prewarm_runtime* rt, const prewarm_sparse_args* a, void* stream,
                                   char* err, size_t err_len);
 
-/* The workspace bytes a launch needs (0 when its kernel needs none): index_decode (rows,
- * max_ctx = ctx, stride): bytes[0] for ws; topk_prefill (rows, ctx): bytes[0] for ws_key and
- * bytes[1] for ws_idx; sparse_decode (rows): bytes[0] for ws_o, bytes[1] for ws_lse. Every other
- * launcher: 0. */
+/* The workspace bytes a launch needs (0 when its kernel needs none): topk_prefill (rows, ctx):
+ * bytes[0] for ws_key and bytes[1] for ws_idx; sparse_decode (rows): bytes[0] for ws_o, bytes[1]
+ * for ws_lse. Every other launcher: 0. `stride` is unused (index_decode's buffered variant, which
+ * needed it, was removed). */
 int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launcher, int rows, long long ctx,
                               int stride, size_t bytes[2], char* err, size_t err_len);
 

@@ -209,9 +209,9 @@ class Runtime:
         return {name: getattr(s, name) for name, _ in _lib.Stats._fields_}
 
     def workspace(self, launcher, rows, ctx=0, stride=0):
-        """Bytes of the two workspaces a call needs (0 when none): index_decode (rows, ctx = the
-        largest context, stride): (ws, 0); topk_prefill (rows, ctx): (ws_key, ws_idx);
-        sparse_decode (rows): (ws_o, ws_lse); others (0, 0)."""
+        """Bytes of the two workspaces a call needs (0 when none): topk_prefill (rows, ctx):
+        (ws_key, ws_idx); sparse_decode (rows): (ws_o, ws_lse); others (0, 0). `stride` is
+        unused (index_decode needed it before its buffered variant was removed)."""
         out = (ctypes.c_size_t * 2)()
         err = ctypes.create_string_buffer(4096)
         _raise_for(self._lib.prewarm_runtime_workspace(self._handle(), launcher.encode(),
@@ -280,7 +280,7 @@ class Runtime:
     def _index_record(self):
         return self._Di // 2 + self._Di // 16
 
-    def _index(self, n, q, w, row_req, visible, block_table, index_cache, out, g_idx, ws,
+    def _index(self, n, q, w, row_req, visible, block_table, index_cache, out, g_idx,
                prefill_work, max_ctx):
         torch = _torch()
         c = _Checker(n, self.device)
@@ -291,13 +291,12 @@ class Runtime:
                     (None, None, self._index_record()))
         po = c("out", out, (torch.float32,), (rows, None))
         stride = out.shape[1]
-        need = self.workspace(n, rows, max_ctx, stride)[0] if n == "index_decode" else 0
         args = _lib.IndexArgs(
             pq, c("w", w, (torch.float32,), (rows, self._Hi)),
             c("row_req", row_req, (torch.int32,), (rows,)),
             c("visible", visible, (torch.int32,), (rows,)), pt,
             block_table.shape[1], index_cache.shape[1], pc, float(g_idx), po, stride, rows,
-            c.workspace("ws", ws, need), int(prefill_work), int(max_ctx))
+            None, int(prefill_work), int(max_ctx))
         self._launch(n, args, c)
 
     def index_prefill(self, q, w, row_req, visible, block_table, index_cache, out, g_idx, *,
@@ -308,15 +307,14 @@ class Runtime:
         [rows, stride]. prefill_work: the sum over the step's prefill requests of q_len * ctx
         (host values the scheduler has; it picks the kernel)."""
         self._index("index_prefill", q, w, row_req, visible, block_table, index_cache, out, g_idx,
-                    None, prefill_work, 0)
+                    prefill_work, 0)
 
     def index_decode(self, q, w, row_req, visible, block_table, index_cache, out, g_idx, *,
-                     max_ctx, ws=None):
+                     max_ctx):
         """index_prefill's scores for decode rows. max_ctx: the largest context among the rows
-        (it picks the kernel); ws: a uint8 workspace when workspace("index_decode", rows,
-        max_ctx, stride) asks for one."""
+        (it picks the kernel)."""
         self._index("index_decode", q, w, row_req, visible, block_table, index_cache, out, g_idx,
-                    ws, 0, max_ctx)
+                    0, max_ctx)
 
     def _topk(self, n, scores, visible, out, ctx, ws_key, ws_idx):
         torch = _torch()

@@ -28,6 +28,10 @@ expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, index_prefil
   --launcher topk
 expect_bad "--variant -1: must be a non-negative integer" --variant -1
 expect_bad "--variant 2.5: must be a non-negative integer" --variant 2.5
+expect_bad "--define 1X: must be NAME or NAME=VALUE, NAME a C identifier" --define 1X
+expect_bad "--define =3: must be NAME or NAME=VALUE, NAME a C identifier" --define =3
+expect_bad "--define A-B=1: must be NAME or NAME=VALUE, NAME a C identifier" --define A-B=1
+expect_bad "--define needs a value" --define
 out=$("$bench" --help 2>&1)
 rc=$?
 if [[ $rc -ne 0 ]] || ! grep -q "usage: kernel_bench" <<<"$out" || ! grep -q -- "--launcher" <<<"$out"; then

@@ -21,7 +21,6 @@ Thresholds Tiny() {
   t.norm_small_max_tokens = 3;
   t.index_prefill_large_work = 10;
   t.index_decode_rows_cap = 4;
-  t.index_decode_buffered_work = 6;
   t.topk_strip_len = 2;
   t.sparse_one_round_max = 2;
   t.sparse_splits_work = 8;

@@ -86,18 +86,16 @@ TEST_F(KeyRulesTest, IndexPrefillOne1kPromptSharedMoreLarge) {
   EXPECT_TRUE(All("index_prefill", Decodes(3, 10)).empty());
 }
 
-TEST_F(KeyRulesTest, IndexDecodeRowsTileAndBuffered) {
+TEST_F(KeyRulesTest, IndexDecodeRowsTile) {
   for (auto [r, tile] : std::vector<std::pair<int64_t, int64_t>>{
            {1, 1}, {2, 2}, {3, 4}, {5, 8}, {33, 64}, {64, 64}, {65, 64}, {4000, 64}}) {
     EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(r, 1)), "rows_tile"), tile) << r;
   }
-  // R * Cmax > 2^20 buffers: 32 rows at 32768 is exactly 2^20, not above.
-  EXPECT_FALSE(Param<bool>(One("index_decode", Decodes(32, 32768)), "buffered"));
-  EXPECT_TRUE(Param<bool>(One("index_decode", Decodes(32, 32769)), "buffered"));
-  // Cmax is the largest decode ctx; a prefill's ctx does not count.
+  // The context does not pick a variant; a prefill's rows do not count.
+  EXPECT_EQ(One("index_decode", Decodes(32, 10)), One("index_decode", Decodes(32, 1 << 20)));
   Step mixed = Decodes(1, 10);
-  mixed.requests.push_back({Phase::kPrefill, 1, 1 << 20});
-  EXPECT_FALSE(Param<bool>(One("index_decode", mixed), "buffered"));
+  mixed.requests.push_back({Phase::kPrefill, 100, 1 << 20});
+  EXPECT_EQ(Param<int64_t>(One("index_decode", mixed), "rows_tile"), 1);
 }
 
 TEST_F(KeyRulesTest, TopkPrefillStripsPerRequest) {

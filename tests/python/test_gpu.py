@@ -156,7 +156,7 @@ def test_index_prefill(rt, q_len, ctx):
     assert ref.rel_err(out, want) <= 1e-4
 
 
-@pytest.mark.parametrize("ctxs", [[3000] * 16, [20000] * 64])  # on chip, buffered
+@pytest.mark.parametrize("ctxs", [[3000] * 16, [20000] * 64])  # rows_tile 16 and 64
 def test_index_decode(rt, ctxs):
     g = gen(len(ctxs))
     p = Paged(rt, len(ctxs), max(ctxs), g)
@@ -166,10 +166,8 @@ def test_index_decode(rt, ctxs):
     w = torch.rand((rows, s["index_n_heads"]), generator=g, device=DEV)
     req, vis = decode_rows([c - i for i, c in enumerate(ctxs)])
     stride = max(ctxs)
-    ws_bytes = rt.workspace("index_decode", rows, max(ctxs), stride)[0]
-    ws = torch.empty(ws_bytes, dtype=torch.uint8, device=DEV) if ws_bytes else None
     out = torch.full((rows, stride), float("nan"), device=DEV)
-    rt.index_decode(q, w, req, vis, p.table, p.index, out, 0.05, max_ctx=max(ctxs), ws=ws)
+    rt.index_decode(q, w, req, vis, p.table, p.index, out, 0.05, max_ctx=max(ctxs))
     torch.cuda.synchronize()
     want = ref.index_scores(q, w, req, vis, p.table, p.index, 0.05, stride, BLOCK)
     assert ref.rel_err(out, want) <= 1e-4

@@ -124,16 +124,16 @@ def test_bad_options_are_named(filled):
 
 def test_workspace_sizes_follow_the_key_rules(filled):
     rt = prewarm_runtime.Runtime(str(filled), device=-1, arch="sm_90")
-    heads, L, Hi, ktop = 64, 512, 4, 2048
+    heads, L, ktop = 64, 512, 2048
     # sparse_decode: one row gets 16 splits; 16 rows get 16 (256 / R, at most 16).
     assert rt.workspace("sparse_decode", 1) == (1 * heads * 16 * L * 4, 1 * heads * 16 * 4)
     assert rt.workspace("sparse_decode", 16) == (16 * heads * 16 * L * 4, 16 * heads * 16 * 4)
     # topk_prefill: ctx 20000 -> 4 strips (pow2 >= ceil(20000 / 8192)); ctx 8000 -> none.
     assert rt.workspace("topk_prefill", 10, 20000) == (10 * 4 * ktop * 4,) * 2
     assert rt.workspace("topk_prefill", 10, 8000) == (0, 0)
-    # index_decode: buffered when R * Cmax > 2^20.
+    # index_decode: none, at any size (its scores are summed on chip).
     assert rt.workspace("index_decode", 16, 30000, 30000) == (0, 0)
-    assert rt.workspace("index_decode", 16, 100000, 100000) == (16 * Hi * 100000 * 4, 0)
+    assert rt.workspace("index_decode", 1024, 100000, 100000) == (0, 0)
     assert rt.workspace("fp8_bmm", 16) == (0, 0)
     with pytest.raises(prewarm_runtime.InvalidArgumentError, match="rows is -1"):
         rt.workspace("sparse_decode", -1)
