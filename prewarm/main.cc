@@ -84,17 +84,30 @@ ABSL_FLAG(double, progress_interval, 5,
 ABSL_FLAG(bool, quiet, false, "run: no progress lines, only errors and the summary.");
 ABSL_FLAG(bool, serve, false,
           "run: keep serving metrics and gRPC health after the run, until SIGTERM (the native "
-          "sidecar mode); re-verify the cache every --verify-interval.");
-ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9400",
-          "run: where to serve Prometheus metrics (GET /metrics); port 0 picks a free port.");
-ABSL_FLAG(std::string, grpc_address, "0.0.0.0:9401",
-          "run: where to serve grpc.health.v1.Health and prewarm.v1.Status; port 0 picks one.");
+          "sidecar mode); verify: serve them, SERVING when every planned key is valid, compiling "
+          "nothing (the sidecar of an image volume). Both re-check every --verify-interval.");
+ABSL_FLAG(
+    std::string, metrics_address, "0.0.0.0:9400",
+    "run, verify: where to serve Prometheus metrics (GET /metrics); port 0 picks a free port.");
+ABSL_FLAG(
+    std::string, grpc_address, "0.0.0.0:9401",
+    "run, verify: where to serve grpc.health.v1.Health and prewarm.v1.Status; port 0 picks one.");
 ABSL_FLAG(double, verify_interval, 60,
-          "run --serve: seconds between cheap re-checks of the cache (stat and header); over 0, "
+          "run --serve, verify --serve: seconds between cheap re-checks of the cache (stat and "
+          "header); over 0, "
           "at most 86400.");
 ABSL_FLAG(std::string, pushgateway, "",
           "run: push the final metrics to this Pushgateway (http://host:port); a failed push "
           "is logged, not fatal.");
+ABSL_FLAG(std::string, tag, "",
+          "pack: the image reference, REGISTRY/REPOSITORY[:TAG] (no tag: latest), e.g. "
+          "registry.example.com/ml/prewarm-cache:dsv32-gfx942-v1.");
+ABSL_FLAG(std::string, output, "",
+          "pack: the OCI image layout directory to write (new, empty, or an earlier layout); "
+          "skopeo, podman, crane or oras take it as it is.");
+ABSL_FLAG(bool, push, false,
+          "pack: copy the image to its registry with skopeo (registry credentials as skopeo "
+          "finds them: $REGISTRY_AUTH_FILE, ~/.docker/config.json).");
 ABSL_FLAG(std::string, addr, "", "probe: the gRPC address to check, HOST:PORT.");
 ABSL_FLAG(std::string, service, "prewarm", "probe: the health service name to check.");
 ABSL_FLAG(double, timeout, 1,
@@ -116,7 +129,10 @@ constexpr char kUsage[] =
     "  run      compile every reachable key that is not in the cache yet (--cache-dir)\n"
     "  plan     print the compile keys reachable under the scheduler limits (--format table|json)\n"
     "  verify   check that the cache holds a valid entry for every planned key (--format json:\n"
-    "           each key's state and what its kernels use: registers, LDS, scratch, occupancy)\n"
+    "           each key's state and what its kernels use: registers, LDS, scratch, occupancy;\n"
+    "           --serve: keep serving health, SERVING while it does, compiling nothing)\n"
+    "  pack     the filled cache (--cache-dir) as an OCI image (--tag REF, --output DIR and/or\n"
+    "           --push) for a read-only Kubernetes image volume: one layer, deterministic\n"
     "  inspect  ENTRY...: what a cache entry (a .co file) holds and what its kernels use\n"
     "  replay   dispatch each step of --trace FILE and look its keys up in the cache\n"
     "  gc       remove old temp files (and, with --stale, entries of other builds)\n"
@@ -129,6 +145,9 @@ constexpr char kUsage[] =
     "  prewarm run --serve --arch gfx942 --cache-dir /cache   # the Kubernetes sidecar\n"
     "  prewarm plan --model-config config.json --vllm-args \"--max-num-seqs 128 -tp 8\"\n"
     "  prewarm replay --trace steps.jsonl --arch gfx950\n"
+    "  prewarm pack --cache-dir ./prewarm-cache --tag registry.example.com/ml/cache:v1 --output "
+    "./cache-oci\n"
+    "  prewarm verify --serve --arch gfx942 --cache-dir /cache   # sidecar of an image volume\n"
     "\n"
     "Flags take hyphens or underscores; each also reads from PREWARM_<FLAG>. Precedence: flag,\n"
     "PREWARM_* variable, --vllm-args, model config, default.\n"
@@ -263,6 +282,13 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
   c.quiet = absl::GetFlag(FLAGS_quiet);
   c.dry_run = absl::GetFlag(FLAGS_dry_run);
   c.stale = absl::GetFlag(FLAGS_stale);
+  c.tag = absl::GetFlag(FLAGS_tag);
+  c.output = absl::GetFlag(FLAGS_output);
+  c.push = absl::GetFlag(FLAGS_push);
+  if (args.command == "pack" && c.tag.empty()) {
+    return absl::InvalidArgumentError(
+        "pack needs --tag REF, the image's name (e.g. registry.example.com/ml/prewarm-cache:v1)");
+  }
   return c;
 }
 

@@ -18,6 +18,7 @@ int RunVerify(const Config& config, std::ostream& out);
 int RunGc(const Config& config, std::ostream& out);
 int RunProbe(const Config& config, std::ostream& out);
 int RunInspect(const Config& config, std::ostream& out);
+int RunPack(const Config& config, std::ostream& out);
 
 // Logs the error and maps it to an exit code: InvalidArgument is bad input (2), anything else
 // a failed run (1).

@@ -15,7 +15,7 @@ namespace prewarm {
 enum class OutputFormat { kTable, kJson };
 
 struct Config {
-  std::string command;           // plan, replay
+  std::string command;           // run, plan, verify, pack, inspect, replay, gc, probe
   LimitValues explicit_limits;   // from flags and PREWARM_* variables, with origins
   std::string vllm_args;         // the server's command line, "" if none
   std::string vllm_args_origin;  // "--vllm-args" or "PREWARM_VLLM_ARGS"
@@ -47,6 +47,10 @@ struct Config {
   double verify_interval_s = 60;
   std::string pushgateway;         // "http://host:port", "" for none
   std::vector<std::string> paths;  // inspect: the entries
+  // pack
+  std::string tag;     // the image reference, REPOSITORY[:TAG]
+  std::string output;  // the OCI image layout to write, "" for none
+  bool push = false;   // copy the image to its registry (skopeo)
   // probe
   std::string probe_addr;
   std::string probe_service = "prewarm";

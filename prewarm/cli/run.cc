@@ -17,6 +17,7 @@ int Run(const Config& config, std::ostream& out) {
   if (config.command == "gc") return RunGc(config, out);
   if (config.command == "probe") return RunProbe(config, out);
   if (config.command == "inspect") return RunInspect(config, out);
+  if (config.command == "pack") return RunPack(config, out);
   return ReportError(absl::InvalidArgumentError(
       StrCat("unknown command \"", config.command, "\" (see prewarm --help)")));
 }

@@ -1,10 +1,7 @@
 // prewarm run: plan, skip what is cached and valid, compile the rest in worker processes,
 // write the manifest and metrics. Exit 0 when every key of this shard is in the cache, 1 when
 // any failed (compile or I/O), 2 on bad input.
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +19,7 @@
 #include "prewarm/cli/cache_plan.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
+#include "prewarm/cli/serving.h"
 #include "prewarm/runtime/resources.h"
 #include "prewarm/service/servers.h"
 #include "prewarm/service/telemetry.h"
@@ -127,23 +125,6 @@ class Progress {
   std::thread ticker_;
 };
 
-// SIGTERM / SIGINT: the handler only writes a byte to a pipe; a watcher thread does the rest.
-int g_stop_pipe[2] = {-1, -1};
-std::atomic<bool> g_stop{false};
-
-extern "C" void OnStopSignal(int) {
-  g_stop.store(true);
-  const char byte = 1;
-  [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &byte, 1);
-}
-
-// Waits up to `seconds` for a stop signal; true when one came.
-bool WaitForStop(double seconds) {
-  pollfd p{g_stop_pipe[0], POLLIN, 0};
-  const int rc = ::poll(&p, 1, static_cast<int>(seconds * 1000));
-  return rc > 0 || g_stop.load();
-}
-
 // Pushes the final metrics; a failure is logged once and is not fatal. The push runs on its own
 // thread and is waited for at most kPushDeadline or until SIGTERM: prometheus-cpp's Gateway sets
 // no timeout, and a gateway that accepts and never answers would hold the init container (and
@@ -195,27 +176,7 @@ void Push(const std::string& url, const Telemetry& telemetry) {
     if (WaitForStop(0.05)) break;
   }
   LogWarning(StrCat("push to the Pushgateway ", url, " did not finish within ", kPushDeadline, " s",
-                    g_stop.load() ? " (stopping)" : "", "; continuing without it"));
-}
-
-// The metrics server of a process on its way out, deliberately never destroyed: civetweb's stop
-// waits up to a second for its threads, and the OS closes the socket at exit anyway. Held here
-// (reachable, not leaked) so LeakSanitizer runs of the suite stay quiet about it.
-MetricsServer* g_metrics_left_running = nullptr;
-
-// Starts one server and logs where it listens (the chosen port when the address says 0).
-// A malformed address is bad input (exit 2); a port we cannot bind is a failed run (exit 1).
-template <typename Server, typename T>
-absl::Status StartServer(const std::string& address, T& telemetry, std::string_view what,
-                         std::string_view path, std::unique_ptr<Server>& out) {
-  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(address, telemetry);
-  if (!s.ok()) {
-    return absl::IsInvalidArgument(s.status()) ? s.status()
-                                               : absl::InternalError(s.status().message());
-  }
-  out = *std::move(s);
-  LogInfo(StrCat(what, address.substr(0, address.rfind(':')), ":", out->port(), path));
-  return absl::OkStatus();
+                    StopRequested() ? " (stopping)" : "", "; continuing without it"));
 }
 
 }  // namespace
@@ -226,11 +187,7 @@ int RunRun(const Config& config, std::ostream& out) {
   report.started = absl::Now();
   // A full disk under RLIMIT_FSIZE must be an EFBIG error we report, not a SIGXFSZ death.
   ::signal(SIGXFSZ, SIG_IGN);
-  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return ReportError(absl::InternalError("cannot create the signal pipe"));
-  }
-  ::signal(SIGTERM, OnStopSignal);
-  ::signal(SIGINT, OnStopSignal);
+  if (absl::Status s = InstallStopHandlers(); !s.ok()) return ReportError(s);
   absl::StatusOr<Inputs> in = ResolveInputs(config, AutoArchPolicy::kRequireGpu);
   if (!in.ok()) return ReportError(in.status());
   Toolchains toolchains;
@@ -247,18 +204,8 @@ int RunRun(const Config& config, std::ostream& out) {
   Telemetry telemetry(kPrewarmVersion, StrJoin(report.toolchains, ","), StrJoin(report.archs, ","));
 
   // The servers come up before the plan, so a probe sees NOT_SERVING from the first moment.
-  std::unique_ptr<MetricsServer> metrics;
-  std::unique_ptr<HealthServer> health;
-  absl::Status started = absl::OkStatus();
-  if (config.serve || config.metrics_address_given) {
-    started = StartServer<MetricsServer>(config.metrics_address, telemetry, "metrics on ",
-                                         "/metrics", metrics);
-  }
-  if (started.ok() && (config.serve || config.grpc_address_given)) {
-    started = StartServer<HealthServer>(config.grpc_address, telemetry,
-                                        "gRPC health and status on ", "", health);
-  }
-  if (!started.ok()) return ReportError(started);
+  Servers servers;
+  if (absl::Status s = StartServers(config, telemetry, servers); !s.ok()) return ReportError(s);
 
   telemetry.SetPhase("planning");
   const Plan plan = BuildPlan(in->limits, in->model, in->shape, in->archs);
@@ -398,8 +345,7 @@ int RunRun(const Config& config, std::ostream& out) {
   if (cancelled.load()) {
     LogWarning(
         StrCat("stopped by a signal; ", failed, " keys not compiled (a rerun completes them)"));
-    if (health) health->Shutdown(0.2);
-    g_metrics_left_running = metrics.release();  // as below: civetweb's threads are not waited for
+    servers.Stop();
     return config.serve ? kExitOk : kExitRunFailed;
   }
   if (config.serve) {
@@ -418,10 +364,7 @@ int RunRun(const Config& config, std::ostream& out) {
       }
     }
     LogInfo("stopping");
-    if (health) health->Shutdown(0.2);
-    // civetweb's stop waits up to a second for its threads to notice; the process is exiting,
-    // so the OS closes the socket instead and SIGTERM is answered well within a second.
-    g_metrics_left_running = metrics.release();
+    servers.Stop();
     return kExitOk;
   }
   if (failed > 0) {

@@ -1,87 +1,221 @@
 // prewarm verify: every planned key has a valid entry. Exit 0 when all do, 1 otherwise. Each
 // valid entry's code object is read too (runtime/resources.h): its problems (spills, LDS over
 // the limit, ...) are listed but do not fail the check. --format json: every key with its state
-// and resources.
+// and resources. Nothing is written to the cache, so it works on a read-only mount (an image
+// volume, cache/oci_image.h).
+//
+// --serve (the sidecar of a cache that comes filled: an image volume, a pre-filled PVC): serve
+// metrics and gRPC health, NOT_SERVING from the start, SERVING once every planned key is valid;
+// compile nothing; re-check every --verify-interval until SIGTERM, then exit 0.
+//
+// When keys are missing and the cache's manifest says it was filled for other archs or by
+// another compiler, the error says so, naming both: every manager key then differs, and that,
+// not a damaged cache, is why nothing is found.
 #include <map>
 
+#include "prewarm/cache/manifest.h"
 #include "prewarm/cli/cache_plan.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
+#include "prewarm/cli/serving.h"
 #include "prewarm/runtime/resources.h"
+#include "prewarm/service/telemetry.h"
+#include "prewarm/util/log.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
+namespace {
+
+struct Counts {
+  int64_t valid = 0, missing = 0, rejected = 0, problems = 0;
+};
+
+struct Verified {
+  std::map<std::string, Counts> counts;  // by launcher
+  nlohmann::json keys = nlohmann::json::array();
+  std::vector<std::string> bad;    // "launcher key: why", for the error and the log
+  std::vector<std::string> error;  // per entry: "" when valid
+};
+
+Verified Check(const std::vector<PlannedEntry>& entries, const CacheStore& store, bool json,
+               std::ostream& out) {
+  Verified v;
+  for (const PlannedEntry& e : entries) {
+    const CacheStore::Lookup l = store.Read(e.ref, CacheStore::ReadLock::kWait);
+    Counts& c = v.counts[e.launcher];
+    nlohmann::json k = {{"launcher", e.launcher}, {"key", e.ref.key_string}};
+    if (l.state == CacheStore::State::kHit) {
+      ++c.valid;
+      v.error.emplace_back();
+      k["state"] = "valid";
+      const absl::StatusOr<VariantResources> r = CheckVariantResources(e.key, l.payload);
+      k["resources"] = VariantResourcesJson(r);
+      const std::vector<std::string> problems = VariantProblems(r);
+      c.problems += problems.empty() ? 0 : 1;
+      if (!json) {
+        for (const std::string& p : problems) {
+          out << "problem  " << e.launcher << " " << e.ref.key_string << ": " << p << "\n";
+        }
+      }
+    } else if (l.state == CacheStore::State::kMissing) {
+      ++c.missing;
+      k["state"] = "missing";
+      v.error.push_back("missing");
+      v.bad.push_back(StrCat(e.launcher, " ", e.ref.key_string, ": missing"));
+      if (!json) out << "missing  " << e.launcher << " " << e.ref.key_string << "\n";
+    } else {
+      ++c.rejected;
+      k["state"] = "rejected";
+      k["reason"] = RejectReasonName(l.reason);
+      k["detail"] = l.detail;
+      v.error.push_back(StrCat(RejectReasonName(l.reason), " (", l.detail, ")"));
+      v.bad.push_back(StrCat(e.launcher, " ", e.ref.key_string, ": ", v.error.back()));
+      if (!json) {
+        out << "rejected " << e.launcher << " " << e.ref.key_string << ": "
+            << RejectReasonName(l.reason) << " (" << l.detail << ")\n";
+      }
+    }
+    v.keys.push_back(std::move(k));
+  }
+  return v;
+}
+
+// Why every key may be missing: the cache's manifest names other archs or another compiler
+// than this verify plans with. "" when it does not (or there is no manifest to ask).
+std::string Mismatch(const std::string& cache_dir, const std::vector<Arch>& archs,
+                     const Toolchains& toolchains) {
+  absl::StatusOr<std::optional<FillRecord>> record = ReadFillRecord(cache_dir);
+  if (!record.ok() || !record->has_value()) return "";
+  const FillRecord& r = **record;
+  std::vector<std::string> why;
+  std::vector<std::string> absent;
+  for (const Arch& a : archs) {
+    if (std::find(r.archs.begin(), r.archs.end(), a.name) == r.archs.end()) {
+      absent.push_back(a.name);
+    }
+  }
+  if (!absent.empty()) {
+    why.push_back(StrCat("it was filled for ", StrJoin(r.archs, ", "), ", and this verify plans ",
+                         StrJoin(absent, ", ")));
+  }
+  std::vector<std::string> ours;
+  for (const std::string& id : toolchains.Identities()) {
+    if (std::find(r.toolchains.begin(), r.toolchains.end(), id) == r.toolchains.end()) {
+      ours.push_back(id);
+    }
+  }
+  if (!ours.empty()) {
+    why.push_back(StrCat("it was compiled by ", StrJoin(r.toolchains, ", "),
+                         ", and this prewarm compiles with ", StrJoin(ours, ", "),
+                         " (another compiler gives other manager keys)"));
+  }
+  if (why.empty()) return "";
+  return StrCat("; the cache's manifest ", r.path, " says ", StrJoin(why, "; "),
+                ": fill (or pack) it with this prewarm image for these archs");
+}
+
+std::string FirstFew(const std::vector<std::string>& bad) {
+  std::string list;
+  for (size_t i = 0; i < bad.size() && i < 5; ++i) list += StrCat("\n  ", bad[i]);
+  if (bad.size() > 5) list += StrCat("\n  ... and ", bad.size() - 5, " more");
+  return list;
+}
+
+}  // namespace
 
 int RunVerify(const Config& config, std::ostream& out) {
+  if (config.serve) {
+    if (absl::Status s = InstallStopHandlers(); !s.ok()) return ReportError(s);
+  }
   absl::StatusOr<Inputs> in = ResolveInputs(config, AutoArchPolicy::kRequireGpu);
   if (!in.ok()) return ReportError(in.status());
   Toolchains toolchains;
   const Plan plan = BuildPlan(in->limits, in->model, in->shape, in->archs);
   absl::StatusOr<std::vector<PlannedEntry>> entries = EntriesForPlan(plan, toolchains);
   if (!entries.ok()) return ReportError(absl::InternalError(entries.status().message()));
+  std::vector<std::string> arch_names;
+  for (const Arch& a : in->archs) arch_names.push_back(a.name);
+  Telemetry telemetry(kPrewarmVersion, StrJoin(toolchains.Identities(), ","),
+                      StrJoin(arch_names, ","));
+  Servers servers;
+  if (absl::Status s = StartServers(config, telemetry, servers); !s.ok()) return ReportError(s);
+  std::map<std::string, int64_t> planned;
+  for (const PlannedEntry& e : *entries) ++planned[e.launcher];
+  telemetry.SetPlan(planned);
+  telemetry.SetPhase("verifying");
+
   const bool json = config.format == OutputFormat::kJson;
   const CacheStore store(config.cache_dir);
-  std::map<std::string, std::array<int64_t, 4>> counts;  // valid, missing, rejected, problems
-  nlohmann::json keys = nlohmann::json::array();
-  int64_t bad = 0;
-  for (const PlannedEntry& e : *entries) {
-    const CacheStore::Lookup l = store.Read(e.ref, CacheStore::ReadLock::kWait);
-    auto& c = counts[e.launcher];
-    nlohmann::json k = {{"launcher", e.launcher}, {"key", e.ref.key_string}};
-    if (l.state == CacheStore::State::kHit) {
-      ++c[0];
-      k["state"] = "valid";
-      const absl::StatusOr<VariantResources> r = CheckVariantResources(e.key, l.payload);
-      k["resources"] = VariantResourcesJson(r);
-      const std::vector<std::string> problems = VariantProblems(r);
-      c[3] += problems.empty() ? 0 : 1;
-      if (!json) {
-        for (const std::string& p : problems) {
-          out << "problem  " << e.launcher << " " << e.ref.key_string << ": " << p << "\n";
-        }
-      }
-      keys.push_back(std::move(k));
-      continue;
-    }
-    ++bad;
-    if (l.state == CacheStore::State::kMissing) {
-      ++c[1];
-      k["state"] = "missing";
-      if (!json) out << "missing  " << e.launcher << " " << e.ref.key_string << "\n";
-    } else {
-      ++c[2];
-      k["state"] = "rejected";
-      k["reason"] = RejectReasonName(l.reason);
-      k["detail"] = l.detail;
-      if (!json) {
-        out << "rejected " << e.launcher << " " << e.ref.key_string << ": "
-            << RejectReasonName(l.reason) << " (" << l.detail << ")\n";
-      }
-    }
-    keys.push_back(std::move(k));
+  const Verified v = Check(*entries, store, json, out);
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const std::string& why = v.error[i];
+    telemetry.KeyDone((*entries)[i].launcher, why.empty() ? KeyState::kCached : KeyState::kFailed,
+                      0, why.empty() ? "" : StrCat((*entries)[i].ref.key_string, ": ", why));
   }
+  for (int r = 0; r < kNumRejectReasons; ++r) {
+    telemetry.SetRejected(static_cast<RejectReason>(r),
+                          store.rejected(static_cast<RejectReason>(r)));
+  }
+  telemetry.SetCacheBytes(CacheBytes(config.cache_dir));
+  const int64_t bad = static_cast<int64_t>(v.bad.size());
   const size_t valid = entries->size() - static_cast<size_t>(bad);
   if (json) {
     out << nlohmann::json{{"cache_dir", config.cache_dir},
                           {"planned", entries->size()},
                           {"valid", valid},
-                          {"keys", keys}}
+                          {"keys", v.keys}}
                .dump(2)
         << "\n";
   } else {
-    for (const auto& [launcher, c] : counts) {
-      out << launcher << ": " << c[0] << " valid, " << c[1] << " missing, " << c[2] << " rejected";
-      if (c[3] > 0) out << " (" << c[3] << " with problems)";
+    for (const auto& [launcher, c] : v.counts) {
+      out << launcher << ": " << c.valid << " valid, " << c.missing << " missing, " << c.rejected
+          << " rejected";
+      if (c.problems > 0) out << " (" << c.problems << " with problems)";
       out << "\n";
     }
     out << "prewarm verify: " << valid << "/" << entries->size() << " keys valid in "
-        << config.cache_dir << "\n";
+        << config.cache_dir << std::endl;
   }
+  const std::string error =
+      bad == 0 ? ""
+               : StrCat(bad, " of ", entries->size(), " planned keys are missing or invalid in ",
+                        config.cache_dir, Mismatch(config.cache_dir, in->archs, toolchains),
+                        bad == static_cast<int64_t>(entries->size()) ? "" : FirstFew(v.bad));
+  telemetry.SetReady(bad == 0);
+  if (!config.serve) {
+    if (bad > 0) {
+      return ReportError(
+          absl::InternalError(StrCat(error, error.find("manifest") == std::string::npos
+                                                ? "; run prewarm run with the same limits"
+                                                : "")));
+    }
+    return kExitOk;
+  }
+  // Serving: nothing compiles here; the cache is what it is, and health says so.
+  telemetry.SetPhase("serving");
   if (bad > 0) {
-    return ReportError(absl::InternalError(
-        StrCat(bad, " of ", entries->size(), " planned keys are missing or invalid in ",
-               config.cache_dir, "; run prewarm run with the same limits")));
+    LogError(StrCat(error, "; NOT_SERVING (nothing is compiled in verify mode)"));
+  } else {
+    LogInfo(StrCat("every planned key is valid; SERVING"));
   }
+  LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
+                 " s"));
+  while (!WaitForStop(config.verify_interval_s)) {
+    int64_t now_bad = 0;
+    for (const PlannedEntry& e : *entries)
+      now_bad += store.QuickCheck(e.ref).state != CacheStore::State::kHit;
+    const bool ready = now_bad == 0;
+    if (ready != telemetry.Snapshot().ready) {
+      if (ready) {
+        LogInfo("every planned key is valid now; SERVING");
+      } else {
+        LogError(StrCat(now_bad, " planned entries are missing or damaged; NOT_SERVING"));
+      }
+      telemetry.SetReady(ready);
+    }
+  }
+  LogInfo("stopping");
+  servers.Stop();
   return kExitOk;
 }
 

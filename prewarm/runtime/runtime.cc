@@ -174,9 +174,13 @@ std::vector<std::pair<std::string, Key>> KernelCache::PlannedKeys() const {
   return out;
 }
 
-absl::StatusOr<std::string> KernelCache::Code(const std::string& launcher, const Key& key) {
+absl::StatusOr<EntryRef> KernelCache::RefFor(const std::string& launcher, const Key& key) {
   ASSIGN_OR_RETURN(std::string mk, ManagerKeyFor(launcher));
-  const EntryRef ref{launcher, mk, key.String(), arch_.name};
+  return EntryRef{launcher, mk, key.String(), arch_.name};
+}
+
+absl::StatusOr<std::string> KernelCache::Code(const std::string& launcher, const Key& key) {
+  ASSIGN_OR_RETURN(const EntryRef ref, RefFor(launcher, key));
   const auto t0 = std::chrono::steady_clock::now();
   CacheStore::Lookup entry = store_->Read(ref, CacheStore::ReadLock::kWait);
   if (entry.state == CacheStore::State::kHit) {

@@ -86,6 +86,9 @@ class KernelCache {
   std::vector<std::pair<std::string, Key>> PlannedKeys() const;
   // The code object of one key: from the cache, or (non-strict) compiled now and stored.
   absl::StatusOr<std::string> Code(const std::string& launcher, const Key& key);
+  // Where that key's entry is in the cache (its manager key from the manifest's identity, or
+  // the compiler's).
+  absl::StatusOr<EntryRef> RefFor(const std::string& launcher, const Key& key);
 
  private:
   KernelCache() = default;

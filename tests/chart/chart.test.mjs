@@ -104,6 +104,57 @@ for (const mode of ["sidecar", "init"]) {
   }
 }
 
+const cacheImage = "registry.example.com/ml/prewarm-cache:dsv32-gfx942-v1";
+for (const mode of ["sidecar", "init"]) {
+  test(`renders valid objects: mode=${mode} volume=image (a packed cache, read-only, verified)`, () => {
+    const docs = render(`prewarm.mode=${mode}`, "prewarm.volume.kind=image",
+      `prewarm.volume.image.reference=${cacheImage}`, "prewarm.volume.image.pullPolicy=Always");
+    for (const d of docs) validate(d);
+    const pod = find(docs, "Deployment").spec.template.spec;
+    const [prewarm] = pod.initContainers;
+    const vllm = pod.containers.find((c) => c.name === "vllm");
+    // The image volume source (Kubernetes 1.31+): the reference and the pull policy as given.
+    const vol = pod.volumes.find((v) => v.name === "cache");
+    assert.deepEqual(vol, { name: "cache", image: { reference: cacheImage, pullPolicy: "Always" } });
+    // The prewarmer verifies, it never compiles into the read-only volume.
+    assert.deepEqual(prewarm.args, mode === "sidecar" ? ["verify", "--serve"] : ["verify"]);
+    if (mode === "sidecar") assert.deepEqual(prewarm.startupProbe.grpc, { port: 9401, service: "prewarm" });
+    for (const c of [prewarm, vllm]) {
+      const m = c.volumeMounts.find((v) => v.name === "cache");
+      assert.equal(m.mountPath, "/cache", c.name);
+      assert.equal(m.readOnly, true, `${c.name} mounts the image read-only`);
+    }
+    // The server's own JIT caches cannot live in a read-only image: an emptyDir takes them.
+    const ve = env(vllm);
+    assert.equal(ve.PREWARM_CACHE_DIR, "/cache");
+    assert.equal(ve.FLYDSL_RUNTIME_CACHE_DIR, "/jit-cache/flydsl");
+    assert.equal(ve.TRITON_CACHE_DIR, "/jit-cache/triton");
+    assert.ok(vllm.volumeMounts.some((m) => m.name === "jit-cache" && m.mountPath === "/jit-cache" && !m.readOnly));
+    assert.deepEqual(pod.volumes.find((v) => v.name === "jit-cache"), { name: "jit-cache", emptyDir: {} });
+    assert.equal(find(docs, "PersistentVolumeClaim"), undefined);
+  });
+}
+
+test("an image volume needs its reference, well formed, and cannot be pre-filled", () => {
+  let r = renderFails("prewarm.volume.kind=image");
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /prewarm\/volume\/image\/reference/, r.stderr);
+  r = renderFails("prewarm.volume.kind=image", "prewarm.volume.image.reference=Registry/UPPER:tag");
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /reference.*does not match/, r.stderr);
+  r = renderFails("prewarm.volume.kind=image", `prewarm.volume.image.reference=${cacheImage}`,
+    "prewarm.volume.image.pullPolicy=Sometimes");
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /pullPolicy/, r.stderr);
+  r = renderFails("prewarm.volume.kind=image", `prewarm.volume.image.reference=${cacheImage}`, "prefill.enabled=true");
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /needs prewarm.volume.kind=pvc/);
+  // A digest pins the image.
+  const digest = `registry.example.com/ml/prewarm-cache@sha256:${"a".repeat(64)}`;
+  const pod = find(render("prewarm.volume.kind=image", `prewarm.volume.image.reference=${digest}`), "Deployment").spec.template.spec;
+  assert.equal(pod.volumes.find((v) => v.name === "cache").image.reference, digest);
+});
+
 test("one set of limits feeds vLLM's arguments and the prewarmer's environment", () => {
   const docs = render("limits.maxNumSeqs=64", "limits.maxNumBatchedTokens=4096", "limits.maxModelLen=65536",
     "limits.numSpeculativeTokens=2", "limits.maxCudagraphCaptureSize=128", "limits.tensorParallelSize=4",
@@ -196,7 +247,8 @@ test("k8s/ overlays are in step with the chart", () => {
     : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])])) : v;
   const norm = (docs) => JSON.stringify(canon(docs.filter((d) => !(d.metadata.annotations || {})["helm.sh/hook"] && d.kind !== "ConfigMap")
     .sort((a, b) => (a.kind + a.metadata.name).localeCompare(b.kind + b.metadata.name))));
-  for (const [dir, sets] of [["base", []], ["overlays/init", ["prewarm.mode=init"]], ["overlays/pvc", ["prewarm.volume.kind=pvc"]]]) {
+  for (const [dir, sets] of [["base", []], ["overlays/init", ["prewarm.mode=init"]], ["overlays/pvc", ["prewarm.volume.kind=pvc"]],
+    ["overlays/image", ["prewarm.volume.kind=image", "prewarm.volume.image.reference=registry.example.com/ml/prewarm-cache:v1"]]]) {
     const out = execFileSync(kubectl, ["kustomize", path.join(root, "k8s", dir)], { encoding: "utf8" });
     const kust = yaml.loadAll(out).filter(Boolean);
     for (const d of kust) validate(d);

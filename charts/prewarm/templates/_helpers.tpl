@@ -35,6 +35,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- else if eq .Values.prewarm.volume.kind "pvc" }}
   persistentVolumeClaim:
     claimName: {{ include "prewarm.claimName" . }}
+{{- else if eq .Values.prewarm.volume.kind "image" }}
+  image:
+    reference: {{ required "prewarm.volume.kind=image needs prewarm.volume.image.reference: the cache image that prewarm pack made" .Values.prewarm.volume.image.reference | quote }}
+    pullPolicy: {{ .Values.prewarm.volume.image.pullPolicy }}
 {{- else }}
   hostPath:
     path: {{ .Values.prewarm.volume.hostPath.path }}
@@ -119,25 +123,33 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{/* The cache directories of every JIT in the serving container, all in the volume. */}}
 {{- define "prewarm.cacheEnv" -}}
+{{- $jit := ternary .Values.prewarm.jitCacheDir .Values.prewarm.cacheDir (include "prewarm.readOnlyCache" . | eq "true") -}}
 - name: PREWARM_CACHE_DIR
   value: {{ .Values.prewarm.cacheDir | quote }}
 - name: FLYDSL_RUNTIME_CACHE_DIR
-  value: {{ printf "%s/flydsl" .Values.prewarm.cacheDir | quote }}
+  value: {{ printf "%s/flydsl" $jit | quote }}
 - name: TRITON_CACHE_DIR
-  value: {{ printf "%s/triton" .Values.prewarm.cacheDir | quote }}
+  value: {{ printf "%s/triton" $jit | quote }}
+{{- end -}}
+
+{{/* "true" when the cache volume is an image: read-only, verified, never compiled into. */}}
+{{- define "prewarm.readOnlyCache" -}}
+{{- eq .Values.prewarm.volume.kind "image" -}}
 {{- end -}}
 
 {{/* The prewarm container; `sidecar` adds restartPolicy Always and the probes. */}}
 {{- define "prewarm.container" -}}
 {{- $sidecar := eq .Values.prewarm.mode "sidecar" -}}
+{{- $readOnly := include "prewarm.readOnlyCache" . | eq "true" -}}
+{{- $command := ternary "verify" "run" $readOnly -}}
 - name: prewarm
   image: {{ include "prewarm.image" .Values.prewarm.image }}
   imagePullPolicy: {{ .Values.prewarm.image.pullPolicy }}
   {{- if $sidecar }}
   restartPolicy: Always
-  args: ["run", "--serve"]
+  args: [{{ $command | quote }}, "--serve"]
   {{- else }}
-  args: ["run"]
+  args: [{{ $command | quote }}]
   {{- end }}
   env:
     {{- include "prewarm.env" . | nindent 4 }}
@@ -166,6 +178,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   volumeMounts:
     - name: cache
       mountPath: {{ .Values.prewarm.cacheDir }}
+      {{- if $readOnly }}
+      readOnly: true
+      {{- end }}
     - name: tmp
       mountPath: /tmp
     {{- if .Values.prewarm.modelConfigMap }}

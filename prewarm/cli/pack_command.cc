@@ -1,0 +1,177 @@
+// prewarm pack --cache-dir D --tag REF [--output DIR] [--push]: the filled cache as an OCI image
+// (cache/oci_image.h), for a Kubernetes `image` volume mounted read-only in the server's pod.
+//
+// The plan comes from the cache's own manifest (the run that filled it: limits, shape, archs,
+// toolchain identity), exactly as the serving runtime plans, so the image holds the entries of
+// every planned key of every arch the run compiled, plus the manifest; a planned key that is
+// missing or damaged refuses the pack (exit 1) naming it. Nothing else of the volume goes in
+// (locks, temp files, metrics, other builds' directories). Exit 2 for bad flags, 1 otherwise.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "prewarm/cache/manifest.h"
+#include "prewarm/cache/oci_image.h"
+#include "prewarm/cache/store.h"
+#include "prewarm/cli/commands.h"
+#include "prewarm/runtime/runtime.h"
+#include "prewarm/util/files.h"
+#include "prewarm/util/log.h"
+#include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
+#include "prewarm/util/subprocess.h"
+
+namespace prewarm {
+namespace {
+
+// `name` on PATH, or "" when it is not there.
+std::string FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  for (std::string_view dir : StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+    const std::string candidate = StrCat(dir.empty() ? "." : dir, "/", name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+struct Packed {
+  std::vector<ImageFile> files;
+  int64_t entries = 0;
+  int64_t entry_bytes = 0;
+};
+
+// The manifest(s) and the entry of every planned key, read through descriptors (never through
+// a symlink) and checked as the runtime checks them.
+absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& record) {
+  Packed p;
+  ASSIGN_OR_RETURN(const DirFd top, DirFd::Open(root));
+  ASSIGN_OR_RETURN(const DirFd own, top.Sub("prewarm", /*create=*/false));
+  ASSIGN_OR_RETURN(const std::vector<std::string> names, own.List());
+  const bool whole = std::find(names.begin(), names.end(), "manifest.json") != names.end();
+  for (const std::string& name : names) {
+    const bool manifest = whole ? name == "manifest.json"
+                                : name.starts_with("manifest-shard-") && name.ends_with(".json");
+    if (!manifest) continue;
+    ASSIGN_OR_RETURN(std::string data, own.ReadFile(name, int64_t{256} << 20, -1, nullptr));
+    p.files.push_back({StrCat("prewarm/", name), std::move(data)});
+  }
+  const CacheStore store(root);
+  std::vector<std::string> bad;
+  int64_t planned = 0;
+  for (const std::string& arch : record.archs) {
+    RuntimeOptions o;
+    o.cache_dir = root;
+    o.strict = true;
+    o.arch = arch;
+    o.device = -1;
+    ASSIGN_OR_RETURN(std::unique_ptr<KernelCache> kc, KernelCache::Open(o));
+    for (const auto& [launcher, key] : kc->PlannedKeys()) {
+      ++planned;
+      ASSIGN_OR_RETURN(const EntryRef ref, kc->RefFor(launcher, key));
+      const CacheStore::Lookup l = store.Read(ref, CacheStore::ReadLock::kWait);
+      if (l.state != CacheStore::State::kHit) {
+        bad.push_back(StrCat(launcher, " ", ref.key_string, " (",
+                             l.state == CacheStore::State::kMissing
+                                 ? std::string("missing")
+                                 : StrCat(RejectReasonName(l.reason), ": ", l.detail),
+                             ")"));
+        continue;
+      }
+      ASSIGN_OR_RETURN(const DirFd dir, top.Sub(LauncherDirName(ref), /*create=*/false));
+      ASSIGN_OR_RETURN(std::string data, dir.ReadFile(EntryName(ref), kMaxEntryBytes, -1, nullptr));
+      ++p.entries;
+      p.entry_bytes += static_cast<int64_t>(data.size());
+      p.files.push_back({StrCat(LauncherDirName(ref), "/", EntryName(ref)), std::move(data)});
+    }
+  }
+  if (!bad.empty()) {
+    std::string list;
+    for (size_t i = 0; i < bad.size() && i < 5; ++i) list += StrCat("\n  ", bad[i]);
+    if (bad.size() > 5) list += StrCat("\n  ... and ", bad.size() - 5, " more");
+    return absl::FailedPreconditionError(StrCat(bad.size(), " of ", planned,
+                                                " planned keys are missing or invalid in ", root,
+                                                " (its manifest ", record.path,
+                                                " plans them); run prewarm run with the same "
+                                                "limits before packing:",
+                                                list));
+  }
+  return p;
+}
+
+}  // namespace
+
+int RunPack(const Config& config, std::ostream& out) {
+  absl::StatusOr<ImageReference> ref = ParseImageReference(config.tag);
+  if (!ref.ok()) return ReportError(ref.status());
+  if (config.output.empty() && !config.push) {
+    return ReportError(absl::InvalidArgumentError(
+        "pack needs --output DIR (an OCI image layout to write), --push, or both"));
+  }
+  absl::StatusOr<std::optional<FillRecord>> record = ReadFillRecord(config.cache_dir);
+  if (!record.ok()) return ReportError(record.status());
+  if (!record->has_value()) {
+    return ReportError(absl::InvalidArgumentError(
+        StrCat("--cache-dir ", config.cache_dir,
+               " has no manifest (prewarm/manifest.json): pack takes a cache prewarm run filled")));
+  }
+  absl::StatusOr<Packed> packed = CollectCache(config.cache_dir, **record);
+  if (!packed.ok()) return ReportError(absl::InternalError(packed.status().message()));
+  absl::StatusOr<std::string> layer = TarLayer(std::move(packed->files));
+  if (!layer.ok()) return ReportError(absl::InternalError(layer.status().message()));
+  const FillRecord& r = **record;
+  const std::map<std::string, std::string> annotations = {
+      {"org.opencontainers.image.title", "prewarm kernel cache"},
+      {"org.opencontainers.image.description",
+       StrCat("GPU kernel variants compiled by prewarm for ", StrJoin(r.archs, ", "), ": ",
+              r.shape.value("model", std::string("?")))},
+      {"dev.prewarm.version", kPrewarmVersion},
+      {"dev.prewarm.archs", StrJoin(r.archs, ",")},
+      {"dev.prewarm.toolchains", StrJoin(r.toolchains, ",")},
+      {"dev.prewarm.keys", std::to_string(packed->entries)},
+      {"dev.prewarm.model", r.shape.value("model", std::string("?"))},
+      {"dev.prewarm.shape", r.shape.dump()},
+      {"dev.prewarm.limits", r.limits.dump()}};
+  const OciImage image = BuildOciImage(*std::move(layer), annotations, HostImageArchitecture());
+  std::string dir = config.output;
+  std::optional<std::string> temp;
+  if (dir.empty()) {
+    char pattern[] = "/tmp/prewarm-pack-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) {
+      return ReportError(ErrnoStatus("cannot create a temporary directory", "/tmp", errno));
+    }
+    temp = dir = pattern;
+  }
+  if (absl::Status s = WriteOciLayout(dir, image, ref->tag); !s.ok()) return ReportError(s);
+  out << "prewarm pack: " << packed->entries << " entries (" << packed->entry_bytes
+      << " bytes) for " << StrJoin(r.archs, ", ") << " from " << config.cache_dir << "\n"
+      << "  image " << ref->repository << ":" << ref->tag << ", manifest " << image.manifest_digest
+      << ", layer " << image.layer.size() << " bytes\n";
+  if (!config.output.empty()) out << "  OCI layout " << dir << "\n";
+  int rc = kExitOk;
+  if (config.push) {
+    const std::string skopeo = FindOnPath("skopeo");
+    const std::string destination = StrCat("docker://", ref->repository, ":", ref->tag);
+    if (skopeo.empty()) {
+      rc = ReportError(absl::FailedPreconditionError(StrCat(
+          "--push needs skopeo on PATH (Debian: apt install skopeo); or push the layout yourself: "
+          "skopeo copy oci:",
+          config.output.empty() ? "DIR" : dir, ":", ref->tag, " ", destination)));
+    } else {
+      LogInfo(StrCat("pushing to ", destination));
+      absl::StatusOr<SubprocessResult> res =
+          RunSubprocess({skopeo, "copy", StrCat("oci:", dir, ":", ref->tag), destination});
+      if (!res.ok() || res->exit_code != 0 || res->term_signal != 0) {
+        rc = ReportError(absl::UnavailableError(StrCat(
+            "skopeo copy to ", destination,
+            " failed: ", res.ok() ? res->stderr_text : std::string(res.status().message()))));
+      } else {
+        out << "  pushed " << destination << "\n";
+      }
+    }
+  }
+  if (temp.has_value()) std::filesystem::remove_all(*temp);
+  return rc;
+}
+
+}  // namespace prewarm

@@ -1,0 +1,40 @@
+// What `run --serve` and `verify --serve` share: the stop signal and the two servers.
+//
+// InstallStopHandlers() once per process, before anything waits: SIGTERM and SIGINT then only
+// write a byte to a pipe (async-signal-safe), and WaitForStop() polls it.
+#ifndef PREWARM_CLI_SERVING_H_
+#define PREWARM_CLI_SERVING_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "prewarm/cli/config.h"
+#include "prewarm/service/servers.h"
+#include "prewarm/service/telemetry.h"
+
+namespace prewarm {
+
+// Internal error when the pipe cannot be made.
+absl::Status InstallStopHandlers();
+// Waits up to `seconds` for SIGTERM or SIGINT; true when one came (now or before).
+bool WaitForStop(double seconds);
+// Whether a stop signal has come.
+bool StopRequested();
+
+// The metrics and health servers of a command, started as `config` asks (with --serve, or when
+// an address was given), each logging where it listens. A malformed address is InvalidArgument
+// (exit 2); a port that cannot be bound is Internal (exit 1).
+struct Servers {
+  std::unique_ptr<MetricsServer> metrics;
+  std::unique_ptr<HealthServer> health;
+  // Ends both at process exit: health's streams within `grace`; the metrics server is left
+  // running (civetweb's stop waits up to a second for its threads; the OS closes the socket).
+  void Stop(double grace_seconds = 0.2);
+};
+absl::Status StartServers(const Config& config, Telemetry& telemetry, Servers& out);
+
+}  // namespace prewarm
+
+#endif  // PREWARM_CLI_SERVING_H_

@@ -1,0 +1,116 @@
+// prewarm verify on real caches: --serve as the sidecar of a cache that comes filled (NOT_SERVING
+// naming what is missing, SERVING once it is there, never a compile), and a cache filled for
+// another arch refused naming both.
+#include <signal.h>
+
+#include <filesystem>
+
+#include "gtest/gtest.h"
+#include "tests/testing/background.h"
+#include "tests/testing/cli.h"
+#include "tests/testing/temp_dir.h"
+
+namespace prewarm {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunPrewarm;
+
+const std::vector<std::string> kLimits = {"--arch", "gfx90a",         "--kv-cache-dtype",
+                                          "fp8",    "--max-num-seqs", "4"};
+
+std::vector<std::string> With(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+SubprocessResult Fill(const std::string& cache) {
+  return RunPrewarm(With({"run", "--cache-dir", cache, "--jobs", "2", "--quiet"}, kLimits));
+}
+
+int Probe(int port) {
+  return RunPrewarm({"probe", "--addr", "127.0.0.1:" + std::to_string(port), "--timeout", "2"})
+      .exit_code;
+}
+
+TEST(VerifyCommandTest, ServeIsNotServingNamingTheMissingKeyUntilItIsThereAndNeverCompiles) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(Fill(cache).exit_code, 0);
+  fs::path removed;
+  for (const auto& e : fs::recursive_directory_iterator(cache)) {
+    if (e.path().extension() == ".co") removed = e.path();
+  }
+  ASSERT_FALSE(removed.empty());
+  fs::remove(removed);
+  testing::Background p(
+      With({testing::PrewarmBinary(), "verify", "--serve", "--cache-dir", cache, "--grpc-address",
+            "127.0.0.1:0", "--metrics-address", "127.0.0.1:0", "--verify-interval", "0.2"},
+           kLimits),
+      dir.path());
+  ASSERT_TRUE(p.started());
+  const std::optional<std::string> grpc = p.WaitForStderr("gRPC health and status on ", 20);
+  ASSERT_TRUE(grpc.has_value()) << p.Stderr();
+  const int port = testing::PortAfter(*grpc);
+  const std::optional<std::string> line = p.WaitForStderr("NOT_SERVING", 20);
+  ASSERT_TRUE(line.has_value()) << p.Stderr();
+  EXPECT_NE(p.Stderr().find("1 of 8 planned keys are missing or invalid in " + cache),
+            std::string::npos)
+      << p.Stderr();
+  EXPECT_NE(p.Stderr().find("fp8_bmm arch=gfx90a"), std::string::npos) << p.Stderr();
+  EXPECT_NE(p.Stderr().find("nothing is compiled in verify mode"), std::string::npos);
+  EXPECT_EQ(Probe(port), 4) << "NOT_SERVING";
+  EXPECT_FALSE(fs::exists(removed)) << "verify compiled the missing key";
+  EXPECT_TRUE(testing::ChildrenOf(p.pid(), "").empty()) << "no compile worker";
+  // Another pod (a prefill Job) fills it: the next re-check sees it.
+  const SubprocessResult filled = Fill(cache);
+  ASSERT_EQ(filled.exit_code, 0) << filled.stderr_text;
+  ASSERT_TRUE(p.WaitForStderr("every planned key is valid now; SERVING", 20).has_value())
+      << p.Stderr();
+  EXPECT_EQ(Probe(port), 0);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(10), 0) << p.Stderr();
+}
+
+TEST(VerifyCommandTest, ServeOnACompleteCacheIsServingAtOnce) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(Fill(cache).exit_code, 0);
+  testing::Background p(With({testing::PrewarmBinary(), "verify", "--serve", "--cache-dir", cache,
+                              "--grpc-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"},
+                             kLimits),
+                        dir.path());
+  const std::optional<std::string> grpc = p.WaitForStderr("gRPC health and status on ", 20);
+  ASSERT_TRUE(grpc.has_value()) << p.Stderr();
+  ASSERT_TRUE(p.WaitForStderr("every planned key is valid; SERVING", 20).has_value()) << p.Stderr();
+  EXPECT_EQ(Probe(testing::PortAfter(*grpc)), 0);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(10), 0) << p.Stderr();
+  EXPECT_NE(p.Stdout().find("prewarm verify: 8/8 keys valid"), std::string::npos) << p.Stdout();
+}
+
+TEST(VerifyCommandTest, ACacheFilledForAnotherArchIsRefusedNamingBoth) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(Fill(cache).exit_code, 0);
+  const SubprocessResult r = RunPrewarm({"verify", "--cache-dir", cache, "--arch", "gfx908",
+                                         "--kv-cache-dtype", "fp8", "--max-num-seqs", "4"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.stderr_text.find("8 of 8 planned keys are missing or invalid in " + cache +
+                               "; the cache's manifest " + cache +
+                               "/prewarm/manifest.json says it was filled for gfx90a, and this "
+                               "verify plans gfx908"),
+            std::string::npos)
+      << r.stderr_text;
+  // Other limits on the same arch: no mismatch to name, the keys are simply not there.
+  const SubprocessResult more = RunPrewarm({"verify", "--cache-dir", cache, "--arch", "gfx90a",
+                                            "--kv-cache-dtype", "fp8", "--max-num-seqs", "8"});
+  EXPECT_EQ(more.exit_code, 1);
+  EXPECT_NE(more.stderr_text.find("8 of 16 planned keys are missing or invalid"), std::string::npos)
+      << more.stderr_text;
+  EXPECT_NE(more.stderr_text.find("run prewarm run with the same limits"), std::string::npos);
+  EXPECT_EQ(more.stderr_text.find("says it was"), std::string::npos) << more.stderr_text;
+}
+
+}  // namespace
+}  // namespace prewarm
