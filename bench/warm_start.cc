@@ -16,6 +16,7 @@
 #include "bench/bench_util.h"
 #include "prewarm/runtime/launch.h"
 #include "prewarm/runtime/runtime.h"
+#include "prewarm/util/status_macros.h"
 #include "tests/launchers/step_generator.h"
 
 namespace prewarm {
@@ -25,12 +26,6 @@ using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-#define RETURN_IF_ERROR_OR(expr) \
-  do {                           \
-    absl::Status s_ = (expr);    \
-    if (!s_.ok()) return s_;     \
-  } while (false)
 
 // The seed's workload: 16 concurrent 8K prompts, prefilled in chunks of the token budget (a
 // prompt finishing mid-budget lets the next one start in the same step: the second prefill),
@@ -144,7 +139,7 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
     slot[t] = t % pool.num_slots();
   }
   for (const LoadedKernel& k : Must(rt.ForStep("norm_rope_insert", step))) {
-    RETURN_IF_ERROR_OR(LaunchNormRopeInsert(
+    RETURN_IF_ERROR(LaunchNormRopeInsert(
         gpu, k.module, k.key,
         {pool["bf16_in"], pool["bf16_in"], pool["bf16_in"], pool["gamma"], pool.Small(pos),
          pool.Small(slot), 0.05f, 0.05f, tokens, pool["kv"], pool["index"]}));
@@ -159,8 +154,8 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
                  pool["index"],   0.05f,     pool["scores"], stride, n};
     for (const LoadedKernel& k :
          Must(rt.ForStep(prefill ? "index_prefill" : "index_decode", step))) {
-      RETURN_IF_ERROR_OR(prefill ? LaunchIndexPrefill(gpu, k.module, k.key, ia)
-                                 : LaunchIndexDecode(gpu, k.module, k.key, ia));
+      RETURN_IF_ERROR(prefill ? LaunchIndexPrefill(gpu, k.module, k.key, ia)
+                              : LaunchIndexDecode(gpu, k.module, k.key, ia));
     }
     if (prefill) {
       // Top-k and attention run per prefill request, each with its own key.
@@ -173,12 +168,12 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
         const DevicePtr scores = pool["scores"] + static_cast<DevicePtr>(row0) * stride * 4;
         const DevicePtr topk = pool["topk"] + static_cast<DevicePtr>(row0) * s.index_topk * 4;
         for (const LoadedKernel& k : Must(rt.ForStep("topk_prefill", one))) {
-          RETURN_IF_ERROR_OR(LaunchTopkPrefill(
+          RETURN_IF_ERROR(LaunchTopkPrefill(
               gpu, k.module, k.key,
               {scores, pool.Small(rr.visible), stride, m, topk, pool["ws1"], pool["ws2"]}));
         }
         for (const LoadedKernel& k : Must(rt.ForStep("sparse_prefill", one))) {
-          RETURN_IF_ERROR_OR(
+          RETURN_IF_ERROR(
               LaunchSparsePrefill(gpu, k.module, k.key,
                                   {pool["bf16_in"], pool["bf16_in"], topk, pool.Small(rr.req),
                                    d_table, pool.max_blocks(), 64, pool["kv"], 0.05f, scale,
@@ -188,11 +183,11 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
       }
     } else {
       for (const LoadedKernel& k : Must(rt.ForStep("topk_decode", step))) {
-        RETURN_IF_ERROR_OR(LaunchTopkDecode(
-            gpu, k.module, k.key, {pool["scores"], d_vis, stride, n, pool["topk"], 0, 0}));
+        RETURN_IF_ERROR(LaunchTopkDecode(gpu, k.module, k.key,
+                                         {pool["scores"], d_vis, stride, n, pool["topk"], 0, 0}));
       }
       for (const LoadedKernel& k : Must(rt.ForStep("sparse_decode", step))) {
-        RETURN_IF_ERROR_OR(LaunchSparseDecode(
+        RETURN_IF_ERROR(LaunchSparseDecode(
             gpu, k.module, k.key,
             {pool["bf16_in"], pool["bf16_in"], pool["topk"], d_req, d_table, pool.max_blocks(), 64,
              pool["kv"], 0.05f, scale, pool["out"], pool["lse"], n, pool["ws2"], pool["ws1"]}));
@@ -200,7 +195,7 @@ absl::Status RunStep(Runtime& rt, Pool& pool, const Step& step) {
     }
   }
   for (const LoadedKernel& k : Must(rt.ForStep("fp8_bmm", step))) {
-    RETURN_IF_ERROR_OR(LaunchFp8Bmm(
+    RETURN_IF_ERROR(LaunchFp8Bmm(
         gpu, k.module, k.key,
         {pool["bf16_in"], pool["w8"], pool["out"], 0.01f, static_cast<int>(st.decode_tokens)}));
   }

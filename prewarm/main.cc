@@ -295,9 +295,10 @@ absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The hidden compile-worker mode (toolchain/worker.h): no flags, the job comes on stdin.
-  if (argc >= 2 && std::string_view(argv[1]) == prewarm::kWorkerCommand) {
-    return prewarm::CompileWorkerMain(argc == 3 && std::string_view(argv[2]) == "--serve");
+  // The hidden compile-worker mode (toolchain/worker.h): no flags, the jobs come on stdin.
+  if (argc == 3 && std::string_view(argv[1]) == prewarm::kWorkerCommand &&
+      std::string_view(argv[2]) == "--serve") {
+    return prewarm::CompileWorkerMain();
   }
   const std::vector<std::string> args_vec(argv, argv + argc);
   absl::StatusOr<prewarm::ParsedArgs> args = prewarm::ParseArgs(args_vec, kThisFile);

@@ -1,5 +1,6 @@
 #include "prewarm/cache/entry.h"
 
+#include "prewarm/util/bytes.h"
 #include "prewarm/util/sha256.h"
 #include "prewarm/util/strings.h"
 
@@ -8,12 +9,8 @@ namespace {
 
 constexpr std::string_view kMagic("PREWARM\0", 8);
 
-void PutInt(std::string& out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
 void PutString(std::string& out, std::string_view s, int len_bytes) {
-  PutInt(out, s.size(), len_bytes);
+  PutLittleEndian(out, s.size(), len_bytes);
   out.append(s);
 }
 
@@ -22,10 +19,7 @@ class Reader {
   explicit Reader(std::string_view data) : data_(data) {}
   bool Int(int bytes, uint64_t& v) {
     if (data_.size() - pos_ < static_cast<size_t>(bytes)) return false;
-    v = 0;
-    for (int i = 0; i < bytes; ++i) {
-      v |= static_cast<uint64_t>(static_cast<unsigned char>(data_[pos_ + i])) << (8 * i);
-    }
+    v = GetLittleEndian(data_.substr(pos_), bytes);
     pos_ += static_cast<size_t>(bytes);
     return true;
   }
@@ -76,7 +70,7 @@ std::string_view RejectReasonName(RejectReason reason) {
 
 std::string EncodeEntry(const Entry& entry) {
   std::string out(kMagic);
-  PutInt(out, kEntryFormatVersion, 4);
+  PutLittleEndian(out, kEntryFormatVersion, 4);
   PutString(out, entry.producer, 4);
   PutString(out, entry.key, 4);
   PutString(out, entry.arch, 4);

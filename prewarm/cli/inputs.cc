@@ -1,7 +1,7 @@
 #include "prewarm/cli/inputs.h"
 
+#include "prewarm/arch/arch.h"
 #include "prewarm/limits/vllm_args.h"
-#include "prewarm/toolchain/arch.h"
 #include "prewarm/util/env.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"

@@ -14,11 +14,11 @@
 #include <string_view>
 #include <vector>
 
+#include "prewarm/arch/arch.h"
 #include "prewarm/launchers/key.h"
 #include "prewarm/launchers/step.h"
 #include "prewarm/limits/limits.h"
 #include "prewarm/model/model_config.h"
-#include "prewarm/toolchain/arch.h"
 
 namespace prewarm {
 

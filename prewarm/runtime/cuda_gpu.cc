@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "prewarm/runtime/gpu.h"
-#include "prewarm/toolchain/dynamic_library.h"
+#include "prewarm/util/dynamic_library.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 

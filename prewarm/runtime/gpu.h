@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "prewarm/toolchain/arch.h"
+#include "prewarm/arch/arch.h"
 
 namespace prewarm {
 

@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "prewarm/toolchain/arch.h"
+#include "prewarm/arch/arch.h"
 
 namespace prewarm {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "prewarm/toolchain/dynamic_library.h"
 #include "prewarm/toolchain/toolchain.h"
+#include "prewarm/util/dynamic_library.h"
 
 namespace prewarm {
 

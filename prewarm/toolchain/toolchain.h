@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "prewarm/arch/arch.h"
 #include "prewarm/launchers/key.h"
-#include "prewarm/toolchain/arch.h"
 
 namespace prewarm {
 

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -19,11 +18,10 @@
 #include <thread>
 
 #include "nlohmann/json.hpp"
+#include "prewarm/util/bytes.h"
 #include "prewarm/util/env.h"
 #include "prewarm/util/strings.h"
 #include "prewarm/util/subprocess.h"
-
-extern char** environ;
 
 namespace prewarm {
 namespace {
@@ -101,17 +99,6 @@ bool ReadExactly(int fd, char* buf, size_t n) {
   return true;
 }
 
-void PutLe(std::string& out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
-uint64_t GetLe(const char* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i)
-    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
-
 }  // namespace
 
 std::string SelfExecutable() {
@@ -120,22 +107,12 @@ std::string SelfExecutable() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("prewarm");
 }
 
-int CompileWorkerMain(bool serve) {
-  if (!serve) {
-    const std::string input((std::istreambuf_iterator<char>(std::cin)),
-                            std::istreambuf_iterator<char>());
-    nlohmann::json req = nlohmann::json::parse(input, nullptr, /*allow_exceptions=*/false);
-    if (req.is_object()) SetMemoryLimit(req.value("memory_limit_mb", int64_t{0}));
-    JobResult r = RunJob(input);
-    WriteAll(STDERR_FILENO, r.code == 0 ? r.message : r.message + "\n");
-    if (r.code == 0) WriteAll(STDOUT_FILENO, r.object);
-    return r.code;
-  }
+int CompileWorkerMain() {
   bool limited = false;
   for (;;) {
     char len[4];
     if (!ReadExactly(STDIN_FILENO, len, 4)) return 0;  // the parent closed: done
-    std::string input(GetLe(len, 4), '\0');
+    std::string input(GetLittleEndian(std::string_view(len, 4), 4), '\0');
     if (!ReadExactly(STDIN_FILENO, input.data(), input.size())) return 2;
     if (!limited) {
       nlohmann::json req = nlohmann::json::parse(input, nullptr, /*allow_exceptions=*/false);
@@ -144,10 +121,10 @@ int CompileWorkerMain(bool serve) {
     }
     const JobResult r = RunJob(input);
     std::string frame;
-    PutLe(frame, static_cast<uint64_t>(r.code), 4);
-    PutLe(frame, r.message.size(), 4);
+    PutLittleEndian(frame, static_cast<uint64_t>(r.code), 4);
+    PutLittleEndian(frame, r.message.size(), 4);
     frame += r.message;
-    PutLe(frame, r.object.size(), 8);
+    PutLittleEndian(frame, r.object.size(), 8);
     frame += r.object;
     WriteAll(STDOUT_FILENO, frame);
   }
@@ -195,18 +172,8 @@ absl::StatusOr<CompileOutput> FromExitCode(const CompileJob& job, int code, std:
 }  // namespace
 
 absl::StatusOr<CompileOutput> CompileInWorker(const CompileJob& job, const WorkerOptions& options) {
-  SubprocessOptions so;
-  so.stdin_data = RequestJson(job, options).dump();
-  so.timeout = options.timeout;
-  const std::string binary = options.binary.empty() ? SelfExecutable() : options.binary;
-  absl::StatusOr<SubprocessResult> r = RunSubprocess({binary, kWorkerCommand}, so);
-  if (!r.ok()) return r.status();
-  if (r->timed_out) {
-    return absl::DeadlineExceededError(StrCat("compile of ", What(job), " timed out after ",
-                                              absl::FormatDuration(options.timeout)));
-  }
-  if (r->term_signal != 0) return SignalStatus(job, r->term_signal, r->stderr_text);
-  return FromExitCode(job, r->exit_code, std::move(r->stderr_text), std::move(r->stdout_text));
+  PersistentWorker worker(options);
+  return worker.Compile(job);
 }
 
 namespace {
@@ -258,27 +225,24 @@ absl::Status PersistentWorker::Start() {
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
     return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
   const std::string binary = options_.binary.empty() ? SelfExecutable() : options_.binary;
-  std::string cmd = kWorkerCommand, serve = "--serve";
-  char* argv[] = {const_cast<char*>(binary.c_str()), cmd.data(), serve.data(), nullptr};
-  const int rc = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
+  SpawnOptions spawn;
+  spawn.redirects = {SpawnOptions::Redirect::Dup(STDIN_FILENO, in_pipe[0]),
+                     SpawnOptions::Redirect::Dup(STDOUT_FILENO, out_pipe[1])};
+  absl::StatusOr<int> pid = Spawn({binary, kWorkerCommand, "--serve"}, spawn);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
   to_child_ = in_pipe[1];
   from_child_ = out_pipe[0];
-  if (rc == 0) {
-    std::lock_guard<std::mutex> lock(LiveMutex());
-    LivePids().insert(pid_);
-  }
-  if (rc != 0) {
+  if (!pid.ok()) {
     pid_ = -1;
     Stop(false);
-    return absl::InternalError(StrCat("cannot start ", binary, ": ", std::strerror(rc)));
+    return pid.status();
+  }
+  pid_ = *pid;
+  {
+    std::lock_guard<std::mutex> lock(LiveMutex());
+    LivePids().insert(pid_);
   }
   return absl::OkStatus();
 }
@@ -326,7 +290,7 @@ absl::StatusOr<CompileOutput> PersistentWorker::Compile(const CompileJob& job) {
   const SigpipeBlock no_sigpipe;
   const std::string body = RequestJson(job, options_).dump();
   std::string frame;
-  PutLe(frame, body.size(), 4);
+  PutLittleEndian(frame, body.size(), 4);
   frame += body;
   const absl::Time deadline = absl::Now() + options_.timeout;
   auto fail = [&](bool timed_out) -> absl::Status {
@@ -369,12 +333,12 @@ absl::StatusOr<CompileOutput> PersistentWorker::Compile(const CompileJob& job) {
   };
   char head[8];
   if (int rc = read_exactly(head, 8); rc != 0) return fail(rc == 2);
-  const int code = static_cast<int>(GetLe(head, 4));
-  std::string message(GetLe(head + 4, 4), '\0');
+  const int code = static_cast<int>(GetLittleEndian(std::string_view(head, 4), 4));
+  std::string message(GetLittleEndian(std::string_view(head + 4, 4), 4), '\0');
   if (int rc = read_exactly(message.data(), message.size()); rc != 0) return fail(rc == 2);
   char len[8];
   if (int rc = read_exactly(len, 8); rc != 0) return fail(rc == 2);
-  std::string object(GetLe(len, 8), '\0');
+  std::string object(GetLittleEndian(std::string_view(len, 8), 8), '\0');
   if (int rc = read_exactly(object.data(), object.size()); rc != 0) return fail(rc == 2);
   return FromExitCode(job, code, std::move(message), std::move(object));
 }

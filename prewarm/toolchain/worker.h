@@ -1,15 +1,12 @@
 // Compiles in child processes, so a child that crashes (hipRTC aborts on an unknown arch), hangs
 // or runs out of memory costs that one key, never the run.
 //
-// One-shot (CompileInWorker): `<prewarm> __compile-worker` reads one job as JSON on stdin,
-// writes the code object to stdout and the log or error to stderr, and exits: 0 compiled;
-// 1 compile error; 2 bad request; 3 no compiler available.
-//
-// Persistent (PersistentWorker): `<prewarm> __compile-worker --serve` compiles job after job,
-// so the compiler is loaded once per worker, not once per key (NVRTC takes about 0.25 s to load
-// and initialize, ten times its compile of one of our kernels). Frames, little-endian:
-//   request  := u32 length, JSON (the one-shot request)
-//   response := u32 exit code (as above), u32 length, message or log, u64 length, code
+// A worker, `<prewarm> __compile-worker --serve`, compiles job after job, so the compiler is
+// loaded once per worker, not once per key (NVRTC takes about 0.25 s to load and initialize, ten
+// times its compile of one of our kernels). Frames, little-endian (util/bytes.h):
+//   request  := u32 length, JSON {kernel, defines, arch, name, memory_limit_mb, skip_arch_check}
+//   response := u32 code, u32 length, message or log, u64 length, code object
+// with code 0 compiled; 1 compile error; 2 bad request; 3 no compiler available.
 #ifndef PREWARM_TOOLCHAIN_WORKER_H_
 #define PREWARM_TOOLCHAIN_WORKER_H_
 
@@ -23,8 +20,8 @@ namespace prewarm {
 
 inline constexpr char kWorkerCommand[] = "__compile-worker";
 
-// The child's main: one request, or with `serve` a stream of them. Returns the exit code.
-int CompileWorkerMain(bool serve);
+// The child's main: a stream of requests until its stdin closes. Returns the exit code.
+int CompileWorkerMain();
 
 struct WorkerOptions {
   std::string binary;  // the prewarm binary; empty: this process's own (/proc/self/exe)
@@ -34,7 +31,8 @@ struct WorkerOptions {
   bool skip_arch_check = false;
 };
 
-// Runs one compile in a child. Errors: Internal with the compiler's log (compile error),
+// Runs one compile in a fresh child (a PersistentWorker for one job: what a compile costs when
+// nothing is reused). Errors: Internal with the compiler's log (compile error),
 // Aborted naming the signal (crash), DeadlineExceeded (timeout), FailedPrecondition (no
 // compiler or an arch it cannot target).
 absl::StatusOr<CompileOutput> CompileInWorker(const CompileJob& job, const WorkerOptions& options);

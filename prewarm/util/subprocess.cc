@@ -19,7 +19,7 @@ extern char** environ;
 namespace prewarm {
 namespace {
 
-std::vector<std::string> BuildEnv(const SubprocessOptions& options) {
+std::vector<std::string> BuildEnv(const SpawnOptions& options) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
@@ -47,6 +47,36 @@ void CloseIfOpen(int& fd) {
 
 }  // namespace
 
+absl::StatusOr<int> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  if (argv.empty()) return absl::InvalidArgumentError("Spawn: empty argv");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  for (const SpawnOptions::Redirect& r : options.redirects) {
+    if (r.parent_fd >= 0) {
+      posix_spawn_file_actions_adddup2(&actions, r.parent_fd, r.child_fd);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, r.child_fd, r.path.c_str(), r.flags, 0644);
+    }
+  }
+  if (!options.working_dir.empty()) {
+    posix_spawn_file_actions_addchdir_np(&actions, options.working_dir.c_str());
+  }
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargv;
+  for (std::string& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::vector<std::string> env = BuildEnv(options);
+  std::vector<char*> cenv;
+  for (std::string& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    return absl::InternalError(StrCat("cannot start ", argv[0], ": ", std::strerror(rc)));
+  return static_cast<int>(pid);
+}
+
 absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv,
                                                const SubprocessOptions& options) {
   if (argv.empty()) return absl::InvalidArgumentError("RunSubprocess: empty argv");
@@ -55,34 +85,23 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
       ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-  if (!options.working_dir.empty()) {
-    posix_spawn_file_actions_addchdir_np(&actions, options.working_dir.c_str());
-  }
-  std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  std::vector<std::string> env = BuildEnv(options);
-  std::vector<char*> cenv;
-  for (std::string& e : env) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&actions);
+  SpawnOptions spawn;
+  spawn.env = options.env;
+  spawn.working_dir = options.working_dir;
+  using R = SpawnOptions::Redirect;
+  spawn.redirects = {R::Dup(STDIN_FILENO, in_pipe[0]), R::Dup(STDOUT_FILENO, out_pipe[1]),
+                     R::Dup(STDERR_FILENO, err_pipe[1])};
+  const absl::StatusOr<int> spawned = Spawn(argv, spawn);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (rc != 0) {
+  if (!spawned.ok()) {
     ::close(in_pipe[1]);
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
-    return absl::InternalError(StrCat("cannot start ", argv[0], ": ", std::strerror(rc)));
+    return spawned.status();
   }
+  const pid_t pid = *spawned;
 
   SubprocessResult result;
   int fds[3] = {in_pipe[1], out_pipe[0], err_pipe[0]};

@@ -1,6 +1,7 @@
-// Runs a child process with posix_spawn and collects its exit status and output.
-// Thread-safe: no global state; each call owns its pipes. Used by the tests (to run the
-// prewarm binary as a user would) and by the worker pool.
+// Child processes, started in one place (Spawn, over posix_spawn): RunSubprocess runs one to the
+// end and collects its output; the compile workers (toolchain/worker.h) and the tests' background
+// servers keep theirs running.
+// Thread-safe: no global state; each call owns its pipes.
 #ifndef PREWARM_UTIL_SUBPROCESS_H_
 #define PREWARM_UTIL_SUBPROCESS_H_
 
@@ -22,6 +23,30 @@ struct SubprocessOptions {
   absl::Duration timeout = absl::InfiniteDuration();
   std::string working_dir;  // empty: the parent's
 };
+
+// How Spawn starts a child.
+struct SpawnOptions {
+  // Added to (or replacing) the parent's environment. A value of nullopt removes the variable.
+  std::vector<std::pair<std::string, std::optional<std::string>>> env;
+  std::string working_dir;  // empty: the parent's
+  // The child's descriptor `child_fd` (0, 1 or 2): a copy of the parent's `parent_fd` when it is
+  // >= 0, else `path` opened with `flags` (mode 0644). Descriptors not named are inherited
+  // unless close-on-exec.
+  struct Redirect {
+    int child_fd;
+    int parent_fd = -1;
+    std::string path;
+    int flags = 0;
+    static Redirect Dup(int child, int parent) { return {child, parent, "", 0}; }
+    static Redirect Open(int child, std::string file, int open_flags) {
+      return {child, -1, std::move(file), open_flags};
+    }
+  };
+  std::vector<Redirect> redirects;
+};
+// Starts argv[0] (searched on PATH when it has no '/') and returns its pid; the caller reaps it.
+// Internal naming argv[0] and the error when it cannot be started; InvalidArgument for no argv.
+absl::StatusOr<int> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {});
 
 struct SubprocessResult {
   int exit_code = -1;  // valid when term_signal == 0

@@ -22,6 +22,7 @@
 #include "prewarm/toolchain/worker.h"
 #include "prewarm/util/cpu.h"
 #include "prewarm/util/sha256.h"
+#include "prewarm/util/status_macros.h"
 #include "tests/gpu/reference.h"
 #include "tests/launchers/step_generator.h"
 #include "tests/testing/cli.h"
@@ -36,16 +37,6 @@ using u16 = unsigned short;
 
 constexpr int kBlockSize = 64;
 constexpr float kGKv = 0.05f, kGIdx = 0.05f;
-
-#define CHECK_OK(expr)                                      \
-  do {                                                      \
-    const absl::Status s_ = (expr);                         \
-    if (!s_.ok()) return Failed(std::string(s_.message())); \
-  } while (false)
-#define ASSIGN_OK(lhs, expr)                                                   \
-  auto lhs##_or = (expr);                                                      \
-  if (!lhs##_or.ok()) return Failed(std::string(lhs##_or.status().message())); \
-  auto lhs = std::move(*lhs##_or)
 
 struct Result {
   double error = INFINITY;
@@ -154,7 +145,13 @@ class GpuCheckTest : public ::testing::Test {
   }
 
   // The check of one launch of `launcher` (the module in module_) against the CPU reference.
+  // The launcher's check; an error on the way (an upload, a launch) is a failed check naming it.
   Result Check(const std::string& launcher, const Key& key, const Step& step, Inputs& in) {
+    absl::StatusOr<Result> r = CheckOne(launcher, key, step, in);
+    return r.ok() ? *std::move(r) : Failed(std::string(r.status().message()));
+  }
+  absl::StatusOr<Result> CheckOne(const std::string& launcher, const Key& key, const Step& step,
+                                  Inputs& in) {
     if (launcher == "fp8_bmm") return CheckFp8Bmm(key, step, in);
     if (launcher == "norm_rope_insert") return CheckNormRopeInsert(key, step, in);
     if (launcher == "index_prefill") return CheckIndex(key, step, in, true);
@@ -166,27 +163,27 @@ class GpuCheckTest : public ::testing::Test {
     return Failed("no check for launcher " + launcher);
   }
 
-  Result CheckFp8Bmm(const Key& key, const Step& step, Inputs& in) {
+  absl::StatusOr<Result> CheckFp8Bmm(const Key& key, const Step& step, Inputs& in) {
     const int m = static_cast<int>(ComputeStats(step).decode_tokens);
     const int b = static_cast<int>(KeyInt(key, "batch")), n = static_cast<int>(KeyInt(key, "n")),
               k = static_cast<int>(KeyInt(key, "k"));
     const bool fnuz = arch_.name == "gfx942";
     const std::vector<u16> x = in.Bf16(static_cast<size_t>(m) * b * k, 1.0);
     const std::vector<u8> w = in.Fp8(static_cast<size_t>(b) * n * k, fnuz);
-    ASSIGN_OK(dx, Upload(*gpu_, x));
-    ASSIGN_OK(dw, Upload(*gpu_, w));
-    ASSIGN_OK(dy, AllocBuffer(*gpu_, static_cast<size_t>(m) * b * n * 2));
-    CHECK_OK(gpu_->Fill(dy.ptr(), 0xff, dy.bytes()));
-    CHECK_OK(LaunchFp8Bmm(*gpu_, module_, key, {dx.ptr(), dw.ptr(), dy.ptr(), 0.01f, m}));
-    CHECK_OK(gpu_->Synchronize());
-    ASSIGN_OK(y, Download<u16>(*gpu_, dy, static_cast<size_t>(m) * b * n));
+    ASSIGN_OR_RETURN(auto dx, Upload(*gpu_, x));
+    ASSIGN_OR_RETURN(auto dw, Upload(*gpu_, w));
+    ASSIGN_OR_RETURN(auto dy, AllocBuffer(*gpu_, static_cast<size_t>(m) * b * n * 2));
+    RETURN_IF_ERROR(gpu_->Fill(dy.ptr(), 0xff, dy.bytes()));
+    RETURN_IF_ERROR(LaunchFp8Bmm(*gpu_, module_, key, {dx.ptr(), dw.ptr(), dy.ptr(), 0.01f, m}));
+    RETURN_IF_ERROR(gpu_->Synchronize());
+    ASSIGN_OR_RETURN(auto y, Download<u16>(*gpu_, dy, static_cast<size_t>(m) * b * n));
     std::vector<double> got(y.size());
     for (size_t i = 0; i < y.size(); ++i) got[i] = pw_bf16_to_float(y[i]);
-    return {ref::RelativeError(got, ref::Fp8Bmm(x, w, 0.01f, m, b, n, k, fnuz)), 1e-2,
-            "M=" + std::to_string(m)};
+    return Result{ref::RelativeError(got, ref::Fp8Bmm(x, w, 0.01f, m, b, n, k, fnuz)), 1e-2,
+                  "M=" + std::to_string(m)};
   }
 
-  Result CheckNormRopeInsert(const Key& key, const Step& step, Inputs& in) {
+  absl::StatusOr<Result> CheckNormRopeInsert(const Key& key, const Step& step, Inputs& in) {
     const int l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
               dr = static_cast<int>(KeyInt(key, "rope_dim")),
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
@@ -207,23 +204,23 @@ class GpuCheckTest : public ::testing::Test {
       pos[i] = static_cast<int>(in.rng()() % 32768);
       slot[i] = (i % 7 == 3) ? -1 : free_slots[i];  // some tokens write nothing
     }
-    ASSIGN_OK(d_latent, Upload(*gpu_, latent));
-    ASSIGN_OK(d_rope, Upload(*gpu_, rope));
-    ASSIGN_OK(d_index, Upload(*gpu_, index_key));
-    ASSIGN_OK(d_gamma, Upload(*gpu_, gamma));
-    ASSIGN_OK(d_pos, Upload(*gpu_, pos));
-    ASSIGN_OK(d_slot, Upload(*gpu_, slot));
-    ASSIGN_OK(d_kv, AllocBuffer(*gpu_, static_cast<size_t>(slots) * kv_bytes));
-    ASSIGN_OK(d_idx, AllocBuffer(*gpu_, static_cast<size_t>(slots) * idx_bytes));
-    CHECK_OK(gpu_->Fill(d_kv.ptr(), 0xff, d_kv.bytes()));
-    CHECK_OK(gpu_->Fill(d_idx.ptr(), 0xff, d_idx.bytes()));
-    CHECK_OK(
+    ASSIGN_OR_RETURN(auto d_latent, Upload(*gpu_, latent));
+    ASSIGN_OR_RETURN(auto d_rope, Upload(*gpu_, rope));
+    ASSIGN_OR_RETURN(auto d_index, Upload(*gpu_, index_key));
+    ASSIGN_OR_RETURN(auto d_gamma, Upload(*gpu_, gamma));
+    ASSIGN_OR_RETURN(auto d_pos, Upload(*gpu_, pos));
+    ASSIGN_OR_RETURN(auto d_slot, Upload(*gpu_, slot));
+    ASSIGN_OR_RETURN(auto d_kv, AllocBuffer(*gpu_, static_cast<size_t>(slots) * kv_bytes));
+    ASSIGN_OR_RETURN(auto d_idx, AllocBuffer(*gpu_, static_cast<size_t>(slots) * idx_bytes));
+    RETURN_IF_ERROR(gpu_->Fill(d_kv.ptr(), 0xff, d_kv.bytes()));
+    RETURN_IF_ERROR(gpu_->Fill(d_idx.ptr(), 0xff, d_idx.bytes()));
+    RETURN_IF_ERROR(
         LaunchNormRopeInsert(*gpu_, module_, key,
                              {d_latent.ptr(), d_rope.ptr(), d_index.ptr(), d_gamma.ptr(),
                               d_pos.ptr(), d_slot.ptr(), kGKv, kGIdx, t, d_kv.ptr(), d_idx.ptr()}));
-    CHECK_OK(gpu_->Synchronize());
-    ASSIGN_OK(kv, Download<u8>(*gpu_, d_kv, d_kv.bytes()));
-    ASSIGN_OK(idx, Download<u8>(*gpu_, d_idx, d_idx.bytes()));
+    RETURN_IF_ERROR(gpu_->Synchronize());
+    ASSIGN_OR_RETURN(auto kv, Download<u8>(*gpu_, d_kv, d_kv.bytes()));
+    ASSIGN_OR_RETURN(auto idx, Download<u8>(*gpu_, d_idx, d_idx.bytes()));
     std::vector<double> got, want;
     int untouched_bad = 0;
     std::set<long long> written;
@@ -259,7 +256,7 @@ class GpuCheckTest : public ::testing::Test {
     return res;
   }
 
-  Result CheckIndex(const Key& key, const Step& step, Inputs& in, bool prefill) {
+  absl::StatusOr<Result> CheckIndex(const Key& key, const Step& step, Inputs& in, bool prefill) {
     const QueryRows rows = QueryRowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
     const int hi = static_cast<int>(KeyInt(key, "index_heads")),
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
@@ -269,20 +266,20 @@ class GpuCheckTest : public ::testing::Test {
     const std::vector<u8> cache = in.Records(static_cast<size_t>(num_blocks) * kBlockSize, di, 0);
     const std::vector<u16> q = in.Bf16(static_cast<size_t>(n) * hi * di, 1.0);
     const std::vector<float> w = in.Uniform(static_cast<size_t>(n) * hi, 0.0f, 1.0f);
-    ASSIGN_OK(dq, Upload(*gpu_, q));
-    ASSIGN_OK(dw, Upload(*gpu_, w));
-    ASSIGN_OK(dreq, Upload(*gpu_, rows.req));
-    ASSIGN_OK(dvis, Upload(*gpu_, rows.visible));
-    ASSIGN_OK(dtable, Upload(*gpu_, table));
-    ASSIGN_OK(dcache, Upload(*gpu_, cache));
-    ASSIGN_OK(dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * stride * 4));
-    CHECK_OK(gpu_->Fill(dout.ptr(), 0xff, dout.bytes()));
+    ASSIGN_OR_RETURN(auto dq, Upload(*gpu_, q));
+    ASSIGN_OR_RETURN(auto dw, Upload(*gpu_, w));
+    ASSIGN_OR_RETURN(auto dreq, Upload(*gpu_, rows.req));
+    ASSIGN_OR_RETURN(auto dvis, Upload(*gpu_, rows.visible));
+    ASSIGN_OR_RETURN(auto dtable, Upload(*gpu_, table));
+    ASSIGN_OR_RETURN(auto dcache, Upload(*gpu_, cache));
+    ASSIGN_OR_RETURN(auto dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * stride * 4));
+    RETURN_IF_ERROR(gpu_->Fill(dout.ptr(), 0xff, dout.bytes()));
     const IndexArgs a{dq.ptr(),   dw.ptr(),     dreq.ptr(), dvis.ptr(), dtable.ptr(), max_blocks,
                       kBlockSize, dcache.ptr(), kGIdx,      dout.ptr(), stride,       n};
-    CHECK_OK(prefill ? LaunchIndexPrefill(*gpu_, module_, key, a)
-                     : LaunchIndexDecode(*gpu_, module_, key, a));
-    CHECK_OK(gpu_->Synchronize());
-    ASSIGN_OK(out, Download<float>(*gpu_, dout, static_cast<size_t>(n) * stride));
+    RETURN_IF_ERROR(prefill ? LaunchIndexPrefill(*gpu_, module_, key, a)
+                            : LaunchIndexDecode(*gpu_, module_, key, a));
+    RETURN_IF_ERROR(gpu_->Synchronize());
+    ASSIGN_OR_RETURN(auto out, Download<float>(*gpu_, dout, static_cast<size_t>(n) * stride));
     const ref::Paged paged{&cache, di / 2 + di / 16, &table, max_blocks, kBlockSize};
     std::vector<double> got, want;
     int bad_tail = 0;
@@ -302,11 +299,11 @@ class GpuCheckTest : public ::testing::Test {
     }
     if (bad_tail > 0)
       return Failed(std::to_string(bad_tail) + " positions past the visible range are not -inf");
-    return {ref::RelativeError(got, want), 1e-4,
-            "rows=" + std::to_string(n) + " keys<=" + std::to_string(stride)};
+    return Result{ref::RelativeError(got, want), 1e-4,
+                  "rows=" + std::to_string(n) + " keys<=" + std::to_string(stride)};
   }
 
-  Result CheckTopk(const Key& key, const Step& step, Inputs& in, bool prefill) {
+  absl::StatusOr<Result> CheckTopk(const Key& key, const Step& step, Inputs& in, bool prefill) {
     const QueryRows rows = QueryRowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
     const int k = static_cast<int>(KeyInt(key, "topk"));
     const int n = rows.Count(), stride = rows.MaxVisible();
@@ -319,17 +316,17 @@ class GpuCheckTest : public ::testing::Test {
             static_cast<float>(std::round(d(in.rng()) * 8) / 8);
       }
     }
-    ASSIGN_OK(ds, Upload(*gpu_, scores));
-    ASSIGN_OK(dvis, Upload(*gpu_, rows.visible));
-    ASSIGN_OK(dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * k * 4));
-    ASSIGN_OK(dwk, AllocBuffer(*gpu_, TopkWorkspaceBytes(key, n)));
-    ASSIGN_OK(dwi, AllocBuffer(*gpu_, TopkWorkspaceBytes(key, n)));
-    CHECK_OK(gpu_->Fill(dout.ptr(), 0xab, dout.bytes()));
+    ASSIGN_OR_RETURN(auto ds, Upload(*gpu_, scores));
+    ASSIGN_OR_RETURN(auto dvis, Upload(*gpu_, rows.visible));
+    ASSIGN_OR_RETURN(auto dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * k * 4));
+    ASSIGN_OR_RETURN(auto dwk, AllocBuffer(*gpu_, TopkWorkspaceBytes(key, n)));
+    ASSIGN_OR_RETURN(auto dwi, AllocBuffer(*gpu_, TopkWorkspaceBytes(key, n)));
+    RETURN_IF_ERROR(gpu_->Fill(dout.ptr(), 0xab, dout.bytes()));
     const TopkArgs a{ds.ptr(), dvis.ptr(), stride, n, dout.ptr(), dwk.ptr(), dwi.ptr()};
-    CHECK_OK(prefill ? LaunchTopkPrefill(*gpu_, module_, key, a)
-                     : LaunchTopkDecode(*gpu_, module_, key, a));
-    CHECK_OK(gpu_->Synchronize());
-    ASSIGN_OK(out, Download<int>(*gpu_, dout, static_cast<size_t>(n) * k));
+    RETURN_IF_ERROR(prefill ? LaunchTopkPrefill(*gpu_, module_, key, a)
+                            : LaunchTopkDecode(*gpu_, module_, key, a));
+    RETURN_IF_ERROR(gpu_->Synchronize());
+    ASSIGN_OR_RETURN(auto out, Download<int>(*gpu_, dout, static_cast<size_t>(n) * k));
     int64_t mismatches = 0, total = 0;
     for (int r : Sample(n, 64)) {
       const std::vector<int> want =
@@ -337,11 +334,11 @@ class GpuCheckTest : public ::testing::Test {
       for (int i = 0; i < k; ++i, ++total)
         mismatches += out[static_cast<size_t>(r) * k + i] != want[i];
     }
-    return {static_cast<double>(mismatches) / static_cast<double>(total), 0,
-            "rows=" + std::to_string(n) + " keys<=" + std::to_string(stride) + " exact"};
+    return Result{static_cast<double>(mismatches) / static_cast<double>(total), 0,
+                  "rows=" + std::to_string(n) + " keys<=" + std::to_string(stride) + " exact"};
   }
 
-  Result CheckSparse(const Key& key, const Step& step, Inputs& in, bool prefill) {
+  absl::StatusOr<Result> CheckSparse(const Key& key, const Step& step, Inputs& in, bool prefill) {
     const QueryRows rows = QueryRowsOf(step, prefill ? Phase::kPrefill : Phase::kDecode);
     const int hr = static_cast<int>(KeyInt(key, "heads")),
               l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
@@ -367,27 +364,27 @@ class GpuCheckTest : public ::testing::Test {
       std::copy(p.begin(), p.end(), sel.begin() + static_cast<size_t>(r) * k);
     }
     const float scale = 1.0f / std::sqrt(192.0f);
-    ASSIGN_OK(dql, Upload(*gpu_, ql));
-    ASSIGN_OK(dqr, Upload(*gpu_, qr));
-    ASSIGN_OK(dsel, Upload(*gpu_, sel));
-    ASSIGN_OK(dreq, Upload(*gpu_, rows.req));
-    ASSIGN_OK(dtable, Upload(*gpu_, table));
-    ASSIGN_OK(dcache, Upload(*gpu_, cache));
-    ASSIGN_OK(dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * hr * l * 2));
-    ASSIGN_OK(dlse, AllocBuffer(*gpu_, static_cast<size_t>(n) * hr * 4));
+    ASSIGN_OR_RETURN(auto dql, Upload(*gpu_, ql));
+    ASSIGN_OR_RETURN(auto dqr, Upload(*gpu_, qr));
+    ASSIGN_OR_RETURN(auto dsel, Upload(*gpu_, sel));
+    ASSIGN_OR_RETURN(auto dreq, Upload(*gpu_, rows.req));
+    ASSIGN_OR_RETURN(auto dtable, Upload(*gpu_, table));
+    ASSIGN_OR_RETURN(auto dcache, Upload(*gpu_, cache));
+    ASSIGN_OR_RETURN(auto dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * hr * l * 2));
+    ASSIGN_OR_RETURN(auto dlse, AllocBuffer(*gpu_, static_cast<size_t>(n) * hr * 4));
     const size_t ws = SparseWorkspaceBytes(key, n);
-    ASSIGN_OK(dws_o, AllocBuffer(*gpu_, ws));
-    ASSIGN_OK(dws_l, AllocBuffer(*gpu_, SparseLseWorkspaceBytes(key, n) + 4));
-    CHECK_OK(gpu_->Fill(dout.ptr(), 0xff, dout.bytes()));
-    CHECK_OK(gpu_->Fill(dlse.ptr(), 0xff, dlse.bytes()));
+    ASSIGN_OR_RETURN(auto dws_o, AllocBuffer(*gpu_, ws));
+    ASSIGN_OR_RETURN(auto dws_l, AllocBuffer(*gpu_, SparseLseWorkspaceBytes(key, n) + 4));
+    RETURN_IF_ERROR(gpu_->Fill(dout.ptr(), 0xff, dout.bytes()));
+    RETURN_IF_ERROR(gpu_->Fill(dlse.ptr(), 0xff, dlse.bytes()));
     const SparseArgs a{dql.ptr(),  dqr.ptr(),    dsel.ptr(), dreq.ptr(), dtable.ptr(), max_blocks,
                        kBlockSize, dcache.ptr(), kGKv,       scale,      dout.ptr(),   dlse.ptr(),
                        n,          dws_o.ptr(),  dws_l.ptr()};
-    CHECK_OK(prefill ? LaunchSparsePrefill(*gpu_, module_, key, a)
-                     : LaunchSparseDecode(*gpu_, module_, key, a));
-    CHECK_OK(gpu_->Synchronize());
-    ASSIGN_OK(out, Download<u16>(*gpu_, dout, static_cast<size_t>(n) * hr * l));
-    ASSIGN_OK(lse, Download<float>(*gpu_, dlse, static_cast<size_t>(n) * hr));
+    RETURN_IF_ERROR(prefill ? LaunchSparsePrefill(*gpu_, module_, key, a)
+                            : LaunchSparseDecode(*gpu_, module_, key, a));
+    RETURN_IF_ERROR(gpu_->Synchronize());
+    ASSIGN_OR_RETURN(auto out, Download<u16>(*gpu_, dout, static_cast<size_t>(n) * hr * l));
+    ASSIGN_OR_RETURN(auto lse, Download<float>(*gpu_, dlse, static_cast<size_t>(n) * hr));
     const ref::Paged paged{&cache, l / 2 + l / 16 + 2 * dr, &table, max_blocks, kBlockSize};
     std::vector<double> got, want;
     double lse_err = 0;

@@ -12,7 +12,7 @@
 #include "common/nvfp4.h"
 #include "gtest/gtest.h"
 #include "nvfp4_mla/sparse_geometry.h"
-#include "prewarm/toolchain/arch.h"
+#include "prewarm/arch/arch.h"
 
 namespace {
 

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-extern char** environ;
+#include "prewarm/util/subprocess.h"
 
 namespace prewarm::testing {
 namespace {
@@ -34,24 +33,14 @@ Background::Background(const std::vector<std::string>& argv, const std::string& 
   const std::string stem = dir + "/bg" + std::to_string(counter++);
   out_path_ = stem + ".out";
   err_path_ = stem + ".err";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path_.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path_.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> envs;
-  for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
-  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
-  std::vector<char*> cenv, cargv;
-  for (std::string& e : envs) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  for (std::string& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  if (::posix_spawnp(&pid_, cargv[0], &actions, nullptr, cargv.data(), cenv.data()) != 0) pid_ = -1;
-  posix_spawn_file_actions_destroy(&actions);
+  SpawnOptions spawn;
+  for (const auto& [k, v] : env) spawn.env.emplace_back(k, v);
+  using R = SpawnOptions::Redirect;
+  spawn.redirects = {R::Open(STDIN_FILENO, "/dev/null", O_RDONLY),
+                     R::Open(STDOUT_FILENO, out_path_, O_WRONLY | O_CREAT | O_TRUNC),
+                     R::Open(STDERR_FILENO, err_path_, O_WRONLY | O_CREAT | O_TRUNC)};
+  const absl::StatusOr<int> pid = Spawn(argv, spawn);
+  pid_ = pid.ok() ? *pid : -1;
 }
 
 Background::~Background() {

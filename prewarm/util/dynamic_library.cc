@@ -1,4 +1,4 @@
-#include "prewarm/toolchain/dynamic_library.h"
+#include "prewarm/util/dynamic_library.h"
 
 #include <dlfcn.h>
 #include <link.h>

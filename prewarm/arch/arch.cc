@@ -1,4 +1,4 @@
-#include "prewarm/toolchain/arch.h"
+#include "prewarm/arch/arch.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // A dlopen'ed library with typed symbol lookup. The handle is never closed: the compilers
 // keep global state that does not survive dlclose.
-#ifndef PREWARM_TOOLCHAIN_DYNAMIC_LIBRARY_H_
-#define PREWARM_TOOLCHAIN_DYNAMIC_LIBRARY_H_
+#ifndef PREWARM_UTIL_DYNAMIC_LIBRARY_H_
+#define PREWARM_UTIL_DYNAMIC_LIBRARY_H_
 
 #include <string>
 #include <vector>
@@ -34,4 +34,4 @@ class DynamicLibrary {
 
 }  // namespace prewarm
 
-#endif  // PREWARM_TOOLCHAIN_DYNAMIC_LIBRARY_H_
+#endif  // PREWARM_UTIL_DYNAMIC_LIBRARY_H_

@@ -1,6 +1,6 @@
 // GPU architecture names: parsing --arch lists and detecting the local GPUs.
-#ifndef PREWARM_TOOLCHAIN_ARCH_H_
-#define PREWARM_TOOLCHAIN_ARCH_H_
+#ifndef PREWARM_ARCH_ARCH_H_
+#define PREWARM_ARCH_ARCH_H_
 
 #include <string>
 #include <string_view>
@@ -52,4 +52,4 @@ std::vector<std::string> DetectKfdArchNames(const std::string& kfd_root = "/sys/
 
 }  // namespace prewarm
 
-#endif  // PREWARM_TOOLCHAIN_ARCH_H_
+#endif  // PREWARM_ARCH_ARCH_H_
