@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "prewarm/cache/fill.h"
+#include "prewarm/catalog/catalog.h"
+#include "prewarm/compile/fill.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/toolchain/worker.h"
 #include "prewarm/util/strings.h"

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "bench/bench_util.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/launch.h"
 #include "prewarm/toolchain/toolchain.h"

@@ -14,10 +14,10 @@
 #include <numeric>
 
 #include "bench/bench_util.h"
+#include "prewarm/launchers/step_generator.h"
 #include "prewarm/runtime/launch.h"
 #include "prewarm/runtime/runtime.h"
 #include "prewarm/util/status_macros.h"
-#include "tests/launchers/step_generator.h"
 
 namespace prewarm {
 namespace {
@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
   if (trace == "seed") {
     steps = SeedTrace(limits);
   } else {
-    testing::StepGenerator gen(limits, 2026);
+    StepGenerator gen(limits, 2026);
     for (int i = 0; i < 100; ++i) steps.push_back(gen.Next());
   }
   for (int pass = 1; pass <= passes; ++pass) {

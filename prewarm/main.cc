@@ -6,6 +6,7 @@
 
 #include "absl/flags/flag.h"
 #include "prewarm/cache/manifest.h"
+#include "prewarm/cli/build_config.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/config.h"
 #include "prewarm/cli/flag_parser.h"
@@ -157,141 +158,6 @@ constexpr char kUsage[] =
 
 constexpr char kThisFile[] = "prewarm/main.cc";
 
-absl::StatusOr<prewarm::Config> BuildConfig(const prewarm::ParsedArgs& args) {
-  prewarm::Config c;
-  c.command = args.command;
-  auto origin = [&](const std::string& flag) {
-    auto it = args.origins.find(flag);
-    return it == args.origins.end() ? std::string() : it->second;
-  };
-  const std::pair<const char*, const absl::Flag<std::string>*> limit_flags[] = {
-      {"max-num-seqs", &FLAGS_max_num_seqs},
-      {"max-num-batched-tokens", &FLAGS_max_num_batched_tokens},
-      {"max-model-len", &FLAGS_max_model_len},
-      {"num-speculative-tokens", &FLAGS_num_speculative_tokens},
-      {"max-cudagraph-capture-size", &FLAGS_max_cudagraph_capture_size},
-      {"tensor-parallel-size", &FLAGS_tensor_parallel_size},
-      {"block-size", &FLAGS_block_size},
-      {"decode-context-parallel-size", &FLAGS_decode_context_parallel_size}};
-  for (const auto& [name, flag] : limit_flags) {
-    const std::string from = origin(name);
-    if (from.empty()) continue;
-    if (absl::Status s =
-            prewarm::SetIntLimitFromText(c.explicit_limits, name, absl::GetFlag(*flag), from);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (const std::string from = origin("kv-cache-dtype"); !from.empty()) {
-    if (absl::Status s = prewarm::SetKvCacheDtypeFromText(
-            c.explicit_limits, absl::GetFlag(FLAGS_kv_cache_dtype), from);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (const std::string from = origin("graph-only"); !from.empty()) {
-    c.explicit_limits.graph_only = prewarm::Sourced<bool>{absl::GetFlag(FLAGS_graph_only), from};
-  }
-  c.vllm_args = absl::GetFlag(FLAGS_vllm_args);
-  c.vllm_args_origin = origin("vllm-args");
-  c.model_config = absl::GetFlag(FLAGS_model_config);
-  c.gpu_memory_gib = absl::GetFlag(FLAGS_gpu_memory_gib);
-  c.gpu_memory_gib_origin = origin("gpu-memory-gib");
-  c.arch = absl::GetFlag(FLAGS_arch);
-  const std::string format = absl::GetFlag(FLAGS_format);
-  if (format == "json") {
-    c.format = prewarm::OutputFormat::kJson;
-  } else if (format != "table") {
-    return absl::InvalidArgumentError(
-        prewarm::StrCat(origin("format"), "=", format, ": expected table or json"));
-  }
-  const std::string log_format = absl::GetFlag(FLAGS_log_format);
-  if (log_format == "json") {
-    prewarm::SetLogFormat(prewarm::LogFormat::kJson);
-  } else if (log_format != "text") {
-    return absl::InvalidArgumentError(
-        prewarm::StrCat(origin("log-format"), "=", log_format, ": expected text or json"));
-  }
-  c.trace = absl::GetFlag(FLAGS_trace);
-  c.strict = absl::GetFlag(FLAGS_strict);
-  c.cache_dir = absl::GetFlag(FLAGS_cache_dir);
-  if (c.cache_dir.empty()) {
-    const std::optional<std::string> home = prewarm::GetEnv("HOME");
-    c.cache_dir = prewarm::StrCat(home.value_or("/tmp"), "/.cache/prewarm");
-  }
-  const int32_t jobs = absl::GetFlag(FLAGS_jobs);
-  if (jobs < 0 || jobs > 256) {
-    return absl::InvalidArgumentError(prewarm::StrCat(
-        origin("jobs"), "=", jobs, ": must be 0 to 256 (0: one per available CPU)"));
-  }
-  c.jobs = jobs > 0 ? jobs : prewarm::AvailableCpus();
-  const std::string shard = absl::GetFlag(FLAGS_shard);
-  const size_t slash = shard.find('/');
-  const auto index = prewarm::ParseInt64(std::string_view(shard).substr(0, slash));
-  const auto count = slash == std::string::npos
-                         ? std::nullopt
-                         : prewarm::ParseInt64(std::string_view(shard).substr(slash + 1));
-  if (!index || !count || *count < 1 || *index < 0 || *index >= *count || *count > 100000) {
-    return absl::InvalidArgumentError(
-        prewarm::StrCat(origin("shard"), "=", shard, ": expected i/n with 0 <= i < n (e.g. 0/4)"));
-  }
-  c.shard_index = static_cast<int>(*index);
-  c.shard_count = static_cast<int>(*count);
-  c.manifest = absl::GetFlag(FLAGS_manifest);
-  if (c.manifest.empty()) {
-    c.manifest_in_cache = true;
-    c.manifest = c.shard_count > 1 ? prewarm::StrCat(c.cache_dir, "/prewarm/manifest-shard-",
-                                                     c.shard_index, "-of-", c.shard_count, ".json")
-                                   : prewarm::StrCat(c.cache_dir, "/prewarm/manifest.json");
-  }
-  // Seconds: finite, in (0, max] or [0, max]; inf, nan and the absurd are refused, not obeyed.
-  auto seconds = [&](const char* flag, double v, bool zero_ok, double max) -> absl::Status {
-    if ((zero_ok ? v >= 0 : v > 0) && v <= max) return absl::OkStatus();
-    return absl::InvalidArgumentError(prewarm::StrCat(origin(flag), "=", v, ": must be ",
-                                                      zero_ok ? ">= 0" : "> 0", " and at most ",
-                                                      max, " seconds"));
-  };
-  if (args.command == "run") {
-    if (absl::Status ok = prewarm::CheckReplaceable(c.manifest); !ok.ok()) {
-      const std::string from = origin("manifest");
-      return absl::InvalidArgumentError(
-          prewarm::StrCat(from.empty() ? "the manifest" : from, ": ", ok.message()));
-    }
-  }
-  c.compile_timeout_s = absl::GetFlag(FLAGS_compile_timeout);
-  RETURN_IF_ERROR(seconds("compile-timeout", c.compile_timeout_s, false, 86400));
-  c.compile_memory_mb = absl::GetFlag(FLAGS_compile_memory_mb);
-  if (c.compile_memory_mb < 0) {
-    return absl::InvalidArgumentError(prewarm::StrCat(
-        origin("compile-memory-mb"), "=", c.compile_memory_mb, ": must be >= 0 (0: no limit)"));
-  }
-  c.progress_interval_s = absl::GetFlag(FLAGS_progress_interval);
-  RETURN_IF_ERROR(seconds("progress-interval", c.progress_interval_s, true, 3600));
-  c.serve = absl::GetFlag(FLAGS_serve);
-  c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
-  c.grpc_address = absl::GetFlag(FLAGS_grpc_address);
-  c.metrics_address_given = !origin("metrics-address").empty();
-  c.grpc_address_given = !origin("grpc-address").empty();
-  c.verify_interval_s = absl::GetFlag(FLAGS_verify_interval);
-  RETURN_IF_ERROR(seconds("verify-interval", c.verify_interval_s, false, 86400));
-  c.pushgateway = absl::GetFlag(FLAGS_pushgateway);
-  c.probe_addr = absl::GetFlag(FLAGS_addr);
-  c.probe_service = absl::GetFlag(FLAGS_service);
-  c.probe_timeout_s = absl::GetFlag(FLAGS_timeout);
-  RETURN_IF_ERROR(seconds("timeout", c.probe_timeout_s, false, 3600));
-  c.quiet = absl::GetFlag(FLAGS_quiet);
-  c.dry_run = absl::GetFlag(FLAGS_dry_run);
-  c.stale = absl::GetFlag(FLAGS_stale);
-  c.tag = absl::GetFlag(FLAGS_tag);
-  c.output = absl::GetFlag(FLAGS_output);
-  c.push = absl::GetFlag(FLAGS_push);
-  if (args.command == "pack" && c.tag.empty()) {
-    return absl::InvalidArgumentError(
-        "pack needs --tag REF, the image's name (e.g. registry.example.com/ml/prewarm-cache:v1)");
-  }
-  return c;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -316,7 +182,7 @@ int main(int argc, char** argv) {
         prewarm::StrCat("unexpected argument \"", args->positionals.front(), "\" after ",
                         args->command, " (flags start with --)")));
   }
-  absl::StatusOr<prewarm::Config> config = BuildConfig(*args);
+  absl::StatusOr<prewarm::Config> config = prewarm::BuildConfig(*args);
   if (!config.ok()) return prewarm::ReportError(config.status());
   config->paths = args->positionals;
   return prewarm::Run(*config, std::cout);

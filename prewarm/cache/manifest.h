@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "prewarm/cache/entry.h"
-#include "prewarm/cache/fill.h"
+#include "prewarm/cache/key_state.h"
 #include "prewarm/util/files.h"
 
 namespace prewarm {

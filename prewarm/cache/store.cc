@@ -5,34 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "prewarm/toolchain/kernel_sources.h"
 #include "prewarm/util/sha256.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
-
-absl::StatusOr<std::string> ManagerKey(const Toolchain& toolchain, const Arch& arch,
-                                       std::string_view launcher) {
-  return ManagerKey(toolchain.Identity(), toolchain.CommonOptions(arch), arch, launcher);
-}
-
-absl::StatusOr<std::string> ManagerKey(std::string_view toolchain_identity,
-                                       const std::vector<std::string>& common_options,
-                                       const Arch& arch, std::string_view launcher) {
-  ASSIGN_OR_RETURN(std::vector<KernelSource> sources, SourceClosure(KernelFileFor(launcher)));
-  Sha256 h;
-  h.UpdateField(StrCat("prewarm-cache-format-", kEntryFormatVersion));
-  h.UpdateField(toolchain_identity);
-  h.UpdateField(arch.name);
-  h.UpdateField(launcher);
-  for (const KernelSource& s : sources) {
-    h.UpdateField(s.name);
-    h.UpdateField(s.text);
-  }
-  for (const std::string& option : common_options) h.UpdateField(option);
-  return ToHex(h.Digest()).substr(0, 32);
-}
 
 std::string LauncherDirName(const EntryRef& ref) {
   return StrCat(ref.launcher, "_", ref.manager_key);
@@ -157,8 +134,8 @@ absl::Status CacheStore::Write(const EntryRef& ref, const std::string& producer,
   return file.Commit();
 }
 
-std::string ProducerString(const Toolchain& toolchain) {
-  return StrCat("prewarm ", kPrewarmVersion, " (", toolchain.Identity(), ")");
+std::string ProducerString(std::string_view toolchain_identity) {
+  return StrCat("prewarm ", kPrewarmVersion, " (", toolchain_identity, ")");
 }
 
 }  // namespace prewarm

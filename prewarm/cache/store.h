@@ -2,10 +2,9 @@
 //   {root}/{launcher}_{manager_key}/{sha256(key_string)[:16]}.co     entry (entry.h), mode 0444
 //   {root}/{launcher}_{manager_key}/{sha256(key_string)[:16]}.lock   flock(2) file, never deleted
 //   {root}/prewarm/manifest.json, {root}/prewarm/metrics.prom
-// manager_key = the first 32 hex digits of SHA-256 over the entry format version, the toolchain
-// identity, the arch, the launcher's kernel source with every header it includes, and the
-// compile options common to the launcher. Anything else in the volume (FlyDSL's, Triton's
-// entries) is never touched.
+// manager_key: catalog/catalog.h computes it (from the toolchain identity, the arch, the
+// launcher's kernel sources and the common options); the store takes it as given. Anything else in
+// the volume (FlyDSL's, Triton's entries) is never touched.
 //
 // Thread safety: CacheStore is safe to use from many threads and processes at once; locking is
 // per entry with flock, and the rejection counters are atomic.
@@ -20,20 +19,9 @@
 
 #include "absl/status/statusor.h"
 #include "prewarm/cache/entry.h"
-#include "prewarm/toolchain/toolchain.h"
 #include "prewarm/util/files.h"
 
 namespace prewarm {
-
-// The manager key for one launcher and arch under `toolchain`. NotFound when the launcher's
-// kernel source is not embedded.
-absl::StatusOr<std::string> ManagerKey(const Toolchain& toolchain, const Arch& arch,
-                                       std::string_view launcher);
-// The same from a toolchain's recorded identity and its options for `arch`
-// (CommonCompileOptions): what a serving process with no compiler computes from a manifest.
-absl::StatusOr<std::string> ManagerKey(std::string_view toolchain_identity,
-                                       const std::vector<std::string>& common_options,
-                                       const Arch& arch, std::string_view launcher);
 
 // One entry's identity.
 struct EntryRef {
@@ -103,7 +91,7 @@ class CacheStore {
 };
 
 // The producer string written into entries: "prewarm <version> (<toolchain identity>)".
-std::string ProducerString(const Toolchain& toolchain);
+std::string ProducerString(std::string_view toolchain_identity);
 inline constexpr char kPrewarmVersion[] = "0.1.0";
 
 }  // namespace prewarm

@@ -4,7 +4,7 @@
 
 #include "prewarm/cache/gc.h"
 #include "prewarm/cache/store.h"
-#include "prewarm/cli/cache_plan.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/toolchain/toolchain.h"
 #include "prewarm/util/strings.h"

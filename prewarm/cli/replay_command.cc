@@ -5,7 +5,7 @@
 #include <set>
 
 #include "nlohmann/json.hpp"
-#include "prewarm/cli/cache_plan.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
 #include "prewarm/util/files.h"

@@ -1,6 +1,8 @@
-// prewarm run: plan, skip what is cached and valid, compile the rest in worker processes,
-// write the manifest and metrics. Exit 0 when every key of this shard is in the cache, 1 when
-// any failed (compile or I/O), 2 on bad input.
+// prewarm run, in its phases: plan (this shard's keys), fill (skip what is cached and valid,
+// compile the rest in worker processes), report (manifest, metrics, Pushgateway), and with
+// --serve, serve health and metrics until SIGTERM. Exit 0 when every key of this shard is in the
+// cache, 1 when any failed (compile or I/O), 2 on bad input. With --serve the exit after SIGTERM
+// is 0, also when a signal cut the compile short (the servers' job was to report it).
 #include <signal.h>
 
 #include <algorithm>
@@ -14,12 +16,12 @@
 #include <optional>
 #include <thread>
 
-#include "prewarm/cache/fill.h"
 #include "prewarm/cache/manifest.h"
-#include "prewarm/cli/cache_plan.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
 #include "prewarm/cli/serving.h"
+#include "prewarm/compile/fill.h"
 #include "prewarm/runtime/resources.h"
 #include "prewarm/service/servers.h"
 #include "prewarm/service/telemetry.h"
@@ -179,6 +181,132 @@ void Push(const std::string& url, const Telemetry& telemetry) {
                     StopRequested() ? " (stopping)" : "", "; continuing without it"));
 }
 
+// This shard's keys: every n-th of a stable order (launcher, arch, key), then by priority.
+std::vector<PlannedEntry> ShardOf(std::vector<PlannedEntry> entries, const Config& config) {
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const PlannedEntry& a, const PlannedEntry& b) {
+                     return std::tie(a.launcher, a.arch.name, a.ref.key_string) <
+                            std::tie(b.launcher, b.arch.name, b.ref.key_string);
+                   });
+  std::vector<PlannedEntry> mine;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(config.shard_count)) == config.shard_index) {
+      mine.push_back(std::move(entries[i]));
+    }
+  }
+  std::stable_sort(mine.begin(), mine.end(), [](const PlannedEntry& a, const PlannedEntry& b) {
+    return Priority(a.witness) < Priority(b.witness);
+  });
+  return mine;
+}
+
+// The compile phase's outcome, per key of the shard.
+struct Filled {
+  std::vector<FillResult> results;
+  // What each compiled or cached variant uses, read from its code object as it is filled (none
+  // for a key that failed).
+  std::vector<std::optional<absl::StatusOr<VariantResources>>> resources;
+  bool cancelled = false;
+};
+
+// Compiles what is missing in persistent workers. A stop signal stops taking keys and kills the
+// workers in flight, so the process ends within a second; their temp files are removed as their
+// writers unwind.
+Filled Fill(const Config& config, const CacheStore& store, const std::vector<PlannedEntry>& mine,
+            const std::vector<std::string>& toolchains, Telemetry& telemetry) {
+  std::vector<FillItem> items;
+  for (const PlannedEntry& e : mine) items.push_back({e.ref, JobForKey(e.key, e.arch)});
+  WorkerOptions wopt;
+  wopt.timeout = absl::Seconds(config.compile_timeout_s);
+  wopt.memory_limit_mb = config.compile_memory_mb;
+  std::atomic<bool> cancelled{false};
+  FillOptions fopt;
+  fopt.jobs = config.jobs;
+  fopt.cancelled = &cancelled;
+  // One persistent worker per pool thread: the compiler loads once per worker, not per key.
+  fopt.compile = [&wopt](const CompileJob& job) {
+    thread_local std::unique_ptr<PersistentWorker> worker;
+    if (worker == nullptr) worker = std::make_unique<PersistentWorker>(wopt);
+    return worker->Compile(job);
+  };
+  fopt.producer = StrCat("prewarm ", kPrewarmVersion, " (", StrJoin(toolchains, ", "), ")");
+  Filled filled;
+  filled.resources.resize(mine.size());
+  fopt.on_code = [&](size_t i, std::string_view code) {
+    filled.resources[i] = CheckVariantResources(mine[i].key, code);
+  };
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      if (WaitForStop(0.1) && !done.load()) {
+        cancelled.store(true);
+        KillAllWorkers();
+        return;
+      }
+    }
+  });
+  Progress progress(mine, config);
+  fopt.on_done = [&](size_t i, const FillResult& r) {
+    progress.Done(i, r);
+    telemetry.KeyDone(mine[i].launcher, r.state, r.compile_seconds, r.error);
+  };
+  filled.results = FillCache(store, items, fopt);
+  done.store(true);
+  watcher.join();
+  filled.cancelled = cancelled.load();
+  return filled;
+}
+
+// The manifest's keys, the problems of each variant (warned, and counted as spilling), the
+// rejection counters and the cache's size, into the report and the metrics.
+void Report(const Config& config, const Inputs& in, const CacheStore& store,
+            const std::vector<PlannedEntry>& mine, const Filled& filled, RunReport& report,
+            Telemetry& telemetry) {
+  std::map<std::string, int64_t> spilling;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    nlohmann::json used;  // null for a failed key
+    if (filled.resources[i].has_value()) {
+      used = VariantResourcesJson(*filled.resources[i]);
+      ReportProblems(mine[i], *filled.resources[i], spilling);
+    }
+    report.keys.push_back({mine[i].launcher, mine[i].ref.key_string,
+                           store.RelativeEntryPath(mine[i].ref), filled.results[i].state,
+                           filled.results[i].compile_seconds, filled.results[i].error,
+                           std::move(used)});
+  }
+  telemetry.SetSpilling(spilling);
+  report.limits = LimitsToJson(in.limits);
+  report.shape = ShapeToJson(in.model, in.shape, in.limits);
+  report.shard = StrCat(config.shard_index, "/", config.shard_count);
+  for (int r = 0; r < kNumRejectReasons; ++r) {
+    report.rejected[r] = store.rejected(static_cast<RejectReason>(r));
+    telemetry.SetRejected(static_cast<RejectReason>(r), report.rejected[r]);
+  }
+  report.cache_bytes = CacheBytes(config.cache_dir);
+  telemetry.SetCacheBytes(report.cache_bytes);
+}
+
+// --serve after the run: health follows a cheap re-check (stat and header of every entry of this
+// shard) every --verify-interval, until SIGTERM.
+void ServeUntilStopped(const Config& config, const CacheStore& store,
+                       const std::vector<PlannedEntry>& mine, Telemetry& telemetry) {
+  telemetry.SetPhase("serving");
+  LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
+                 " s"));
+  while (!WaitForStop(config.verify_interval_s)) {
+    int64_t bad = 0;
+    for (const PlannedEntry& e : mine) {
+      bad += store.QuickCheck(e.ref).state != CacheStore::State::kHit;
+    }
+    const bool ready = bad == 0;
+    if (ready != telemetry.Snapshot().ready) {
+      if (!ready) LogError(StrCat(bad, " planned entries are missing or damaged; NOT_SERVING"));
+      telemetry.SetReady(ready);
+    }
+  }
+  LogInfo("stopping");
+}
+
 }  // namespace
 
 int RunRun(const Config& config, std::ostream& out) {
@@ -207,33 +335,20 @@ int RunRun(const Config& config, std::ostream& out) {
   Servers servers;
   if (absl::Status s = StartServers(config, telemetry, servers); !s.ok()) return ReportError(s);
 
+  // Plan.
   telemetry.SetPhase("planning");
   const Plan plan = BuildPlan(in->limits, in->model, in->shape, in->archs);
   absl::StatusOr<std::vector<PlannedEntry>> all = EntriesForPlan(plan, toolchains);
   if (!all.ok()) return ReportError(absl::InternalError(all.status().message()));
   report.plan_seconds = Since(t0);
   telemetry.SetPhaseSeconds("plan", report.plan_seconds);
-
-  // The shard: every n-th key of a stable order (launcher, arch, key), then by priority.
-  std::vector<PlannedEntry> entries = *std::move(all);
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const PlannedEntry& a, const PlannedEntry& b) {
-                     return std::tie(a.launcher, a.arch.name, a.ref.key_string) <
-                            std::tie(b.launcher, b.arch.name, b.ref.key_string);
-                   });
-  std::vector<PlannedEntry> mine;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (static_cast<int>(i % static_cast<size_t>(config.shard_count)) == config.shard_index) {
-      mine.push_back(std::move(entries[i]));
-    }
-  }
-  std::stable_sort(mine.begin(), mine.end(), [](const PlannedEntry& a, const PlannedEntry& b) {
-    return Priority(a.witness) < Priority(b.witness);
-  });
+  const size_t total = all->size();
+  const std::vector<PlannedEntry> mine = ShardOf(*std::move(all), config);
   std::map<std::string, int64_t> planned;
   for (const PlannedEntry& e : mine) ++planned[e.launcher];
   telemetry.SetPlan(planned);
 
+  // Fill.
   CacheStore store(config.cache_dir);
   absl::StatusOr<DirFd> own = OpenOwnFolder(config.cache_dir);
   if (!own.ok()) {
@@ -251,81 +366,18 @@ int RunRun(const Config& config, std::ostream& out) {
   if (!config.quiet) {
     LogInfo(StrCat("run: ", mine.size(), " keys",
                    config.shard_count > 1 ? StrCat(" (shard ", config.shard_index, "/",
-                                                   config.shard_count, " of ", entries.size(), ")")
+                                                   config.shard_count, " of ", total, ")")
                                           : "",
                    ", ", config.jobs, " workers, cache ", config.cache_dir));
   }
-  std::vector<FillItem> items;
-  for (const PlannedEntry& e : mine) items.push_back({e.ref, JobForKey(e.key, e.arch)});
-  WorkerOptions wopt;
-  wopt.timeout = absl::Seconds(config.compile_timeout_s);
-  wopt.memory_limit_mb = config.compile_memory_mb;
-  std::atomic<bool> cancelled{false};
-  FillOptions fopt;
-  fopt.jobs = config.jobs;
-  fopt.cancelled = &cancelled;
-  // One persistent worker per pool thread: the compiler loads once per worker, not per key.
-  fopt.compile = [&wopt](const CompileJob& job) {
-    thread_local std::unique_ptr<PersistentWorker> worker;
-    if (worker == nullptr) worker = std::make_unique<PersistentWorker>(wopt);
-    return worker->Compile(job);
-  };
-  fopt.producer = StrCat("prewarm ", kPrewarmVersion, " (", StrJoin(report.toolchains, ", "), ")");
   telemetry.SetPhase("compiling");
   const Clock::time_point compile_start = Clock::now();
-  std::vector<FillResult> results;
-  // What each compiled or cached variant uses, read from its code object as it is filled
-  // (none for a key that failed).
-  std::vector<std::optional<absl::StatusOr<VariantResources>>> resources(mine.size());
-  fopt.on_code = [&](size_t i, std::string_view code) {
-    resources[i] = CheckVariantResources(mine[i].key, code);
-  };
-  {
-    // A stop signal during the compile: stop taking keys and kill the workers in flight, so
-    // the process ends within a second; their temp files are removed as their writers unwind.
-    std::atomic<bool> filled{false};
-    std::thread watcher([&] {
-      while (!filled.load()) {
-        if (WaitForStop(0.1) && !filled.load()) {
-          cancelled.store(true);
-          KillAllWorkers();
-          return;
-        }
-      }
-    });
-    Progress progress(mine, config);
-    fopt.on_done = [&](size_t i, const FillResult& r) {
-      progress.Done(i, r);
-      telemetry.KeyDone(mine[i].launcher, r.state, r.compile_seconds, r.error);
-    };
-    results = FillCache(store, items, fopt);
-    filled.store(true);
-    watcher.join();
-  }
+  const Filled filled = Fill(config, store, mine, report.toolchains, telemetry);
   report.compile_seconds = Since(compile_start);
   telemetry.SetPhaseSeconds("compile", report.compile_seconds);
 
-  std::map<std::string, int64_t> spilling;
-  for (size_t i = 0; i < mine.size(); ++i) {
-    nlohmann::json used;  // null for a failed key
-    if (resources[i].has_value()) {
-      used = VariantResourcesJson(*resources[i]);
-      ReportProblems(mine[i], *resources[i], spilling);
-    }
-    report.keys.push_back({mine[i].launcher, mine[i].ref.key_string,
-                           store.RelativeEntryPath(mine[i].ref), results[i].state,
-                           results[i].compile_seconds, results[i].error, std::move(used)});
-  }
-  telemetry.SetSpilling(spilling);
-  report.limits = LimitsToJson(in->limits);
-  report.shape = ShapeToJson(in->model, in->shape, in->limits);
-  report.shard = StrCat(config.shard_index, "/", config.shard_count);
-  for (int r = 0; r < kNumRejectReasons; ++r) {
-    report.rejected[r] = store.rejected(static_cast<RejectReason>(r));
-    telemetry.SetRejected(static_cast<RejectReason>(r), report.rejected[r]);
-  }
-  report.cache_bytes = CacheBytes(config.cache_dir);
-  telemetry.SetCacheBytes(report.cache_bytes);
+  // Report.
+  Report(config, *in, store, mine, filled, report, telemetry);
   report.finished = absl::Now();
   report.total_seconds = Since(t0);
   telemetry.SetPhaseSeconds("total", report.total_seconds);
@@ -342,28 +394,16 @@ int RunRun(const Config& config, std::ostream& out) {
       << " compiled, " << report.Count(KeyState::kCached) << " cached, " << failed << " failed in "
       << Seconds(report.total_seconds) << "; cache " << config.cache_dir << std::endl;
   if (!written.ok()) return ReportError(absl::InternalError(written.message()));
-  if (cancelled.load()) {
+  if (filled.cancelled) {
     LogWarning(
         StrCat("stopped by a signal; ", failed, " keys not compiled (a rerun completes them)"));
     servers.Stop();
     return config.serve ? kExitOk : kExitRunFailed;
   }
+
+  // Serve.
   if (config.serve) {
-    telemetry.SetPhase("serving");
-    LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
-                   " s"));
-    while (!WaitForStop(config.verify_interval_s)) {
-      // The cheap check: stat and header of every entry of this shard.
-      int64_t bad = 0;
-      for (const PlannedEntry& e : mine)
-        bad += store.QuickCheck(e.ref).state != CacheStore::State::kHit;
-      const bool ready = bad == 0;
-      if (ready != telemetry.Snapshot().ready) {
-        if (!ready) LogError(StrCat(bad, " planned entries are missing or damaged; NOT_SERVING"));
-        telemetry.SetReady(ready);
-      }
-    }
-    LogInfo("stopping");
+    ServeUntilStopped(config, store, mine, telemetry);
     servers.Stop();
     return kExitOk;
   }

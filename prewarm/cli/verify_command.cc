@@ -14,7 +14,7 @@
 #include <map>
 
 #include "prewarm/cache/manifest.h"
-#include "prewarm/cli/cache_plan.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
 #include "prewarm/cli/serving.h"

@@ -133,12 +133,7 @@ absl::StatusOr<std::unique_ptr<KernelCache>> KernelCache::Open(const RuntimeOpti
 }
 
 absl::StatusOr<std::string> KernelCache::ManagerKeyFor(const std::string& launcher) {
-  auto it = manager_keys_.find(launcher);
-  if (it != manager_keys_.end()) return it->second;
-  ASSIGN_OR_RETURN(std::string mk,
-                   ManagerKey(toolchain_identity_, CommonCompileOptions(arch_), arch_, launcher));
-  manager_keys_[launcher] = mk;
-  return mk;
+  return manager_keys_.Get(toolchain_identity_, arch_, launcher);
 }
 
 absl::StatusOr<std::vector<Key>> KernelCache::KeysForStats(const std::string& launcher,
@@ -203,7 +198,8 @@ absl::StatusOr<std::string> KernelCache::Code(const std::string& launcher, const
   stats_.compile_seconds += Seconds(c0);
   absl::StatusOr<FileLock> lock = store_->LockForWrite(ref, /*wait=*/true);
   const absl::Status written =
-      lock.ok() ? store_->Write(ref, ProducerString(*toolchain_), out.code) : lock.status();
+      lock.ok() ? store_->Write(ref, ProducerString(toolchain_->Identity()), out.code)
+                : lock.status();
   if (!written.ok()) {
     LogWarning(StrCat("cannot store ", launcher, " ", key.String(), ": ", written.message()));
   }

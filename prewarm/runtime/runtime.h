@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "prewarm/cache/manifest.h"
 #include "prewarm/cache/store.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/gpu.h"
 
@@ -103,7 +104,7 @@ class KernelCache {
   Shape shape_;
   Arch arch_;
   std::unique_ptr<CacheStore> store_;
-  std::map<std::string, std::string> manager_keys_;
+  ManagerKeys manager_keys_;
   RuntimeStats stats_;
 };
 

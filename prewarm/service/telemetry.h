@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "prewarm/cache/entry.h"
-#include "prewarm/cache/fill.h"
+#include "prewarm/cache/key_state.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"

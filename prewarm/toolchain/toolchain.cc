@@ -1,36 +1,11 @@
 #include "prewarm/toolchain/toolchain.h"
 
-#include <cctype>
-
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
 
 absl::StatusOr<std::unique_ptr<Toolchain>> OpenToolchain(Platform platform) {
   return platform == Platform::kAmd ? OpenHiprtc() : OpenNvrtc();
-}
-
-std::string KernelFileFor(std::string_view launcher) {
-  if (launcher == "fp8_bmm") return "fp8_bmm.hip";
-  return StrCat("nvfp4_mla/", launcher, ".hip");
-}
-
-CompileJob JobForKey(const Key& key, const Arch& arch) {
-  CompileJob job;
-  job.launcher = key.launcher;
-  job.key_string = key.String();
-  job.arch = arch;
-  job.kernel = KernelFileFor(key.launcher);
-  for (const auto& [name, value] : key.params) {
-    std::string macro = "PW_";
-    for (char c : name) macro += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (const auto* i = std::get_if<int64_t>(&value)) {
-      job.defines.push_back(StrCat("-D", macro, "=", *i));
-    } else if (const auto* b = std::get_if<bool>(&value)) {
-      job.defines.push_back(StrCat("-D", macro, "=", *b ? 1 : 0));
-    }
-  }
-  return job;
 }
 
 std::vector<std::string> ArchDefines(const Arch& arch) {

@@ -13,14 +13,12 @@
 
 #include "absl/status/statusor.h"
 #include "prewarm/arch/arch.h"
-#include "prewarm/launchers/key.h"
 
 namespace prewarm {
 
-// One compile: a kernel file of kernels/ with the defines of one key, for one arch.
+// One compile: a kernel file of kernels/ with its defines, for one arch.
 struct CompileJob {
-  std::string launcher;
-  std::string key_string;
+  std::string name;  // what it is, for messages ("fp8_bmm arch=gfx942,...")
   Arch arch;
   std::string kernel;                // "fp8_bmm.hip"
   std::vector<std::string> defines;  // "-DPW_M_EXACT=3", from the key
@@ -56,11 +54,6 @@ absl::StatusOr<std::unique_ptr<Toolchain>> OpenHiprtc();
 absl::StatusOr<std::unique_ptr<Toolchain>> OpenNvrtc();
 absl::StatusOr<std::unique_ptr<Toolchain>> OpenToolchain(Platform platform);
 
-// The kernel file a launcher compiles ("fp8_bmm.hip", "nvfp4_mla/index_decode.hip").
-std::string KernelFileFor(std::string_view launcher);
-// The job for a planned key: its kernel file and one -DPW_<NAME>=<value> per integer or boolean
-// param (booleans as 0/1; strings such as arch and gemm name no define).
-CompileJob JobForKey(const Key& key, const Arch& arch);
 // The defines every compile for `arch` gets, whichever compiler: -DPW_FP8_FNUZ (gfx942 uses
 // e4m3fnuz, every other target e4m3fn) and -DPW_LDS_KIB (SharedMemoryKib).
 std::vector<std::string> ArchDefines(const Arch& arch);

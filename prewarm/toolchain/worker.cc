@@ -46,8 +46,7 @@ JobResult RunJob(std::string_view input) {
   if (req.is_discarded() || !req.is_object()) return {2, "compile worker: malformed request", ""};
   CompileJob job;
   try {
-    job.launcher = req.at("launcher").get<std::string>();
-    job.key_string = req.at("key").get<std::string>();
+    job.name = req.value("name", std::string());
     job.kernel = req.at("kernel").get<std::string>();
     job.defines = req.at("defines").get<std::vector<std::string>>();
     absl::StatusOr<Arch> arch = ParseArch(req.at("arch").get<std::string>());
@@ -133,8 +132,7 @@ int CompileWorkerMain() {
 namespace {
 
 nlohmann::json RequestJson(const CompileJob& job, const WorkerOptions& options) {
-  return {{"launcher", job.launcher},
-          {"key", job.key_string},
+  return {{"name", job.name},
           {"kernel", job.kernel},
           {"defines", job.defines},
           {"arch", job.arch.name},
@@ -142,7 +140,7 @@ nlohmann::json RequestJson(const CompileJob& job, const WorkerOptions& options) 
           {"skip_arch_check", options.skip_arch_check}};
 }
 
-std::string What(const CompileJob& job) { return StrCat(job.launcher, " ", job.key_string); }
+std::string What(const CompileJob& job) { return job.name; }
 
 absl::Status SignalStatus(const CompileJob& job, int sig, std::string_view stderr_tail) {
   std::string reason = StrCat("compile worker for ", What(job), " was killed by signal ", sig, " (",

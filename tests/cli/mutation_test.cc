@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "prewarm/launchers/plan.h"
-#include "tests/launchers/step_generator.h"
+#include "prewarm/launchers/step_generator.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
@@ -29,7 +29,7 @@ TEST(MutationTest, RandomTracesFindADroppedBreakpoint) {
   // 40 random in-range steps of the embedded example's limits (the seed test's count).
   const Limits limits =
       *ResolveLimits({}, {}, ExampleModelConfig(), VllmBatchDefaults(false, "gfx90a"));
-  testing::StepGenerator gen(limits, 7);
+  StepGenerator gen(limits, 7);
   std::string trace;
   for (int i = 0; i < 40; ++i) trace += StepToJson(gen.Next()).dump() + "\n";
   const std::string trace_path = dir.WriteFile("trace.jsonl", trace);

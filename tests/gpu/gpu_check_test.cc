@@ -14,8 +14,9 @@
 #include "common/fp8.h"
 #include "common/nvfp4.h"
 #include "gtest/gtest.h"
-#include "prewarm/cache/fill.h"
+#include "prewarm/compile/fill.h"
 #include "prewarm/launchers/plan.h"
+#include "prewarm/launchers/step_generator.h"
 #include "prewarm/runtime/gpu.h"
 #include "prewarm/runtime/launch.h"
 #include "prewarm/runtime/runtime.h"
@@ -24,7 +25,6 @@
 #include "prewarm/util/sha256.h"
 #include "prewarm/util/status_macros.h"
 #include "tests/gpu/reference.h"
-#include "tests/launchers/step_generator.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
@@ -506,7 +506,7 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   }
   FillOptions fo;
   fo.jobs = AvailableCpus();
-  fo.producer = ProducerString(**tc);
+  fo.producer = ProducerString((*tc)->Identity());
   WorkerOptions wo;
   wo.binary = testing::PrewarmBinary();
   fo.compile = [wo](const CompileJob& job) { return CompileInWorker(job, wo); };
@@ -577,7 +577,7 @@ TEST_F(GpuCheckTest, TheStrictRuntimeServesRandomStepsWithoutMissesAndMatchesRef
   ASSERT_TRUE(SetIntLimitFromText(values, "num-speculative-tokens", "1", "test").ok());
   const Limits limits = *ResolveLimits(values, {}, SeedsModelConfig(),
                                        VllmBatchDefaults(LargeMemoryGpuArch(arch_), arch_.name));
-  testing::StepGenerator gen(limits, 4242);
+  StepGenerator gen(limits, 4242);
   std::map<std::string, int> launches;
   std::map<std::string, double> worst;
   int failures = 0;

@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "prewarm/launchers/plan.h"
-#include "tests/launchers/step_generator.h"
+#include "prewarm/launchers/step_generator.h"
 
 namespace prewarm {
 namespace {
@@ -82,7 +82,7 @@ TEST(EnumeratePropertyTest, RandomInRangeStepsOnlyReachEnumeratedKeys) {
   for (int seed = 0; seed < 200; ++seed) {
     const Scenario s = RandomScenario(rng);
     const std::set<std::string> planned = KeySet(BuildPlan(s.limits, s.model, s.shape, {arch}));
-    testing::StepGenerator gen(s.limits, static_cast<uint64_t>(seed));
+    StepGenerator gen(s.limits, static_cast<uint64_t>(seed));
     for (int i = 0; i < 300; ++i, ++steps) {
       const Step step = gen.Next();
       ASSERT_TRUE(CheckStep(step, s.limits).ok()) << "generator bug: " << CheckStep(step, s.limits);

@@ -8,8 +8,8 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "prewarm/launchers/step_generator.h"
 #include "prewarm/util/files.h"
-#include "tests/launchers/step_generator.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
@@ -68,7 +68,7 @@ struct Reached {
 };
 Reached ReadRandomSteps(KernelCache& kc, uint64_t seed, int steps) {
   Reached out;
-  testing::StepGenerator gen(kc.limits(), seed);
+  StepGenerator gen(kc.limits(), seed);
   for (int i = 0; i < steps; ++i) {
     const Step step = gen.Next();
     for (const Launcher* l : AllLaunchers()) {

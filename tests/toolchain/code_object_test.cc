@@ -7,6 +7,7 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/model/model_config.h"
 #include "prewarm/toolchain/toolchain.h"

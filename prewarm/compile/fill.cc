@@ -1,4 +1,4 @@
-#include "prewarm/cache/fill.h"
+#include "prewarm/compile/fill.h"
 
 #include <chrono>
 #include <deque>
@@ -123,18 +123,6 @@ class Filler {
 };
 
 }  // namespace
-
-std::string_view KeyStateName(KeyState state) {
-  switch (state) {
-    case KeyState::kCached:
-      return "cached";
-    case KeyState::kCompiled:
-      return "compiled";
-    case KeyState::kFailed:
-      return "failed";
-  }
-  return "failed";
-}
 
 std::vector<FillResult> FillCache(const CacheStore& store, const std::vector<FillItem>& items,
                                   const FillOptions& options) {

@@ -1,5 +1,5 @@
 // The store and FillCache with real compiles in worker processes (hipRTC, gfx90a).
-#include "prewarm/cache/fill.h"
+#include "prewarm/compile/fill.h"
 
 #include <sys/stat.h>
 
@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/toolchain/worker.h"
 #include "prewarm/util/files.h"
@@ -38,7 +39,7 @@ class FillTest : public ::testing::Test {
   FillOptions Options(int jobs, bool skip_arch_check = false) {
     FillOptions o;
     o.jobs = jobs;
-    o.producer = ProducerString(*toolchain_);
+    o.producer = ProducerString(toolchain_->Identity());
     WorkerOptions w;
     w.binary = PREWARM_BINARY;
     w.timeout = absl::Seconds(60);

@@ -7,15 +7,17 @@
 //
 // Thread safety: FillCache is called from one thread; `on_done` is called from the worker
 // threads, one call at a time.
-#ifndef PREWARM_CACHE_FILL_H_
-#define PREWARM_CACHE_FILL_H_
+#ifndef PREWARM_COMPILE_FILL_H_
+#define PREWARM_COMPILE_FILL_H_
 
 #include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "prewarm/cache/key_state.h"
 #include "prewarm/cache/store.h"
+#include "prewarm/toolchain/toolchain.h"
 
 namespace prewarm {
 
@@ -23,9 +25,6 @@ struct FillItem {
   EntryRef ref;
   CompileJob job;
 };
-
-enum class KeyState { kCached, kCompiled, kFailed };
-std::string_view KeyStateName(KeyState state);
 
 struct FillResult {
   KeyState state = KeyState::kFailed;
@@ -54,4 +53,4 @@ std::vector<FillResult> FillCache(const CacheStore& store, const std::vector<Fil
 
 }  // namespace prewarm
 
-#endif  // PREWARM_CACHE_FILL_H_
+#endif  // PREWARM_COMPILE_FILL_H_

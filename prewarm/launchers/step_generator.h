@@ -1,15 +1,16 @@
-// Random in-range scheduler steps for property tests, biased to the edges: the most requests,
-// the most tokens, the longest contexts, every speculative length, contexts just around powers
-// of two (where the rules' thresholds sit), and mixed prefill + decode steps.
-#ifndef PREWARM_TESTS_LAUNCHERS_STEP_GENERATOR_H_
-#define PREWARM_TESTS_LAUNCHERS_STEP_GENERATOR_H_
+// Random in-range scheduler steps, for the property tests and the benchmarks' random traces,
+// biased to the edges: the most requests, the most tokens, the longest contexts, every
+// speculative length, contexts just around powers of two (where the rules' thresholds sit), and
+// mixed prefill + decode steps. Deterministic for a seed. Not thread-safe.
+#ifndef PREWARM_LAUNCHERS_STEP_GENERATOR_H_
+#define PREWARM_LAUNCHERS_STEP_GENERATOR_H_
 
 #include <algorithm>
 #include <random>
 
 #include "prewarm/launchers/step.h"
 
-namespace prewarm::testing {
+namespace prewarm {
 
 class StepGenerator {
  public:
@@ -67,6 +68,6 @@ class StepGenerator {
   std::mt19937_64 rng_;
 };
 
-}  // namespace prewarm::testing
+}  // namespace prewarm
 
-#endif  // PREWARM_TESTS_LAUNCHERS_STEP_GENERATOR_H_
+#endif  // PREWARM_LAUNCHERS_STEP_GENERATOR_H_
