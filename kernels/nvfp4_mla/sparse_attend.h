@@ -4,6 +4,14 @@
 #pragma once
 #include "nvfp4_mla/sparse_load.h"
 
+// A measuring instrument, never set by a key: PW_SPARSE_SKIP leaves stages of every tile out, so
+// a benchmark can place the time inside the kernel by difference (bench/kernel_bench --define;
+// the output is then wrong). Bits: 1 the dequantization into shared memory, 2 S = Q K^T, 4 the
+// softmax, 8 O += P V, 16 the asynchronous staging of the next tile's records.
+#ifndef PW_SPARSE_SKIP
+#define PW_SPARSE_SKIP 0
+#endif
+
 // S tiles (head group x 16 keys), spread over the warps; scores scaled into log2 units.
 __device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
@@ -202,23 +210,26 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
 #pragma unroll
   for (int t = 0; t < kPwMTiles * kPwOutTiles; ++t) pw_mma_zero(acc[t]);
   float m = pw_sparse_neg_inf(), l = 0.0f;
-  if (kPwStaged && begin < end) pw_sparse_stage(a, sm, begin, end);
+  constexpr bool kStage = !(PW_SPARSE_SKIP & 16), kDequant = !(PW_SPARSE_SKIP & 1);
+  if (kPwStaged && kStage && begin < end) pw_sparse_stage(a, sm, begin, end);
   if (!kPwStaged) pw_async_wait();  // Q; the barrier after the first dequant publishes it
   for (int k0 = begin; k0 < end; k0 += kPwSg.keys) {
     if (kPwStaged) {
       pw_async_wait();
       __syncthreads();  // the stage holds this tile; every warp is done with the last one's K
-      pw_sparse_dequant_staged(sm, a.g_kv);
-    } else {
+      if (kDequant) pw_sparse_dequant_staged(sm, a.g_kv);
+    } else if (kDequant) {
       pw_sparse_fill(a, slots, k0, end, sm.k);
     }
     __syncthreads();
-    if (kPwStaged && k0 + kPwSg.keys < end) pw_sparse_stage(a, sm, k0 + kPwSg.keys, end);
-    pw_sparse_scores(sm, scale_log2);
+    if (kPwStaged && kStage && k0 + kPwSg.keys < end) {
+      pw_sparse_stage(a, sm, k0 + kPwSg.keys, end);
+    }
+    if (!(PW_SPARSE_SKIP & 2)) pw_sparse_scores(sm, scale_log2);
     __syncthreads();
-    pw_sparse_softmax(sm, slots, k0, end, m, l);
+    if (!(PW_SPARSE_SKIP & 4)) pw_sparse_softmax(sm, slots, k0, end, m, l);
     __syncthreads();
-    pw_sparse_accumulate(sm, acc);
+    if (!(PW_SPARSE_SKIP & 8)) pw_sparse_accumulate(sm, acc);
     if (!kPwStaged) __syncthreads();  // staged: the barrier at the top of the loop
   }
   pw_async_wait();  // nothing may be in flight into shared memory when the block ends

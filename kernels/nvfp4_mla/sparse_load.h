@@ -86,11 +86,39 @@ __device__ inline void pw_sparse_fill(const PwSparseArgs& a, const int* slots, i
   }
 }
 
-// The same from the staged raw records in shared memory.
-__device__ inline void pw_sparse_dequant_staged(const PwSparseSmem& sm, float g_kv) {
-  for (int it = threadIdx.x; it < kPwSg.keys * kPwItems; it += kPwSg.threads) {
-    const int r = it / kPwItems, part = it % kPwItems;
+// The same from the staged raw records in shared memory. Where the block's threads divide into
+// whole rows of items (every geometry of sparse_geometry.h), each thread keeps one item column
+// (its `part`) for every row it takes, rows `threads / items` apart: the loops have fixed trip
+// counts and no per-item division, branch or address arithmetic beyond one add, NVFP4 words and
+// rope chunks in loops of their own. (A per-item loop spent about 70 instructions an item of 8
+// values, 44% of the kernel's instructions at 128 decode rows; PW_SPARSE_GENERIC_DEQUANT=1
+// compiles it, for an A/B.)
+#ifndef PW_SPARSE_GENERIC_DEQUANT
+#define PW_SPARSE_GENERIC_DEQUANT 0
+#endif
+template <int kItems, int kFirst>
+__device__ inline void pw_sparse_dequant_columns(const PwSparseSmem& sm, float g_kv) {
+  constexpr int row_step = kPwSg.threads / kItems, rows = kPwSg.keys / row_step;
+  const int part = kFirst + static_cast<int>(threadIdx.x) % kItems;
+  const int r0 = static_cast<int>(threadIdx.x) / kItems;
+#pragma unroll
+  for (int i = 0; i < rows; ++i) {
+    const int r = r0 + i * row_step;
     pw_sparse_dequant_item(pw_sparse_item(sm.stage + r * kPwRecord, part), r, part, g_kv, sm.k);
+  }
+}
+__device__ inline void pw_sparse_dequant_staged(const PwSparseSmem& sm, float g_kv) {
+  constexpr int words = PW_L / 8, ropes = PW_DR / 4;
+  constexpr bool columns = kPwSg.threads % words == 0 && kPwSg.keys % (kPwSg.threads / words) == 0 &&
+                           kPwSg.threads % ropes == 0 && kPwSg.keys % (kPwSg.threads / ropes) == 0;
+  if constexpr (columns && !PW_SPARSE_GENERIC_DEQUANT) {
+    pw_sparse_dequant_columns<words, 0>(sm, g_kv);
+    pw_sparse_dequant_columns<ropes, words>(sm, g_kv);
+  } else {
+    for (int it = threadIdx.x; it < kPwSg.keys * kPwItems; it += kPwSg.threads) {
+      const int r = it / kPwItems, part = it % kPwItems;
+      pw_sparse_dequant_item(pw_sparse_item(sm.stage + r * kPwRecord, part), r, part, g_kv, sm.k);
+    }
   }
 }
 
