@@ -118,8 +118,9 @@ void Telemetry::SetReady(bool ready) {
   std::vector<std::function<void(bool)>> listeners;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const bool changed = progress_.ready != ready;
     progress_.ready = ready;
-    listeners = listeners_;
+    if (changed) listeners = listeners_;
   }
   ready_.Set(ready ? 1 : 0);
   for (auto& l : listeners) l(ready);

@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "prewarm/util/files.h"
 #include "tests/testing/cli.h"
+#include "tests/testing/small_cache.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prewarm {
@@ -18,17 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RunPrewarm;
 
-const std::vector<std::string> kLimits = {"--arch", "gfx90a",         "--kv-cache-dtype",
-                                          "fp8",    "--max-num-seqs", "4"};
-
-std::vector<std::string> With(std::vector<std::string> head, const std::vector<std::string>& tail) {
-  head.insert(head.end(), tail.begin(), tail.end());
-  return head;
-}
+using testing::kSmallLimits;
+using testing::With;
 
 void Fill(const std::string& cache) {
-  const SubprocessResult r =
-      RunPrewarm(With({"run", "--cache-dir", cache, "--jobs", "2", "--quiet"}, kLimits));
+  const SubprocessResult r = testing::FillSmallCache(cache);
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
 }
 
@@ -122,16 +117,16 @@ TEST(PackCommandTest, TheSameCacheGivesTheSameImageHoldingEntriesAndManifestOnly
       "{\"phase\":\"decode\",\"q_len\":1,\"ctx\":4000},{\"phase\":\"decode\",\"q_len\":1,"
       "\"ctx\":7},{\"phase\":\"decode\",\"q_len\":1,\"ctx\":8}]}\n");
   std::optional<SubprocessResult> ro =
-      OnReadOnlyMount(root, With({"verify", "--cache-dir", root}, kLimits));
+      OnReadOnlyMount(root, With({"verify", "--cache-dir", root}, kSmallLimits));
   if (!ro.has_value()) GTEST_SKIP() << "mount namespaces are refused here (unshare -m)";
   EXPECT_EQ(ro->exit_code, 0) << ro->stdout_text << ro->stderr_text;
   EXPECT_NE(ro->stdout_text.find("8/8 keys valid"), std::string::npos) << ro->stdout_text;
   ro = OnReadOnlyMount(
-      root, With({"replay", "--strict", "--trace", trace, "--cache-dir", root}, kLimits));
+      root, With({"replay", "--strict", "--trace", trace, "--cache-dir", root}, kSmallLimits));
   EXPECT_EQ(ro->exit_code, 0) << ro->stdout_text << ro->stderr_text;
   EXPECT_NE(ro->stdout_text.find("4 hits, 0 misses"), std::string::npos) << ro->stdout_text;
   // The mount was read-only for real: run cannot write there, and says where.
-  ro = OnReadOnlyMount(root, With({"run", "--cache-dir", root, "--quiet"}, kLimits));
+  ro = OnReadOnlyMount(root, With({"run", "--cache-dir", root, "--quiet"}, kSmallLimits));
   EXPECT_EQ(ro->exit_code, 1);
   EXPECT_NE(ro->stderr_text.find("cannot write to cache directory " + root), std::string::npos)
       << ro->stderr_text;

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/background.h"
 #include "tests/testing/cli.h"
+#include "tests/testing/small_cache.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prewarm {
@@ -16,17 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RunPrewarm;
 
-const std::vector<std::string> kLimits = {"--arch", "gfx90a",         "--kv-cache-dtype",
-                                          "fp8",    "--max-num-seqs", "4"};
+using testing::kSmallLimits;
+using testing::With;
 
-std::vector<std::string> With(std::vector<std::string> head, const std::vector<std::string>& tail) {
-  head.insert(head.end(), tail.begin(), tail.end());
-  return head;
-}
-
-SubprocessResult Fill(const std::string& cache) {
-  return RunPrewarm(With({"run", "--cache-dir", cache, "--jobs", "2", "--quiet"}, kLimits));
-}
+SubprocessResult Fill(const std::string& cache) { return testing::FillSmallCache(cache); }
 
 int Probe(int port) {
   return RunPrewarm({"probe", "--addr", "127.0.0.1:" + std::to_string(port), "--timeout", "2"})
@@ -46,7 +40,7 @@ TEST(VerifyCommandTest, ServeIsNotServingNamingTheMissingKeyUntilItIsThereAndNev
   testing::Background p(
       With({testing::PrewarmBinary(), "verify", "--serve", "--cache-dir", cache, "--grpc-address",
             "127.0.0.1:0", "--metrics-address", "127.0.0.1:0", "--verify-interval", "0.2"},
-           kLimits),
+           kSmallLimits),
       dir.path());
   ASSERT_TRUE(p.started());
   const std::optional<std::string> grpc = p.WaitForStderr("gRPC health and status on ", 20);
@@ -78,7 +72,7 @@ TEST(VerifyCommandTest, ServeOnACompleteCacheIsServingAtOnce) {
   ASSERT_EQ(Fill(cache).exit_code, 0);
   testing::Background p(With({testing::PrewarmBinary(), "verify", "--serve", "--cache-dir", cache,
                               "--grpc-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"},
-                             kLimits),
+                             kSmallLimits),
                         dir.path());
   const std::optional<std::string> grpc = p.WaitForStderr("gRPC health and status on ", 20);
   ASSERT_TRUE(grpc.has_value()) << p.Stderr();

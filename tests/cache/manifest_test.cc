@@ -1,0 +1,110 @@
+// cache/manifest.h on real files: the manifest's fields, the record a later reader (the serving
+// runtime, pack, verify) takes back from it, shards merged, and the bad ones named.
+#include "prewarm/cache/manifest.h"
+
+#include <filesystem>
+
+#include "gtest/gtest.h"
+#include "prewarm/util/files.h"
+#include "tests/testing/temp_dir.h"
+
+namespace prewarm {
+namespace {
+
+namespace fs = std::filesystem;
+
+RunReport Report(std::vector<std::string> archs, int64_t max_num_seqs) {
+  RunReport r;
+  r.started = absl::FromUnixSeconds(1764600000);
+  r.finished = r.started + absl::Seconds(3);
+  r.limits = {{"max_num_seqs", max_num_seqs}, {"kv_cache_dtype", "fp8"}};
+  r.shape = {{"model", "test"}, {"num_attention_heads", 64}};
+  r.archs = std::move(archs);
+  r.toolchains = {"hiprtc test-1"};
+  r.shard = "0/1";
+  r.keys = {
+      {"fp8_bmm", "arch=gfx90a,m_exact=1", "fp8_bmm_x/a.co", KeyState::kCompiled, 0.5, "", {}},
+      {"fp8_bmm", "arch=gfx90a,m_exact=2", "fp8_bmm_x/b.co", KeyState::kCached, 0, "", {}},
+      {"fp8_bmm", "arch=gfx90a,m_exact=3", "fp8_bmm_x/c.co", KeyState::kFailed, 1.5, "boom", {}}};
+  return r;
+}
+
+TEST(ManifestTest, TheJsonHasTheDesignsFieldsAndCounts) {
+  const nlohmann::json j = ManifestJson(Report({"gfx90a"}, 4));
+  EXPECT_EQ(j["format"], 1);
+  EXPECT_EQ(j["arch"], nlohmann::json::array({"gfx90a"}));
+  EXPECT_EQ(j["counts"],
+            (nlohmann::json{{"planned", 3}, {"cached", 1}, {"compiled", 1}, {"failed", 1}}));
+  EXPECT_EQ(j["keys"][0]["state"], "compiled");
+  EXPECT_EQ(j["keys"][2]["state"], "failed");
+  EXPECT_EQ(j["keys"][2]["error"], "boom");
+  EXPECT_EQ(j["started"].get<std::string>().substr(0, 10), "2025-12-01");
+  EXPECT_EQ(j["shard"], "0/1");
+}
+
+TEST(ManifestTest, WhatARunWritesIsWhatALaterReaderTakesBack) {
+  testing::TempDir dir;
+  EXPECT_FALSE(ReadFillRecord(dir.path())->has_value()) << "no manifest: nullopt, not an error";
+  ASSERT_TRUE(WriteManifestInCache(dir.path(), "manifest.json", Report({"gfx90a"}, 4)).ok());
+  absl::StatusOr<std::optional<FillRecord>> r = ReadFillRecord(dir.path());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->archs, std::vector<std::string>{"gfx90a"});
+  EXPECT_EQ((*r)->toolchains, std::vector<std::string>{"hiprtc test-1"});
+  EXPECT_EQ((*r)->limits["max_num_seqs"], 4);
+  EXPECT_EQ((*r)->shape["model"], "test");
+  EXPECT_EQ((*r)->path, dir.path() + "/prewarm/manifest.json");
+}
+
+TEST(ManifestTest, ShardsAreReadTogetherAndMustAgree) {
+  testing::TempDir dir;
+  ASSERT_TRUE(
+      WriteManifestInCache(dir.path(), "manifest-shard-0-of-2.json", Report({"gfx942"}, 4)).ok());
+  ASSERT_TRUE(
+      WriteManifestInCache(dir.path(), "manifest-shard-1-of-2.json", Report({"gfx950"}, 4)).ok());
+  absl::StatusOr<std::optional<FillRecord>> r = ReadFillRecord(dir.path());
+  ASSERT_TRUE(r.ok() && r->has_value()) << r.status();
+  std::vector<std::string> archs = (*r)->archs;
+  std::sort(archs.begin(), archs.end());
+  EXPECT_EQ(archs, (std::vector<std::string>{"gfx942", "gfx950"}));
+  // A shard filled under other limits is not part of the same cache.
+  ASSERT_TRUE(
+      WriteManifestInCache(dir.path(), "manifest-shard-1-of-2.json", Report({"gfx950"}, 8)).ok());
+  r = ReadFillRecord(dir.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status()));
+  EXPECT_NE(r.status().message().find("manifest-shard-0-of-2.json"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("manifest-shard-1-of-2.json"), std::string::npos);
+}
+
+TEST(ManifestTest, ABadManifestIsNamedAndASymlinkIsNotFollowed) {
+  testing::TempDir dir;
+  dir.WriteFile("prewarm/manifest.json", "{\"format\":1,\"arch\":");
+  absl::StatusOr<std::optional<FillRecord>> r = ReadFillRecord(dir.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status()));
+  EXPECT_NE(r.status().message().find(dir.path() + "/prewarm/manifest.json"), std::string::npos)
+      << r.status();
+  fs::remove(dir.path() + "/prewarm/manifest.json");
+  const std::string real =
+      dir.WriteFile("elsewhere.json", ManifestJson(Report({"gfx90a"}, 4)).dump());
+  fs::create_symlink(real, dir.path() + "/prewarm/manifest.json");
+  r = ReadFillRecord(dir.path());
+  EXPECT_FALSE(r.ok()) << "a link in the manifest's place is refused, not read through";
+  EXPECT_TRUE(absl::IsInvalidArgument(CheckReplaceable(dir.path() + "/prewarm/manifest.json")));
+  EXPECT_TRUE(CheckReplaceable(dir.path() + "/prewarm/absent.json").ok());
+}
+
+TEST(ManifestTest, CacheBytesCountsOurEntriesOnly) {
+  testing::TempDir dir;
+  dir.WriteFile("fp8_bmm_0123456789abcdef0123456789abcdef/a.co", std::string(1000, 'x'));
+  dir.WriteFile("fp8_bmm_0123456789abcdef0123456789abcdef/a.lock", "");
+  dir.WriteFile("sparse_decode_0123456789abcdef0123456789abcdef/b.co", std::string(24, 'y'));
+  dir.WriteFile("triton/xyz/kernel.co", std::string(5000, 'z'));  // another JIT's cache
+  dir.WriteFile("prewarm/manifest.json", "{}");
+  EXPECT_EQ(CacheBytes(dir.path()), 1024);
+}
+
+}  // namespace
+}  // namespace prewarm

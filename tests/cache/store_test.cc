@@ -1,0 +1,143 @@
+// cache/store.h on real files and real flock(2) locks: the layout, what a read creates and what
+// it refuses, the busy answer, the cheap check, and a write that leaves nothing half-written.
+#include "prewarm/cache/store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "gtest/gtest.h"
+#include "prewarm/util/files.h"
+#include "tests/testing/temp_dir.h"
+
+namespace prewarm {
+namespace {
+
+namespace fs = std::filesystem;
+
+const EntryRef kRef{"fp8_bmm", "0123456789abcdef0123456789abcdef", "arch=gfx90a,m_exact=1",
+                    "gfx90a"};
+
+void WriteEntry(const CacheStore& store, const EntryRef& ref, std::string_view payload) {
+  absl::StatusOr<FileLock> lock = store.LockForWrite(ref, /*wait=*/true);
+  ASSERT_TRUE(lock.ok()) << lock.status();
+  ASSERT_TRUE(store.Write(ref, ProducerString("test"), payload).ok());
+}
+
+TEST(StoreTest, LaysOutEntriesLikeFlyDslAndReadsThemBack) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  EXPECT_EQ(store.DirPath(kRef), dir.path() + "/fp8_bmm_0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(EntryStem(kRef).size(), 16u);
+  EXPECT_EQ(store.EntryPath(kRef), store.DirPath(kRef) + "/" + EntryStem(kRef) + ".co");
+  EXPECT_EQ(store.LockPath(kRef), store.DirPath(kRef) + "/" + EntryStem(kRef) + ".lock");
+  EXPECT_EQ(store.RelativeEntryPath(kRef),
+            "fp8_bmm_0123456789abcdef0123456789abcdef/" + EntryStem(kRef) + ".co");
+
+  WriteEntry(store, kRef, "code object bytes");
+  struct stat st {};
+  ASSERT_EQ(::stat(store.EntryPath(kRef).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0444u) << "entries are read-only";
+  const CacheStore::Lookup l = store.Read(kRef, CacheStore::ReadLock::kWait);
+  ASSERT_EQ(l.state, CacheStore::State::kHit) << l.detail;
+  EXPECT_EQ(l.payload, "code object bytes");
+  EXPECT_EQ(store.QuickCheck(kRef).state, CacheStore::State::kHit);
+  // Nothing but the entry and its lock in the launcher directory: no temp file left behind.
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(store.DirPath(kRef))) {
+    names.push_back(e.path().filename());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{EntryName(kRef), LockName(kRef)}));
+}
+
+TEST(StoreTest, AMissingEntryIsAMissThatCreatesNothing) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path() + "/cache");
+  EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kWait).state, CacheStore::State::kMissing);
+  EXPECT_EQ(store.QuickCheck(kRef).state, CacheStore::State::kMissing);
+  EXPECT_FALSE(fs::exists(dir.path() + "/cache")) << "a reader makes no directories";
+  WriteEntry(store, kRef, "x");
+  EntryRef other = kRef;
+  other.key_string = "arch=gfx90a,m_exact=2";
+  EXPECT_EQ(store.Read(other, CacheStore::ReadLock::kWait).state, CacheStore::State::kMissing);
+  EXPECT_FALSE(fs::exists(store.LockPath(other))) << "no lock file for an entry not there";
+}
+
+TEST(StoreTest, ADamagedEntryIsRejectedByReasonAndCountedOnce) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  WriteEntry(store, kRef, std::string(100, 'c'));
+  const std::string path = store.EntryPath(kRef);
+  std::string bytes = *ReadFile(path);
+  bytes[bytes.size() - 1] ^= 1;  // the checksum
+  fs::permissions(path, fs::perms::owner_write, fs::perm_options::add);
+  testing::TempDir::WriteFileAt(path, bytes);
+  CacheStore::Lookup l = store.Read(kRef, CacheStore::ReadLock::kWait);
+  EXPECT_EQ(l.state, CacheStore::State::kRejected);
+  EXPECT_EQ(RejectReasonName(l.reason), "bad_checksum");
+  EXPECT_NE(l.detail.find(store.RelativeEntryPath(kRef)), std::string::npos) << l.detail;
+  EXPECT_EQ(store.rejected(RejectReason::kBadChecksum), 1);
+  // The writer's re-check under its own lock does not count it again.
+  EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kHeld).state, CacheStore::State::kRejected);
+  EXPECT_EQ(store.rejected(RejectReason::kBadChecksum), 1);
+  // An entry written for another key at this name is not loaded either.
+  EntryRef other = kRef;
+  other.key_string = "arch=gfx90a,m_exact=9";
+  fs::remove(path);
+  fs::create_directories(store.DirPath(kRef));
+  WriteEntry(store, other, "y");
+  fs::rename(store.EntryPath(other), path);
+  l = store.Read(kRef, CacheStore::ReadLock::kWait);
+  EXPECT_EQ(l.state, CacheStore::State::kRejected);
+  EXPECT_EQ(RejectReasonName(l.reason), "wrong_key");
+}
+
+TEST(StoreTest, AWriterHoldingTheLockMakesATryReadBusyNotWrong) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  WriteEntry(store, kRef, "x");
+  // Another process's writer: an exclusive flock on the lock file through its own descriptor.
+  const int fd = ::open(store.LockPath(kRef).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kTry).state, CacheStore::State::kBusy);
+  absl::StatusOr<FileLock> mine = store.LockForWrite(kRef, /*wait=*/false);
+  EXPECT_TRUE(absl::IsUnavailable(mine.status())) << mine.status();
+  ::close(fd);
+  EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kTry).state, CacheStore::State::kHit);
+}
+
+TEST(StoreTest, ASymlinkOrDirectoryInAnEntrysPlaceIsRefusedNotFollowed) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  const std::string secret = dir.WriteFile("outside/secret", "not an entry");
+  fs::create_directories(store.DirPath(kRef));
+  fs::create_symlink(secret, store.EntryPath(kRef));
+  CacheStore::Lookup l = store.Read(kRef, CacheStore::ReadLock::kWait);
+  EXPECT_EQ(l.state, CacheStore::State::kRejected);
+  EXPECT_EQ(RejectReasonName(l.reason), "not_a_file");
+  fs::remove(store.EntryPath(kRef));
+  fs::create_directory(store.EntryPath(kRef));
+  l = store.Read(kRef, CacheStore::ReadLock::kWait);
+  EXPECT_EQ(RejectReasonName(l.reason), "not_a_file");
+  EXPECT_EQ(store.rejected(RejectReason::kNotAFile), 2);
+  EXPECT_EQ(*ReadFile(secret), "not an entry");
+}
+
+TEST(StoreTest, TheQuickCheckSeesATruncatedEntry) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  WriteEntry(store, kRef, std::string(10000, 'p'));
+  const std::string path = store.EntryPath(kRef);
+  fs::permissions(path, fs::perms::owner_write, fs::perm_options::add);
+  ASSERT_EQ(::truncate(path.c_str(), 5000), 0);
+  EXPECT_EQ(store.QuickCheck(kRef).state, CacheStore::State::kRejected);
+  EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kWait).state, CacheStore::State::kRejected);
+}
+
+}  // namespace
+}  // namespace prewarm
