@@ -134,6 +134,20 @@ absl::Status CacheStore::Write(const EntryRef& ref, const std::string& producer,
   return file.Commit();
 }
 
+std::string LookupProblem(const CacheStore::Lookup& lookup) {
+  switch (lookup.state) {
+    case CacheStore::State::kHit:
+      return "";
+    case CacheStore::State::kMissing:
+      return "missing";
+    case CacheStore::State::kBusy:
+      return "busy";
+    case CacheStore::State::kRejected:
+      break;
+  }
+  return StrCat(RejectReasonName(lookup.reason), " (", lookup.detail, ")");
+}
+
 std::string ProducerString(std::string_view toolchain_identity) {
   return StrCat("prewarm ", kPrewarmVersion, " (", toolchain_identity, ")");
 }

@@ -90,6 +90,10 @@ class CacheStore {
   mutable std::array<std::atomic<int64_t>, kNumRejectReasons> rejected_{};
 };
 
+// What a lookup found, for messages: "" for a hit, "missing", "busy", or the rejection's reason
+// and detail ("bad_magic (fp8_bmm_.../ab.co: ...)").
+std::string LookupProblem(const CacheStore::Lookup& lookup);
+
 // The producer string written into entries: "prewarm <version> (<toolchain identity>)".
 std::string ProducerString(std::string_view toolchain_identity);
 inline constexpr char kPrewarmVersion[] = "0.1.0";

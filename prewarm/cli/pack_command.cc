@@ -6,8 +6,6 @@
 // every planned key of every arch the run compiled, plus the manifest; a planned key that is
 // missing or damaged refuses the pack (exit 1) naming it. Nothing else of the volume goes in
 // (locks, temp files, metrics, other builds' directories). Exit 2 for bad flags, 1 otherwise.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 
@@ -24,16 +22,6 @@
 
 namespace prewarm {
 namespace {
-
-// `name` on PATH, or "" when it is not there.
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  for (std::string_view dir : StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
-    const std::string candidate = StrCat(dir.empty() ? "." : dir, "/", name);
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
 
 struct Packed {
   std::vector<ImageFile> files;
@@ -71,11 +59,7 @@ absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& r
       ASSIGN_OR_RETURN(const EntryRef ref, kc->RefFor(launcher, key));
       const CacheStore::Lookup l = store.Read(ref, CacheStore::ReadLock::kWait);
       if (l.state != CacheStore::State::kHit) {
-        bad.push_back(StrCat(launcher, " ", ref.key_string, " (",
-                             l.state == CacheStore::State::kMissing
-                                 ? std::string("missing")
-                                 : StrCat(RejectReasonName(l.reason), ": ", l.detail),
-                             ")"));
+        bad.push_back(StrCat(launcher, " ", ref.key_string, " (", LookupProblem(l), ")"));
         continue;
       }
       ASSIGN_OR_RETURN(const DirFd dir, top.Sub(LauncherDirName(ref), /*create=*/false));
@@ -86,15 +70,12 @@ absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& r
     }
   }
   if (!bad.empty()) {
-    std::string list;
-    for (size_t i = 0; i < bad.size() && i < 5; ++i) list += StrCat("\n  ", bad[i]);
-    if (bad.size() > 5) list += StrCat("\n  ... and ", bad.size() - 5, " more");
     return absl::FailedPreconditionError(StrCat(bad.size(), " of ", planned,
                                                 " planned keys are missing or invalid in ", root,
                                                 " (its manifest ", record.path,
                                                 " plans them); run prewarm run with the same "
                                                 "limits before packing:",
-                                                list));
+                                                FirstItems(bad, 5)));
   }
   return p;
 }
@@ -150,24 +131,21 @@ int RunPack(const Config& config, std::ostream& out) {
   if (!config.output.empty()) out << "  OCI layout " << dir << "\n";
   int rc = kExitOk;
   if (config.push) {
-    const std::string skopeo = FindOnPath("skopeo");
     const std::string destination = StrCat("docker://", ref->repository, ":", ref->tag);
-    if (skopeo.empty()) {
+    LogInfo(StrCat("pushing to ", destination));
+    absl::StatusOr<SubprocessResult> res =
+        RunSubprocess({"skopeo", "copy", StrCat("oci:", dir, ":", ref->tag), destination});
+    if (absl::IsNotFound(res.status())) {
       rc = ReportError(absl::FailedPreconditionError(StrCat(
           "--push needs skopeo on PATH (Debian: apt install skopeo); or push the layout yourself: "
           "skopeo copy oci:",
           config.output.empty() ? "DIR" : dir, ":", ref->tag, " ", destination)));
+    } else if (!res.ok() || res->exit_code != 0 || res->term_signal != 0) {
+      rc = ReportError(absl::UnavailableError(
+          StrCat("skopeo copy to ", destination,
+                 " failed: ", res.ok() ? res->stderr_text : std::string(res.status().message()))));
     } else {
-      LogInfo(StrCat("pushing to ", destination));
-      absl::StatusOr<SubprocessResult> res =
-          RunSubprocess({skopeo, "copy", StrCat("oci:", dir, ":", ref->tag), destination});
-      if (!res.ok() || res->exit_code != 0 || res->term_signal != 0) {
-        rc = ReportError(absl::UnavailableError(StrCat(
-            "skopeo copy to ", destination,
-            " failed: ", res.ok() ? res->stderr_text : std::string(res.status().message()))));
-      } else {
-        out << "  pushed " << destination << "\n";
-      }
+      out << "  pushed " << destination << "\n";
     }
   }
   if (temp.has_value()) std::filesystem::remove_all(*temp);

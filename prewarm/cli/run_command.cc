@@ -286,27 +286,6 @@ void Report(const Config& config, const Inputs& in, const CacheStore& store,
   telemetry.SetCacheBytes(report.cache_bytes);
 }
 
-// --serve after the run: health follows a cheap re-check (stat and header of every entry of this
-// shard) every --verify-interval, until SIGTERM.
-void ServeUntilStopped(const Config& config, const CacheStore& store,
-                       const std::vector<PlannedEntry>& mine, Telemetry& telemetry) {
-  telemetry.SetPhase("serving");
-  LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
-                 " s"));
-  while (!WaitForStop(config.verify_interval_s)) {
-    int64_t bad = 0;
-    for (const PlannedEntry& e : mine) {
-      bad += store.QuickCheck(e.ref).state != CacheStore::State::kHit;
-    }
-    const bool ready = bad == 0;
-    if (ready != telemetry.Snapshot().ready) {
-      if (!ready) LogError(StrCat(bad, " planned entries are missing or damaged; NOT_SERVING"));
-      telemetry.SetReady(ready);
-    }
-  }
-  LogInfo("stopping");
-}
-
 }  // namespace
 
 int RunRun(const Config& config, std::ostream& out) {

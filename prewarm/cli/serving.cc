@@ -71,6 +71,28 @@ absl::Status StartServers(const Config& config, Telemetry& telemetry, Servers& o
   return absl::OkStatus();
 }
 
+void ServeUntilStopped(const Config& config, const CacheStore& store,
+                       const std::vector<PlannedEntry>& entries, Telemetry& telemetry) {
+  telemetry.SetPhase("serving");
+  LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
+                 " s"));
+  while (!WaitForStop(config.verify_interval_s)) {
+    int64_t bad = 0;
+    for (const PlannedEntry& e : entries) {
+      bad += store.QuickCheck(e.ref).state != CacheStore::State::kHit;
+    }
+    const bool ready = bad == 0;
+    if (ready == telemetry.Snapshot().ready) continue;
+    if (ready) {
+      LogInfo("every planned key is valid now; SERVING");
+    } else {
+      LogError(StrCat(bad, " planned entries are missing or damaged; NOT_SERVING"));
+    }
+    telemetry.SetReady(ready);
+  }
+  LogInfo("stopping");
+}
+
 void Servers::Stop(double grace_seconds) {
   if (health) health->Shutdown(grace_seconds);
   if (metrics) g_metrics_left_running = metrics.release();

@@ -1,4 +1,5 @@
-// What `run --serve` and `verify --serve` share: the stop signal and the two servers.
+// What `run --serve` and `verify --serve` share: the stop signal, the two servers, and the loop
+// that keeps health in step with the cache until SIGTERM.
 //
 // InstallStopHandlers() once per process, before anything waits: SIGTERM and SIGINT then only
 // write a byte to a pipe (async-signal-safe), and WaitForStop() polls it.
@@ -10,6 +11,8 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "prewarm/cache/store.h"
+#include "prewarm/catalog/catalog.h"
 #include "prewarm/cli/config.h"
 #include "prewarm/service/servers.h"
 #include "prewarm/service/telemetry.h"
@@ -34,6 +37,11 @@ struct Servers {
   void Stop(double grace_seconds = 0.2);
 };
 absl::Status StartServers(const Config& config, Telemetry& telemetry, Servers& out);
+
+// Until SIGTERM: every --verify-interval the cheap check (stat and header) of each of `entries`;
+// health follows it, and each change is logged (NOT_SERVING naming how many are bad).
+void ServeUntilStopped(const Config& config, const CacheStore& store,
+                       const std::vector<PlannedEntry>& entries, Telemetry& telemetry);
 
 }  // namespace prewarm
 

@@ -33,8 +33,7 @@ struct Counts {
 struct Verified {
   std::map<std::string, Counts> counts;  // by launcher
   nlohmann::json keys = nlohmann::json::array();
-  std::vector<std::string> bad;    // "launcher key: why", for the error and the log
-  std::vector<std::string> error;  // per entry: "" when valid
+  std::vector<std::string> problem;  // per entry: "" when valid (LookupProblem)
 };
 
 Verified Check(const std::vector<PlannedEntry>& entries, const CacheStore& store, bool json,
@@ -44,9 +43,9 @@ Verified Check(const std::vector<PlannedEntry>& entries, const CacheStore& store
     const CacheStore::Lookup l = store.Read(e.ref, CacheStore::ReadLock::kWait);
     Counts& c = v.counts[e.launcher];
     nlohmann::json k = {{"launcher", e.launcher}, {"key", e.ref.key_string}};
+    v.problem.push_back(LookupProblem(l));
     if (l.state == CacheStore::State::kHit) {
       ++c.valid;
-      v.error.emplace_back();
       k["state"] = "valid";
       const absl::StatusOr<VariantResources> r = CheckVariantResources(e.key, l.payload);
       k["resources"] = VariantResourcesJson(r);
@@ -60,19 +59,15 @@ Verified Check(const std::vector<PlannedEntry>& entries, const CacheStore& store
     } else if (l.state == CacheStore::State::kMissing) {
       ++c.missing;
       k["state"] = "missing";
-      v.error.push_back("missing");
-      v.bad.push_back(StrCat(e.launcher, " ", e.ref.key_string, ": missing"));
       if (!json) out << "missing  " << e.launcher << " " << e.ref.key_string << "\n";
     } else {
       ++c.rejected;
       k["state"] = "rejected";
       k["reason"] = RejectReasonName(l.reason);
       k["detail"] = l.detail;
-      v.error.push_back(StrCat(RejectReasonName(l.reason), " (", l.detail, ")"));
-      v.bad.push_back(StrCat(e.launcher, " ", e.ref.key_string, ": ", v.error.back()));
       if (!json) {
-        out << "rejected " << e.launcher << " " << e.ref.key_string << ": "
-            << RejectReasonName(l.reason) << " (" << l.detail << ")\n";
+        out << "rejected " << e.launcher << " " << e.ref.key_string << ": " << v.problem.back()
+            << "\n";
       }
     }
     v.keys.push_back(std::move(k));
@@ -114,13 +109,6 @@ std::string Mismatch(const std::string& cache_dir, const std::vector<Arch>& arch
                 ": fill (or pack) it with this prewarm image for these archs");
 }
 
-std::string FirstFew(const std::vector<std::string>& bad) {
-  std::string list;
-  for (size_t i = 0; i < bad.size() && i < 5; ++i) list += StrCat("\n  ", bad[i]);
-  if (bad.size() > 5) list += StrCat("\n  ... and ", bad.size() - 5, " more");
-  return list;
-}
-
 }  // namespace
 
 int RunVerify(const Config& config, std::ostream& out) {
@@ -147,18 +135,20 @@ int RunVerify(const Config& config, std::ostream& out) {
   const bool json = config.format == OutputFormat::kJson;
   const CacheStore store(config.cache_dir);
   const Verified v = Check(*entries, store, json, out);
+  std::vector<std::string> bad;  // "launcher key: problem", for the error and the log
   for (size_t i = 0; i < entries->size(); ++i) {
-    const std::string& why = v.error[i];
-    telemetry.KeyDone((*entries)[i].launcher, why.empty() ? KeyState::kCached : KeyState::kFailed,
-                      0, why.empty() ? "" : StrCat((*entries)[i].ref.key_string, ": ", why));
+    const PlannedEntry& e = (*entries)[i];
+    const std::string& why = v.problem[i];
+    telemetry.KeyDone(e.launcher, why.empty() ? KeyState::kCached : KeyState::kFailed, 0,
+                      why.empty() ? "" : StrCat(e.ref.key_string, ": ", why));
+    if (!why.empty()) bad.push_back(StrCat(e.launcher, " ", e.ref.key_string, ": ", why));
   }
   for (int r = 0; r < kNumRejectReasons; ++r) {
     telemetry.SetRejected(static_cast<RejectReason>(r),
                           store.rejected(static_cast<RejectReason>(r)));
   }
   telemetry.SetCacheBytes(CacheBytes(config.cache_dir));
-  const int64_t bad = static_cast<int64_t>(v.bad.size());
-  const size_t valid = entries->size() - static_cast<size_t>(bad);
+  const size_t valid = entries->size() - bad.size();
   if (json) {
     out << nlohmann::json{{"cache_dir", config.cache_dir},
                           {"planned", entries->size()},
@@ -176,45 +166,27 @@ int RunVerify(const Config& config, std::ostream& out) {
     out << "prewarm verify: " << valid << "/" << entries->size() << " keys valid in "
         << config.cache_dir << std::endl;
   }
+  const std::string mismatch = bad.empty() ? "" : Mismatch(config.cache_dir, in->archs, toolchains);
   const std::string error =
-      bad == 0 ? ""
-               : StrCat(bad, " of ", entries->size(), " planned keys are missing or invalid in ",
-                        config.cache_dir, Mismatch(config.cache_dir, in->archs, toolchains),
-                        bad == static_cast<int64_t>(entries->size()) ? "" : FirstFew(v.bad));
-  telemetry.SetReady(bad == 0);
+      bad.empty() ? ""
+                  : StrCat(bad.size(), " of ", entries->size(),
+                           " planned keys are missing or invalid in ", config.cache_dir, mismatch,
+                           bad.size() == entries->size() ? "" : FirstItems(bad, 5));
+  telemetry.SetReady(bad.empty());
   if (!config.serve) {
-    if (bad > 0) {
-      return ReportError(
-          absl::InternalError(StrCat(error, error.find("manifest") == std::string::npos
-                                                ? "; run prewarm run with the same limits"
-                                                : "")));
+    if (!bad.empty()) {
+      return ReportError(absl::InternalError(
+          StrCat(error, mismatch.empty() ? "; run prewarm run with the same limits" : "")));
     }
     return kExitOk;
   }
   // Serving: nothing compiles here; the cache is what it is, and health says so.
-  telemetry.SetPhase("serving");
-  if (bad > 0) {
+  if (!bad.empty()) {
     LogError(StrCat(error, "; NOT_SERVING (nothing is compiled in verify mode)"));
   } else {
-    LogInfo(StrCat("every planned key is valid; SERVING"));
+    LogInfo("every planned key is valid; SERVING");
   }
-  LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
-                 " s"));
-  while (!WaitForStop(config.verify_interval_s)) {
-    int64_t now_bad = 0;
-    for (const PlannedEntry& e : *entries)
-      now_bad += store.QuickCheck(e.ref).state != CacheStore::State::kHit;
-    const bool ready = now_bad == 0;
-    if (ready != telemetry.Snapshot().ready) {
-      if (ready) {
-        LogInfo("every planned key is valid now; SERVING");
-      } else {
-        LogError(StrCat(now_bad, " planned entries are missing or damaged; NOT_SERVING"));
-      }
-      telemetry.SetReady(ready);
-    }
-  }
-  LogInfo("stopping");
+  ServeUntilStopped(config, store, *entries, telemetry);
   servers.Stop();
   return kExitOk;
 }

@@ -28,6 +28,13 @@ std::vector<std::string_view> StrSplit(std::string_view text, char sep) {
   }
 }
 
+std::string FirstItems(const std::vector<std::string>& items, size_t max) {
+  std::string list;
+  for (size_t i = 0; i < items.size() && i < max; ++i) list += StrCat("\n  ", items[i]);
+  if (items.size() > max) list += StrCat("\n  ... and ", items.size() - max, " more");
+  return list;
+}
+
 std::string_view StripWhitespace(std::string_view text) {
   const size_t b = text.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return {};

@@ -64,6 +64,9 @@ std::string StrJoin(const Range& parts, std::string_view sep) {
 
 std::vector<std::string_view> StrSplit(std::string_view text, char sep);
 std::string_view StripWhitespace(std::string_view text);
+// The first `max` of `items`, each on a line of its own indented by two spaces (each line starts
+// with "\n"), then "\n  ... and N more" for the rest: a list inside an error message.
+std::string FirstItems(const std::vector<std::string>& items, size_t max);
 std::string ReplaceAll(std::string_view text, char from, char to);
 // A base-10 int64 with no sign other than '-', no spaces; nullopt otherwise.
 std::optional<int64_t> ParseInt64(std::string_view text);

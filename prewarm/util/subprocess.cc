@@ -72,8 +72,10 @@ absl::StatusOr<int> Spawn(const std::vector<std::string>& argv, const SpawnOptio
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0)
-    return absl::InternalError(StrCat("cannot start ", argv[0], ": ", std::strerror(rc)));
+  if (rc != 0) {
+    const std::string why = StrCat("cannot start ", argv[0], ": ", std::strerror(rc));
+    return rc == ENOENT ? absl::NotFoundError(why) : absl::InternalError(why);
+  }
   return static_cast<int>(pid);
 }
 

@@ -45,7 +45,8 @@ struct SpawnOptions {
   std::vector<Redirect> redirects;
 };
 // Starts argv[0] (searched on PATH when it has no '/') and returns its pid; the caller reaps it.
-// Internal naming argv[0] and the error when it cannot be started; InvalidArgument for no argv.
+// NotFound (no such program) or Internal naming argv[0] and the error when it cannot be started;
+// InvalidArgument for no argv.
 absl::StatusOr<int> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {});
 
 struct SubprocessResult {
@@ -56,7 +57,7 @@ struct SubprocessResult {
   std::string stderr_text;
 };
 
-// Errors only when the process cannot be started (Internal, naming argv[0] and errno).
+// Errors only when the process cannot be started (as Spawn's).
 absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv,
                                                const SubprocessOptions& options = {});
 

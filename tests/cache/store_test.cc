@@ -44,6 +44,7 @@ TEST(StoreTest, LaysOutEntriesLikeFlyDslAndReadsThemBack) {
   const CacheStore::Lookup l = store.Read(kRef, CacheStore::ReadLock::kWait);
   ASSERT_EQ(l.state, CacheStore::State::kHit) << l.detail;
   EXPECT_EQ(l.payload, "code object bytes");
+  EXPECT_EQ(LookupProblem(l), "");
   EXPECT_EQ(store.QuickCheck(kRef).state, CacheStore::State::kHit);
   // Nothing but the entry and its lock in the launcher directory: no temp file left behind.
   std::vector<std::string> names;
@@ -58,6 +59,7 @@ TEST(StoreTest, AMissingEntryIsAMissThatCreatesNothing) {
   testing::TempDir dir;
   const CacheStore store(dir.path() + "/cache");
   EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kWait).state, CacheStore::State::kMissing);
+  EXPECT_EQ(LookupProblem(store.Read(kRef, CacheStore::ReadLock::kWait)), "missing");
   EXPECT_EQ(store.QuickCheck(kRef).state, CacheStore::State::kMissing);
   EXPECT_FALSE(fs::exists(dir.path() + "/cache")) << "a reader makes no directories";
   WriteEntry(store, kRef, "x");
@@ -80,6 +82,7 @@ TEST(StoreTest, ADamagedEntryIsRejectedByReasonAndCountedOnce) {
   EXPECT_EQ(l.state, CacheStore::State::kRejected);
   EXPECT_EQ(RejectReasonName(l.reason), "bad_checksum");
   EXPECT_NE(l.detail.find(store.RelativeEntryPath(kRef)), std::string::npos) << l.detail;
+  EXPECT_EQ(LookupProblem(l), "bad_checksum (" + l.detail + ")");
   EXPECT_EQ(store.rejected(RejectReason::kBadChecksum), 1);
   // The writer's re-check under its own lock does not count it again.
   EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kHeld).state, CacheStore::State::kRejected);
@@ -105,6 +108,7 @@ TEST(StoreTest, AWriterHoldingTheLockMakesATryReadBusyNotWrong) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::flock(fd, LOCK_EX), 0);
   EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kTry).state, CacheStore::State::kBusy);
+  EXPECT_EQ(LookupProblem(store.Read(kRef, CacheStore::ReadLock::kTry)), "busy");
   absl::StatusOr<FileLock> mine = store.LockForWrite(kRef, /*wait=*/false);
   EXPECT_TRUE(absl::IsUnavailable(mine.status())) << mine.status();
   ::close(fd);

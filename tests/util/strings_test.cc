@@ -18,6 +18,12 @@ TEST(StringsTest, JoinSplitStrip) {
   EXPECT_EQ(StripWhitespace("  x y \n"), "x y");
 }
 
+TEST(StringsTest, FirstItemsListsAtMostSoManyAndCountsTheRest) {
+  EXPECT_EQ(FirstItems({}, 5), "");
+  EXPECT_EQ(FirstItems({"a", "b"}, 5), "\n  a\n  b");
+  EXPECT_EQ(FirstItems({"a", "b", "c", "d"}, 2), "\n  a\n  b\n  ... and 2 more");
+}
+
 TEST(StringsTest, ParseInt64) {
   EXPECT_EQ(ParseInt64("90402"), 90402);
   EXPECT_EQ(ParseInt64("-3"), -3);

@@ -37,6 +37,12 @@ TEST(SubprocessTest, MissingProgramIsAnError) {
   auto r = RunSubprocess({"/nonexistent/program"});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("/nonexistent/program"), absl::string_view::npos);
+  // No such program is NotFound (a caller can say what to install); found on PATH otherwise.
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+  EXPECT_TRUE(absl::IsNotFound(RunSubprocess({"prewarm-no-such-tool-anywhere"}).status()));
+  auto sh = RunSubprocess({"sh", "-c", "exit 3"});
+  ASSERT_TRUE(sh.ok()) << sh.status();
+  EXPECT_EQ(sh->exit_code, 3);
 }
 
 }  // namespace
