@@ -11,8 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <iostream>
-#include <iterator>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -142,15 +140,12 @@ nlohmann::json RequestJson(const CompileJob& job, const WorkerOptions& options) 
 
 std::string What(const CompileJob& job) { return job.name; }
 
-absl::Status SignalStatus(const CompileJob& job, int sig, std::string_view stderr_tail) {
+// The worker's stderr is the parent's (a persistent worker's log goes to the run's), so the
+// status names the signal only.
+absl::Status SignalStatus(const CompileJob& job, int sig) {
   std::string reason = StrCat("compile worker for ", What(job), " was killed by signal ", sig, " (",
                               ::strsignal(sig), ")");
   if (sig == SIGKILL) StrAppend(reason, "; out of memory?");
-  stderr_tail = StripWhitespace(stderr_tail);
-  if (!stderr_tail.empty()) {
-    StrAppend(reason, ": ",
-              stderr_tail.substr(stderr_tail.size() > 500 ? stderr_tail.size() - 500 : 0));
-  }
   return absl::AbortedError(reason);
 }
 
@@ -301,7 +296,7 @@ absl::StatusOr<CompileOutput> PersistentWorker::Compile(const CompileJob& job) {
     ::close(from_child_);
     to_child_ = from_child_ = -1;
     const int status = WaitAndReap();
-    if (WIFSIGNALED(status)) return SignalStatus(job, WTERMSIG(status), "");
+    if (WIFSIGNALED(status)) return SignalStatus(job, WTERMSIG(status));
     return absl::InternalError(
         StrCat("compile worker for ", What(job), " exited with ", WEXITSTATUS(status), " mid-job"));
   };
