@@ -137,8 +137,13 @@ check "pack of a copy" "prewarm pack: 8 entries" -- \
 expect "the same digest from the same cache" "$(digest "$work/oci1")" "$(digest "$work/oci2")"
 cache_image=localhost/prewarm-cache:$variant
 podman rmi -f "$cache_image" >/dev/null 2>&1
-id=$(podman pull -q "oci:$work/oci1:$variant" 2>&1) && podman tag "$id" "$cache_image" \
-  || { echo "FAIL podman pull oci:$work/oci1:$variant: $id"; fail=$((fail + 1)); }
+# podman names an image pulled from a layout after its path and refuses capitals (a mktemp
+# clone's path has them): pull through a lowercase link.
+layout=/tmp/prewarm-oci-$$-$variant
+ln -sfn "$work/oci1" "$layout"
+id=$(podman pull -q "oci:$layout:$variant" 2>&1) && podman tag "$id" "$cache_image" \
+  || { echo "FAIL podman pull oci:$layout:$variant: $id"; fail=$((fail + 1)); }
+rm -f "$layout"
 mount=(--read-only --tmpfs /tmp --mount "type=image,source=$cache_image,destination=/cache")
 check "verify on the read-only image volume" "prewarm verify: 8/8 keys valid in /cache" -- \
   "${mount[@]}" "$image" verify --arch "$arch" "${limits[@]}" --cache-dir /cache
