@@ -307,7 +307,7 @@ class Bench {
     const std::string variant =
         (gemm == key.params.end() ? "" : std::get<std::string>(gemm->second)) +
         (exact ? ",m=" + std::to_string(exact) : ",bm=" + std::to_string(KeyInt(key, "block_m")));
-    Row("fp8_bmm", variant, m <= 128, m, 0, ms, flops / 1e9, bytes, copy_tbs);
+    Row("fp8_bmm", variant, m <= 512, m, 0, ms, flops / 1e9, bytes, copy_tbs);
   }
 
   // One top-k of `rows` score rows at context `ctx` (prefill: one chunk of `rows` tokens ending
@@ -546,7 +546,7 @@ int Main(int argc, char** argv) {
     }
   }
   // The FP8 GEMMs (both of a step): decode batches (m_exact) and prefill chunks (block_m).
-  for (int m : {1, 16, 128}) {
+  for (int m : {1, 16, 128, 512}) {
     Step step;
     for (int r = 0; r < m; ++r) step.requests.push_back({Phase::kDecode, 1, 4096});
     for (const DispatchedLauncher& d : DispatchStep(step, limits, shape, arch)) {

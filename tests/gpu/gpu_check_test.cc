@@ -496,11 +496,19 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   const std::vector<std::string> only = only_env != nullptr
                                             ? absl::StrSplit(only_env, ',', absl::SkipEmpty())
                                             : std::vector<std::string>{};
+  // PREWARM_GPU_CHECK_DEFINES=NAME[=VALUE][,...] adds -D flags to every compile (a kernel's
+  // measuring or alternative build, checked like the real one).
+  const char* defines_env = std::getenv("PREWARM_GPU_CHECK_DEFINES");
+  const std::vector<std::string> defines = defines_env != nullptr
+                                               ? absl::StrSplit(defines_env, ',', absl::SkipEmpty())
+                                               : std::vector<std::string>{};
   for (const LauncherPlan& lp : plan.launchers) {
     if (!only.empty() && std::find(only.begin(), only.end(), lp.name) == only.end()) continue;
     const std::string mk = *ManagerKey(**tc, arch_, lp.name);
     for (const PlannedKey& pk : lp.keys) {
-      items.push_back({{lp.name, mk, pk.key.String(), arch_.name}, JobForKey(pk.key, arch_)});
+      CompileJob job = JobForKey(pk.key, arch_);
+      for (const std::string& d : defines) job.defines.push_back("-D" + d);
+      items.push_back({{lp.name, mk, pk.key.String(), arch_.name}, std::move(job)});
       planned.emplace_back(lp.name, pk);
     }
   }
