@@ -27,17 +27,20 @@
 //     block takes its rows 64 at a time): the rows quantized into shared
 //     memory; each warp owns cols / 8 columns (two n8 tiles, or one when cols is 64) and reads its
 //     W straight from global memory into registers, 16 bytes a lane (whole 32-byte sectors), all
-//     of them before the first multiply.
+//     of them before the first multiply. On sm_90 its e4m3 products are f16 matrix instructions
+//     on converted operands (pw_mma_e4m3: sm_90 has no e4m3 mma.sync of its own).
 //   Both: the k order inside each 64-wide chunk is permuted the same way for X and W (a dot
 //     product does not care), so a lane's W fragment is one 16-byte load and its X fragment 16
 //     consecutive values of a row.
 //   simt (AMD, older NVIDIA, PW_FORCE_SIMT): rows quantized into shared memory 64 at a time; for
 //     each 128 columns, each 64-wide half of a group's W tile is copied into shared memory with
 //     coalesced 4-byte loads, then each thread takes one column for its share of the rows.
+//   wgmma (opt-in, PW_FP8_BMM_WGMMA=1; sm_90a; see pw_fp8_bmm_wg): correct, slower so far.
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"
 #include "common/portability.h"
+#include "common/wgmma.h"
 
 #if !defined(PW_BATCH) || !defined(PW_N) || !defined(PW_K) || !defined(PW_FP8_FNUZ)
 #error "fp8_bmm needs PW_BATCH, PW_N, PW_K and PW_FP8_FNUZ"
@@ -111,13 +114,64 @@ __device__ inline pw_u32 pw_e4m3x4(float a, float b, float c, float d) {
 }
 
 // c += a · b: one mma.sync m16n8k32 e4m3 with f32 accumulators.
-__device__ inline void pw_mma_e4m3(float* c, pw_u32 a0, pw_u32 a1, pw_u32 a2, pw_u32 a3, pw_u32 b0,
-                                   pw_u32 b1) {
+__device__ inline void pw_mma_e4m3_native(float* c, pw_u32 a0, pw_u32 a1, pw_u32 a2, pw_u32 a3,
+                                          pw_u32 b0, pw_u32 b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, "
       "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The same product as the exact path computes it. On sm_90 `mma.sync ... e4m3` is not a tensor
+// instruction: ptxas expands it into e4m3 -> f16 conversions of both operands, two f16 HMMAs into
+// zero accumulators and four FADDs into c (Nsight Compute's SASS of the tiled v_up: 18% of the
+// instructions F2FP unpacks, 16% FADD, 8% HMMA). Spelled out, the FADDs go (the HMMAs accumulate
+// into c) and fewer registers are live (v_up M = 16: 113 -> 74): 18-25% faster at M = 128. The
+// tiled path keeps the instruction (spelled out there, its 128 registers spilled and it ran 3-16%
+// slower). Elsewhere (sm_89, whose tensor cores take e4m3, and later archs: not measured) the
+// instruction; PW_FP8_BMM_E4M3_MMA=1 forces it (the A/B).
+#ifndef PW_FP8_BMM_E4M3_MMA
+#define PW_FP8_BMM_E4M3_MMA (__CUDA_ARCH__ != 900)
+#endif
+#if !PW_FP8_BMM_E4M3_MMA
+// Four e4m3 as two f16x2: bytes 0 and 1 in lo, 2 and 3 in hi (exact: f16 holds every e4m3).
+__device__ inline void pw_e4m3x4_f16(pw_u32 v, pw_u32& lo, pw_u32& hi) {
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.rn.f16x2.e4m3x2 %0, l; cvt.rn.f16x2.e4m3x2 %1, "
+      "h; }"
+      : "=r"(lo), "=r"(hi)
+      : "r"(v));
+}
+
+// c += a · b: one mma.sync m16n8k16 f16 with f32 accumulators.
+__device__ inline void pw_mma_f16(float* c, pw_u32 a0, pw_u32 a1, pw_u32 a2, pw_u32 a3, pw_u32 b0,
+                                  pw_u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+#endif
+
+__device__ inline void pw_mma_e4m3(float* c, pw_u32 a0, pw_u32 a1, pw_u32 a2, pw_u32 a3, pw_u32 b0,
+                                   pw_u32 b1) {
+#if PW_FP8_BMM_E4M3_MMA
+  pw_mma_e4m3_native(c, a0, a1, a2, a3, b0, b1);
+#else
+  // The e4m3 k32 step as two f16 k16 steps: f16 lane k {2 tig, 2 tig + 1, 8 + 2 tig, 9 + 2 tig}
+  // of the first takes e4m3 k 4 tig + [0, 4) (a0, a1, b0), of the second 16 + 4 tig + [0, 4)
+  // (a2, a3, b1); A and B are relabelled alike, which a dot product does not see.
+  pw_u32 l0, h0, l1, h1, l2, h2, l3, h3, bl0, bh0, bl1, bh1;
+  pw_e4m3x4_f16(a0, l0, h0);
+  pw_e4m3x4_f16(a1, l1, h1);
+  pw_e4m3x4_f16(a2, l2, h2);
+  pw_e4m3x4_f16(a3, l3, h3);
+  pw_e4m3x4_f16(b0, bl0, bh0);
+  pw_e4m3x4_f16(b1, bl1, bh1);
+  pw_mma_f16(c, l0, l1, h0, h1, bl0, bh0);
+  pw_mma_f16(c, l2, l3, h2, h3, bl1, bh1);
+#endif
 }
 #endif
 
@@ -301,8 +355,10 @@ __device__ inline void pw_fp8_bmm_tiled_mma(float (&acc)[Pass][4], const PwFp8Gr
       const int c = 2 * g + cc;
       if (c >= kPwChunks) break;
       const uint4 f = *reinterpret_cast<const uint4*>(ws + 16 * pw_fp8_bmm_unit(n, 4 * c + tig));
-      pw_mma_e4m3(part, q.a[cc][0][0], q.a[cc][0][1], q.a[cc][0][2], q.a[cc][0][3], f.x, f.y);
-      pw_mma_e4m3(part, q.a[cc][1][0], q.a[cc][1][1], q.a[cc][1][2], q.a[cc][1][3], f.z, f.w);
+      pw_mma_e4m3_native(part, q.a[cc][0][0], q.a[cc][0][1], q.a[cc][0][2], q.a[cc][0][3], f.x,
+                         f.y);
+      pw_mma_e4m3_native(part, q.a[cc][1][0], q.a[cc][1][1], q.a[cc][1][2], q.a[cc][1][3], f.z,
+                         f.w);
     }
     acc[t][0] += part[0] * q.s_lo;
     acc[t][1] += part[1] * q.s_lo;
@@ -420,10 +476,211 @@ __device__ inline void pw_fp8_bmm_tiled(const pw_u16* __restrict__ x, const pw_u
 }
 #endif
 
+// The warpgroup path, opt-in (PW_FP8_BMM_WGMMA=1, a measuring define: on the H200 it is correct
+// but slower than the mma.sync tiled path, bench/RESULTS.md "2026-12-01 (fourth session)"), for
+// sm_90a builds of tiled keys whose block takes whole 128-column passes: each warpgroup's 64 rows
+// times the block's W with wgmma e4m3, W read by the tensor cores straight from shared memory (no
+// fragment loads, no e4m3 -> f16 conversions), X quantized in registers straight into the A
+// fragments (natural k order: a lane's four values of a step are one 8-byte load). Per 128-wide
+// group the k32 steps go into a fresh set of accumulators, then scaled by the rows' scales into
+// the sums (K of one group: the fresh set is the sum, stored as it is). K of one group and any
+// whole number of 128-column passes, or one pass and any K; else the mma.sync path.
+#if PW_FP8_MMA && PW_WGMMA && defined(PW_FP8_BMM_WGMMA) && PW_FP8_BMM_WGMMA
+constexpr bool kPwWg = kPwTiled && PW_COLS % 128 == 0 && (PW_GROUPS == 1 || PW_COLS == 128) &&
+                       PW_ROWS == 128 && PW_THREADS == 256;
+#else
+constexpr bool kPwWg = false;
+#endif
+
+#if PW_FP8_MMA && PW_WGMMA
+constexpr int kPwWgSteps = PW_K / 32;  // k32 steps
+
+// A group's A fragments for a lane's rows (a[step][a0..a3]) and their scales.
+struct PwFp8WgGroup {
+  pw_u32 a[4][4];
+  float s_lo, s_hi;
+};
+// A lane's raw bf16 of a group: [row half][k32 step][low or high 16 of the step] (4 values).
+struct PwFp8WgRaw {
+  uint2 v[2][4][2];
+};
+
+// Rows m and m + 8 (the lane's), group g: values 32 s + 16 hi + 4 tig + [0, 4) of the group for
+// each step s (zeros past M or K).
+__device__ inline PwFp8WgRaw pw_fp8_bmm_wg_load(const pw_u16* x, int b, int m, int m_total, int g,
+                                                int tig) {
+  PwFp8WgRaw r;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const bool row = m + 8 * h < m_total;
+    const pw_u16* src =
+        x + (static_cast<long long>(m + 8 * h) * PW_BATCH + b) * PW_K + PW_GROUP * g + 4 * tig;
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const bool real = row && 4 * g + st < kPwWgSteps;
+        r.v[h][st][hi] =
+            real ? *reinterpret_cast<const uint2*>(src + 32 * st + 16 * hi) : make_uint2(0, 0);
+      }
+    }
+  }
+  return r;
+}
+
+__device__ inline PwFp8WgGroup pw_fp8_bmm_wg_quantize(const PwFp8WgRaw& r) {
+  PwFp8WgGroup q;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float amax = 0.0f;
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const uint2 u = r.v[h][st][hi];
+        amax = fmaxf(amax, fmaxf(fmaxf(fabsf(pw_bf16_lo(u.x)), fabsf(pw_bf16_hi(u.x))),
+                                 fmaxf(fabsf(pw_bf16_lo(u.y)), fabsf(pw_bf16_hi(u.y)))));
+      }
+    }
+    amax = fmaxf(amax, pw_shfl_xor(amax, 1));  // the row's four lanes
+    amax = fmaxf(amax, pw_shfl_xor(amax, 2));
+    const float s = amax / PW_FP8_MAX, inv = pw_fp8_bmm_inverse(s);
+    (h == 0 ? q.s_lo : q.s_hi) = s;
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const uint2 u = r.v[h][st][hi];
+        // a0: row grp, k 4 tig..; a1: row grp + 8; a2, a3: the same at k 16 + 4 tig.
+        q.a[st][h + 2 * hi] = pw_e4m3x4(
+            pw_fp8_bmm_div(pw_bf16_lo(u.x), s, inv), pw_fp8_bmm_div(pw_bf16_hi(u.x), s, inv),
+            pw_fp8_bmm_div(pw_bf16_lo(u.y), s, inv), pw_fp8_bmm_div(pw_bf16_hi(u.y), s, inv));
+      }
+    }
+  }
+  return q;
+}
+
+// W (PW_COLS x K) into shared memory as wgmma core matrices: the 16 bytes of unit u of row n at
+// ((n / 8) K / 16 + u) 128 + (n % 8) 16 (zeros past N); one committed cp.async group.
+__device__ inline void pw_fp8_bmm_wg_stage_w(const pw_u8* w, int b, int n_block, pw_u8* ws) {
+  // Item i is row 8 (i / 8 / units) + i % 8, unit i / 8 % units: a warp's 32 copies fill 4 whole
+  // core matrices (512 contiguous bytes, no bank conflict; taking a row's units in order instead
+  // put every lane of a warp in the same 4 banks) and read 64 contiguous bytes of each of 8 rows.
+  constexpr int units = PW_K / 16;
+  for (int i = threadIdx.x; i < PW_COLS * units; i += PW_THREADS) {
+    const int n = i / 8 / units * 8 + i % 8, u = i / 8 % units;
+    const bool real = n_block + n < PW_N;
+    const pw_u8* src =
+        w + (real ? (static_cast<long long>(b) * PW_N + n_block + n) * PW_K : 0) + 16 * u;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(ws + 16 * i)),
+                 "l"(src), "r"(real ? 16 : 0));
+  }
+  asm volatile("cp.async.commit_group;");
+}
+
+// Starts d = group g of the lane's A (q) times W's columns [n0, n0 + 2 R): the group's k32
+// steps, committed as one wgmma group (q's registers and d are the tensor cores' until it is
+// waited for).
+template <int R>
+__device__ inline void pw_fp8_bmm_wg_issue(float (&d)[R], const PwFp8WgGroup& q, const pw_u8* ws,
+                                           int n0, int g) {
+  // The descriptor's lead: bytes between core matrices adjacent in K (the next 16-byte unit);
+  // stride: between those adjacent in N (the next 8 rows). (Swapped, the GPU check's error is
+  // 1.37: the layout the PTX manual describes is the one the H200 reads.)
+  constexpr int lead = 128, stride = PW_K / 16 * 128;
+  pw_wgmma_fence();
+#pragma unroll
+  for (int st = 0; st < 4; ++st) {
+    if (4 * g + st >= kPwWgSteps) break;
+    const pw_u64 desc = pw_wgmma_desc(ws + n0 / 8 * stride + 256 * (4 * g + st), lead, stride);
+    pw_wgmma_e4m3(d, q.a[st], desc, st > 0);
+  }
+  pw_wgmma_commit();
+}
+
+// Columns [n0, n0 + 2 R) of rows m and m + 8: v[4 j + e] (C of n8 tile j) times the rows' scale.
+template <int R>
+__device__ inline void pw_fp8_bmm_wg_store(pw_u16* y, int b, int m, int n0, const float (&v)[R],
+                                           float scale_lo, float scale_hi, int m_total) {
+  const int tig = threadIdx.x % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (m + 8 * h >= m_total) continue;
+    const float scale = h == 0 ? scale_lo : scale_hi;
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+      pw_fp8_bmm_store2(y, b, m + 8 * h, n0 + 8 * j + 2 * tig, v[4 * j + 2 * h] * scale,
+                        v[4 * j + 2 * h + 1] * scale);
+    }
+  }
+}
+
+__device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
+                                     float w_scale, pw_u16* __restrict__ y, int m_total) {
+  extern __shared__ __attribute__((aligned(16))) pw_u8 ws[];  // cols x K as core matrices
+  const int b = blockIdx.y, n_block = blockIdx.x * PW_COLS, m0 = blockIdx.z * PW_ROWS;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  const int m = m0 + 16 * warp + grp;  // warpgroup warp / 4 takes rows 64 (warp / 4) + ...
+  pw_fp8_bmm_wg_stage_w(w, b, n_block, ws);
+  PwFp8WgRaw raw = pw_fp8_bmm_wg_load(x, b, m, m_total, 0, tig);  // while W's copy is in flight
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  pw_fence_proxy_async();
+  __syncthreads();
+  if constexpr (PW_GROUPS == 1) {
+    // K of one group: the products are the sums. 64-column passes, two sets of accumulators:
+    // pass p + 1 runs on the tensor cores while pass p is stored.
+    constexpr int passes = PW_COLS / 64;
+    const PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(raw);
+    float d[2][32];
+#pragma unroll
+    for (int j = 0; j < 32; ++j) d[0][j] = d[1][j] = 0.0f;
+    pw_fp8_bmm_wg_issue(d[0], q, ws, 0, 0);
+#pragma unroll
+    for (int p = 0; p < passes; ++p) {
+      if (p + 1 < passes) {
+        pw_fp8_bmm_wg_issue(d[(p + 1) % 2], q, ws, 64 * (p + 1), 0);
+        pw_wgmma_wait<1>();
+      } else {
+        pw_wgmma_wait<0>();
+      }
+      pw_wgmma_hold(d[p % 2]);
+      pw_fp8_bmm_wg_store(y, b, m, n_block + 64 * p, d[p % 2], q.s_lo * w_scale, q.s_hi * w_scale,
+                          m_total);
+    }
+  } else {
+    // One 128-column pass; per group a fresh set of accumulators, scaled into the sums; the next
+    // group's X is loaded while the tensor cores multiply this one. (Quantizing the next group
+    // then too gave wrong sums, not found in the time there was: not kept.)
+    static_assert(!kPwWg || PW_GROUPS == 1 || PW_COLS == 128, "more groups: one 128-column pass");
+    float acc[64], d[64];
+#pragma unroll
+    for (int j = 0; j < 64; ++j) acc[j] = d[j] = 0.0f;
+#pragma unroll 1
+    for (int g = 0; g < PW_GROUPS; ++g) {
+      const PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(raw);
+      pw_fp8_bmm_wg_issue(d, q, ws, 0, g);
+      if (g + 1 < PW_GROUPS) raw = pw_fp8_bmm_wg_load(x, b, m, m_total, g + 1, tig);
+      pw_wgmma_wait<0>();
+      pw_wgmma_hold(d);  // d is the tensor cores' until here
+#pragma unroll
+      for (int j = 0; j < 64; ++j) acc[j] += d[j] * (j % 4 < 2 ? q.s_lo : q.s_hi);
+    }
+    pw_fp8_bmm_wg_store(y, b, m, n_block, acc, w_scale, w_scale, m_total);
+  }
+}
+#endif
+
 #if PW_FP8_MMA
 __device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
                                         float w_scale, pw_u16* __restrict__ y, int m_total) {
   constexpr int kPwNt = PW_COLS / (8 * (PW_THREADS / 32));  // n8 tiles a warp
+#ifdef PW_FP8_BMM_TILE_STEP  // a measuring define: the 16-row tiles of a step (4: all, as before)
+  constexpr int kPwStep = PW_FP8_BMM_TILE_STEP < kPwTiles ? PW_FP8_BMM_TILE_STEP : kPwTiles;
+#else
+  constexpr int kPwStep = kPwNt == 2 && kPwTiles > 2 ? 2 : kPwTiles;  // 16-row tiles at a time
+#endif
+  static_assert(kPwTiles % kPwStep == 0, "whole steps");
   static_assert(
       kPwTiled || ((kPwNt == 1 || kPwNt == 2) && PW_COLS == 8 * kPwNt * (PW_THREADS / 32)),
       "one or two n8 tiles a warp");
@@ -452,61 +709,59 @@ __device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u
     if (mc > 0) __syncthreads();  // the last chunk's qx and sx no longer read
     pw_fp8_bmm_quantize(x, b, m0 + mc, rows, m_total, qx, sx);
     __syncthreads();
-    float acc[kPwTiles][kPwNt][4];
+    // The chunk's 16-row tiles kPwStep at a time: with all four of a 64-row chunk and two n8
+    // tiles a warp, the accumulators, W and the hoisted A loads overflowed 255 registers.
+#pragma unroll 1
+    for (int mt0 = 0; mt0 < kPwTiles; mt0 += kPwStep) {
+      float acc[kPwStep][kPwNt][4] = {};
 #pragma unroll
-    for (int mt = 0; mt < kPwTiles; ++mt) {
+      for (int g = 0; g < PW_GROUPS; ++g) {
 #pragma unroll
-      for (int t = 0; t < kPwNt; ++t) {
+        for (int j = 0; j < kPwStep; ++j) {
+          const int mt = mt0 + j;
+          float part[kPwNt][4] = {};
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mt][t][e] = 0.0f;
-      }
-    }
+          for (int c = 2 * g; c < 2 * g + 2 && c < kPwChunks; ++c) {
 #pragma unroll
-    for (int g = 0; g < PW_GROUPS; ++g) {
+            for (int s = 0; s < 2; ++s) {  // the two k32 steps of chunk c
+              // A (rows 16 mt + grp and + 8): logical k 4 tig..+3 and 16 + 4 tig..+3 of step s
+              // are physical bytes 64 c + 16 tig + 8 s + [0, 8).
+              const uint2 lo = *reinterpret_cast<const uint2*>(qx + (16 * mt + grp) * PW_QROW +
+                                                               64 * c + 16 * tig + 8 * s);
+              const uint2 hi = *reinterpret_cast<const uint2*>(qx + (16 * mt + grp + 8) * PW_QROW +
+                                                               64 * c + 16 * tig + 8 * s);
 #pragma unroll
-      for (int mt = 0; mt < kPwTiles; ++mt) {
-        float part[kPwNt][4] = {};
-#pragma unroll
-        for (int c = 2 * g; c < 2 * g + 2 && c < kPwChunks; ++c) {
-#pragma unroll
-          for (int s = 0; s < 2; ++s) {  // the two k32 steps of chunk c
-            // A (rows 16 mt + grp and + 8): logical k 4 tig..+3 and 16 + 4 tig..+3 of step s are
-            // physical bytes 64 c + 16 tig + 8 s + [0, 8).
-            const uint2 lo = *reinterpret_cast<const uint2*>(qx + (16 * mt + grp) * PW_QROW +
-                                                             64 * c + 16 * tig + 8 * s);
-            const uint2 hi = *reinterpret_cast<const uint2*>(qx + (16 * mt + grp + 8) * PW_QROW +
-                                                             64 * c + 16 * tig + 8 * s);
-#pragma unroll
-            for (int t = 0; t < kPwNt; ++t) {
-              const pw_u32 b0 = s == 0 ? wf[t][c].x : wf[t][c].z;
-              const pw_u32 b1 = s == 0 ? wf[t][c].y : wf[t][c].w;
-              pw_mma_e4m3(part[t], lo.x, hi.x, lo.y, hi.y, b0, b1);
+              for (int t = 0; t < kPwNt; ++t) {
+                const pw_u32 b0 = s == 0 ? wf[t][c].x : wf[t][c].z;
+                const pw_u32 b1 = s == 0 ? wf[t][c].y : wf[t][c].w;
+                pw_mma_e4m3(part[t], lo.x, hi.x, lo.y, hi.y, b0, b1);
+              }
             }
           }
-        }
-        const float s_lo = sx[(16 * mt + grp) * PW_GROUPS + g];
-        const float s_hi = sx[(16 * mt + grp + 8) * PW_GROUPS + g];
+          const float s_lo = sx[(16 * mt + grp) * PW_GROUPS + g];
+          const float s_hi = sx[(16 * mt + grp + 8) * PW_GROUPS + g];
 #pragma unroll
-        for (int t = 0; t < kPwNt; ++t) {
-          acc[mt][t][0] += part[t][0] * s_lo;
-          acc[mt][t][1] += part[t][1] * s_lo;
-          acc[mt][t][2] += part[t][2] * s_hi;
-          acc[mt][t][3] += part[t][3] * s_hi;
+          for (int t = 0; t < kPwNt; ++t) {
+            acc[j][t][0] += part[t][0] * s_lo;
+            acc[j][t][1] += part[t][1] * s_lo;
+            acc[j][t][2] += part[t][2] * s_hi;
+            acc[j][t][3] += part[t][3] * s_hi;
+          }
         }
       }
-    }
-    // C of m16n8: c0, c1 at (row grp, cols 2 tig, 2 tig + 1), c2, c3 at row grp + 8.
+      // C of m16n8: c0, c1 at (row grp, cols 2 tig, 2 tig + 1), c2, c3 at row grp + 8.
 #pragma unroll
-    for (int mt = 0; mt < kPwTiles; ++mt) {
+      for (int j = 0; j < kPwStep; ++j) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = 16 * mt + grp + 8 * half, m = m0 + mc + r;
-        if (r >= rows || (!PW_ROWS_EVEN && m >= m_total)) continue;
+        for (int half = 0; half < 2; ++half) {
+          const int r = 16 * (mt0 + j) + grp + 8 * half, m = m0 + mc + r;
+          if (r >= rows || (!PW_ROWS_EVEN && m >= m_total)) continue;
 #pragma unroll
-        for (int t = 0; t < kPwNt; ++t) {
-          const int n = n_block + 8 * kPwNt * warp + 8 * t + 2 * tig;
-          pw_fp8_bmm_store2(y, b, m, n, acc[mt][t][2 * half] * w_scale,
-                            acc[mt][t][2 * half + 1] * w_scale);
+          for (int t = 0; t < kPwNt; ++t) {
+            const int n = n_block + 8 * kPwNt * warp + 8 * t + 2 * tig;
+            pw_fp8_bmm_store2(y, b, m, n, acc[j][t][2 * half] * w_scale,
+                              acc[j][t][2 * half + 1] * w_scale);
+          }
         }
       }
     }
@@ -587,11 +842,19 @@ __device__ inline void pw_fp8_bmm_simt(const pw_u16* __restrict__ x, const pw_u8
 }
 #endif
 
-// The tiled path fits 128 registers a lane: 2 blocks an SM.
-extern "C" __global__ void __launch_bounds__(PW_THREADS, kPwTiled ? 2 : 1)
+// The tiled path fits 128 registers a lane: 2 blocks an SM; so does the warpgroup path where K is
+// one group (else its two sets of accumulators take more).
+extern "C" __global__ void __launch_bounds__(PW_THREADS,
+                                             kPwTiled && !(kPwWg && PW_GROUPS > 1) ? 2 : 1)
     pw_fp8_bmm(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w, float w_scale,
                pw_u16* __restrict__ y, int m_total) {
 #if PW_FP8_MMA
+#if PW_WGMMA
+  if constexpr (kPwWg) {
+    pw_fp8_bmm_wg(x, w, w_scale, y, m_total);
+    return;
+  }
+#endif
   if constexpr (kPwTiled) {
     pw_fp8_bmm_tiled(x, w, w_scale, y, m_total);
   } else {

@@ -14,7 +14,10 @@ std::vector<std::string> ArchDefines(const Arch& arch) {
 }
 
 std::vector<std::string> CommonCompileOptions(const Arch& arch) {
-  std::vector<std::string> o = {StrCat("--gpu-architecture=", arch.name)};
+  // sm_90 compiles as sm_90a, whose code runs on the same GPUs (H100, H200: compute capability 9.0
+  // is the only one there is) and may use Hopper's warpgroup instructions (kernels/common/wgmma.h).
+  const std::string target = arch.name == "sm_90" ? "sm_90a" : arch.name;
+  std::vector<std::string> o = {StrCat("--gpu-architecture=", target)};
   if (arch.platform == Platform::kAmd) {
     o.insert(o.end(), {"-O3", "-std=c++17"});
   } else {

@@ -21,7 +21,8 @@ TEST(KernelSourcesTest, ClosureHasTheKernelAndItsHeaders) {
   std::vector<std::string> names;
   for (const KernelSource& s : *c) names.emplace_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"fp8_bmm.hip", "common/bf16.h", "common/fp8.h",
-                                             "common/geometry.h", "common/portability.h"}));
+                                             "common/geometry.h", "common/portability.h",
+                                             "common/wgmma.h"}));
   EXPECT_FALSE(SourceClosure("nope.hip").ok());
 }
 
