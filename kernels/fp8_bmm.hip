@@ -631,7 +631,7 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
     // K of one group: the products are the sums. 64-column passes, two sets of accumulators:
     // pass p + 1 runs on the tensor cores while pass p is stored.
     constexpr int passes = PW_COLS / 64;
-    const PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(raw);
+    PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(raw);
     float d[2][32];
 #pragma unroll
     for (int j = 0; j < 32; ++j) d[0][j] = d[1][j] = 0.0f;
@@ -644,25 +644,28 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
       } else {
         pw_wgmma_wait<0>();
       }
-      pw_wgmma_hold(d[p % 2]);
+      pw_wgmma_hold(d[p % 2]);  // d and q's registers are the tensor cores' until here
+      pw_wgmma_hold(q.a);
       pw_fp8_bmm_wg_store(y, b, m, n_block + 64 * p, d[p % 2], q.s_lo * w_scale, q.s_hi * w_scale,
                           m_total);
     }
   } else {
     // One 128-column pass; per group a fresh set of accumulators, scaled into the sums; the next
     // group's X is loaded while the tensor cores multiply this one. (Quantizing the next group
-    // then too gave wrong sums, not found in the time there was: not kept.)
+    // then too gave wrong sums, not found in the time there was; two groups of X in registers
+    // ahead, the group loop unrolled, was slower: 0.420 against 0.394-0.406 ms. Neither kept.)
     static_assert(!kPwWg || PW_GROUPS == 1 || PW_COLS == 128, "more groups: one 128-column pass");
     float acc[64], d[64];
 #pragma unroll
     for (int j = 0; j < 64; ++j) acc[j] = d[j] = 0.0f;
 #pragma unroll 1
     for (int g = 0; g < PW_GROUPS; ++g) {
-      const PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(raw);
+      PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(raw);
       pw_fp8_bmm_wg_issue(d, q, ws, 0, g);
       if (g + 1 < PW_GROUPS) raw = pw_fp8_bmm_wg_load(x, b, m, m_total, g + 1, tig);
       pw_wgmma_wait<0>();
-      pw_wgmma_hold(d);  // d is the tensor cores' until here
+      pw_wgmma_hold(d);  // d and q's registers are the tensor cores' until here
+      pw_wgmma_hold(q.a);
 #pragma unroll
       for (int j = 0; j < 64; ++j) acc[j] += d[j] * (j % 4 < 2 ? q.s_lo : q.s_hi);
     }

@@ -37,23 +37,12 @@ __device__ inline void pw_wgmma_wait() {
 // fragments) change here, so it neither reads an accumulator before the wait nor gives an A
 // fragment's registers to other values while the multiply still reads them (the asm of a wgmma
 // takes its inputs as consumed when it issues).
+__device__ inline void pw_wgmma_hold(float& v) { asm volatile("" : "+f"(v)::"memory"); }
+__device__ inline void pw_wgmma_hold(pw_u32& v) { asm volatile("" : "+r"(v)::"memory"); }
 template <typename T, int N>
 __device__ inline void pw_wgmma_hold(T (&v)[N]) {
 #pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(v[i])::"memory");
-}
-template <typename T, int N, int M>
-__device__ inline void pw_wgmma_hold(T (&v)[N][M]) {
-#pragma unroll
   for (int i = 0; i < N; ++i) pw_wgmma_hold(v[i]);
-}
-__device__ inline void pw_wgmma_hold(float (&v)[32]) {
-#pragma unroll
-  for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(v[i])::"memory");
-}
-__device__ inline void pw_wgmma_hold(float (&v)[64]) {
-#pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(v[i])::"memory");
 }
 
 // Makes this thread's generic-proxy writes to shared memory (st.shared, cp.async) visible to the
