@@ -271,6 +271,27 @@ struct PwFp8Group {
 __device__ inline float pw_bf16_lo(pw_u32 w) { return pw_u2f(w << 16); }
 __device__ inline float pw_bf16_hi(pw_u32 w) { return pw_u2f(w & 0xffff0000u); }
 
+// The pieces of a quad's quantize (a row's four lanes, as the tiled and warpgroup paths hold X):
+// the running |max| over a bf16 pair; the row's scale and its inverse from the lanes' maxima;
+// two bf16 pairs (w0 low half first) as four e4m3 in one word.
+__device__ inline float pw_fp8_bmm_amax2(float amax, pw_u32 w) {
+  return fmaxf(amax, fmaxf(fabsf(pw_bf16_lo(w)), fabsf(pw_bf16_hi(w))));
+}
+struct PwFp8Scale {
+  float s, inv;
+};
+__device__ inline PwFp8Scale pw_fp8_bmm_quad_scale(float amax) {
+  amax = fmaxf(amax, pw_shfl_xor(amax, 1));  // the row's four lanes
+  amax = fmaxf(amax, pw_shfl_xor(amax, 2));
+  const float s = amax / PW_FP8_MAX;
+  return {s, pw_fp8_bmm_inverse(s)};
+}
+__device__ inline pw_u32 pw_fp8_bmm_e4m3_bf16x4(pw_u32 w0, pw_u32 w1, PwFp8Scale sc) {
+  return pw_e4m3x4(
+      pw_fp8_bmm_div(pw_bf16_lo(w0), sc.s, sc.inv), pw_fp8_bmm_div(pw_bf16_hi(w0), sc.s, sc.inv),
+      pw_fp8_bmm_div(pw_bf16_lo(w1), sc.s, sc.inv), pw_fp8_bmm_div(pw_bf16_hi(w1), sc.s, sc.inv));
+}
+
 // Quantizes a lane's share of a group: raw[h][cc] = the 16 bf16 of row grp + 8 h at physical k
 // 64 c + 16 tig + [0, 16), c = 2 g + cc (zeros past M or K).
 __device__ inline PwFp8Group pw_fp8_bmm_quantize_group(const uint4 (&raw)[2][2][2]) {
@@ -284,26 +305,19 @@ __device__ inline PwFp8Group pw_fp8_bmm_quantize_group(const uint4 (&raw)[2][2][
       for (int i = 0; i < 2; ++i) {
         const pw_u32 w4[4] = {raw[h][cc][i].x, raw[h][cc][i].y, raw[h][cc][i].z, raw[h][cc][i].w};
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          amax = fmaxf(amax, fmaxf(fabsf(pw_bf16_lo(w4[j])), fabsf(pw_bf16_hi(w4[j]))));
-        }
+        for (int j = 0; j < 4; ++j) amax = pw_fp8_bmm_amax2(amax, w4[j]);
       }
     }
-    amax = fmaxf(amax, pw_shfl_xor(amax, 1));  // the row's four lanes
-    amax = fmaxf(amax, pw_shfl_xor(amax, 2));
-    const float s = amax / PW_FP8_MAX, inv = pw_fp8_bmm_inverse(s);
-    (h == 0 ? q.s_lo : q.s_hi) = s;
+    const PwFp8Scale sc = pw_fp8_bmm_quad_scale(amax);
+    (h == 0 ? q.s_lo : q.s_hi) = sc.s;
 #pragma unroll
     for (int cc = 0; cc < 2; ++cc) {
 #pragma unroll
       for (int word = 0; word < 4; ++word) {  // values 4 word .. + 3 of the lane's 16
         const uint4& r = raw[h][cc][word / 2];
         const pw_u32 w0 = word % 2 == 0 ? r.x : r.z, w1 = word % 2 == 0 ? r.y : r.w;
-        const pw_u32 v = pw_e4m3x4(
-            pw_fp8_bmm_div(pw_bf16_lo(w0), s, inv), pw_fp8_bmm_div(pw_bf16_hi(w0), s, inv),
-            pw_fp8_bmm_div(pw_bf16_lo(w1), s, inv), pw_fp8_bmm_div(pw_bf16_hi(w1), s, inv));
         // Step word / 2 takes words 2 s (a0: row grp, a1: row grp + 8) and 2 s + 1 (a2, a3).
-        q.a[cc][word / 2][h + 2 * (word % 2)] = v;
+        q.a[cc][word / 2][h + 2 * (word % 2)] = pw_fp8_bmm_e4m3_bf16x4(w0, w1, sc);
       }
     }
   }
@@ -367,18 +381,24 @@ __device__ inline void pw_fp8_bmm_tiled_mma(float (&acc)[Pass][4], const PwFp8Gr
   }
 }
 
+// Starts the copy of 16-byte unit u of the block's W row n (batch b) to unit `at` of `ws` (zeros
+// past N).
+__device__ inline void pw_fp8_bmm_copy_w_unit(const pw_u8* w, int b, int n_block, int n, int u,
+                                              pw_u8* ws, int at) {
+  const bool real = n_block + n < PW_N;
+  const pw_u8* src =
+      w + (real ? (static_cast<long long>(b) * PW_N + n_block + n) * PW_K : 0) + 16 * u;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(ws + 16 * at)),
+               "l"(src), "r"(real ? 16 : 0));
+}
+
 // Copies the block's W (PW_COLS x K) into shared memory as one committed cp.async group, 16-byte
 // units swizzled (pw_fp8_bmm_unit), zeros past N.
 __device__ inline void pw_fp8_bmm_stage_w(const pw_u8* w, int b, int n_block, pw_u8* ws) {
   constexpr int units = PW_K / 16;
   for (int i = threadIdx.x; i < PW_COLS * units; i += PW_THREADS) {
     const int n = i / units, u = i % units;
-    const bool real = n_block + n < PW_N;
-    const pw_u8* src =
-        w + (real ? (static_cast<long long>(b) * PW_N + n_block + n) * PW_K : 0) + 16 * u;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
-                     pw_smem_addr(ws + 16 * pw_fp8_bmm_unit(n, u))),
-                 "l"(src), "r"(real ? 16 : 0));
+    pw_fp8_bmm_copy_w_unit(w, b, n_block, n, u, ws, pw_fp8_bmm_unit(n, u));
   }
   asm volatile("cp.async.commit_group;");
 }
@@ -537,24 +557,17 @@ __device__ inline PwFp8WgGroup pw_fp8_bmm_wg_quantize(const PwFp8WgRaw& r) {
     for (int st = 0; st < 4; ++st) {
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        const uint2 u = r.v[h][st][hi];
-        amax = fmaxf(amax, fmaxf(fmaxf(fabsf(pw_bf16_lo(u.x)), fabsf(pw_bf16_hi(u.x))),
-                                 fmaxf(fabsf(pw_bf16_lo(u.y)), fabsf(pw_bf16_hi(u.y)))));
+        amax = pw_fp8_bmm_amax2(pw_fp8_bmm_amax2(amax, r.v[h][st][hi].x), r.v[h][st][hi].y);
       }
     }
-    amax = fmaxf(amax, pw_shfl_xor(amax, 1));  // the row's four lanes
-    amax = fmaxf(amax, pw_shfl_xor(amax, 2));
-    const float s = amax / PW_FP8_MAX, inv = pw_fp8_bmm_inverse(s);
-    (h == 0 ? q.s_lo : q.s_hi) = s;
+    const PwFp8Scale sc = pw_fp8_bmm_quad_scale(amax);
+    (h == 0 ? q.s_lo : q.s_hi) = sc.s;
 #pragma unroll
     for (int st = 0; st < 4; ++st) {
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
-        const uint2 u = r.v[h][st][hi];
         // a0: row grp, k 4 tig..; a1: row grp + 8; a2, a3: the same at k 16 + 4 tig.
-        q.a[st][h + 2 * hi] = pw_e4m3x4(
-            pw_fp8_bmm_div(pw_bf16_lo(u.x), s, inv), pw_fp8_bmm_div(pw_bf16_hi(u.x), s, inv),
-            pw_fp8_bmm_div(pw_bf16_lo(u.y), s, inv), pw_fp8_bmm_div(pw_bf16_hi(u.y), s, inv));
+        q.a[st][h + 2 * hi] = pw_fp8_bmm_e4m3_bf16x4(r.v[h][st][hi].x, r.v[h][st][hi].y, sc);
       }
     }
   }
@@ -569,12 +582,7 @@ __device__ inline void pw_fp8_bmm_wg_stage_w(const pw_u8* w, int b, int n_block,
   // put every lane of a warp in the same 4 banks) and read 64 contiguous bytes of each of 8 rows.
   constexpr int units = PW_K / 16;
   for (int i = threadIdx.x; i < PW_COLS * units; i += PW_THREADS) {
-    const int n = i / 8 / units * 8 + i % 8, u = i / 8 % units;
-    const bool real = n_block + n < PW_N;
-    const pw_u8* src =
-        w + (real ? (static_cast<long long>(b) * PW_N + n_block + n) * PW_K : 0) + 16 * u;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(ws + 16 * i)),
-                 "l"(src), "r"(real ? 16 : 0));
+    pw_fp8_bmm_copy_w_unit(w, b, n_block, i / 8 / units * 8 + i % 8, i / 8 % units, ws, i);
   }
   asm volatile("cp.async.commit_group;");
 }
