@@ -45,6 +45,12 @@ struct Result {
 };
 Result Failed(std::string why) { return {INFINITY, 0, "error: " + why}; }
 
+// The comma-separated items of a test-only environment variable (none when it is unset).
+std::vector<std::string> CommaListEnv(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? absl::StrSplit(v, ',', absl::SkipEmpty()) : std::vector<std::string>{};
+}
+
 // Rows to compare against the CPU reference: all of them when few, else a spread.
 std::vector<int> Sample(int rows, int max) {
   std::vector<int> out;
@@ -492,16 +498,10 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   std::vector<std::pair<std::string, PlannedKey>> planned;
   // PREWARM_GPU_CHECK_ONLY=launcher[,launcher...] checks only those (kernel work: one launcher's
   // variants in seconds instead of the whole plan in minutes).
-  const char* only_env = std::getenv("PREWARM_GPU_CHECK_ONLY");
-  const std::vector<std::string> only = only_env != nullptr
-                                            ? absl::StrSplit(only_env, ',', absl::SkipEmpty())
-                                            : std::vector<std::string>{};
+  const std::vector<std::string> only = CommaListEnv("PREWARM_GPU_CHECK_ONLY");
   // PREWARM_GPU_CHECK_DEFINES=NAME[=VALUE][,...] adds -D flags to every compile (a kernel's
   // measuring or alternative build, checked like the real one).
-  const char* defines_env = std::getenv("PREWARM_GPU_CHECK_DEFINES");
-  const std::vector<std::string> defines = defines_env != nullptr
-                                               ? absl::StrSplit(defines_env, ',', absl::SkipEmpty())
-                                               : std::vector<std::string>{};
+  const std::vector<std::string> defines = CommaListEnv("PREWARM_GPU_CHECK_DEFINES");
   for (const LauncherPlan& lp : plan.launchers) {
     if (!only.empty() && std::find(only.begin(), only.end(), lp.name) == only.end()) continue;
     const std::string mk = *ManagerKey(**tc, arch_, lp.name);
