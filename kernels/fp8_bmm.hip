@@ -9,7 +9,8 @@
 // row bounds checks).
 // Launch: grid (ceil(N / cols), PW_BATCH, ceil(M / rows)), block PW_BLOCK_THREADS, cols =
 // pw_fp8_bmm_cols(N, K, M_EXACT, BLOCK_M) and dynamic shared memory from pw_fp8_bmm_geometry
-// (common/geometry.h, which the host's launch code reads too).
+// (common/geometry.h, which the host's launch code reads too); where that geometry is persistent,
+// grid (min(tiles, multiprocessors), 1, 1), each block a contiguous run of the tiles.
 //
 // Every path quantizes a row's group once per block (a warp per (row, group) or per 16-row
 // tile: a shuffle max, then every lane's values; on sm_89+ with cvt.rn.satfinite.e4m3x2).
@@ -35,7 +36,9 @@
 //   simt (AMD, older NVIDIA, PW_FORCE_SIMT): rows quantized into shared memory 64 at a time; for
 //     each 128 columns, each 64-wide half of a group's W tile is copied into shared memory with
 //     coalesced 4-byte loads, then each thread takes one column for its share of the rows.
-//   wgmma (opt-in, PW_FP8_BMM_WGMMA=1; sm_90a; see pw_fp8_bmm_wg): correct, slower so far.
+//   streamed (sm_90a, block_m 128 keys of the persistent geometry: q_absorb and v_up at large
+//     M): one block an SM walks a run of tiles with its batch's W kept in shared memory and X
+//     pieces copied ahead, wgmma e4m3 from quantized registers (fp8_bmm_wg.h).
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"
@@ -87,17 +90,36 @@
 #define PW_FP8_MMA 0
 #endif
 
-// The block's rows are taken kPwChunk at a time by the exact and simt paths (at most 64: the
-// quantized rows of a chunk stay within the static shared memory for K up to 512).
-constexpr int kPwChunk = PW_ROWS < 64 ? PW_ROWS : 64;
-constexpr int kPwTiles = (kPwChunk + 15) / 16;  // 16-row tiles of a chunk
-constexpr int kPwRowsPad = 16 * kPwTiles;       // qx rows held (rows past the chunk: zeros)
-constexpr int kPwChunks = PW_K / 64;            // 64-wide k chunks (the MMA paths)
 // The launch's geometry (the host computes the same); the tiled path where this compile uses
 // e4m3 matrix instructions and the geometry has one (else exact).
 constexpr PwFp8BmmGeometry kPwGeometry =
-    pw_fp8_bmm_geometry(PW_N, PW_K, PW_M_EXACT, PW_BLOCK_M, PW_FP8_MMA_ARCH);
+    pw_fp8_bmm_geometry(PW_N, PW_K, PW_M_EXACT, PW_BLOCK_M, PW_FP8_MMA_ARCH, PW_WGMMA);
 constexpr bool kPwTiled = PW_FP8_MMA && kPwGeometry.tiled;
+// The block's rows are taken kPwChunk at a time by the exact and simt paths (at most 64: the
+// quantized rows of a chunk stay within the static shared memory for K up to 512; 32 beside the
+// persistent geometry's dynamic shared memory, which a build forced to SIMT still gets).
+constexpr int kPwChunk = PW_ROWS < 64 ? PW_ROWS : kPwGeometry.persistent ? 32 : 64;
+constexpr int kPwTiles = (kPwChunk + 15) / 16;  // 16-row tiles of a chunk
+constexpr int kPwRowsPad = 16 * kPwTiles;       // qx rows held (rows past the chunk: zeros)
+constexpr int kPwChunks = PW_K / 64;            // 64-wide k chunks (the MMA paths)
+
+// What a block (or one step of a persistent block) computes: batch b, columns [n_block, n_block +
+// PW_COLS), rows [m0, m0 + PW_ROWS).
+struct PwFp8Tile {
+  int b, n_block, m0;
+};
+// The block's tile of the grid (ceil(N / cols), B, ceil(M / rows)).
+__device__ inline PwFp8Tile pw_fp8_bmm_block_tile() {
+  return {static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * PW_COLS,
+          static_cast<int>(blockIdx.z) * PW_ROWS};
+}
+// Tile t of the persistent grid's order (common/geometry.h: rows fastest, then n blocks, then
+// batches).
+__device__ inline PwFp8Tile pw_fp8_bmm_tile(int t, int m_tiles) {
+  constexpr int n_blocks = (PW_N + PW_COLS - 1) / PW_COLS;
+  const int rest = t / m_tiles;
+  return {rest / n_blocks, rest % n_blocks * PW_COLS, t % m_tiles * PW_ROWS};
+}
 
 #if PW_FP8_MMA
 // Four floats as e4m3 (cvt.rn.satfinite.e4m3x2: the same rounding and saturation as
@@ -447,9 +469,10 @@ struct PwFp8Warps {
 // X is read and quantized once; otherwise each pass (16 n8 tiles, v_up's whole N) quantizes
 // the groups one at a time.
 __device__ inline void pw_fp8_bmm_tiled(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
-                                        float w_scale, pw_u16* __restrict__ y, int m_total) {
+                                        float w_scale, pw_u16* __restrict__ y, int m_total,
+                                        PwFp8Tile tile) {
   extern __shared__ __attribute__((aligned(16))) pw_u8 ws[];  // cols x K, swizzled units
-  const int b = blockIdx.y, n_block = blockIdx.x * PW_COLS, m0 = blockIdx.z * PW_ROWS;
+  const int b = tile.b, n_block = tile.n_block, m0 = tile.m0;
   pw_fp8_bmm_stage_w(w, b, n_block, ws);
   constexpr bool keep = PW_GROUPS <= 2;
   using Warps = PwFp8Warps<keep ? 4 : 16>;
@@ -496,195 +519,12 @@ __device__ inline void pw_fp8_bmm_tiled(const pw_u16* __restrict__ x, const pw_u
 }
 #endif
 
-// The warpgroup path, opt-in (PW_FP8_BMM_WGMMA=1, a measuring define: on the H200 it is correct
-// but slower than the mma.sync tiled path, bench/RESULTS.md "2026-12-01 (fourth session)"), for
-// sm_90a builds of tiled keys whose block takes whole 128-column passes: each warpgroup's 64 rows
-// times the block's W with wgmma e4m3, W read by the tensor cores straight from shared memory (no
-// fragment loads, no e4m3 -> f16 conversions), X quantized in registers straight into the A
-// fragments (natural k order: a lane's four values of a step are one 8-byte load). Per 128-wide
-// group the k32 steps go into a fresh set of accumulators, then scaled by the rows' scales into
-// the sums (K of one group: the fresh set is the sum, stored as it is). K of one group and any
-// whole number of 128-column passes, or one pass and any K; else the mma.sync path.
-#if PW_FP8_MMA && PW_WGMMA && defined(PW_FP8_BMM_WGMMA) && PW_FP8_BMM_WGMMA
-constexpr bool kPwWg = kPwTiled && PW_COLS % 128 == 0 && (PW_GROUPS == 1 || PW_COLS == 128) &&
-                       PW_ROWS == 128 && PW_THREADS == 256;
-#else
-constexpr bool kPwWg = false;
-#endif
-
-#if PW_FP8_MMA && PW_WGMMA
-constexpr int kPwWgSteps = PW_K / 32;  // k32 steps
-
-// A group's A fragments for a lane's rows (a[step][a0..a3]) and their scales.
-struct PwFp8WgGroup {
-  pw_u32 a[4][4];
-  float s_lo, s_hi;
-};
-// A lane's raw bf16 of a group: [row half][k32 step][low or high 16 of the step] (4 values).
-struct PwFp8WgRaw {
-  uint2 v[2][4][2];
-};
-
-// Rows m and m + 8 (the lane's), group g: values 32 s + 16 hi + 4 tig + [0, 4) of the group for
-// each step s (zeros past M or K).
-__device__ inline PwFp8WgRaw pw_fp8_bmm_wg_load(const pw_u16* x, int b, int m, int m_total, int g,
-                                                int tig) {
-  PwFp8WgRaw r;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const bool row = m + 8 * h < m_total;
-    const pw_u16* src =
-        x + (static_cast<long long>(m + 8 * h) * PW_BATCH + b) * PW_K + PW_GROUP * g + 4 * tig;
-#pragma unroll
-    for (int st = 0; st < 4; ++st) {
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        const bool real = row && 4 * g + st < kPwWgSteps;
-        r.v[h][st][hi] =
-            real ? *reinterpret_cast<const uint2*>(src + 32 * st + 16 * hi) : make_uint2(0, 0);
-      }
-    }
-  }
-  return r;
-}
-
-__device__ inline PwFp8WgGroup pw_fp8_bmm_wg_quantize(const PwFp8WgRaw& r) {
-  PwFp8WgGroup q;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float amax = 0.0f;
-#pragma unroll
-    for (int st = 0; st < 4; ++st) {
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        amax = pw_fp8_bmm_amax2(pw_fp8_bmm_amax2(amax, r.v[h][st][hi].x), r.v[h][st][hi].y);
-      }
-    }
-    const PwFp8Scale sc = pw_fp8_bmm_quad_scale(amax);
-    (h == 0 ? q.s_lo : q.s_hi) = sc.s;
-#pragma unroll
-    for (int st = 0; st < 4; ++st) {
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        // a0: row grp, k 4 tig..; a1: row grp + 8; a2, a3: the same at k 16 + 4 tig.
-        q.a[st][h + 2 * hi] = pw_fp8_bmm_e4m3_bf16x4(r.v[h][st][hi].x, r.v[h][st][hi].y, sc);
-      }
-    }
-  }
-  return q;
-}
-
-// W (PW_COLS x K) into shared memory as wgmma core matrices: the 16 bytes of unit u of row n at
-// ((n / 8) K / 16 + u) 128 + (n % 8) 16 (zeros past N); one committed cp.async group.
-__device__ inline void pw_fp8_bmm_wg_stage_w(const pw_u8* w, int b, int n_block, pw_u8* ws) {
-  // Item i is row 8 (i / 8 / units) + i % 8, unit i / 8 % units: a warp's 32 copies fill 4 whole
-  // core matrices (512 contiguous bytes, no bank conflict; taking a row's units in order instead
-  // put every lane of a warp in the same 4 banks) and read 64 contiguous bytes of each of 8 rows.
-  constexpr int units = PW_K / 16;
-  for (int i = threadIdx.x; i < PW_COLS * units; i += PW_THREADS) {
-    pw_fp8_bmm_copy_w_unit(w, b, n_block, i / 8 / units * 8 + i % 8, i / 8 % units, ws, i);
-  }
-  asm volatile("cp.async.commit_group;");
-}
-
-// Starts d = group g of the lane's A (q) times W's columns [n0, n0 + 2 R): the group's k32
-// steps, committed as one wgmma group (q's registers and d are the tensor cores' until it is
-// waited for).
-template <int R>
-__device__ inline void pw_fp8_bmm_wg_issue(float (&d)[R], const PwFp8WgGroup& q, const pw_u8* ws,
-                                           int n0, int g) {
-  // The descriptor's lead: bytes between core matrices adjacent in K (the next 16-byte unit);
-  // stride: between those adjacent in N (the next 8 rows). (Swapped, the GPU check's error is
-  // 1.37: the layout the PTX manual describes is the one the H200 reads.)
-  constexpr int lead = 128, stride = PW_K / 16 * 128;
-  pw_wgmma_fence();
-#pragma unroll
-  for (int st = 0; st < 4; ++st) {
-    if (4 * g + st >= kPwWgSteps) break;
-    const pw_u64 desc = pw_wgmma_desc(ws + n0 / 8 * stride + 256 * (4 * g + st), lead, stride);
-    pw_wgmma_e4m3(d, q.a[st], desc, st > 0);
-  }
-  pw_wgmma_commit();
-}
-
-// Columns [n0, n0 + 2 R) of rows m and m + 8: v[4 j + e] (C of n8 tile j) times the rows' scale.
-template <int R>
-__device__ inline void pw_fp8_bmm_wg_store(pw_u16* y, int b, int m, int n0, const float (&v)[R],
-                                           float scale_lo, float scale_hi, int m_total) {
-  const int tig = threadIdx.x % 4;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (m + 8 * h >= m_total) continue;
-    const float scale = h == 0 ? scale_lo : scale_hi;
-#pragma unroll
-    for (int j = 0; j < R / 4; ++j) {
-      pw_fp8_bmm_store2(y, b, m + 8 * h, n0 + 8 * j + 2 * tig, v[4 * j + 2 * h] * scale,
-                        v[4 * j + 2 * h + 1] * scale);
-    }
-  }
-}
-
-__device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
-                                     float w_scale, pw_u16* __restrict__ y, int m_total) {
-  extern __shared__ __attribute__((aligned(16))) pw_u8 ws[];  // cols x K as core matrices
-  const int b = blockIdx.y, n_block = blockIdx.x * PW_COLS, m0 = blockIdx.z * PW_ROWS;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
-  const int m = m0 + 16 * warp + grp;  // warpgroup warp / 4 takes rows 64 (warp / 4) + ...
-  pw_fp8_bmm_wg_stage_w(w, b, n_block, ws);
-  PwFp8WgRaw raw = pw_fp8_bmm_wg_load(x, b, m, m_total, 0, tig);  // while W's copy is in flight
-  asm volatile("cp.async.wait_all;" ::: "memory");
-  pw_fence_proxy_async();
-  __syncthreads();
-  if constexpr (PW_GROUPS == 1) {
-    // K of one group: the products are the sums. 64-column passes, two sets of accumulators:
-    // pass p + 1 runs on the tensor cores while pass p is stored.
-    constexpr int passes = PW_COLS / 64;
-    PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(raw);
-    float d[2][32];
-#pragma unroll
-    for (int j = 0; j < 32; ++j) d[0][j] = d[1][j] = 0.0f;
-    pw_fp8_bmm_wg_issue(d[0], q, ws, 0, 0);
-#pragma unroll
-    for (int p = 0; p < passes; ++p) {
-      if (p + 1 < passes) {
-        pw_fp8_bmm_wg_issue(d[(p + 1) % 2], q, ws, 64 * (p + 1), 0);
-        pw_wgmma_wait<1>();
-      } else {
-        pw_wgmma_wait<0>();
-      }
-      pw_wgmma_hold(d[p % 2]);  // d and q's registers are the tensor cores' until here
-      pw_wgmma_hold(q.a);
-      pw_fp8_bmm_wg_store(y, b, m, n_block + 64 * p, d[p % 2], q.s_lo * w_scale, q.s_hi * w_scale,
-                          m_total);
-    }
-  } else {
-    // One 128-column pass; per group a fresh set of accumulators, scaled into the sums; the next
-    // group's X is loaded while the tensor cores multiply this one. (Quantizing the next group
-    // then too gave wrong sums, not found in the time there was; two groups of X in registers
-    // ahead, the group loop unrolled, was slower: 0.420 against 0.394-0.406 ms. Neither kept.)
-    static_assert(!kPwWg || PW_GROUPS == 1 || PW_COLS == 128, "more groups: one 128-column pass");
-    float acc[64], d[64];
-#pragma unroll
-    for (int j = 0; j < 64; ++j) acc[j] = d[j] = 0.0f;
-#pragma unroll 1
-    for (int g = 0; g < PW_GROUPS; ++g) {
-      PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(raw);
-      pw_fp8_bmm_wg_issue(d, q, ws, 0, g);
-      if (g + 1 < PW_GROUPS) raw = pw_fp8_bmm_wg_load(x, b, m, m_total, g + 1, tig);
-      pw_wgmma_wait<0>();
-      pw_wgmma_hold(d);  // d and q's registers are the tensor cores' until here
-      pw_wgmma_hold(q.a);
-#pragma unroll
-      for (int j = 0; j < 64; ++j) acc[j] += d[j] * (j % 4 < 2 ? q.s_lo : q.s_hi);
-    }
-    pw_fp8_bmm_wg_store(y, b, m, n_block, acc, w_scale, w_scale, m_total);
-  }
-}
-#endif
+#include "fp8_bmm_wg.h"
 
 #if PW_FP8_MMA
 __device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
-                                        float w_scale, pw_u16* __restrict__ y, int m_total) {
+                                        float w_scale, pw_u16* __restrict__ y, int m_total,
+                                        PwFp8Tile tile) {
   constexpr int kPwNt = PW_COLS / (8 * (PW_THREADS / 32));  // n8 tiles a warp
 #ifdef PW_FP8_BMM_TILE_STEP  // a measuring define: the 16-row tiles of a step (4: all, as before)
   constexpr int kPwStep = PW_FP8_BMM_TILE_STEP < kPwTiles ? PW_FP8_BMM_TILE_STEP : kPwTiles;
@@ -697,7 +537,7 @@ __device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u
       "one or two n8 tiles a warp");
   __shared__ __attribute__((aligned(16))) pw_u8 qx[kPwRowsPad * PW_QROW];
   __shared__ float sx[kPwRowsPad * PW_GROUPS];
-  const int b = blockIdx.y, n_block = blockIdx.x * PW_COLS, m0 = blockIdx.z * PW_ROWS;
+  const int b = tile.b, n_block = tile.n_block, m0 = tile.m0;
   // This warp's W: columns n_block + 8 kPwNt warp + [0, 8 kPwNt), as kPwNt n8 tiles; lane
   // (group, tig) reads
   // row n0 + 8 t + group, bytes [64 c + 16 tig, + 16) of each 64-wide chunk c.
@@ -783,10 +623,11 @@ __device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u
 #if !PW_FP8_MMA
 constexpr int kPwSimtCols = PW_COLS < 128 ? PW_COLS : 128;  // columns a pass
 __device__ inline void pw_fp8_bmm_simt(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
-                                       float w_scale, pw_u16* __restrict__ y, int m_total) {
+                                       float w_scale, pw_u16* __restrict__ y, int m_total,
+                                       PwFp8Tile tile) {
   __shared__ __attribute__((aligned(16))) pw_u8 qx[kPwRowsPad * PW_QROW];
   __shared__ float sx[kPwRowsPad * PW_GROUPS];
-  const int b = blockIdx.y, n_block = blockIdx.x * PW_COLS, m0 = blockIdx.z * PW_ROWS;
+  const int b = tile.b, n_block = tile.n_block, m0 = tile.m0;
   // For each kPwSimtCols columns of the block, per 64-wide half of a group: W's kPwSimtCols x 64
   // tile into shared memory (coalesced), then thread (column tid % kPwSimtCols, row lane
   // tid / kPwSimtCols) accumulates its rows.
@@ -853,25 +694,43 @@ __device__ inline void pw_fp8_bmm_simt(const pw_u16* __restrict__ x, const pw_u8
 }
 #endif
 
-// The tiled path fits 128 registers a lane: 2 blocks an SM; so does the warpgroup path where K is
-// one group (else its two sets of accumulators take more).
+// One tile of the grid with whichever path this compile has.
+__device__ inline void pw_fp8_bmm_tile_path(const pw_u16* __restrict__ x,
+                                            const pw_u8* __restrict__ w, float w_scale,
+                                            pw_u16* __restrict__ y, int m_total, PwFp8Tile t) {
+#if PW_FP8_MMA
+  if constexpr (kPwTiled) {
+    pw_fp8_bmm_tiled(x, w, w_scale, y, m_total, t);
+  } else {
+    pw_fp8_bmm_exact(x, w, w_scale, y, m_total, t);
+  }
+#else
+  pw_fp8_bmm_simt(x, w, w_scale, y, m_total, t);
+#endif
+}
+
+// The tiled path fits 128 registers a lane: 2 blocks an SM (in the persistent geometry one block
+// an SM is all its shared memory allows, and the streamed path's accumulators take more).
 extern "C" __global__ void __launch_bounds__(PW_THREADS,
-                                             kPwTiled && !(kPwWg && PW_GROUPS > 1) ? 2 : 1)
+                                             kPwTiled && !kPwGeometry.persistent ? 2 : 1)
     pw_fp8_bmm(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w, float w_scale,
                pw_u16* __restrict__ y, int m_total) {
-#if PW_FP8_MMA
-#if PW_WGMMA
+#if PW_FP8_MMA && PW_WGMMA
   if constexpr (kPwWg) {
     pw_fp8_bmm_wg(x, w, w_scale, y, m_total);
     return;
   }
 #endif
-  if constexpr (kPwTiled) {
-    pw_fp8_bmm_tiled(x, w, w_scale, y, m_total);
+  if constexpr (kPwGeometry.persistent) {
+    // Any other path over the persistent grid (a SIMT build, the mma.sync A/B): its run of tiles,
+    // one at a time.
+    const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(m_total, PW_BATCH, PW_N, PW_COLS, PW_ROWS);
+    const int last = pw_fp8_bmm_tile_first(blockIdx.x + 1, gridDim.x, tiles.total);
+    for (int t = pw_fp8_bmm_tile_first(blockIdx.x, gridDim.x, tiles.total); t < last; ++t) {
+      __syncthreads();  // the last tile's shared memory no longer read
+      pw_fp8_bmm_tile_path(x, w, w_scale, y, m_total, pw_fp8_bmm_tile(t, tiles.m_tiles));
+    }
   } else {
-    pw_fp8_bmm_exact(x, w, w_scale, y, m_total);
+    pw_fp8_bmm_tile_path(x, w, w_scale, y, m_total, pw_fp8_bmm_block_tile());
   }
-#else
-  pw_fp8_bmm_simt(x, w, w_scale, y, m_total);
-#endif
 }

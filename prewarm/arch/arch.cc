@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "prewarm/util/strings.h"
@@ -55,8 +56,12 @@ absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list) {
   return out;
 }
 
-std::vector<std::string> DetectKfdArchNames(const std::string& kfd_root) {
-  std::vector<std::string> names;
+namespace {
+
+// The integer properties ("name value" lines) of each GPU node under `kfd_root` (those with a
+// gfx_target_version above 0), in node order.
+std::vector<std::map<std::string, int64_t>> KfdGpuNodes(const std::string& kfd_root) {
+  std::vector<std::map<std::string, int64_t>> gpus;
   std::error_code ec;
   const std::filesystem::path nodes = std::filesystem::path(kfd_root) / "topology" / "nodes";
   std::vector<std::filesystem::path> node_dirs;
@@ -66,25 +71,44 @@ std::vector<std::string> DetectKfdArchNames(const std::string& kfd_root) {
   std::sort(node_dirs.begin(), node_dirs.end());
   for (const auto& dir : node_dirs) {
     std::ifstream in(dir / "properties");
+    std::map<std::string, int64_t> props;
     std::string line;
     while (std::getline(in, line)) {
-      constexpr std::string_view kPrefix = "gfx_target_version ";
-      if (!line.starts_with(kPrefix)) continue;
-      const std::optional<int64_t> parsed =
-          ParseInt64(StripWhitespace(std::string_view(line).substr(kPrefix.size())));
-      if (!parsed.has_value() || *parsed <= 0) break;
-      const int64_t v = *parsed;
-      // major*10000 + minor*100 + stepping; the stepping is one hex digit in the name.
-      const int64_t major = v / 10000, minor = (v / 100) % 100, step = v % 100;
-      std::ostringstream name;
-      name << "gfx" << major << minor << std::hex << step;
-      if (std::find(names.begin(), names.end(), name.str()) == names.end()) {
-        names.push_back(name.str());
-      }
-      break;
+      const size_t space = line.find(' ');
+      if (space == std::string::npos) continue;
+      const std::optional<int64_t> v =
+          ParseInt64(StripWhitespace(std::string_view(line).substr(space + 1)));
+      if (v.has_value()) props[line.substr(0, space)] = *v;
+    }
+    if (props["gfx_target_version"] > 0) gpus.push_back(std::move(props));
+  }
+  return gpus;
+}
+
+}  // namespace
+
+std::vector<std::string> DetectKfdArchNames(const std::string& kfd_root) {
+  std::vector<std::string> names;
+  for (auto& props : KfdGpuNodes(kfd_root)) {
+    const int64_t v = props["gfx_target_version"];
+    // major*10000 + minor*100 + stepping; the stepping is one hex digit in the name.
+    const int64_t major = v / 10000, minor = (v / 100) % 100, step = v % 100;
+    std::ostringstream name;
+    name << "gfx" << major << minor << std::hex << step;
+    if (std::find(names.begin(), names.end(), name.str()) == names.end()) {
+      names.push_back(name.str());
     }
   }
   return names;
+}
+
+std::vector<int> DetectKfdComputeUnits(const std::string& kfd_root) {
+  std::vector<int> cus;
+  for (auto& props : KfdGpuNodes(kfd_root)) {
+    const int64_t simds = props["simd_count"], per_cu = props["simd_per_cu"];
+    cus.push_back(per_cu > 0 ? static_cast<int>(simds / per_cu) : 0);
+  }
+  return cus;
 }
 
 }  // namespace prewarm

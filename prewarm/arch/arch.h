@@ -49,6 +49,9 @@ absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list);
 // (gfx_target_version 90402 -> gfx942; CPU nodes have 0). Empty when there is none or the
 // directory does not exist. Unknown gfx targets are returned too, so the caller can name them.
 std::vector<std::string> DetectKfdArchNames(const std::string& kfd_root = "/sys/class/kfd/kfd");
+// The compute units of each AMD GPU the kfd driver lists (simd_count / simd_per_cu of each GPU
+// node, in node order, one entry a GPU; 0 where the node does not say).
+std::vector<int> DetectKfdComputeUnits(const std::string& kfd_root = "/sys/class/kfd/kfd");
 
 }  // namespace prewarm
 

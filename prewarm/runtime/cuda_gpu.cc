@@ -1,4 +1,5 @@
 // The CUDA driver API through dlopen("libcuda.so.1"); declarations are ours (no CUDA headers).
+#include <algorithm>
 #include <unordered_map>
 #include <vector>
 
@@ -48,20 +49,24 @@ struct CudaApi {
 
 constexpr int kAttrComputeMajor = 75;
 constexpr int kAttrComputeMinor = 76;
+constexpr int kAttrMultiprocessorCount = 16;
 constexpr int kFuncAttrMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr unsigned kStaticSharedLimit = 48 * 1024;
 
 class CudaGpu final : public Gpu {
  public:
-  CudaGpu(DynamicLibrary lib, CudaApi api, CUcontext ctx, std::string name, std::string arch)
+  CudaGpu(DynamicLibrary lib, CudaApi api, CUcontext ctx, std::string name, std::string arch,
+          int sms)
       : lib_(std::move(lib)),
         api_(api),
         ctx_(ctx),
         name_(std::move(name)),
-        arch_(std::move(arch)) {}
+        arch_(std::move(arch)),
+        sms_(sms) {}
 
   std::string Name() const override { return name_; }
   std::string ArchName() const override { return arch_; }
+  int MultiprocessorCount() const override { return sms_; }
 
   absl::StatusOr<DevicePtr> Alloc(size_t bytes) override {
     CUdeviceptr p = 0;
@@ -139,6 +144,7 @@ class CudaGpu final : public Gpu {
   CudaApi api_;
   CUcontext ctx_;
   std::string name_, arch_;
+  int sms_;
   std::unordered_map<void*, unsigned> shared_opt_in_;  // function -> dynamic shared bytes allowed
   void* stream_ = nullptr;
 };
@@ -189,6 +195,8 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   int major = 0, minor = 0;
   a.device_get_attribute(&major, kAttrComputeMajor, dev);
   a.device_get_attribute(&minor, kAttrComputeMinor, dev);
+  int sms = 0;
+  a.device_get_attribute(&sms, kAttrMultiprocessorCount, dev);
   CUcontext ctx = nullptr;
   if (CUresult r = a.primary_ctx_retain(&ctx, dev); r != 0) {
     return absl::FailedPreconditionError(StrCat("cuDevicePrimaryCtxRetain failed: ", r));
@@ -196,7 +204,7 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   a.ctx_set_current(ctx);
   const std::string arch = StrCat("sm_", major * 10 + minor);
   return std::unique_ptr<Gpu>(
-      new CudaGpu(std::move(lib), a, ctx, StrCat(name, " (", arch, ")"), arch));
+      new CudaGpu(std::move(lib), a, ctx, StrCat(name, " (", arch, ")"), arch, std::max(sms, 1)));
 }
 
 }  // namespace prewarm

@@ -31,6 +31,9 @@ class Gpu {
   virtual std::string Name() const = 0;
   // The device's arch: "sm_90", "gfx942".
   virtual std::string ArchName() const = 0;
+  // Its multiprocessors (NVIDIA SMs, AMD compute units), at least 1: what a persistent grid of
+  // one block each is sized by.
+  virtual int MultiprocessorCount() const = 0;
 
   virtual absl::StatusOr<DevicePtr> Alloc(size_t bytes) = 0;
   virtual absl::Status Free(DevicePtr p) = 0;

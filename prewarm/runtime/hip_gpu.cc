@@ -40,11 +40,12 @@ constexpr int kDeviceToDevice = 3;
 
 class HipGpu final : public Gpu {
  public:
-  HipGpu(DynamicLibrary lib, HipApi api, int device, std::string arch)
-      : lib_(std::move(lib)), api_(api), device_(device), arch_(std::move(arch)) {}
+  HipGpu(DynamicLibrary lib, HipApi api, int device, std::string arch, int cus)
+      : lib_(std::move(lib)), api_(api), device_(device), arch_(std::move(arch)), cus_(cus) {}
 
   std::string Name() const override { return StrCat("AMD GPU ", device_, " (", arch_, ")"); }
   std::string ArchName() const override { return arch_; }
+  int MultiprocessorCount() const override { return cus_; }
 
   absl::StatusOr<DevicePtr> Alloc(size_t bytes) override {
     void* p = nullptr;
@@ -114,6 +115,7 @@ class HipGpu final : public Gpu {
   HipApi api_;
   int device_;
   std::string arch_;
+  int cus_;
   void* stream_ = nullptr;
 };
 
@@ -152,7 +154,11 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenHipGpu(int device) {
   }
   a.set_device(device);
   const std::string arch = archs[static_cast<size_t>(device) < archs.size() ? device : 0];
-  return std::unique_ptr<Gpu>(new HipGpu(std::move(lib), a, device, arch));
+  // The compute units from the kfd topology too (the runtime's attribute numbering differs
+  // between ROCm releases).
+  const std::vector<int> cus = DetectKfdComputeUnits();
+  const int cu = static_cast<size_t>(device) < cus.size() ? cus[device] : 0;
+  return std::unique_ptr<Gpu>(new HipGpu(std::move(lib), a, device, arch, cu > 0 ? cu : 1));
 }
 
 }  // namespace prewarm

@@ -43,7 +43,8 @@ absl::StatusOr<PwIndexGeometry> IndexGeometry(const Key& key) {
 }
 
 // fp8_bmm's block shape (common/geometry.h) for this key: its tiled path needs e4m3 matrix
-// instructions (NVIDIA sm_89 and later, as fp8_bmm.hip's PW_FP8_MMA_ARCH).
+// instructions (NVIDIA sm_89 and later, as fp8_bmm.hip's PW_FP8_MMA_ARCH), its persistent form
+// Hopper's warpgroup instructions (sm_90, which the toolchain compiles as sm_90a: PW_WGMMA).
 absl::StatusOr<PwFp8BmmGeometry> Fp8Geometry(const Key& key) {
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   const std::optional<int64_t> sm = arch.platform == Platform::kNvidia
@@ -51,7 +52,8 @@ absl::StatusOr<PwFp8BmmGeometry> Fp8Geometry(const Key& key) {
                                         : std::nullopt;
   return pw_fp8_bmm_geometry(static_cast<int>(KeyInt(key, "n")), static_cast<int>(KeyInt(key, "k")),
                              static_cast<int>(KeyInt(key, "m_exact")),
-                             static_cast<int>(KeyInt(key, "block_m")), sm.has_value() && *sm >= 89);
+                             static_cast<int>(KeyInt(key, "block_m")), sm.has_value() && *sm >= 89,
+                             sm.has_value() && *sm == 90);
 }
 
 }  // namespace
@@ -123,11 +125,17 @@ absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmAr
   }
   const int64_t exact = KeyInt(key, "m_exact");
   const int64_t rows = exact > 0 ? exact : KeyInt(key, "block_m");
+  const int64_t batch = KeyInt(key, "batch"), n = KeyInt(key, "n");
+  if (a.m <= 0) return absl::OkStatus();  // no rows (a grid of 0 is an error)
   Fp8BmmArgs v = a;
-  return Run(gpu, module, e[0],
-             {CeilDiv(KeyInt(key, "n"), g.cols), static_cast<unsigned>(KeyInt(key, "batch")),
-              CeilDiv(a.m, rows)},
-             {&v.x, &v.w, &v.w_scale, &v.y, &v.m});
+  Dim3 grid = {CeilDiv(n, g.cols), static_cast<unsigned>(batch), CeilDiv(a.m, rows)};
+  if (g.persistent) {
+    // One block an SM over the tiles (its shared memory allows no second).
+    const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(a.m, static_cast<int>(batch), static_cast<int>(n),
+                                                 g.cols, static_cast<int>(rows));
+    grid = {static_cast<unsigned>(std::min(tiles.total, gpu.MultiprocessorCount())), 1, 1};
+  }
+  return Run(gpu, module, e[0], grid, {&v.x, &v.w, &v.w_scale, &v.y, &v.m});
 }
 
 absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,

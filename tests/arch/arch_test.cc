@@ -37,7 +37,20 @@ TEST(ArchTest, DetectsKfdNodesAndSkipsCpus) {
             (std::vector<std::string>{"gfx942", "gfx90a", "gfx1030"}));
 }
 
-TEST(ArchTest, NoKfdMeansNoGpus) { EXPECT_TRUE(DetectKfdArchNames("/nonexistent/kfd").empty()); }
+TEST(ArchTest, ReadsEachKfdGpusComputeUnits) {
+  testing::TempDir dir;
+  dir.WriteFile("topology/nodes/0/properties", "cpu_cores_count 64\nsimd_count 0\n");
+  // MI300X: 304 CUs of 4 SIMDs; a node that does not say gives 0.
+  dir.WriteFile("topology/nodes/1/properties",
+                "simd_count 1216\nsimd_per_cu 4\ngfx_target_version 90402\n");
+  dir.WriteFile("topology/nodes/2/properties", "gfx_target_version 90402\n");
+  EXPECT_EQ(DetectKfdComputeUnits(dir.path()), (std::vector<int>{304, 0}));
+}
+
+TEST(ArchTest, NoKfdMeansNoGpus) {
+  EXPECT_TRUE(DetectKfdArchNames("/nonexistent/kfd").empty());
+  EXPECT_TRUE(DetectKfdComputeUnits("/nonexistent/kfd").empty());
+}
 
 TEST(ArchTest, WarpWidthAndSharedMemoryPerArch) {
   // CDNA compiles wave64, RDNA wave32 (hipRTC's default, which the code objects' metadata

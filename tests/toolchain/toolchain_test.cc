@@ -22,7 +22,7 @@ TEST(KernelSourcesTest, ClosureHasTheKernelAndItsHeaders) {
   for (const KernelSource& s : *c) names.emplace_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"fp8_bmm.hip", "common/bf16.h", "common/fp8.h",
                                              "common/geometry.h", "common/portability.h",
-                                             "common/wgmma.h"}));
+                                             "common/wgmma.h", "fp8_bmm_wg.h"}));
   EXPECT_FALSE(SourceClosure("nope.hip").ok());
 }
 

@@ -1,0 +1,232 @@
+// fp8_bmm's streamed warpgroup path (part of fp8_bmm.hip, included after its shared pieces): the
+// tiled keys of the persistent geometry (common/geometry.h) on sm_90a. One block an SM, two
+// warpgroups, walking a contiguous run of (batch, 128-row) tiles:
+//   - the run's W (cols x K) sits in shared memory as wgmma core matrices, copied again only
+//     where the run crosses into another batch;
+//   - X comes in as 128-row x 128-wide group pieces of bf16 (32 KiB), PW_FP8_BMM_STAGES of them
+//     in shared memory, cp.async'd PW_FP8_BMM_STAGES - 1 pieces ahead of the one being used, so
+//     the copies of the next pieces are in flight while this one is quantized and multiplied;
+//   - each warpgroup takes 64 rows of a piece from shared memory into registers, quantizes them
+//     there straight into wgmma's A fragments (row scales from a 4-lane shuffle), and multiplies
+//     them with m64n128k32 e4m3 into f32 accumulators, W read by the tensor cores through a
+//     descriptor (no fragment loads, no e4m3 -> f16 conversions, which sm_90's e4m3 mma.sync
+//     spends most of its instructions on);
+//   - per group a fresh set of accumulators (K of several groups, 128 columns: v_up), scaled by
+//     the rows' scales into the sums.
+// PW_FP8_BMM_MMA_SYNC=1 (a measuring define) runs the mma.sync tiled path over the same grid
+// instead, for the A/B.
+#pragma once
+
+#if PW_FP8_MMA && PW_WGMMA && !(defined(PW_FP8_BMM_MMA_SYNC) && PW_FP8_BMM_MMA_SYNC)
+constexpr bool kPwWg = kPwGeometry.persistent;
+#else
+constexpr bool kPwWg = false;
+#endif
+
+#if PW_FP8_MMA && PW_WGMMA
+constexpr int kPwWgSteps = PW_K / 32;  // k32 steps
+constexpr int kPwWgStages = PW_FP8_BMM_STAGES;
+static_assert(!kPwWg ||
+                  (PW_ROWS == 128 && PW_THREADS == 256 && PW_K % PW_GROUP == 0 && PW_COLS == 128),
+              "the streamed path: 128 rows, two warpgroups, whole groups, 128 columns");
+
+// A group's A fragments for a lane's rows (a[step][a0..a3]) and their scales.
+struct PwFp8WgGroup {
+  pw_u32 a[4][4];
+  float s_lo, s_hi;
+};
+// A lane's raw bf16 of a group: [row half][k32 step][low or high 16 of the step] (4 values).
+struct PwFp8WgRaw {
+  uint2 v[2][4][2];
+};
+
+// Where 16-byte unit u (of 16) of row r of an X piece sits: rows 256 bytes apart, units XOR-
+// swizzled by the row so that the 8-byte loads of pw_fp8_bmm_wg_read (a half-warp: 4 rows x 2
+// units) meet 8 different 16-byte bank groups.
+__device__ inline int pw_fp8_bmm_wg_xunit(int r, int u) { return r * 16 + (u ^ (2 * (r % 4))); }
+
+// Starts the copy of group g of rows [m0, m0 + 128) of batch b into piece `xs` (zeros past M):
+// 2048 16-byte units, a warp's 32 being two whole rows (512 contiguous bytes of each).
+__device__ inline void pw_fp8_bmm_wg_copy_x(const pw_u16* x, int b, int m0, int g, int m_total,
+                                            pw_u8* xs) {
+#pragma unroll
+  for (int j = 0; j < 128 * 16 / PW_THREADS; ++j) {
+    const int i = threadIdx.x + j * PW_THREADS, r = i / 16, u = i % 16;
+    const bool real = m0 + r < m_total;
+    const pw_u16* src =
+        x +
+        (real ? (static_cast<long long>(m0 + r) * PW_BATCH + b) * PW_K + PW_GROUP * g + 8 * u : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                     pw_smem_addr(xs + 16 * pw_fp8_bmm_wg_xunit(r, u))),
+                 "l"(src), "r"(real ? 16 : 0));
+  }
+}
+
+// Rows r and r + 8 of a piece (the lane's; r % 4 = grp % 4): values 32 s + 16 hi + 4 tig + [0, 4)
+// of the group for each step s.
+__device__ inline PwFp8WgRaw pw_fp8_bmm_wg_read(const pw_u8* xs, int r, int tig) {
+  PwFp8WgRaw raw;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int u = 4 * st + 2 * hi + tig / 2;
+        raw.v[h][st][hi] = *reinterpret_cast<const uint2*>(
+            xs + 16 * pw_fp8_bmm_wg_xunit(r + 8 * h, u) + 8 * (tig % 2));
+      }
+    }
+  }
+  return raw;
+}
+
+__device__ inline PwFp8WgGroup pw_fp8_bmm_wg_quantize(const PwFp8WgRaw& r) {
+  PwFp8WgGroup q;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float amax = 0.0f;
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        amax = pw_fp8_bmm_amax2(pw_fp8_bmm_amax2(amax, r.v[h][st][hi].x), r.v[h][st][hi].y);
+      }
+    }
+    const PwFp8Scale sc = pw_fp8_bmm_quad_scale(amax);
+    (h == 0 ? q.s_lo : q.s_hi) = sc.s;
+#pragma unroll
+    for (int st = 0; st < 4; ++st) {
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        // a0: row grp, k 4 tig..; a1: row grp + 8; a2, a3: the same at k 16 + 4 tig.
+        q.a[st][h + 2 * hi] = pw_fp8_bmm_e4m3_bf16x4(r.v[h][st][hi].x, r.v[h][st][hi].y, sc);
+      }
+    }
+  }
+  return q;
+}
+
+// Starts the copy of W (PW_COLS x K of batch b from column n_block) into shared memory as wgmma
+// core matrices: the 16 bytes of unit u of row n at ((n / 8) K / 16 + u) 128 + (n % 8) 16 (zeros
+// past N).
+__device__ inline void pw_fp8_bmm_wg_stage_w(const pw_u8* w, int b, int n_block, pw_u8* ws) {
+  // Item i is row 8 (i / 8 / units) + i % 8, unit i / 8 % units: a warp's 32 copies fill 4 whole
+  // core matrices (512 contiguous bytes, no bank conflict; taking a row's units in order instead
+  // put every lane of a warp in the same 4 banks) and read 64 contiguous bytes of each of 8 rows.
+  constexpr int units = PW_K / 16;
+  for (int i = threadIdx.x; i < PW_COLS * units; i += PW_THREADS) {
+    pw_fp8_bmm_copy_w_unit(w, b, n_block, i / 8 / units * 8 + i % 8, i / 8 % units, ws, i);
+  }
+}
+
+// Starts d = group g of the lane's A (q) times W's columns [n0, n0 + 2 R): the group's k32
+// steps, committed as one wgmma group (q's registers and d are the tensor cores' until it is
+// waited for).
+template <int R>
+__device__ inline void pw_fp8_bmm_wg_issue(float (&d)[R], const PwFp8WgGroup& q, const pw_u8* ws,
+                                           int n0, int g) {
+  // The descriptor's lead: bytes between core matrices adjacent in K (the next 16-byte unit);
+  // stride: between those adjacent in N (the next 8 rows). (Swapped, the GPU check's error is
+  // 1.37: the layout the PTX manual describes is the one the H200 reads.)
+  constexpr int lead = 128, stride = PW_K / 16 * 128;
+  pw_wgmma_fence();
+#pragma unroll
+  for (int st = 0; st < 4; ++st) {
+    if (4 * g + st >= kPwWgSteps) break;
+    const pw_u64 desc = pw_wgmma_desc(ws + n0 / 8 * stride + 256 * (4 * g + st), lead, stride);
+    pw_wgmma_e4m3(d, q.a[st], desc, st > 0);
+  }
+  pw_wgmma_commit();
+}
+
+// Columns [n0, n0 + 2 R) of rows m and m + 8: v[4 j + e] (C of n8 tile j) times the rows' scale.
+template <int R>
+__device__ inline void pw_fp8_bmm_wg_store(pw_u16* y, int b, int m, int n0, const float (&v)[R],
+                                           float scale_lo, float scale_hi, int m_total) {
+  const int tig = threadIdx.x % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (m + 8 * h >= m_total) continue;
+    const float scale = h == 0 ? scale_lo : scale_hi;
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+      pw_fp8_bmm_store2(y, b, m + 8 * h, n0 + 8 * j + 2 * tig, v[4 * j + 2 * h] * scale,
+                        v[4 * j + 2 * h + 1] * scale);
+    }
+  }
+}
+
+// The products of one piece (tile t's rows, group g; the lane's rows r and r + 8 of the piece),
+// scaled by the rows' scales into acc; the sums stored after the last group.
+__device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int g, int r,
+                                           const PwFp8Tile& t, float w_scale, float (&acc)[64],
+                                           pw_u16* y, int m_total) {
+  PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(pw_fp8_bmm_wg_read(xs, r, threadIdx.x % 4));
+  float d[64];
+  pw_fp8_bmm_wg_issue(d, q, ws, 0, g);
+  pw_wgmma_wait<0>();
+  pw_wgmma_hold(d);  // d and q's registers are the tensor cores' until here
+  pw_wgmma_hold(q.a);
+#pragma unroll
+  for (int j = 0; j < 64; ++j) {
+    const float part = d[j] * (j % 4 < 2 ? q.s_lo : q.s_hi);
+    acc[j] = g == 0 ? part : acc[j] + part;
+  }
+  if (g == PW_GROUPS - 1) {
+    pw_fp8_bmm_wg_store(y, t.b, t.m0 + r, t.n_block, acc, w_scale, w_scale, m_total);
+  }
+}
+
+__device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
+                                     float w_scale, pw_u16* __restrict__ y, int m_total) {
+  extern __shared__ __attribute__((aligned(128))) pw_u8 smem[];
+  pw_u8* const ws = smem;                   // W: cols x K as core matrices
+  pw_u8* const xs = smem + PW_COLS * PW_K;  // the X pieces
+  const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(m_total, PW_BATCH, PW_N, PW_COLS, PW_ROWS);
+  const int first = pw_fp8_bmm_tile_first(blockIdx.x, gridDim.x, tiles.total);
+  const int items = (pw_fp8_bmm_tile_first(blockIdx.x + 1, gridDim.x, tiles.total) - first) *
+                    PW_GROUPS;  // (tile, group) pieces, group fastest
+  if (items == 0) return;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int r = 16 * warp + lane / 4;  // the lane's rows of a piece: r, r + 8 (warpgroup warp / 4)
+  auto piece = [&](int i) { return xs + (i % kPwWgStages) * PW_FP8_BMM_STAGE_BYTES; };
+  // Starts the copy of piece i (if there is one) and commits a cp.async group either way, so that
+  // the wait below counts pieces.
+  auto copy = [&](int i) {
+    if (i < items) {
+      const PwFp8Tile t = pw_fp8_bmm_tile(first + i / PW_GROUPS, tiles.m_tiles);
+      pw_fp8_bmm_wg_copy_x(x, t.b, t.m0, i % PW_GROUPS, m_total, piece(i));
+    }
+    asm volatile("cp.async.commit_group;");
+  };
+  PwFp8Tile t = pw_fp8_bmm_tile(first, tiles.m_tiles);
+  pw_fp8_bmm_wg_stage_w(w, t.b, t.n_block, ws);  // committed with piece 0
+#pragma unroll
+  for (int i = 0; i < kPwWgStages - 1; ++i) copy(i);
+  float acc[64];  // the sums over the groups
+#pragma unroll 1
+  for (int i = 0; i < items; ++i) {
+    const int g = i % PW_GROUPS;
+    asm volatile("cp.async.wait_group %0;" ::"n"(kPwWgStages - 2) : "memory");  // piece i here
+    bool fence = i == 0;
+    if (g == 0 && i > 0) {
+      const PwFp8Tile next = pw_fp8_bmm_tile(first + i / PW_GROUPS, tiles.m_tiles);
+      if (next.b != t.b || next.n_block != t.n_block) {
+        // Another batch's W: every warpgroup's multiplies have been waited for (the last piece's
+        // wait), so once all are here W can be overwritten; the pieces in flight are waited for
+        // with it (this happens once or twice a run).
+        __syncthreads();
+        pw_fp8_bmm_wg_stage_w(w, next.b, next.n_block, ws);
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        fence = true;
+      }
+      t = next;
+    }
+    if (fence) pw_fence_proxy_async();  // W's copy, for the tensor cores (async proxy)
+    __syncthreads();  // piece i whole; piece i - 1 (whose slot the next copy takes) read by all
+    copy(i + kPwWgStages - 1);
+    pw_fp8_bmm_wg_piece(piece(i), ws, g, r, t, w_scale, acc, y, m_total);
+  }
+}
+#endif

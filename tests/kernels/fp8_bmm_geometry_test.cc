@@ -1,0 +1,79 @@
+// kernels/common/geometry.h's fp8_bmm launch geometry on the host, which the kernel and the
+// launch code both read: which keys take the persistent (streamed) form, what shared memory it
+// asks for, and that its blocks' runs of tiles cover every tile once.
+#include <algorithm>
+#include <vector>
+
+#include "common/geometry.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+// The example's two GEMMs (DeepSeek-V3.2: q_absorb N = L = 512, K = 128; v_up N = 128, K = 512).
+struct Gemm {
+  int n, k;
+};
+constexpr Gemm kQAbsorb{512, 128}, kVUp{128, 512};
+
+TEST(Fp8BmmGeometryTest, OnlyHoppersLargeMVUpKeysArePersistent) {
+  // sm_90 (mma and wgmma), block_m 128: v_up is persistent, with W and the X pieces in shared
+  // memory; q_absorb (K of one group) keeps the tiled path, which is faster for it.
+  const PwFp8BmmGeometry v_up = pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, 128, true, true);
+  EXPECT_TRUE(v_up.tiled && v_up.persistent);
+  EXPECT_EQ(v_up.cols, kVUp.n);
+  EXPECT_EQ(v_up.smem_bytes, kVUp.n * kVUp.k + PW_FP8_BMM_STAGES * PW_FP8_BMM_STAGE_BYTES);
+  EXPECT_LE(v_up.smem_bytes, 227 * 1024 - 27 * 1024)
+      << "room for the static shared memory of a build forced to SIMT";
+  const PwFp8BmmGeometry q_absorb = pw_fp8_bmm_geometry(kQAbsorb.n, kQAbsorb.k, 0, 128, true, true);
+  EXPECT_TRUE(q_absorb.tiled);
+  EXPECT_FALSE(q_absorb.persistent);
+  EXPECT_EQ(q_absorb.smem_bytes, kQAbsorb.n * kQAbsorb.k);
+  for (const Gemm g : {kQAbsorb, kVUp}) {
+    // sm_89 / sm_100 (mma, no wgmma): the tiled path over the 3-D grid.
+    const PwFp8BmmGeometry ada = pw_fp8_bmm_geometry(g.n, g.k, 0, 128, true, false);
+    EXPECT_TRUE(ada.tiled);
+    EXPECT_FALSE(ada.persistent);
+    EXPECT_EQ(ada.smem_bytes, g.n * g.k);
+    // AMD: neither.
+    EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 0, 128, false, false).persistent);
+    // Smaller M keeps its grid on every arch.
+    for (int block_m : {32, 64}) {
+      EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 0, block_m, true, true).persistent);
+    }
+    EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 16, 0, true, true).persistent);
+  }
+  // K of 64-wide chunks but not whole groups, N other than 128: the tiled path as before.
+  EXPECT_FALSE(pw_fp8_bmm_geometry(128, 192, 0, 128, true, true).persistent);
+  EXPECT_FALSE(pw_fp8_bmm_geometry(256, 256, 0, 128, true, true).persistent);
+  EXPECT_TRUE(pw_fp8_bmm_geometry(128, 256, 0, 128, true, true).persistent);
+}
+
+TEST(Fp8BmmGeometryTest, BlocksTakeEveryTileOnceInRunsOfEvenLength) {
+  for (const Gemm g : {kQAbsorb, kVUp}) {  // the partition itself holds for any N
+    for (int m : {1, 127, 513, 640, 8192}) {
+      for (int batch : {1, 64, 128}) {
+        const PwFp8BmmTiles t = pw_fp8_bmm_tiles(m, batch, g.n, g.n, 128);
+        EXPECT_EQ(t.m_tiles, (m + 127) / 128);
+        EXPECT_EQ(t.total, t.m_tiles * batch);
+        for (int blocks : {1, 7, 132, t.total}) {
+          if (blocks > t.total) continue;  // the launch takes min(tiles, multiprocessors)
+          std::vector<int> taken(static_cast<size_t>(t.total), 0);
+          int shortest = t.total, longest = 0;
+          for (int b = 0; b < blocks; ++b) {
+            const int first = pw_fp8_bmm_tile_first(b, blocks, t.total),
+                      last = pw_fp8_bmm_tile_first(b + 1, blocks, t.total);
+            shortest = std::min(shortest, last - first);
+            longest = std::max(longest, last - first);
+            for (int i = first; i < last; ++i) ++taken[static_cast<size_t>(i)];
+          }
+          EXPECT_EQ(std::count(taken.begin(), taken.end(), 1), t.total)
+              << "m " << m << " batch " << batch << " blocks " << blocks;
+          EXPECT_GE(shortest, 1);
+          EXPECT_LE(longest - shortest, 1);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
