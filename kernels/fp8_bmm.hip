@@ -353,7 +353,7 @@ __device__ inline PwFp8Group pw_fp8_bmm_group(const pw_u16* x, int b, int m, int
   uint4 raw[2][2][2];  // [row half][chunk of the group][16 bytes]
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const bool row = PW_ROWS_EVEN || m + 8 * h < m_total;
+    const bool row = (PW_ROWS_EVEN && PW_ROWS % 16 == 0) || m + 8 * h < m_total;
 #pragma unroll
     for (int cc = 0; cc < 2; ++cc) {
       const int c = 2 * g + cc;
@@ -620,6 +620,90 @@ __device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u
 }
 #endif
 
+#if PW_FP8_MMA
+// The m_exact keys (M <= 16: one 16-row tile, memory-bound) of K with several groups (v_up), with
+// every warp on its own until the end: warp w takes K group w % groups and a slice of the block's
+// columns (v_up: 4 groups, 32 of 64 columns). It loads its W straight into registers, then its
+// rows' X for the group (the tiled path's register quantize: a row's 4 lanes, no shared memory, no
+// barrier), and multiplies; the warps' scaled sums meet in shared memory once. On the H200 (v_up,
+// M = 16) 7.0 us against 8.8 for pw_fp8_bmm_exact's block-wide quantize, M = 1 7.1 against 9.2;
+// q_absorb (one group: every warp would quantize all of X) measured no faster and keeps that path
+// (bench/RESULTS.md). PW_FP8_BMM_EXACT_SPLIT=0 (a measuring define) turns this path off.
+#ifndef PW_FP8_BMM_EXACT_SPLIT
+#define PW_FP8_BMM_EXACT_SPLIT 1
+#endif
+constexpr int kPwSplitSlices = PW_THREADS / 32 / PW_GROUPS;  // column slices (warps a group)
+constexpr int kPwSplitTiles = kPwSplitSlices > 0 ? PW_COLS / 8 / kPwSplitSlices : 0;  // n8 tiles
+constexpr bool kPwSplit = PW_FP8_BMM_EXACT_SPLIT && PW_M_EXACT > 0 && PW_GROUPS > 1 &&
+                          kPwSplitSlices > 0 && (PW_THREADS / 32) % PW_GROUPS == 0 &&
+                          (kPwSplitTiles * 8 * kPwSplitSlices == PW_COLS) && kPwSplitTiles <= 4;
+
+__device__ inline void pw_fp8_bmm_exact_split(const pw_u16* __restrict__ x,
+                                              const pw_u8* __restrict__ w, float w_scale,
+                                              pw_u16* __restrict__ y, int m_total, PwFp8Tile tile) {
+  constexpr int nt = kPwSplitTiles > 0 ? kPwSplitTiles : 1;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  const int g = warp % PW_GROUPS, n_local = warp / PW_GROUPS * 8 * nt;  // first column, local
+  // W of n8 tile t, chunk 2 g + cc: row n_block + n_local + 8 t + grp, 16 bytes at 64 c + 16 tig.
+  uint4 wf[nt][2];
+#pragma unroll
+  for (int t = 0; t < nt; ++t) {
+    const int n = tile.n_block + n_local + 8 * t + grp;
+#pragma unroll
+    for (int cc = 0; cc < 2; ++cc) {
+      const int c = 2 * g + cc;
+      wf[t][cc] =
+          n < PW_N && c < kPwChunks
+              ? *reinterpret_cast<const uint4*>(
+                    w + (static_cast<long long>(tile.b) * PW_N + n) * PW_K + 64 * c + 16 * tig)
+              : make_uint4(0, 0, 0, 0);
+    }
+  }
+  const PwFp8Group q = pw_fp8_bmm_group(x, tile.b, tile.m0 + grp, m_total, g, tig);
+  float part[nt][4];
+#pragma unroll
+  for (int t = 0; t < nt; ++t) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) part[t][e] = 0.0f;
+#pragma unroll
+    for (int cc = 0; cc < 2; ++cc) {
+      if (2 * g + cc >= kPwChunks) break;  // the same for the whole warp
+      pw_mma_e4m3(part[t], q.a[cc][0][0], q.a[cc][0][1], q.a[cc][0][2], q.a[cc][0][3], wf[t][cc].x,
+                  wf[t][cc].y);
+      pw_mma_e4m3(part[t], q.a[cc][1][0], q.a[cc][1][1], q.a[cc][1][2], q.a[cc][1][3], wf[t][cc].z,
+                  wf[t][cc].w);
+    }
+    part[t][0] *= q.s_lo;
+    part[t][1] *= q.s_lo;
+    part[t][2] *= q.s_hi;
+    part[t][3] *= q.s_hi;
+  }
+  // The groups' sums: red[g][row][column], then each thread adds up column pairs of the block.
+  __shared__ __attribute__((aligned(16))) float red[PW_GROUPS][16][PW_COLS];
+#pragma unroll
+  for (int t = 0; t < nt; ++t) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      *reinterpret_cast<float2*>(&red[g][grp + 8 * h][n_local + 8 * t + 2 * tig]) =
+          make_float2(part[t][2 * h], part[t][2 * h + 1]);
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < 16 * PW_COLS / 2; i += PW_THREADS) {
+    const int r = i / (PW_COLS / 2), n = 2 * (i % (PW_COLS / 2)), m = tile.m0 + r;
+    if (r >= PW_ROWS || m >= m_total) continue;
+    float2 sum = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int gg = 0; gg < PW_GROUPS; ++gg) {
+      const float2 v = *reinterpret_cast<const float2*>(&red[gg][r][n]);
+      sum.x += v.x;
+      sum.y += v.y;
+    }
+    pw_fp8_bmm_store2(y, tile.b, m, tile.n_block + n, sum.x * w_scale, sum.y * w_scale);
+  }
+}
+#endif
+
 #if !PW_FP8_MMA
 constexpr int kPwSimtCols = PW_COLS < 128 ? PW_COLS : 128;  // columns a pass
 __device__ inline void pw_fp8_bmm_simt(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
@@ -701,6 +785,8 @@ __device__ inline void pw_fp8_bmm_tile_path(const pw_u16* __restrict__ x,
 #if PW_FP8_MMA
   if constexpr (kPwTiled) {
     pw_fp8_bmm_tiled(x, w, w_scale, y, m_total, t);
+  } else if constexpr (kPwSplit) {
+    pw_fp8_bmm_exact_split(x, w, w_scale, y, m_total, t);
   } else {
     pw_fp8_bmm_exact(x, w, w_scale, y, m_total, t);
   }
