@@ -13,8 +13,8 @@
 // grid (min(tiles, multiprocessors), 1, 1), each block a contiguous run of the tiles.
 //
 // Every path quantizes a row's group once per block (a warp per (row, group) or per 16-row
-// tile: a shuffle max, then every lane's values; on sm_89+ with cvt.rn.satfinite.e4m3x2).
-// Three paths:
+// tile: a shuffle max, then every lane's values; on sm_89+ with cvt.rn.satfinite.e4m3x2), but
+// exact-split, whose two warps of a group each quantize it. The paths:
 //   tiled (NVIDIA sm_89+, block_m 128 keys: M > 512): the block's W (cols x K, the whole N of a
 //     batch) is copied into shared memory once (cp.async, 16-byte units XOR-swizzled so
 //     a warp's fragment loads touch every bank once). Each warp owns 16-row tiles and a share of
@@ -30,14 +30,17 @@
 //     W straight from global memory into registers, 16 bytes a lane (whole 32-byte sectors), all
 //     of them before the first multiply. On sm_90 its e4m3 products are f16 matrix instructions
 //     on converted operands (pw_mma_e4m3: sm_90 has no e4m3 mma.sync of its own).
-//   Both: the k order inside each 64-wide chunk is permuted the same way for X and W (a dot
+//   exact-split (the m_exact keys of K with several groups: v_up at M <= 16): as exact, but each
+//     warp takes one group and a slice of the columns, quantizes its rows of the group in
+//     registers as the tiled path does, and the groups' sums meet in shared memory at the end.
+//   All three: the k order inside each 64-wide chunk is permuted the same way for X and W (a dot
 //     product does not care), so a lane's W fragment is one 16-byte load and its X fragment 16
 //     consecutive values of a row.
 //   simt (AMD, older NVIDIA, PW_FORCE_SIMT): rows quantized into shared memory 64 at a time; for
 //     each 128 columns, each 64-wide half of a group's W tile is copied into shared memory with
 //     coalesced 4-byte loads, then each thread takes one column for its share of the rows.
-//   streamed (sm_90a, block_m 128 keys of the persistent geometry: q_absorb and v_up at large
-//     M): one block an SM walks a run of tiles with its batch's W kept in shared memory and X
+//   streamed (sm_90a, block_m 128 keys of the persistent geometry: v_up at large M): one block
+//     an SM walks a run of tiles with its batch's W kept in shared memory and X
 //     pieces copied ahead, wgmma e4m3 from quantized registers (fp8_bmm_wg.h).
 #include "common/bf16.h"
 #include "common/fp8.h"
@@ -522,6 +525,15 @@ __device__ inline void pw_fp8_bmm_tiled(const pw_u16* __restrict__ x, const pw_u
 #include "fp8_bmm_wg.h"
 
 #if PW_FP8_MMA
+// A lane's W fragment for the exact paths, read straight from global memory: row n of batch b,
+// bytes [64 c + 16 tig, + 16) of 64-wide chunk c (whole 32-byte sectors for a row's 4 lanes);
+// zeros past N.
+__device__ inline uint4 pw_fp8_bmm_w_frag(const pw_u8* w, int b, int n, int c, int tig) {
+  return n < PW_N ? *reinterpret_cast<const uint4*>(
+                        w + (static_cast<long long>(b) * PW_N + n) * PW_K + 64 * c + 16 * tig)
+                  : make_uint4(0, 0, 0, 0);
+}
+
 __device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
                                         float w_scale, pw_u16* __restrict__ y, int m_total,
                                         PwFp8Tile tile) {
@@ -548,10 +560,7 @@ __device__ inline void pw_fp8_bmm_exact(const pw_u16* __restrict__ x, const pw_u
     const int n = n_block + 8 * kPwNt * warp + 8 * t + grp;
 #pragma unroll
     for (int c = 0; c < kPwChunks; ++c) {
-      wf[t][c] = n < PW_N
-                     ? *reinterpret_cast<const uint4*>(
-                           w + (static_cast<long long>(b) * PW_N + n) * PW_K + 64 * c + 16 * tig)
-                     : make_uint4(0, 0, 0, 0);
+      wf[t][c] = pw_fp8_bmm_w_frag(w, b, n, c, tig);
     }
   }
   for (int mc = 0; mc < PW_ROWS; mc += kPwChunk) {
@@ -652,11 +661,7 @@ __device__ inline void pw_fp8_bmm_exact_split(const pw_u16* __restrict__ x,
 #pragma unroll
     for (int cc = 0; cc < 2; ++cc) {
       const int c = 2 * g + cc;
-      wf[t][cc] =
-          n < PW_N && c < kPwChunks
-              ? *reinterpret_cast<const uint4*>(
-                    w + (static_cast<long long>(tile.b) * PW_N + n) * PW_K + 64 * c + 16 * tig)
-              : make_uint4(0, 0, 0, 0);
+      wf[t][cc] = c < kPwChunks ? pw_fp8_bmm_w_frag(w, tile.b, n, c, tig) : make_uint4(0, 0, 0, 0);
     }
   }
   const PwFp8Group q = pw_fp8_bmm_group(x, tile.b, tile.m0 + grp, m_total, g, tig);
