@@ -40,11 +40,6 @@ struct PwFp8WgRaw {
   uint2 v[2][4][2];
 };
 
-// Where 16-byte unit u (of 16) of row r of an X piece sits: rows 256 bytes apart, units XOR-
-// swizzled by the row so that the 8-byte loads of pw_fp8_bmm_wg_read (a half-warp: 4 rows x 2
-// units) meet 8 different 16-byte bank groups.
-__device__ inline int pw_fp8_bmm_wg_xunit(int r, int u) { return r * 16 + (u ^ (2 * (r % 4))); }
-
 // Starts the copy of group g of rows [m0, m0 + 128) of batch b into piece `xs` (zeros past M):
 // 2048 16-byte units, a warp's 32 being two whole rows (512 contiguous bytes of each).
 __device__ inline void pw_fp8_bmm_wg_copy_x(const pw_u16* x, int b, int m0, int g, int m_total,
@@ -57,7 +52,7 @@ __device__ inline void pw_fp8_bmm_wg_copy_x(const pw_u16* x, int b, int m0, int 
         x +
         (real ? (static_cast<long long>(m0 + r) * PW_BATCH + b) * PW_K + PW_GROUP * g + 8 * u : 0);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
-                     pw_smem_addr(xs + 16 * pw_fp8_bmm_wg_xunit(r, u))),
+                     pw_smem_addr(xs + 16 * pw_fp8_bmm_xunit(r, u))),
                  "l"(src), "r"(real ? 16 : 0));
   }
 }
@@ -74,7 +69,7 @@ __device__ inline PwFp8WgRaw pw_fp8_bmm_wg_read(const pw_u8* xs, int r, int tig)
       for (int hi = 0; hi < 2; ++hi) {
         const int u = 4 * st + 2 * hi + tig / 2;
         raw.v[h][st][hi] = *reinterpret_cast<const uint2*>(
-            xs + 16 * pw_fp8_bmm_wg_xunit(r + 8 * h, u) + 8 * (tig % 2));
+            xs + 16 * pw_fp8_bmm_xunit(r + 8 * h, u) + 8 * (tig % 2));
       }
     }
   }

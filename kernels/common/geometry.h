@@ -53,6 +53,11 @@ PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, 
   return g;
 }
 
+// Where 16-byte unit u (of 16) of row r of a streamed X piece sits: rows 256 bytes apart, units
+// XOR-swizzled by the row so that the 8-byte loads of the quantize (a half-warp: rows r0 + [0, 4),
+// r0 % 4 = 0, units 2 c and 2 c + 1 of each) meet 8 different 16-byte bank groups.
+PW_HD constexpr int pw_fp8_bmm_xunit(int r, int u) { return r * 16 + (u ^ (2 * (r % 4))); }
+
 // The persistent grid's tiles: (batch, n block, 128-row tile), rows fastest, so a block's run
 // keeps one W as long as it can; block `block` of `blocks` takes tiles [first, last).
 struct PwFp8BmmTiles {

@@ -76,4 +76,50 @@ TEST(Fp8BmmGeometryTest, BlocksTakeEveryTileOnceInRunsOfEvenLength) {
   }
 }
 
+// The streamed path's X pieces (fp8_bmm_wg.h): each row's 16 units land in the row's own 256
+// bytes once each, the copy's 16-byte stores (8 lanes a phase: 8 units of one row) and the
+// quantize's 8-byte loads (16 lanes a phase: lanes (grp, tig) read row r0 + grp, unit 4 st + 2 hi
+// + tig / 2, half tig % 2) each meet every bank once a phase.
+TEST(Fp8BmmGeometryTest, StreamedXPiecesAreBankConflictFree) {
+  for (int r = 0; r < 128; ++r) {
+    std::vector<int> seen(16, 0);
+    for (int u = 0; u < 16; ++u) {
+      const int at = pw_fp8_bmm_xunit(r, u);
+      ASSERT_EQ(at / 16, r);
+      ++seen[static_cast<size_t>(at % 16)];
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 16) << "row " << r;
+  }
+  auto bank = [](int unit, int byte) { return (unit * 16 + byte) / 4 % 32; };
+  for (int r = 0; r < 128; r += 2) {  // a warp's copy: rows r and r + 1, 16 units each
+    for (int phase = 0; phase < 4; ++phase) {
+      std::vector<int> banks(32, 0);
+      for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
+        const int at = pw_fp8_bmm_xunit(r + lane / 16, lane % 16);
+        for (int w = 0; w < 4; ++w) ++banks[static_cast<size_t>(bank(at, 4 * w))];
+      }
+      EXPECT_EQ(std::count(banks.begin(), banks.end(), 1), 32) << "copy row " << r;
+    }
+  }
+  for (int r0 = 0; r0 < 128; r0 += 8) {  // a warp's 16 rows: grp and grp + 8 (h)
+    for (int h = 0; h < 2; ++h) {
+      for (int st = 0; st < 4; ++st) {
+        for (int hi = 0; hi < 2; ++hi) {
+          for (int half = 0; half < 2; ++half) {
+            std::vector<int> banks(32, 0);
+            for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+              const int grp = lane / 4, tig = lane % 4;
+              const int at = pw_fp8_bmm_xunit(r0 + grp + 8 * h, 4 * st + 2 * hi + tig / 2);
+              for (int w = 0; w < 2; ++w)
+                ++banks[static_cast<size_t>(bank(at, 8 * (tig % 2) + 4 * w))];
+            }
+            EXPECT_EQ(std::count(banks.begin(), banks.end(), 1), 32)
+                << "rows " << r0 << " step " << st << " half " << hi;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
