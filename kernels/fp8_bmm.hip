@@ -39,9 +39,9 @@
 //   simt (AMD, older NVIDIA, PW_FORCE_SIMT): rows quantized into shared memory 64 at a time; for
 //     each 128 columns, each 64-wide half of a group's W tile is copied into shared memory with
 //     coalesced 4-byte loads, then each thread takes one column for its share of the rows.
-//   streamed (sm_90a, block_m 128 keys of the persistent geometry: v_up at large M): one block
-//     an SM walks a run of tiles with its batch's W kept in shared memory and X
-//     pieces copied ahead, wgmma e4m3 from quantized registers (fp8_bmm_wg.h).
+//   streamed (sm_90a, block_m 64 and 128 keys of the persistent geometry: v_up at M > 128):
+//     one block an SM walks a run of tiles with its batch's W kept in shared memory and X pieces
+//     copied ahead, wgmma e4m3 from quantized registers (fp8_bmm_wg.h).
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"
@@ -117,11 +117,11 @@ __device__ inline PwFp8Tile pw_fp8_bmm_block_tile() {
           static_cast<int>(blockIdx.z) * PW_ROWS};
 }
 // Tile t of the persistent grid's order (common/geometry.h: rows fastest, then n blocks, then
-// batches).
+// batches); its rows are [m0, m0 + PW_FP8_BMM_TILE_ROWS).
 __device__ inline PwFp8Tile pw_fp8_bmm_tile(int t, int m_tiles) {
   constexpr int n_blocks = (PW_N + PW_COLS - 1) / PW_COLS;
   const int rest = t / m_tiles;
-  return {rest / n_blocks, rest % n_blocks * PW_COLS, t % m_tiles * PW_ROWS};
+  return {rest / n_blocks, rest % n_blocks * PW_COLS, t % m_tiles * PW_FP8_BMM_TILE_ROWS};
 }
 
 #if PW_FP8_MMA
@@ -814,12 +814,15 @@ extern "C" __global__ void __launch_bounds__(PW_THREADS,
 #endif
   if constexpr (kPwGeometry.persistent) {
     // Any other path over the persistent grid (a SIMT build, the mma.sync A/B): its run of tiles,
-    // one at a time.
-    const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(m_total, PW_BATCH, PW_N, PW_COLS, PW_ROWS);
+    // each as PW_ROWS-row blocks one at a time.
+    const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(m_total, PW_BATCH, PW_N, PW_COLS);
     const int last = pw_fp8_bmm_tile_first(blockIdx.x + 1, gridDim.x, tiles.total);
     for (int t = pw_fp8_bmm_tile_first(blockIdx.x, gridDim.x, tiles.total); t < last; ++t) {
-      __syncthreads();  // the last tile's shared memory no longer read
-      pw_fp8_bmm_tile_path(x, w, w_scale, y, m_total, pw_fp8_bmm_tile(t, tiles.m_tiles));
+      const PwFp8Tile tile = pw_fp8_bmm_tile(t, tiles.m_tiles);
+      for (int m0 = tile.m0; m0 < tile.m0 + PW_FP8_BMM_TILE_ROWS && m0 < m_total; m0 += PW_ROWS) {
+        __syncthreads();  // the last block's shared memory no longer read
+        pw_fp8_bmm_tile_path(x, w, w_scale, y, m_total, {tile.b, tile.n_block, m0});
+      }
     }
   } else {
     pw_fp8_bmm_tile_path(x, w, w_scale, y, m_total, pw_fp8_bmm_block_tile());

@@ -1,6 +1,7 @@
 // fp8_bmm's streamed warpgroup path (part of fp8_bmm.hip, included after its shared pieces): the
-// tiled keys of the persistent geometry (common/geometry.h) on sm_90a. One block an SM, two
-// warpgroups, walking a contiguous run of (batch, 128-row) tiles:
+// block_m 64 and 128 keys of the persistent geometry (common/geometry.h: v_up, M above 128) on
+// sm_90a. One block an SM, two warpgroups, walking a contiguous run of (batch, 128-row) tiles
+// (rows past M are zeros that are never stored):
 //   - the run's W (cols x K) sits in shared memory as wgmma core matrices, copied again only
 //     where the run crosses into another batch;
 //   - X comes in as 128-row x 128-wide group pieces of bf16 (32 KiB), PW_FP8_BMM_STAGES of them
@@ -13,8 +14,8 @@
 //     spends most of its instructions on);
 //   - per group a fresh set of accumulators (K of several groups, 128 columns: v_up), scaled by
 //     the rows' scales into the sums.
-// PW_FP8_BMM_MMA_SYNC=1 (a measuring define) runs the mma.sync tiled path over the same grid
-// instead, for the A/B.
+// PW_FP8_BMM_MMA_SYNC=1 (a measuring define) runs the key's mma.sync path (tiled for block_m
+// 128, exact below) over the same grid instead, for the A/B.
 #pragma once
 
 #if PW_FP8_MMA && PW_WGMMA && !(defined(PW_FP8_BMM_MMA_SYNC) && PW_FP8_BMM_MMA_SYNC)
@@ -26,9 +27,9 @@ constexpr bool kPwWg = false;
 #if PW_FP8_MMA && PW_WGMMA
 constexpr int kPwWgSteps = PW_K / 32;  // k32 steps
 constexpr int kPwWgStages = PW_FP8_BMM_STAGES;
-static_assert(!kPwWg ||
-                  (PW_ROWS == 128 && PW_THREADS == 256 && PW_K % PW_GROUP == 0 && PW_COLS == 128),
-              "the streamed path: 128 rows, two warpgroups, whole groups, 128 columns");
+static_assert(!kPwWg || (PW_FP8_BMM_TILE_ROWS == 128 && PW_THREADS == 256 && PW_K % PW_GROUP == 0 &&
+                         PW_COLS == 128),
+              "the streamed path: 128-row tiles, two warpgroups, whole groups, 128 columns");
 
 // A group's A fragments for a lane's rows (a[step][a0..a3]) and their scales.
 struct PwFp8WgGroup {
@@ -178,7 +179,7 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
   extern __shared__ __attribute__((aligned(128))) pw_u8 smem[];
   pw_u8* const ws = smem;                   // W: cols x K as core matrices
   pw_u8* const xs = smem + PW_COLS * PW_K;  // the X pieces
-  const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(m_total, PW_BATCH, PW_N, PW_COLS, PW_ROWS);
+  const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(m_total, PW_BATCH, PW_N, PW_COLS);
   const int first = pw_fp8_bmm_tile_first(blockIdx.x, gridDim.x, tiles.total);
   const int items = (pw_fp8_bmm_tile_first(blockIdx.x + 1, gridDim.x, tiles.total) - first) *
                     PW_GROUPS;  // (tile, group) pieces, group fastest

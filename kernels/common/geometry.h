@@ -24,19 +24,23 @@ PW_HD constexpr int pw_fp8_bmm_cols(int n, int k, int m_exact, int block_m) {
 // registers: at M = 128 on an H200 it is faster (q_absorb 20.1 against 29.5 us, v_up 24.7
 // against 26.4; bench/RESULTS.md).
 //
-// Its streamed form (`wgmma`: Hopper's warpgroup instructions, NVIDIA sm_90 compiled as sm_90a),
-// where K is several whole 128-wide groups and N is 128 (v_up: K = L = 512): a persistent grid
-// (blocks = min(tiles, multiprocessors), one an SM), each block walking a contiguous run of
-// (batch, 128-row) tiles with its batch's W kept in shared memory (copied again only where the run
-// crosses into the next batch) and X brought in PW_FP8_BMM_STAGES 128 x 128 bf16 pieces ahead.
-// Every path of the kernel reads the grid that way for such a key (fp8_bmm.hip). On the H200 at M
-// = 8192: v_up 0.286 ms against 0.375 for the tiled path; q_absorb (K of one group, 512 columns,
-// bound by its stores of Y) 0.447 against 0.327, so it keeps the tiled path (bench/RESULTS.md).
+// The streamed form (`wgmma`: Hopper's warpgroup instructions, NVIDIA sm_90 compiled as sm_90a)
+// of the block_m 64 and 128 keys (M > 128) where K is several whole 128-wide groups and N is 128
+// (v_up: K = L = 512): a persistent grid (blocks = min(tiles, multiprocessors), one an SM), each
+// block walking a contiguous run of (batch, 128-row) tiles with its batch's W kept in shared
+// memory (copied again only where the run crosses into the next batch) and X brought in
+// PW_FP8_BMM_STAGES 128 x 128 bf16 pieces ahead. Every path of the kernel reads the grid that way
+// for such a key (fp8_bmm.hip). On the H200: v_up M = 8192 0.286 ms against 0.375 for the tiled
+// path, M = 512 32 us against 68 for the exact path; at M = 128 (block_m 32: 64 tiles, one a
+// batch, half the SMs idle) 16.9 us against the exact path's 16.1, so block_m 32 keeps that;
+// q_absorb (K of one group, 512 columns, bound by its stores of Y) 0.447 against 0.327 ms at M =
+// 8192, so it keeps its paths (bench/RESULTS.md).
 #define PW_FP8_BMM_STAGES 4                     // X pieces in shared memory
-#define PW_FP8_BMM_STAGE_BYTES (128 * 128 * 2)  // one: 128 rows of one 128-wide group
+#define PW_FP8_BMM_TILE_ROWS 128                // rows of a persistent grid's tile
+#define PW_FP8_BMM_STAGE_BYTES (128 * 128 * 2)  // a piece: a tile's rows of one 128-wide group
 struct PwFp8BmmGeometry {
   int cols = 0;        // n columns a block
-  int smem_bytes = 0;  // dynamic shared memory (0: not the tiled path)
+  int smem_bytes = 0;  // dynamic shared memory (0: neither the tiled nor the streamed form)
   bool tiled = false;
   bool persistent = false;  // the streamed form: grid (blocks, 1, 1) over the tiles
 };
@@ -45,8 +49,8 @@ PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, 
   PwFp8BmmGeometry g;
   g.cols = pw_fp8_bmm_cols(n, k, m_exact, block_m);
   g.tiled = mma && m_exact == 0 && block_m >= 128 && k % 64 == 0 && g.cols * k <= 98304;
-  g.persistent =
-      g.tiled && wgmma && block_m == 128 && k % 128 == 0 && k > 128 && n == 128 && g.cols == n;
+  g.persistent = mma && wgmma && m_exact == 0 && block_m >= 64 && k % 128 == 0 && k > 128 &&
+                 n == 128 && g.cols == n;
   g.smem_bytes = g.persistent ? g.cols * k + PW_FP8_BMM_STAGES * PW_FP8_BMM_STAGE_BYTES
                  : g.tiled    ? g.cols * k
                               : 0;
@@ -58,14 +62,15 @@ PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, 
 // r0 % 4 = 0, units 2 c and 2 c + 1 of each) meet 8 different 16-byte bank groups.
 PW_HD constexpr int pw_fp8_bmm_xunit(int r, int u) { return r * 16 + (u ^ (2 * (r % 4))); }
 
-// The persistent grid's tiles: (batch, n block, 128-row tile), rows fastest, so a block's run
-// keeps one W as long as it can; block `block` of `blocks` takes tiles [first, last).
+// The persistent grid's tiles: (batch, n block, PW_FP8_BMM_TILE_ROWS-row tile), rows fastest, so
+// a block's run keeps one W as long as it can; block `block` of `blocks` takes tiles [first,
+// last).
 struct PwFp8BmmTiles {
   int m_tiles = 0, total = 0;
 };
-PW_HD constexpr PwFp8BmmTiles pw_fp8_bmm_tiles(int m, int batch, int n, int cols, int block_m) {
+PW_HD constexpr PwFp8BmmTiles pw_fp8_bmm_tiles(int m, int batch, int n, int cols) {
   PwFp8BmmTiles t;
-  t.m_tiles = (m + block_m - 1) / block_m;
+  t.m_tiles = (m + PW_FP8_BMM_TILE_ROWS - 1) / PW_FP8_BMM_TILE_ROWS;
   t.total = t.m_tiles * batch * ((n + cols - 1) / cols);
   return t;
 }

@@ -131,8 +131,8 @@ absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmAr
   Dim3 grid = {CeilDiv(n, g.cols), static_cast<unsigned>(batch), CeilDiv(a.m, rows)};
   if (g.persistent) {
     // One block an SM over the tiles (its shared memory allows no second).
-    const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(a.m, static_cast<int>(batch), static_cast<int>(n),
-                                                 g.cols, static_cast<int>(rows));
+    const PwFp8BmmTiles tiles =
+        pw_fp8_bmm_tiles(a.m, static_cast<int>(batch), static_cast<int>(n), g.cols);
     grid = {static_cast<unsigned>(std::min(tiles.total, gpu.MultiprocessorCount())), 1, 1};
   }
   return Run(gpu, module, e[0], grid, {&v.x, &v.w, &v.w_scale, &v.y, &v.m});

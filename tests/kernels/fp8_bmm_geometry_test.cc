@@ -15,15 +15,21 @@ struct Gemm {
 };
 constexpr Gemm kQAbsorb{512, 128}, kVUp{128, 512};
 
-TEST(Fp8BmmGeometryTest, OnlyHoppersLargeMVUpKeysArePersistent) {
-  // sm_90 (mma and wgmma), block_m 128: v_up is persistent, with W and the X pieces in shared
-  // memory; q_absorb (K of one group) keeps the tiled path, which is faster for it.
-  const PwFp8BmmGeometry v_up = pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, 128, true, true);
-  EXPECT_TRUE(v_up.tiled && v_up.persistent);
-  EXPECT_EQ(v_up.cols, kVUp.n);
-  EXPECT_EQ(v_up.smem_bytes, kVUp.n * kVUp.k + PW_FP8_BMM_STAGES * PW_FP8_BMM_STAGE_BYTES);
-  EXPECT_LE(v_up.smem_bytes, 227 * 1024 - 27 * 1024)
-      << "room for the static shared memory of a build forced to SIMT";
+TEST(Fp8BmmGeometryTest, OnlyHoppersBlockMVUpKeysArePersistent) {
+  // sm_90 (mma and wgmma), block_m 64 and 128: v_up is persistent, with W and the X pieces in
+  // shared memory; q_absorb (K of one group) keeps the tiled path, which is faster for it.
+  for (int block_m : {64, 128}) {
+    const PwFp8BmmGeometry v_up = pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, block_m, true, true);
+    EXPECT_TRUE(v_up.persistent);
+    EXPECT_EQ(v_up.tiled, block_m == 128);
+    EXPECT_EQ(v_up.cols, kVUp.n);
+    EXPECT_EQ(v_up.smem_bytes, kVUp.n * kVUp.k + PW_FP8_BMM_STAGES * PW_FP8_BMM_STAGE_BYTES);
+    EXPECT_LE(v_up.smem_bytes, 227 * 1024 - 27 * 1024)
+        << "room for the static shared memory of a build forced to SIMT";
+  }
+  EXPECT_FALSE(pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, 32, true, true).persistent)
+      << "block_m 32 (M <= 128): the exact path is faster";
+  EXPECT_FALSE(pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 16, 0, true, true).persistent) << "m_exact";
   const PwFp8BmmGeometry q_absorb = pw_fp8_bmm_geometry(kQAbsorb.n, kQAbsorb.k, 0, 128, true, true);
   EXPECT_TRUE(q_absorb.tiled);
   EXPECT_FALSE(q_absorb.persistent);
@@ -36,9 +42,10 @@ TEST(Fp8BmmGeometryTest, OnlyHoppersLargeMVUpKeysArePersistent) {
     EXPECT_EQ(ada.smem_bytes, g.n * g.k);
     // AMD: neither.
     EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 0, 128, false, false).persistent);
-    // Smaller M keeps its grid on every arch.
+    // Smaller M keeps its grid on the other archs, and q_absorb's everywhere.
     for (int block_m : {32, 64}) {
-      EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 0, block_m, true, true).persistent);
+      EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 0, block_m, true, false).persistent);
+      EXPECT_FALSE(pw_fp8_bmm_geometry(kQAbsorb.n, kQAbsorb.k, 0, block_m, true, true).persistent);
     }
     EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 16, 0, true, true).persistent);
   }
@@ -52,7 +59,7 @@ TEST(Fp8BmmGeometryTest, BlocksTakeEveryTileOnceInRunsOfEvenLength) {
   for (const Gemm g : {kQAbsorb, kVUp}) {  // the partition itself holds for any N
     for (int m : {1, 127, 513, 640, 8192}) {
       for (int batch : {1, 64, 128}) {
-        const PwFp8BmmTiles t = pw_fp8_bmm_tiles(m, batch, g.n, g.n, 128);
+        const PwFp8BmmTiles t = pw_fp8_bmm_tiles(m, batch, g.n, g.n);
         EXPECT_EQ(t.m_tiles, (m + 127) / 128);
         EXPECT_EQ(t.total, t.m_tiles * batch);
         for (int blocks : {1, 7, 132, t.total}) {
