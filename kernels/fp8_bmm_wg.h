@@ -211,7 +211,7 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
       if (next.b != t.b || next.n_block != t.n_block) {
         // Another batch's W: every warpgroup's multiplies have been waited for (the last piece's
         // wait), so once all are here W can be overwritten; the pieces in flight are waited for
-        // with it (this happens once or twice a run).
+        // with it (once or twice in the long runs of a large M; every tile or two at M <= 512).
         __syncthreads();
         pw_fp8_bmm_wg_stage_w(w, next.b, next.n_block, ws);
         asm volatile("cp.async.wait_all;" ::: "memory");
