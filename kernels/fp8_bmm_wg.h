@@ -116,12 +116,11 @@ __device__ inline void pw_fp8_bmm_wg_stage_w(const pw_u8* w, int b, int n_block,
   }
 }
 
-// Starts d = group g of the lane's A (q) times W's columns [n0, n0 + 2 R): the group's k32
-// steps, committed as one wgmma group (q's registers and d are the tensor cores' until it is
-// waited for).
-template <int R>
-__device__ inline void pw_fp8_bmm_wg_issue(float (&d)[R], const PwFp8WgGroup& q, const pw_u8* ws,
-                                           int n0, int g) {
+// Starts d = group g of the lane's A (q) times W's 128 columns: the group's k32 steps,
+// committed as one wgmma group (q's registers and d are the tensor cores' until it is waited
+// for).
+__device__ inline void pw_fp8_bmm_wg_issue(float (&d)[64], const PwFp8WgGroup& q, const pw_u8* ws,
+                                           int g) {
   // The descriptor's lead: bytes between core matrices adjacent in K (the next 16-byte unit);
   // stride: between those adjacent in N (the next 8 rows). (Swapped, the GPU check's error is
   // 1.37: the layout the PTX manual describes is the one the H200 reads.)
@@ -130,24 +129,22 @@ __device__ inline void pw_fp8_bmm_wg_issue(float (&d)[R], const PwFp8WgGroup& q,
 #pragma unroll
   for (int st = 0; st < 4; ++st) {
     if (4 * g + st >= kPwWgSteps) break;
-    const pw_u64 desc = pw_wgmma_desc(ws + n0 / 8 * stride + 256 * (4 * g + st), lead, stride);
-    pw_wgmma_e4m3(d, q.a[st], desc, st > 0);
+    const pw_u64 desc = pw_wgmma_desc(ws + 256 * (4 * g + st), lead, stride);
+    pw_wgmma_m64n128k32_e4m3(d, q.a[st], desc, st > 0);
   }
   pw_wgmma_commit();
 }
 
-// Columns [n0, n0 + 2 R) of rows m and m + 8: v[4 j + e] (C of n8 tile j) times the rows' scale.
-template <int R>
-__device__ inline void pw_fp8_bmm_wg_store(pw_u16* y, int b, int m, int n0, const float (&v)[R],
-                                           float scale_lo, float scale_hi, int m_total) {
+// The 128 columns from n_block of rows m and m + 8: v[4 j + e] (C of n8 tile j) times `scale`.
+__device__ inline void pw_fp8_bmm_wg_store(pw_u16* y, int b, int m, int n_block,
+                                           const float (&v)[64], float scale, int m_total) {
   const int tig = threadIdx.x % 4;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (m + 8 * h >= m_total) continue;
-    const float scale = h == 0 ? scale_lo : scale_hi;
 #pragma unroll
-    for (int j = 0; j < R / 4; ++j) {
-      pw_fp8_bmm_store2(y, b, m + 8 * h, n0 + 8 * j + 2 * tig, v[4 * j + 2 * h] * scale,
+    for (int j = 0; j < 16; ++j) {
+      pw_fp8_bmm_store2(y, b, m + 8 * h, n_block + 8 * j + 2 * tig, v[4 * j + 2 * h] * scale,
                         v[4 * j + 2 * h + 1] * scale);
     }
   }
@@ -160,7 +157,7 @@ __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int
                                            pw_u16* y, int m_total) {
   PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(pw_fp8_bmm_wg_read(xs, r, threadIdx.x % 4));
   float d[64];
-  pw_fp8_bmm_wg_issue(d, q, ws, 0, g);
+  pw_fp8_bmm_wg_issue(d, q, ws, g);
   pw_wgmma_wait<0>();
   pw_wgmma_hold(d);  // d and q's registers are the tensor cores' until here
   pw_wgmma_hold(q.a);
@@ -170,7 +167,7 @@ __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int
     acc[j] = g == 0 ? part : acc[j] + part;
   }
   if (g == PW_GROUPS - 1) {
-    pw_fp8_bmm_wg_store(y, t.b, t.m0 + r, t.n_block, acc, w_scale, w_scale, m_total);
+    pw_fp8_bmm_wg_store(y, t.b, t.m0 + r, t.n_block, acc, w_scale, m_total);
   }
 }
 

@@ -51,24 +51,8 @@ __device__ inline void pw_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-// d (+)= a · b: m64nNk32 (N = 64 or 128), e4m3 A from registers and B through `desc`, f32
-// accumulators; accumulate = 0 overwrites d.
-__device__ inline void pw_wgmma_m64n64k32_e4m3(float (&d)[32], const pw_u32 (&a)[4], pw_u64 desc,
-                                               int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %36, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %37, p, "
-      "1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(accumulate), "l"(desc));
-}
-
+// d (+)= a · b: m64n128k32, e4m3 A from registers and B through `desc`, f32 accumulators;
+// accumulate = 0 overwrites d.
 __device__ inline void pw_wgmma_m64n128k32_e4m3(float (&d)[64], const pw_u32 (&a)[4], pw_u64 desc,
                                                 int accumulate) {
   asm volatile(
@@ -91,15 +75,4 @@ __device__ inline void pw_wgmma_m64n128k32_e4m3(float (&d)[64], const pw_u32 (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(accumulate), "l"(desc));
 }
 
-// The same through one name: N from the accumulators' count (N / 2).
-template <int R>
-__device__ inline void pw_wgmma_e4m3(float (&d)[R], const pw_u32 (&a)[4], pw_u64 desc,
-                                     int accumulate) {
-  static_assert(R == 32 || R == 64, "m64n64k32 or m64n128k32");
-  if constexpr (R == 32) {
-    pw_wgmma_m64n64k32_e4m3(d, a, desc, accumulate);
-  } else {
-    pw_wgmma_m64n128k32_e4m3(d, a, desc, accumulate);
-  }
-}
 #endif
