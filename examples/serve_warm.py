@@ -198,7 +198,7 @@ def main():
     ap.add_argument("--prewarm", default=os.environ.get("PREWARM_BINARY", "prewarm"),
                     help="the prewarm binary (default: $PREWARM_BINARY or prewarm on PATH)")
     ap.add_argument("--model-config",
-                    default=str(ROOT / "tests" / "data" / "models" / "minimax-m3-like.json"),
+                    default=str(ROOT / "tests" / "data" / "models" / "mla-64-heads.json"),
                     help="the model's config.json (default: the seeds' shape)")
     ap.add_argument("--passes", type=int, default=2, help="passes over the trace (default 2)")
     ap.add_argument("--mode", choices=["cold", "warm"], help=argparse.SUPPRESS)

@@ -13,6 +13,8 @@ namespace prewarm {
 
 std::string KernelFileFor(std::string_view launcher) {
   if (launcher == "fp8_bmm") return "fp8_bmm.hip";
+  // MiniMax-M3's MSA launchers: kernels/nvfp4_msa/msa_<launcher>.hip (the prefix kept).
+  if (launcher.substr(0, 4) == "msa_") return StrCat("nvfp4_msa/", launcher, ".hip");
   return StrCat("nvfp4_mla/", launcher, ".hip");
 }
 

@@ -83,17 +83,22 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
   } else {
     ASSIGN_OR_RETURN(in.model, LoadModelConfig(config.model_config, overrides));
   }
-  if (!in.model.is_mla) return ShapeForRank(in.model, 1).status();  // names the model
+  if (in.model.family == AttentionFamily::kNone) {
+    return ShapeForRank(in.model, 1).status();  // names the model
+  }
   ASSIGN_OR_RETURN(in.archs, ResolveArchs(config, policy, in.arch_note));
   ASSIGN_OR_RETURN(const BatchDefaults defaults, BatchDefaultsFor(config, in.archs));
   ASSIGN_OR_RETURN(in.limits, ResolveLimits(config.explicit_limits, vllm, in.model, defaults));
   absl::StatusOr<Shape> shape = ShapeForRank(in.model, in.limits.tensor_parallel_size,
                                              in.limits.decode_context_parallel_size);
   if (!shape.ok()) {
-    // Name where tp came from, not just its value.
-    return absl::InvalidArgumentError(
-        StrCat(shape.status().message(), " (tensor_parallel_size from ",
-               in.limits.origins[static_cast<int>(IntLimit::kTensorParallelSize)], ")"));
+    // Name where the refused limit came from, not just its value.
+    const std::string message(shape.status().message());
+    const IntLimit id = message.rfind("--decode-context-parallel-size", 0) == 0
+                            ? IntLimit::kDecodeContextParallelSize
+                            : IntLimit::kTensorParallelSize;
+    return absl::InvalidArgumentError(StrCat(message, " (", SpecOf(id).field, " from ",
+                                             in.limits.origins[static_cast<int>(id)], ")"));
   }
   in.shape = *shape;
   return in;

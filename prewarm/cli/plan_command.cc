@@ -1,4 +1,5 @@
 // prewarm plan: the reachable keys, as a table for people or JSON (DESIGN.md section 7).
+#include <algorithm>
 #include <iomanip>
 
 #include "prewarm/cli/commands.h"
@@ -26,35 +27,49 @@ void PrintHeader(const Inputs& in, const Plan& plan, std::ostream& out) {
   const ModelConfig& m = in.model;
   const Shape& s = in.shape;
   out << "model: " << m.name << " (" << m.source << ")\n"
-      << "  H=" << m.num_heads << " L=" << s.kv_lora_rank << " Dn=" << s.qk_nope_head_dim
-      << " Dr=" << s.qk_rope_head_dim << " Dv=" << s.v_head_dim;
-  if (s.has_indexer) {
-    out << " Hi=" << s.index_n_heads << " Di=" << s.index_head_dim << " Ktop=" << s.index_topk;
+      << "  family " << AttentionFamilyName(s.family) << " (" << m.family_reason << ")\n";
+  if (s.family == AttentionFamily::kMsa) {
+    const MsaConfig& c = m.msa;
+    out << "  Hq=" << m.num_heads << " Hkv=" << c.num_kv_heads << " D=" << c.head_dim
+        << " rotary=" << c.rotary_dim << " block=" << c.block_size << " Kb=" << c.topk_blocks
+        << " Hi=" << c.index_heads << " Di=" << c.index_dim << " init=" << c.init_blocks
+        << " local=" << c.local_blocks;
+    if (c.sparse_layers > 0)
+      out << "; " << c.sparse_layers << " of " << c.num_layers << " layers MSA";
+    out << "; per rank (tp " << in.limits.tensor_parallel_size << "): Hq=" << s.heads
+        << " Hkv=" << s.kv_heads << " Hi=" << s.index_n_heads << "\n";
   } else {
-    out << " (no indexer)";
+    out << "  H=" << m.num_heads << " L=" << s.kv_lora_rank << " Dn=" << s.qk_nope_head_dim
+        << " Dr=" << s.qk_rope_head_dim << " Dv=" << s.v_head_dim;
+    if (s.has_indexer) {
+      out << " Hi=" << s.index_n_heads << " Di=" << s.index_head_dim << " Ktop=" << s.index_topk;
+    } else {
+      out << " (no indexer)";
+    }
+    out << "; per rank (tp " << in.limits.tensor_parallel_size << "): Hr=" << s.heads;
+    if (s.decode_context_parallel_size > 1) {
+      out << ", sparse_decode Hr x dcp " << s.decode_context_parallel_size << " = "
+          << s.DecodeHeads();
+    }
+    out << "\n";
   }
-  out << "; per rank (tp " << in.limits.tensor_parallel_size << "): Hr=" << s.heads;
-  if (s.decode_context_parallel_size > 1) {
-    out << ", sparse_decode Hr x dcp " << s.decode_context_parallel_size << " = "
-        << s.DecodeHeads();
-  }
-  out << "\n";
   if (!in.arch_note.empty()) out << "arch: " << in.arch_note << "\n";
-  if (plan.launchers.size() == 1) {
-    out << "note: only fp8_bmm applies (the NVFP4 launchers need --kv-cache-dtype nvfp4 and a "
-           "model with an indexer)\n";
-  }
+  if (const std::string note = PlanNote(plan); !note.empty()) out << "note: " << note << "\n";
 }
 
 void PrintTable(const Inputs& in, const Plan& plan, std::ostream& out) {
   PrintHeader(in, plan, out);
+  int name_width = 20;  // the widest launcher name and two spaces, at least 20
+  for (const LauncherPlan& lp : plan.launchers) {
+    name_width = std::max(name_width, static_cast<int>(lp.name.size()) + 2);
+  }
   out << "\n"
-      << std::left << std::setw(20) << "LAUNCHER"
+      << std::left << std::setw(name_width) << "LAUNCHER"
       << "KEYS\n";
   for (const LauncherPlan& lp : plan.launchers) {
-    out << std::setw(20) << lp.name << lp.keys.size() << "\n";
+    out << std::setw(name_width) << lp.name << lp.keys.size() << "\n";
   }
-  out << std::setw(20) << "total" << plan.TotalKeys() << "\n";
+  out << std::setw(name_width) << "total" << plan.TotalKeys() << "\n";
   for (const LauncherPlan& lp : plan.launchers) {
     out << "\n" << lp.name << " (" << lp.keys.size() << " keys)\n";
     size_t width = 0;

@@ -348,6 +348,7 @@ int RunRun(const Config& config, std::ostream& out) {
                                                    config.shard_count, " of ", total, ")")
                                           : "",
                    ", ", config.jobs, " workers, cache ", config.cache_dir));
+    if (const std::string note = PlanNote(plan); !note.empty()) LogInfo(StrCat("run: ", note));
   }
   telemetry.SetPhase("compiling");
   const Clock::time_point compile_start = Clock::now();

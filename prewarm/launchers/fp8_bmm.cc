@@ -28,7 +28,10 @@ int64_t BlockM(int64_t m, const Thresholds& t) {
 class Fp8BmmLauncher final : public Launcher {
  public:
   std::string_view Name() const override { return "fp8_bmm"; }
-  bool AppliesTo(const Shape&, const Limits&) const override { return true; }
+  // Any MLA model, whatever its KV cache (MSA has no absorbed projections).
+  bool AppliesTo(const Shape& shape, const Limits&) const override {
+    return shape.family == AttentionFamily::kMla;
+  }
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
     std::vector<Key> keys;

@@ -1,4 +1,4 @@
-// index_decode: index scores for the R decode rows of a step.
+// index_decode: index scores for the R decode rows of a step (msa_index_decode: block scores).
 // Key: rows_tile = smallest power of two >= min(R, 64). (A `buffered` variant, the heads' scores
 // through a global buffer and a second pass, lost to the on-chip sum at every shape measured on
 // an H200 and was removed: bench/RESULTS.md, 2026-12-01.)
@@ -11,9 +11,10 @@ namespace {
 
 class IndexDecodeLauncher final : public Launcher {
  public:
-  std::string_view Name() const override { return "index_decode"; }
+  explicit IndexDecodeLauncher(AttentionFamily family) : family_(family) {}
+  std::string_view Name() const override { return FamilyName(family_, "index_decode"); }
   bool AppliesTo(const Shape& shape, const Limits& limits) const override {
-    return NvFp4LaunchersApply(shape, limits);
+    return NvFp4LaunchersApply(family_, shape, limits);
   }
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
@@ -39,17 +40,23 @@ class IndexDecodeLauncher final : public Launcher {
  private:
   Key KeyFor(int64_t rows_tile, const LaunchContext& ctx) const {
     Key key = NewKey(Name(), ctx.arch);
-    key.Set("rows_tile", rows_tile)
-        .Set("index_heads", ctx.shape.index_n_heads)
-        .Set("index_head_dim", ctx.shape.index_head_dim);
+    key.Set("rows_tile", rows_tile);
+    if (family_ == AttentionFamily::kMsa) {
+      SetMsaShape(key, ctx, {"index_heads", "index_dim"});
+    } else {
+      key.Set("index_heads", ctx.shape.index_n_heads)
+          .Set("index_head_dim", ctx.shape.index_head_dim);
+    }
     return key;
   }
+
+  AttentionFamily family_;
 };
 
 }  // namespace
 
-std::unique_ptr<Launcher> MakeIndexDecodeLauncher() {
-  return std::make_unique<IndexDecodeLauncher>();
+std::unique_ptr<Launcher> MakeIndexDecodeLauncher(AttentionFamily family) {
+  return std::make_unique<IndexDecodeLauncher>(family);
 }
 
 }  // namespace prewarm

@@ -1,6 +1,8 @@
 // index_prefill: index scores for the prefill rows of a step.
 // Key: large = (W > 2^20), W = sum over prefill requests of q_len * ctx. A 1K prompt (2^20)
 // uses the shared kernel; anything more the large one (keys split over the grid).
+// msa_index_prefill: block scores; large = (W > 2^26): one 8K prompt in one chunk runs the
+// shared kernel, two 8K prompts in a step the large one (the seed's measured fact).
 #include "prewarm/launchers/launcher.h"
 
 namespace prewarm {
@@ -8,18 +10,19 @@ namespace {
 
 class IndexPrefillLauncher final : public Launcher {
  public:
-  std::string_view Name() const override { return "index_prefill"; }
+  explicit IndexPrefillLauncher(AttentionFamily family) : family_(family) {}
+  std::string_view Name() const override { return FamilyName(family_, "index_prefill"); }
   bool AppliesTo(const Shape& shape, const Limits& limits) const override {
-    return NvFp4LaunchersApply(shape, limits);
+    return NvFp4LaunchersApply(family_, shape, limits);
   }
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
     if (step.prefill_ctx.empty()) return {};
-    return {KeyFor(step.prefill_work > ctx.thresholds.index_prefill_large_work, ctx)};
+    return {KeyFor(step.prefill_work > LargeWork(ctx), ctx)};
   }
 
   std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
-    const int64_t large_above = ctx.thresholds.index_prefill_large_work;
+    const int64_t large_above = LargeWork(ctx);
     std::vector<PlannedKey> out;
     // W ranges from 1 (q 1, ctx 1) to min(B, S * Lmax) * Lmax (every request at ctx = Lmax).
     if (large_above >= 1) out.push_back({KeyFor(false, ctx), PrefillWitness(1, limits)});
@@ -34,19 +37,29 @@ class IndexPrefillLauncher final : public Launcher {
   }
 
  private:
+  int64_t LargeWork(const LaunchContext& ctx) const {
+    return family_ == AttentionFamily::kMsa ? ctx.thresholds.msa_index_prefill_large_work
+                                            : ctx.thresholds.index_prefill_large_work;
+  }
   Key KeyFor(bool large, const LaunchContext& ctx) const {
     Key key = NewKey(Name(), ctx.arch);
-    key.Set("large", large)
-        .Set("index_heads", ctx.shape.index_n_heads)
-        .Set("index_head_dim", ctx.shape.index_head_dim);
+    key.Set("large", large);
+    if (family_ == AttentionFamily::kMsa) {
+      SetMsaShape(key, ctx, {"index_heads", "index_dim"});
+    } else {
+      key.Set("index_heads", ctx.shape.index_n_heads)
+          .Set("index_head_dim", ctx.shape.index_head_dim);
+    }
     return key;
   }
+
+  AttentionFamily family_;
 };
 
 }  // namespace
 
-std::unique_ptr<Launcher> MakeIndexPrefillLauncher() {
-  return std::make_unique<IndexPrefillLauncher>();
+std::unique_ptr<Launcher> MakeIndexPrefillLauncher(AttentionFamily family) {
+  return std::make_unique<IndexPrefillLauncher>(family);
 }
 
 }  // namespace prewarm

@@ -7,10 +7,13 @@ namespace prewarm {
 const std::vector<const Launcher*>& AllLaunchers() {
   static const std::vector<const Launcher*>* const kAll = [] {
     auto* v = new std::vector<const Launcher*>;
-    for (auto make : {MakeFp8BmmLauncher, MakeNormRopeInsertLauncher, MakeIndexPrefillLauncher,
-                      MakeIndexDecodeLauncher, MakeTopkPrefillLauncher, MakeTopkDecodeLauncher,
-                      MakeSparsePrefillLauncher, MakeSparseDecodeLauncher}) {
-      v->push_back(make().release());  // lives for the program
+    v->push_back(MakeFp8BmmLauncher().release());  // lives for the program
+    for (AttentionFamily f : {AttentionFamily::kMla, AttentionFamily::kMsa}) {
+      for (auto make : {MakeNormRopeInsertLauncher, MakeIndexPrefillLauncher,
+                        MakeIndexDecodeLauncher, MakeTopkPrefillLauncher, MakeTopkDecodeLauncher,
+                        MakeSparsePrefillLauncher, MakeSparseDecodeLauncher}) {
+        v->push_back(make(f).release());
+      }
     }
     return v;
   }();
@@ -24,8 +27,35 @@ const Launcher* FindLauncher(std::string_view name) {
   return nullptr;
 }
 
-bool NvFp4LaunchersApply(const Shape& shape, const Limits& limits) {
-  return limits.NvFp4KvCache() && shape.has_indexer;
+bool NvFp4LaunchersApply(AttentionFamily family, const Shape& shape, const Limits& limits) {
+  return shape.family == family && limits.NvFp4KvCache() && shape.has_indexer;
+}
+
+std::string_view FamilyName(AttentionFamily family, std::string_view mla_name) {
+  if (family != AttentionFamily::kMsa) return mla_name;
+  static constexpr std::string_view kMsaNames[] = {
+      "msa_norm_rope_insert", "msa_index_prefill",  "msa_index_decode", "msa_topk_prefill",
+      "msa_topk_decode",      "msa_sparse_prefill", "msa_sparse_decode"};
+  for (std::string_view n : kMsaNames) {
+    if (n.substr(4) == mla_name) return n;
+  }
+  return mla_name;  // not a launcher with an MSA form
+}
+
+void SetMsaShape(Key& key, const LaunchContext& ctx, std::initializer_list<const char*> fields) {
+  const Shape& s = ctx.shape;
+  for (std::string_view f : fields) {
+    const int64_t v = f == "heads"         ? s.heads
+                      : f == "kv_heads"    ? s.kv_heads
+                      : f == "index_heads" ? s.index_n_heads
+                      : f == "head_dim"    ? s.head_dim
+                      : f == "rope_dim"    ? s.rope_dim
+                      : f == "index_dim"   ? s.index_head_dim
+                      : f == "topk_blocks" ? s.topk_blocks
+                      : f == "init_blocks" ? s.init_blocks
+                                           : s.local_blocks;
+    key.Set(std::string(f), v);
+  }
 }
 
 Key NewKey(std::string_view launcher, const Arch& arch) {
@@ -38,8 +68,12 @@ Key NewKey(std::string_view launcher, const Arch& arch) {
 Key SparseAttentionKey(std::string_view launcher, const char* field, int64_t value,
                        const LaunchContext& ctx) {
   Key key = NewKey(launcher, ctx.arch);
-  key.Set(field, value)
-      .Set("heads", launcher == "sparse_decode" ? ctx.shape.DecodeHeads() : ctx.shape.heads)
+  key.Set(field, value);
+  if (ctx.shape.family == AttentionFamily::kMsa) {
+    SetMsaShape(key, ctx, {"heads", "kv_heads", "head_dim", "topk_blocks"});
+    return key;
+  }
+  key.Set("heads", launcher == "sparse_decode" ? ctx.shape.DecodeHeads() : ctx.shape.heads)
       .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
       .Set("rope_dim", ctx.shape.qk_rope_head_dim)
       .Set("topk", ctx.shape.index_topk);

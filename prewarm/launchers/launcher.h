@@ -10,6 +10,7 @@
 #define PREWARM_LAUNCHERS_LAUNCHER_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,13 @@ struct Thresholds {
   int64_t sparse_one_round_max = 1024;  // rounds = 1 if min(ctx, Ktop) <= this
   int64_t sparse_splits_work = 256;     // splits = largest pow2 <= this / R ...
   int64_t sparse_splits_cap = 16;       // ... at most this
+  // MSA (the msa_* launchers; the other rules are shared with MLA's). msa_index_prefill:
+  // large = W > this. The seed's one measured fact: one 8K prompt in one chunk (W = 2^26) runs
+  // the shared kernel, a step with two 8K prompts the large one.
+  int64_t msa_index_prefill_large_work = int64_t{1} << 26;
+  // msa_topk_prefill: strips = pow2 >= ceil(nb / this), nb = ceil(ctx / sparse block size): a
+  // strip's block scores fit one block's shared memory (PW_MSA_TOPK_STRIP_BLOCKS).
+  int64_t msa_topk_strip_blocks = 1024;
 };
 
 struct LaunchContext {
@@ -50,6 +58,10 @@ struct LaunchContext {
   const Thresholds& thresholds;
 };
 
+// Every launcher belongs to one attention family (DESIGN.md section 5): the MLA launchers
+// (fp8_bmm and the seven NVFP4 ones) and MiniMax-M3's msa_* launchers (MSA.md). The seven NVFP4
+// rules are one implementation each, constructed per family: the family gives the name
+// ("msa_" prefix), where it applies, its key's shape constants and its thresholds.
 class Launcher {
  public:
   virtual ~Launcher() = default;
@@ -65,29 +77,37 @@ class Launcher {
 };
 
 // All launchers, in plan order: fp8_bmm, norm_rope_insert, index_prefill, index_decode,
-// topk_prefill, topk_decode, sparse_prefill, sparse_decode.
+// topk_prefill, topk_decode, sparse_prefill, sparse_decode, then the same seven for MSA
+// (msa_norm_rope_insert, ..., msa_sparse_decode).
 const std::vector<const Launcher*>& AllLaunchers();
 const Launcher* FindLauncher(std::string_view name);
 
 // Factories, one per launcher file.
 std::unique_ptr<Launcher> MakeFp8BmmLauncher();
-std::unique_ptr<Launcher> MakeNormRopeInsertLauncher();
-std::unique_ptr<Launcher> MakeIndexPrefillLauncher();
-std::unique_ptr<Launcher> MakeIndexDecodeLauncher();
-std::unique_ptr<Launcher> MakeTopkPrefillLauncher();
-std::unique_ptr<Launcher> MakeTopkDecodeLauncher();
-std::unique_ptr<Launcher> MakeSparsePrefillLauncher();
-std::unique_ptr<Launcher> MakeSparseDecodeLauncher();
+std::unique_ptr<Launcher> MakeNormRopeInsertLauncher(AttentionFamily family);
+std::unique_ptr<Launcher> MakeIndexPrefillLauncher(AttentionFamily family);
+std::unique_ptr<Launcher> MakeIndexDecodeLauncher(AttentionFamily family);
+std::unique_ptr<Launcher> MakeTopkPrefillLauncher(AttentionFamily family);
+std::unique_ptr<Launcher> MakeTopkDecodeLauncher(AttentionFamily family);
+std::unique_ptr<Launcher> MakeSparsePrefillLauncher(AttentionFamily family);
+std::unique_ptr<Launcher> MakeSparseDecodeLauncher(AttentionFamily family);
 
-// Shared by the seven NVFP4 launchers: NVFP4 KV cache and an indexer.
-bool NvFp4LaunchersApply(const Shape& shape, const Limits& limits);
+// Shared by the seven NVFP4 launchers of `family`: the model is of that family, the KV cache
+// NVFP4 and the model has an indexer (MSA always has one).
+bool NvFp4LaunchersApply(AttentionFamily family, const Shape& shape, const Limits& limits);
+// A launcher's name in its family: `mla_name` for MLA, "msa_" + it for MSA (a literal either way).
+std::string_view FamilyName(AttentionFamily family, std::string_view mla_name);
 
 // A key for `launcher` with the arch already set.
 Key NewKey(std::string_view launcher, const Arch& arch);
 // A sparse attention key (sparse_prefill, sparse_decode): `field` = `value`, the arch, and the
-// shape constants the attention kernels are compiled with (Hr, L, Dr, Ktop).
+// shape constants the attention kernels are compiled with (MLA: Hr, L, Dr, Ktop; MSA: heads,
+// kv_heads, head_dim, topk_blocks).
 Key SparseAttentionKey(std::string_view launcher, const char* field, int64_t value,
                        const LaunchContext& ctx);
+// Sets the MSA shape constants named in `fields` on `key` (heads, kv_heads, index_heads,
+// head_dim, rope_dim, index_dim, topk_blocks, init_blocks, local_blocks), from ctx.shape.
+void SetMsaShape(Key& key, const LaunchContext& ctx, std::initializer_list<const char*> fields);
 
 // Smallest power of two >= x (x >= 1).
 int64_t CeilPow2(int64_t x);

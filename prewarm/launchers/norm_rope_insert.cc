@@ -1,5 +1,6 @@
 // norm_rope_insert: every step; RMSNorm + RoPE + NVFP4 insert of the T new tokens.
-// Key: small = (T <= 512).
+// Key: small = (T <= 512). msa_norm_rope_insert: MSA.md's per-head norm, RoPE and insert of
+// q, k, v, index q and index key; the same rule.
 #include "prewarm/launchers/launcher.h"
 
 namespace prewarm {
@@ -7,9 +8,10 @@ namespace {
 
 class NormRopeInsertLauncher final : public Launcher {
  public:
-  std::string_view Name() const override { return "norm_rope_insert"; }
+  explicit NormRopeInsertLauncher(AttentionFamily family) : family_(family) {}
+  std::string_view Name() const override { return FamilyName(family_, "norm_rope_insert"); }
   bool AppliesTo(const Shape& shape, const Limits& limits) const override {
-    return NvFp4LaunchersApply(shape, limits);
+    return NvFp4LaunchersApply(family_, shape, limits);
   }
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
@@ -32,18 +34,25 @@ class NormRopeInsertLauncher final : public Launcher {
  private:
   Key KeyFor(bool small, const LaunchContext& ctx) const {
     Key key = NewKey(Name(), ctx.arch);
-    key.Set("small", small)
-        .Set("kv_lora_rank", ctx.shape.kv_lora_rank)
+    key.Set("small", small);
+    if (family_ == AttentionFamily::kMsa) {
+      SetMsaShape(key, ctx,
+                  {"heads", "kv_heads", "index_heads", "head_dim", "rope_dim", "index_dim"});
+      return key;
+    }
+    key.Set("kv_lora_rank", ctx.shape.kv_lora_rank)
         .Set("rope_dim", ctx.shape.qk_rope_head_dim)
         .Set("index_head_dim", ctx.shape.index_head_dim);
     return key;
   }
+
+  AttentionFamily family_;
 };
 
 }  // namespace
 
-std::unique_ptr<Launcher> MakeNormRopeInsertLauncher() {
-  return std::make_unique<NormRopeInsertLauncher>();
+std::unique_ptr<Launcher> MakeNormRopeInsertLauncher(AttentionFamily family) {
+  return std::make_unique<NormRopeInsertLauncher>(family);
 }
 
 }  // namespace prewarm

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "prewarm/util/strings.h"
+
 namespace prewarm {
 
 size_t Plan::TotalKeys() const {
@@ -23,6 +25,21 @@ Plan BuildPlan(const Limits& limits, const ModelConfig& model, const Shape& shap
     plan.launchers.push_back(std::move(lp));
   }
   return plan;
+}
+
+std::string PlanNote(const Plan& plan) {
+  if (plan.shape.family == AttentionFamily::kMsa && plan.launchers.empty()) {
+    return StrCat(
+        "0 keys: the MSA launchers (msa_*) need --kv-cache-dtype nvfp4 (the seed's "
+        "NVFP4 path); this KV cache is ",
+        KvCacheDtypeName(plan.limits.kv_cache_dtype),
+        ", which vLLM serves with kernels prewarm does not compile");
+  }
+  if (plan.shape.family == AttentionFamily::kMla && plan.launchers.size() == 1) {
+    return "only fp8_bmm applies (the NVFP4 launchers need --kv-cache-dtype nvfp4 and a model "
+           "with an indexer)";
+  }
+  return "";
 }
 
 std::vector<Key> DispatchOne(const Launcher& launcher, const StepStats& stats, const Shape& shape,
@@ -58,8 +75,29 @@ nlohmann::json LimitsToJson(const Limits& limits) {
 }
 
 nlohmann::json ShapeToJson(const ModelConfig& model, const Shape& shape, const Limits& limits) {
+  if (shape.family == AttentionFamily::kMsa) {
+    return {{"model", model.name},
+            {"source", model.source},
+            {"family", AttentionFamilyName(shape.family)},
+            {"family_reason", model.family_reason},
+            {"num_attention_heads", model.num_heads},
+            {"num_key_value_heads", model.msa.num_kv_heads},
+            {"heads_per_rank", shape.heads},
+            {"kv_heads_per_rank", shape.kv_heads},
+            {"index_heads_per_rank", shape.index_n_heads},
+            {"tensor_parallel_size", limits.tensor_parallel_size},
+            {"head_dim", shape.head_dim},
+            {"rotary_dim", shape.rope_dim},
+            {"index_dim", shape.index_head_dim},
+            {"sparse_block_size", shape.sparse_block_size},
+            {"sparse_topk_blocks", shape.topk_blocks},
+            {"sparse_init_block", shape.init_blocks},
+            {"sparse_local_block", shape.local_blocks}};
+  }
   nlohmann::json j = {{"model", model.name},
                       {"source", model.source},
+                      {"family", AttentionFamilyName(shape.family)},
+                      {"family_reason", model.family_reason},
                       {"num_attention_heads", model.num_heads},
                       {"heads_per_rank", shape.heads},
                       {"tensor_parallel_size", limits.tensor_parallel_size},
@@ -89,11 +127,13 @@ nlohmann::json PlanToJson(const Plan& plan) {
     }
     launchers.push_back({{"name", lp.name}, {"keys", keys}});
   }
-  return {{"limits", LimitsToJson(plan.limits)},
-          {"shape", ShapeToJson(plan.model, plan.shape, plan.limits)},
-          {"arch", archs},
-          {"launchers", launchers},
-          {"total_keys", plan.TotalKeys()}};
+  nlohmann::json j = {{"limits", LimitsToJson(plan.limits)},
+                      {"shape", ShapeToJson(plan.model, plan.shape, plan.limits)},
+                      {"arch", archs},
+                      {"launchers", launchers},
+                      {"total_keys", plan.TotalKeys()}};
+  if (const std::string note = PlanNote(plan); !note.empty()) j["note"] = note;
+  return j;
 }
 
 }  // namespace prewarm

@@ -25,6 +25,10 @@ struct Plan {
   size_t TotalKeys() const;
 };
 
+// Why the model's family has launchers that do not apply, in one line; "" when all apply. MLA
+// without an NVFP4 KV cache (or an indexer) runs fp8_bmm only; MSA's launchers all need nvfp4.
+std::string PlanNote(const Plan& plan);
+
 Plan BuildPlan(const Limits& limits, const ModelConfig& model, const Shape& shape,
                const std::vector<Arch>& archs, const Thresholds& thresholds = {});
 

@@ -1,5 +1,6 @@
 // sparse_decode: MLA attention of the decode rows over the selected positions, split-K with a
-// combine. Key: splits = min(16, max(1, largest power of two <= 256 / R)).
+// combine. Key: splits = min(16, max(1, largest power of two <= 256 / R)). msa_sparse_decode:
+// GQA over the selected blocks; the same rule.
 #include <algorithm>
 
 #include "prewarm/launchers/launcher.h"
@@ -15,9 +16,10 @@ int64_t Splits(int64_t r, const Thresholds& t) {
 
 class SparseDecodeLauncher final : public Launcher {
  public:
-  std::string_view Name() const override { return "sparse_decode"; }
+  explicit SparseDecodeLauncher(AttentionFamily family) : family_(family) {}
+  std::string_view Name() const override { return FamilyName(family_, "sparse_decode"); }
   bool AppliesTo(const Shape& shape, const Limits& limits) const override {
-    return NvFp4LaunchersApply(shape, limits);
+    return NvFp4LaunchersApply(family_, shape, limits);
   }
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
@@ -53,12 +55,14 @@ class SparseDecodeLauncher final : public Launcher {
   Key KeyFor(int64_t splits, const LaunchContext& ctx) const {
     return SparseAttentionKey(Name(), "splits", splits, ctx);
   }
+
+  AttentionFamily family_;
 };
 
 }  // namespace
 
-std::unique_ptr<Launcher> MakeSparseDecodeLauncher() {
-  return std::make_unique<SparseDecodeLauncher>();
+std::unique_ptr<Launcher> MakeSparseDecodeLauncher(AttentionFamily family) {
+  return std::make_unique<SparseDecodeLauncher>(family);
 }
 
 }  // namespace prewarm

@@ -1,5 +1,6 @@
 // sparse_prefill: per prefill request, MLA attention over the selected positions.
-// Key: rounds = 1 if min(ctx, Ktop) <= 1024 else 2.
+// Key: rounds = 1 if min(ctx, Ktop) <= 1024 else 2. msa_sparse_prefill: GQA over the selected
+// blocks; the same rule with Ktop = Kb x 128 (the keys a query attends at most).
 #include <algorithm>
 
 #include "prewarm/launchers/launcher.h"
@@ -9,9 +10,10 @@ namespace {
 
 class SparsePrefillLauncher final : public Launcher {
  public:
-  std::string_view Name() const override { return "sparse_prefill"; }
+  explicit SparsePrefillLauncher(AttentionFamily family) : family_(family) {}
+  std::string_view Name() const override { return FamilyName(family_, "sparse_prefill"); }
   bool AppliesTo(const Shape& shape, const Limits& limits) const override {
-    return NvFp4LaunchersApply(shape, limits);
+    return NvFp4LaunchersApply(family_, shape, limits);
   }
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
@@ -39,12 +41,14 @@ class SparsePrefillLauncher final : public Launcher {
   Key KeyFor(int64_t rounds, const LaunchContext& ctx) const {
     return SparseAttentionKey(Name(), "rounds", rounds, ctx);
   }
+
+  AttentionFamily family_;
 };
 
 }  // namespace
 
-std::unique_ptr<Launcher> MakeSparsePrefillLauncher() {
-  return std::make_unique<SparsePrefillLauncher>();
+std::unique_ptr<Launcher> MakeSparsePrefillLauncher(AttentionFamily family) {
+  return std::make_unique<SparsePrefillLauncher>(family);
 }
 
 }  // namespace prewarm

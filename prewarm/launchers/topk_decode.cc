@@ -1,4 +1,5 @@
 // topk_decode: the Ktop best index scores of each decode row; one variant.
+// msa_topk_decode: the Kb best blocks of each decode row and index head; one variant.
 #include "prewarm/launchers/launcher.h"
 
 namespace prewarm {
@@ -6,9 +7,10 @@ namespace {
 
 class TopkDecodeLauncher final : public Launcher {
  public:
-  std::string_view Name() const override { return "topk_decode"; }
+  explicit TopkDecodeLauncher(AttentionFamily family) : family_(family) {}
+  std::string_view Name() const override { return FamilyName(family_, "topk_decode"); }
   bool AppliesTo(const Shape& shape, const Limits& limits) const override {
-    return NvFp4LaunchersApply(shape, limits);
+    return NvFp4LaunchersApply(family_, shape, limits);
   }
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
@@ -24,15 +26,21 @@ class TopkDecodeLauncher final : public Launcher {
  private:
   Key KeyFor(const LaunchContext& ctx) const {
     Key key = NewKey(Name(), ctx.arch);
-    key.Set("topk", ctx.shape.index_topk);
+    if (family_ == AttentionFamily::kMsa) {
+      SetMsaShape(key, ctx, {"topk_blocks", "init_blocks", "local_blocks"});
+    } else {
+      key.Set("topk", ctx.shape.index_topk);
+    }
     return key;
   }
+
+  AttentionFamily family_;
 };
 
 }  // namespace
 
-std::unique_ptr<Launcher> MakeTopkDecodeLauncher() {
-  return std::make_unique<TopkDecodeLauncher>();
+std::unique_ptr<Launcher> MakeTopkDecodeLauncher(AttentionFamily family) {
+  return std::make_unique<TopkDecodeLauncher>(family);
 }
 
 }  // namespace prewarm

@@ -276,6 +276,20 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
     value[kSpec] = model.num_nextn_predict_layers;
     origin[kSpec] = StrCat(tokens_from_model->origin, ": the model's num_nextn_predict_layers");
   }
+  // MSA (MiniMax-M3): a KV page is one sparse block, so vLLM needs --block-size equal to the
+  // model's sparse_block_size (128) and fails at start with any other; unset, it is that.
+  constexpr int kBlock = static_cast<int>(IntLimit::kBlockSize);
+  if (model.family == AttentionFamily::kMsa && value[kBlock] != model.msa.block_size) {
+    if (given[kBlock]) {
+      return absl::InvalidArgumentError(StrCat(
+          origin[kBlock], " ", value[kBlock], ": ", model.name, " (MSA, ", model.source,
+          ") needs --block-size ", model.msa.block_size,
+          ", its sparse_block_size: a KV page is one sparse block, and vLLM fails to start with "
+          "any other"));
+    }
+    value[kBlock] = model.msa.block_size;
+    origin[kBlock] = "default for MSA: the model's sparse_block_size";
+  }
   limits.max_num_seqs = value[0];
   limits.max_num_batched_tokens = value[1];
   limits.max_model_len = value[2];

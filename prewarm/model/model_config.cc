@@ -5,45 +5,18 @@
 #include <sstream>
 
 #include "nlohmann/json.hpp"
+#include "prewarm/model/config_fields.h"
 #include "prewarm/util/files.h"
 #include "prewarm/util/json.h"
+#include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
 
+using config_fields::Has;
+using config_fields::PositiveInt;
 using nlohmann::json;
-
-// The largest value a config's integer field may take: the same cap as the limit flags
-// (2^31 - 1), so no product of two of them overflows 64 bits.
-constexpr int64_t kMaxConfigInt = 2147483647;
-
-// A value as the error shows it: its JSON, cut at 64 characters (a wrong-typed field may be a
-// string of any size).
-std::string Shown(const json& v) {
-  std::string s = v.dump();
-  return s.size() <= 64 ? s : s.substr(0, 64) + "... (" + std::to_string(s.size()) + " characters)";
-}
-
-// A required positive integer field, at most kMaxConfigInt. Booleans and floats with a fraction
-// are rejected: a head count of 64.5 or "64" in a config is a broken config, not something to
-// guess at.
-absl::StatusOr<int64_t> PositiveInt(const json& j, std::string_view field,
-                                    std::string_view origin) {
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) {
-    return absl::InvalidArgumentError(
-        StrCat(origin, ": required field \"", field, "\" is missing"));
-  }
-  const bool too_big = it->is_number_unsigned() && it->get<uint64_t>() > kMaxConfigInt;
-  if (!it->is_number_integer() || too_big || it->get<int64_t>() < 1 ||
-      it->get<int64_t>() > kMaxConfigInt) {
-    return absl::InvalidArgumentError(StrCat(origin, ": field \"", field, "\" is ", Shown(*it),
-                                             ", expected a positive integer up to ",
-                                             kMaxConfigInt));
-  }
-  return it->get<int64_t>();
-}
 
 // `over` merged into `base`: objects key by key, everything else replaced.
 void MergeInto(json& base, const json& over) {
@@ -77,17 +50,46 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
     origin = shown_origin;
   }
   const json* j = &root;
+  std::string where;  // "text_config." when the language model's fields are read from there
   if (!root.contains("kv_lora_rank") && root.contains("text_config") &&
       root["text_config"].is_object()) {
     j = &root["text_config"];
+    where = "text_config.";
   }
   ModelConfig m;
   m.source = std::string(origin);
-  m.name = (j->contains("model_type") && (*j)["model_type"].is_string())
-               ? (*j)["model_type"].get<std::string>()
-               : "unknown";
-  m.is_mla = j->contains("kv_lora_rank") && !(*j)["kv_lora_rank"].is_null();
-  if (!m.is_mla) return m;
+  // A wrapper's text_config often has no model_type of its own (MiniMax-M3's): the top level's
+  // names the model then.
+  for (const json* named : {j, static_cast<const json*>(&root)}) {
+    if (named->contains("model_type") && (*named)["model_type"].is_string()) {
+      m.name = (*named)["model_type"].get<std::string>();
+      break;
+    }
+  }
+  if (m.name.empty()) m.name = "unknown";
+  m.is_mla = Has(*j, "kv_lora_rank");
+  if (!m.is_mla) {
+    auto sparse = j->find("sparse_attention_config");
+    if (sparse == j->end() || sparse->is_null()) return m;  // neither family: ShapeForRank says so
+    if (!sparse->is_object()) {
+      return absl::InvalidArgumentError(
+          StrCat(origin, ": field \"", where, "sparse_attention_config\" is ",
+                 config_fields::Shown(*sparse), ", expected an object"));
+    }
+    auto use = sparse->find("use_sparse_attention");
+    if (use != sparse->end() && !use->is_boolean()) {
+      return absl::InvalidArgumentError(
+          StrCat(origin, ": field \"", where, "sparse_attention_config.use_sparse_attention\" is ",
+                 config_fields::Shown(*use), ", expected true or false"));
+    }
+    if (use == sparse->end() || !use->get<bool>()) return m;  // dense GQA: no launchers of ours
+    m.family = AttentionFamily::kMsa;
+    m.family_reason = StrCat(where, "sparse_attention_config.use_sparse_attention true");
+    RETURN_IF_ERROR(ParseMsaFields(*j, *sparse, origin, m));
+    return m;
+  }
+  m.family = AttentionFamily::kMla;
+  m.family_reason = StrCat(where, "kv_lora_rank ", (*j)["kv_lora_rank"].dump());
   auto get = [&](std::string_view field, int64_t& out) -> absl::Status {
     absl::StatusOr<int64_t> v = PositiveInt(*j, field, origin);
     if (!v.ok()) return v.status();
@@ -176,12 +178,28 @@ ModelConfig SeedsModelConfig() {
   return m;
 }
 
+std::string_view AttentionFamilyName(AttentionFamily f) {
+  switch (f) {
+    case AttentionFamily::kMla:
+      return "MLA";
+    case AttentionFamily::kMsa:
+      return "MSA";
+    case AttentionFamily::kNone:
+      break;
+  }
+  return "none";
+}
+
 absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_parallel_size,
                                    int64_t decode_context_parallel_size) {
+  if (model.family == AttentionFamily::kMsa) {
+    return MsaShapeForRank(model, tensor_parallel_size, decode_context_parallel_size);
+  }
   if (!model.is_mla) {
-    return absl::InvalidArgumentError(
-        StrCat("model ", model.source, " (", model.name,
-               ") is not an MLA model (no kv_lora_rank): prewarm has no launchers for it"));
+    return absl::InvalidArgumentError(StrCat(
+        "model ", model.source, " (", model.name,
+        ") is not an MLA model (no kv_lora_rank) nor an MSA one (no sparse_attention_config with "
+        "use_sparse_attention true): prewarm has no launchers for it"));
   }
   if (tensor_parallel_size < 1 || model.num_heads % tensor_parallel_size != 0) {
     return absl::InvalidArgumentError(StrCat("--tensor-parallel-size ", tensor_parallel_size,
@@ -189,6 +207,7 @@ absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_para
                                              ") of ", model.source));
   }
   Shape s;
+  s.family = AttentionFamily::kMla;
   s.heads = model.num_heads / tensor_parallel_size;
   s.decode_context_parallel_size = std::max<int64_t>(1, decode_context_parallel_size);
   s.kv_lora_rank = model.kv_lora_rank;

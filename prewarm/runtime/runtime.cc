@@ -49,10 +49,30 @@ absl::Status AddRecordedLimits(const FillRecord& r, LimitValues& values) {
 // field names and checks); max_position_embeddings is the recorded max_model_len.
 absl::StatusOr<ModelConfig> RecordedModel(const FillRecord& r) {
   nlohmann::json config = nlohmann::json::object();
+  if (r.shape.value("family", "") == "MSA") {
+    // ShapeToJson's MSA fields, back under the names of MiniMax-M3's config.
+    for (const char* field : {"num_attention_heads", "num_key_value_heads", "head_dim"}) {
+      if (r.shape.contains(field)) config[field] = r.shape[field];
+    }
+    if (r.shape.contains("rotary_dim")) config["rotary_dim"] = r.shape["rotary_dim"];
+    nlohmann::json sparse = {{"use_sparse_attention", true}};
+    for (const auto& [from, to] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"sparse_block_size", "sparse_block_size"},
+             {"sparse_topk_blocks", "sparse_topk_blocks"},
+             {"index_dim", "sparse_index_dim"},
+             {"num_key_value_heads", "sparse_num_index_heads"},
+             {"sparse_init_block", "sparse_init_block"},
+             {"sparse_local_block", "sparse_local_block"}}) {
+      if (r.shape.contains(from)) sparse[to] = r.shape[from];
+    }
+    config["sparse_attention_config"] = sparse;
+  }
   for (const char* field :
        {"num_attention_heads", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
         "index_n_heads", "index_head_dim", "index_topk"}) {
-    if (r.shape.contains(field)) config[field] = r.shape[field];
+    if (r.shape.contains(field) && !config.contains("sparse_attention_config")) {
+      config[field] = r.shape[field];
+    }
   }
   if (r.shape.contains("model") && r.shape["model"].is_string()) {
     config["model_type"] = r.shape["model"];
@@ -149,9 +169,12 @@ absl::StatusOr<std::vector<Key>> KernelCache::KeysForStats(const std::string& la
     return absl::InvalidArgumentError(StrCat(
         launcher,
         " does not run for this cache's model and KV cache: it needs kv_cache_dtype nvfp4 "
-        "and a model with an indexer; the plan has kv_cache_dtype ",
-        KvCacheDtypeName(limits_.kv_cache_dtype), " and a model ",
-        shape_.has_indexer ? "with" : "without", " an indexer (model: ", model_.source, ")"));
+        "and ",
+        launcher.rfind("msa_", 0) == 0 ? "an MSA model (MiniMax-M3)" : "an MLA model",
+        launcher == "fp8_bmm" ? "" : " with an indexer", "; the plan has kv_cache_dtype ",
+        KvCacheDtypeName(limits_.kv_cache_dtype), " and an ", AttentionFamilyName(shape_.family),
+        " model ", shape_.has_indexer ? "with" : "without", " an indexer (model: ", model_.source,
+        ")"));
   }
   return DispatchOne(*l, stats, shape_, arch_);
 }

@@ -25,6 +25,8 @@ Thresholds Tiny() {
   t.sparse_one_round_max = 2;
   t.sparse_splits_work = 8;
   t.sparse_splits_cap = 4;
+  t.msa_index_prefill_large_work = 10;
+  t.msa_topk_strip_blocks = 1;
   return t;
 }
 
@@ -65,15 +67,36 @@ KeySet BruteForce(const Limits& l, const Shape& shape, const Arch& arch, const T
   return reached;
 }
 
+// MiniMax-M3's shape with its sparse block scaled down to 2 tokens (so contexts of a few tokens
+// span several blocks, and several top-k strips of Tiny's one block) and `topk` keys attended.
+std::pair<ModelConfig, Shape> TinyMsa(int64_t topk) {
+  ModelConfig model = *ParseModelConfig(
+      R"({"model_type":"minimax_m3_vl","text_config":{"num_attention_heads":64,
+          "num_key_value_heads":4,"head_dim":128,"rotary_dim":64,"max_position_embeddings":7,
+          "sparse_attention_config":{"use_sparse_attention":true,"sparse_block_size":128,
+          "sparse_topk_blocks":16,"sparse_num_index_heads":4,"sparse_index_dim":128}}})",
+      "tiny msa");
+  Shape shape = *ShapeForRank(model, 4);
+  shape.sparse_block_size = 2;
+  shape.index_topk = topk;
+  return {model, shape};
+}
+
 TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
   const Thresholds t = Tiny();
   const Arch arch = *ParseArch("gfx90a");
   int64_t configs = 0, steps = 0;
+  std::vector<std::pair<ModelConfig, Shape>> models;
   for (int64_t topk : {2, 5}) {
     ModelConfig model = SeedsModelConfig();
     model.num_heads = 4;
     model.index_topk = topk;
-    const Shape shape = *ShapeForRank(model, 1);
+    models.emplace_back(model, *ShapeForRank(model, 1));
+    models.push_back(TinyMsa(topk));
+  }
+  std::set<std::string> launchers_seen;
+  for (const auto& [model, shape] : models) {
+    const int64_t topk = shape.index_topk;
     for (int64_t s : {1, 2, 3}) {
       for (int64_t b : {1, 3, 5, 9}) {
         for (int64_t lmax : {1, 2, 3, 5, 7}) {
@@ -92,6 +115,7 @@ TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
               for (const LauncherPlan& lp : BuildPlan(l, model, shape, {arch}, t).launchers) {
                 for (const PlannedKey& pk : lp.keys)
                   enumerated.insert(lp.name + " " + pk.key.String());
+                launchers_seen.insert(lp.name);
               }
               ++configs;
               for (const std::string& key : brute) {
@@ -110,8 +134,12 @@ TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
       }
     }
   }
-  EXPECT_EQ(configs, 2 * 3 * 4 * 5 * 2 * 3);
-  EXPECT_GT(steps, 100000);  // the cross-check really covered the step space
+  EXPECT_EQ(configs, 2 * 2 * 3 * 4 * 5 * 2 * 3);
+  EXPECT_GT(steps, 200000);  // the cross-check really covered the step space
+  // Both families' launchers were compared: the eight MLA ones and MSA's seven.
+  EXPECT_EQ(launchers_seen.size(), 15u);
+  for (const Launcher* l : AllLaunchers())
+    EXPECT_TRUE(launchers_seen.count(std::string(l->Name())));
 }
 
 }  // namespace

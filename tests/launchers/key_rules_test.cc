@@ -1,6 +1,7 @@
 // Each rule of DESIGN.md section 5's table at its boundaries, through Dispatch.
 #include "gtest/gtest.h"
 #include "prewarm/launchers/plan.h"
+#include "tests/testing/cli.h"
 
 namespace prewarm {
 namespace {
@@ -156,6 +157,82 @@ TEST(KeyStringTest, ParsesWhatStringWritesAndRefusesAnythingElse) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << bad;
   }
+}
+
+// MiniMax-M3 at tp 4 (MSA.md): the msa_* launchers' rules at their boundaries, their keys'
+// shape constants, and none of MLA's launchers.
+class MsaKeyRulesTest : public KeyRulesTest {
+ protected:
+  MsaKeyRulesTest() {
+    model_ = *LoadModelConfig(::prewarm::testing::TestDataPath("models/minimax-m3.json"));
+    shape_ = *ShapeForRank(model_, 4);
+  }
+  std::vector<std::string> Launchers(const Step& step) {
+    std::vector<std::string> names;
+    for (const DispatchedLauncher& d : DispatchStep(step, limits_, shape_, arch_))
+      names.push_back(d.name);
+    return names;
+  }
+};
+
+TEST_F(MsaKeyRulesTest, OnlyTheMsaLaunchersRunAndOnlyWithNvfp4) {
+  Step mixed = Decodes(3, 9000);
+  mixed.requests.push_back({Phase::kPrefill, 512, 8192});
+  EXPECT_EQ(Launchers(mixed),
+            (std::vector<std::string>{"msa_norm_rope_insert", "msa_index_prefill",
+                                      "msa_index_decode", "msa_topk_prefill", "msa_topk_decode",
+                                      "msa_sparse_prefill", "msa_sparse_decode"}));
+  limits_.kv_cache_dtype = KvCacheDtype::kFp8;
+  EXPECT_TRUE(Launchers(mixed).empty());
+  limits_.kv_cache_dtype = KvCacheDtype::kAuto;
+  EXPECT_TRUE(Launchers(mixed).empty());
+}
+
+TEST_F(MsaKeyRulesTest, KeysCarryTheRankShape) {
+  const Key insert = One("msa_norm_rope_insert", Decodes(1, 10));
+  EXPECT_EQ(insert.String(),
+            "arch=gfx942,head_dim=128,heads=16,index_dim=128,index_heads=1,kv_heads=1,rope_dim=64,"
+            "small=true");
+  EXPECT_EQ(One("msa_sparse_decode", Decodes(1, 10)).String(),
+            "arch=gfx942,head_dim=128,heads=16,kv_heads=1,splits=16,topk_blocks=16");
+  EXPECT_EQ(One("msa_topk_decode", Decodes(1, 10)).String(),
+            "arch=gfx942,init_blocks=0,local_blocks=1,topk_blocks=16");
+  EXPECT_EQ(One("msa_index_decode", Decodes(1, 10)).String(),
+            "arch=gfx942,index_dim=128,index_heads=1,rows_tile=1");
+  shape_ = *ShapeForRank(model_, 1);
+  EXPECT_EQ(One("msa_sparse_prefill", Prefill(16, 16)).String(),
+            "arch=gfx942,head_dim=128,heads=64,kv_heads=4,rounds=1,topk_blocks=16");
+}
+
+TEST_F(MsaKeyRulesTest, IndexPrefillSharedForOne8KPromptLargeForTwo) {
+  // The seed's measured fact: one 8K prompt in one chunk runs the shared kernel, a step with two
+  // 8K prompts the large one.
+  EXPECT_FALSE(Param<bool>(One("msa_index_prefill", Prefill(8192, 8192)), "large"));
+  Step two = Prefill(8192, 8192);
+  two.requests.push_back({Phase::kPrefill, 8192, 8192});
+  EXPECT_TRUE(Param<bool>(One("msa_index_prefill", two), "large"));
+  // W = 2^26 + 1: a chunk of 8192 tokens at 8193 keys is past it.
+  EXPECT_TRUE(Param<bool>(One("msa_index_prefill", Prefill(8192, 8193)), "large"));
+}
+
+TEST_F(MsaKeyRulesTest, TopkPrefillStripsByBlocks) {
+  // nb = ceil(ctx / 128) blocks; a strip holds 1024 of them (128K positions).
+  EXPECT_EQ(Param<int64_t>(One("msa_topk_prefill", Prefill(1, 131072)), "strips"), 1);
+  EXPECT_EQ(Param<int64_t>(One("msa_topk_prefill", Prefill(1, 131073)), "strips"), 2);
+  EXPECT_EQ(Param<int64_t>(One("msa_topk_prefill", Prefill(1, 262144)), "strips"), 2);
+  EXPECT_EQ(Param<int64_t>(One("msa_topk_prefill", Prefill(1, 262145)), "strips"), 4);
+  EXPECT_EQ(Param<int64_t>(One("msa_topk_prefill", Prefill(1, 1 << 20)), "strips"), 8);
+  EXPECT_EQ(All("msa_topk_prefill", Decodes(4, 1 << 20)).size(), 0u);
+}
+
+TEST_F(MsaKeyRulesTest, SparseRoundsAndSplits) {
+  // rounds: min(ctx, 16 x 128) <= 1024.
+  EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(1, 1024)), "rounds"), 1);
+  EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(1, 1025)), "rounds"), 2);
+  EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(16, 8192)), "splits"), 16);
+  EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(17, 8192)), "splits"), 8);
+  EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(128, 8192)), "splits"), 2);
+  EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(257, 8192)), "splits"), 1);
 }
 
 }  // namespace

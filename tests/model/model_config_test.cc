@@ -32,11 +32,11 @@ TEST(ModelConfigTest, ReadsDeepSeekV32Indexer) {
 }
 
 // The shipped configs are the two embedded shapes: DeepSeek-V3.2's published config is the
-// example, minimax-m3-like.json the seeds' shape.
+// example, mla-64-heads.json the seeds' shape.
 TEST(ModelConfigTest, ShippedConfigsMatchTheEmbeddedShapes) {
   for (const auto& [file, e] : std::vector<std::pair<std::string, ModelConfig>>{
            {"models/deepseek-v3.2.json", ExampleModelConfig()},
-           {"models/minimax-m3-like.json", SeedsModelConfig()}}) {
+           {"models/mla-64-heads.json", SeedsModelConfig()}}) {
     auto m = LoadModelConfig(TestDataPath(file));
     ASSERT_TRUE(m.ok()) << m.status();
     EXPECT_EQ(m->num_heads, e.num_heads);

@@ -19,7 +19,7 @@ if not torch.cuda.is_available():
 import prewarm_runtime  # noqa: E402
 import reference as ref  # noqa: E402
 
-SEEDS = os.path.join(os.path.dirname(__file__), "..", "data", "models", "minimax-m3-like.json")
+SEEDS = os.path.join(os.path.dirname(__file__), "..", "data", "models", "mla-64-heads.json")
 BLOCK = 64
 DEV = torch.device("cuda", 0)
 

@@ -21,7 +21,7 @@ import prewarm_runtime
 from prewarm_runtime import _lib
 
 HERE = pathlib.Path(__file__).resolve().parent
-SEEDS = HERE.parent / "data" / "models" / "minimax-m3-like.json"
+SEEDS = HERE.parent / "data" / "models" / "mla-64-heads.json"
 PYTHON_DIR = HERE.parent.parent / "python"
 BINARY = os.environ.get("PREWARM_BINARY", "prewarm")
 

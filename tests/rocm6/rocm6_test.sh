@@ -21,7 +21,7 @@ fail=0
 # its kernels must be wave32 like the launch code's blocks.
 runs=(
   "embedded example (DeepSeek-V3.2's shape)|--arch gfx942,gfx950"
-  "the seeds' shape|--arch gfx942,gfx950 --kv-cache-dtype nvfp4 --model-config /data/minimax-m3-like.json"
+  "the seeds' shape|--arch gfx942,gfx950 --kv-cache-dtype nvfp4 --model-config /data/mla-64-heads.json"
   "DeepSeek-V3.2 tp 8|--arch gfx942,gfx950 --kv-cache-dtype nvfp4 --tensor-parallel-size 8 --model-config /data/deepseek-v3.2.json"
   "RDNA, small limits|--arch gfx1100,gfx1200 --max-num-seqs 4 --max-num-batched-tokens 256"
 )

@@ -72,6 +72,7 @@ Reached ReadRandomSteps(KernelCache& kc, uint64_t seed, int steps) {
   for (int i = 0; i < steps; ++i) {
     const Step step = gen.Next();
     for (const Launcher* l : AllLaunchers()) {
+      if (!l->AppliesTo(kc.shape(), kc.limits())) continue;  // the other family's
       const std::string name(l->Name());
       const std::vector<Key> keys = *kc.KeysForStep(name, step);
       for (const Key& key : keys) {
@@ -94,6 +95,7 @@ TEST(KernelCacheTest, AfterPrewarmRunRandomStepsNeverMiss) {
   ASSERT_TRUE(kc.ok());
   Reached reached = ReadRandomSteps(**kc, 42, 200);
   for (const Launcher* l : AllLaunchers()) {
+    if (l->Name().rfind("msa_", 0) == 0) continue;  // MiniMax-M3's: not this model's
     EXPECT_GE(reached.launches[std::string(l->Name())], 40)
         << l->Name() << ": too few random launches";
   }

@@ -1,0 +1,1 @@
+#include "prewarm/runtime/msa_index_launch.h"

@@ -1,0 +1,1 @@
+#include "prewarm/runtime/msa_sparse_launch.h"

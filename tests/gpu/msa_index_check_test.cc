@@ -1,0 +1,1 @@
+#include "tests/gpu/msa_index_reference.h"

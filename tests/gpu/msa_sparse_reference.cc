@@ -1,0 +1,1 @@
+#include "tests/gpu/msa_sparse_reference.h"
