@@ -23,6 +23,7 @@
 #include <string>
 
 #include "bench/bench_util.h"
+#include "bench/gpu_bench.h"
 #include "prewarm/catalog/catalog.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/launch.h"
@@ -44,61 +45,13 @@ struct Options {
   int rows = 0, ctx = 0, variant = -1;
 };
 
-double Median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// Random bytes, fast (the values only need to be plausible NVFP4 / bf16, never all zeros).
-void FillRandom(std::vector<uint8_t>& v, uint64_t seed) {
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (size_t i = 0; i < v.size(); i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(&v[i], &x, std::min<size_t>(8, v.size() - i));
-  }
-}
-
-// bf16 values of modest size: random sign and mantissa, exponent 2^-3 .. 2^0.
-std::vector<uint16_t> RandomBf16(size_t n, uint64_t seed) {
-  std::vector<uint8_t> raw(n * 2);
-  FillRandom(raw, seed);
-  std::vector<uint16_t> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint16_t r = static_cast<uint16_t>(raw[2 * i] | (raw[2 * i + 1] << 8));
-    v[i] = static_cast<uint16_t>((r & 0x807f) | ((124 + (r >> 7) % 4) << 7));
-  }
-  return v;
-}
-
 class Bench {
  public:
-  Bench(Gpu& gpu, const Arch& arch, const Options& o) : gpu_(gpu), arch_(arch), o_(o) {
-    flush_ = Must(AllocBuffer(gpu_, 512ull << 20));
-  }
+  Bench(Gpu& gpu, const Arch& arch, const Options& o)
+      : gpu_(gpu), o_(o), timer_(gpu, arch, o.simt, o.defines, o.reps) {}
 
-  // Device-to-device copy of 1 GiB: bytes read plus written over the median time.
-  double CopyTbs() {
-    const size_t bytes = 1ull << 30;
-    DeviceBuffer a = Must(AllocBuffer(gpu_, bytes)), b = Must(AllocBuffer(gpu_, bytes));
-    OrDie(gpu_.Fill(a.ptr(), 0x5a, bytes));
-    auto copy = [&] { return gpu_.CopyOnDevice(b.ptr(), a.ptr(), bytes); };
-    OrDie(copy());
-    const double ms = Median(Must(TimeEach(gpu_, copy, nullptr, 20)));
-    return 2.0 * bytes / (ms * 1e-3) / 1e12;
-  }
-
-  void* Module(const Key& key) {
-    const std::string s = key.String();
-    if (modules_.count(s)) return modules_[s];
-    if (!tc_) tc_ = Must(OpenToolchain(arch_.platform));
-    CompileJob job = JobForKey(key, arch_);
-    if (o_.simt) job.defines.push_back("-DPW_FORCE_SIMT=1");
-    for (const std::string& d : o_.defines) job.defines.push_back("-D" + d);
-    const CompileOutput out = Must(tc_->Compile(job));
-    return modules_[s] = Must(gpu_.LoadModule(out.code));
-  }
+  double CopyTbs() { return timer_.CopyTbs(); }
+  void* Module(const Key& key) { return timer_.Module(key); }
 
   // A block table of `entries` blocks scattered over a pool of `num_blocks`.
   static std::vector<int> ScatteredTable(int entries, int num_blocks) {
@@ -118,10 +71,7 @@ class Bench {
   // launch, with the L2 flushed before each.
   template <typename Launch>
   double MedianMs(Launch launch, int reps) {
-    OrDie(launch());
-    OrDie(gpu_.Synchronize());
-    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
-    return Median(Must(TimeEach(gpu_, launch, flush, o_.reps > 0 ? o_.reps : reps)));
+    return timer_.MedianMs(launch, reps);
   }
 
   static std::string VariantName(const Key& key, const char* field) {
@@ -399,11 +349,8 @@ class Bench {
 
  private:
   Gpu& gpu_;
-  Arch arch_;
   Options o_;
-  DeviceBuffer flush_;
-  std::unique_ptr<Toolchain> tc_;
-  std::map<std::string, void*> modules_;
+  KernelTimer timer_;
 };
 
 constexpr char kUsage[] =
@@ -490,17 +437,13 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "kernel_bench: %s\n%s", error.c_str(), kUsage);
     return 2;
   }
-  absl::StatusOr<std::unique_ptr<Gpu>> gpu = OpenAnyGpu();
-  if (!gpu.ok()) {
-    std::printf("kernel_bench: skipped: no GPU (%s)\n",
-                std::string(gpu.status().message()).c_str());
-    return 0;
-  }
-  const Arch arch = Must(ParseArch((*gpu)->ArchName()));
-  Bench bench(**gpu, arch, o);
+  const std::unique_ptr<Gpu> gpu = OpenGpuOrSayWhy("kernel_bench");
+  if (gpu == nullptr) return 0;
+  const Arch arch = Must(ParseArch(gpu->ArchName()));
+  Bench bench(*gpu, arch, o);
   const double copy = bench.CopyTbs();
   std::printf("kernel_bench on %s%s: copy %.2f TB/s (measured), bf16 peak %.0f TFLOP/s (given)\n",
-              (*gpu)->Name().c_str(), o.simt ? ", SIMT path" : "", copy, o.bf16_tflops);
+              gpu->Name().c_str(), o.simt ? ", SIMT path" : "", copy, o.bf16_tflops);
   std::printf("%-15s %-10s %1s %6s %7s %11s %9s %8s %8s %7s %7s\n", "launcher", "variant", "",
               "rows", "ctx", "median_ms", "GFLOP", "MB", "TB/s", "%copy", "%bf16");
   const ModelConfig model = SeedsModelConfig();

@@ -75,37 +75,31 @@ nlohmann::json LimitsToJson(const Limits& limits) {
 }
 
 nlohmann::json ShapeToJson(const ModelConfig& model, const Shape& shape, const Limits& limits) {
-  if (shape.family == AttentionFamily::kMsa) {
-    return {{"model", model.name},
-            {"source", model.source},
-            {"family", AttentionFamilyName(shape.family)},
-            {"family_reason", model.family_reason},
-            {"num_attention_heads", model.num_heads},
-            {"num_key_value_heads", model.msa.num_kv_heads},
-            {"heads_per_rank", shape.heads},
-            {"kv_heads_per_rank", shape.kv_heads},
-            {"index_heads_per_rank", shape.index_n_heads},
-            {"tensor_parallel_size", limits.tensor_parallel_size},
-            {"head_dim", shape.head_dim},
-            {"rotary_dim", shape.rope_dim},
-            {"index_dim", shape.index_head_dim},
-            {"sparse_block_size", shape.sparse_block_size},
-            {"sparse_topk_blocks", shape.topk_blocks},
-            {"sparse_init_block", shape.init_blocks},
-            {"sparse_local_block", shape.local_blocks}};
-  }
   nlohmann::json j = {{"model", model.name},
                       {"source", model.source},
                       {"family", AttentionFamilyName(shape.family)},
                       {"family_reason", model.family_reason},
                       {"num_attention_heads", model.num_heads},
                       {"heads_per_rank", shape.heads},
-                      {"tensor_parallel_size", limits.tensor_parallel_size},
-                      {"kv_lora_rank", shape.kv_lora_rank},
-                      {"qk_nope_head_dim", shape.qk_nope_head_dim},
-                      {"qk_rope_head_dim", shape.qk_rope_head_dim},
-                      {"v_head_dim", shape.v_head_dim},
-                      {"has_indexer", shape.has_indexer}};
+                      {"tensor_parallel_size", limits.tensor_parallel_size}};
+  if (shape.family == AttentionFamily::kMsa) {
+    j.update({{"num_key_value_heads", model.msa.num_kv_heads},
+              {"kv_heads_per_rank", shape.kv_heads},
+              {"index_heads_per_rank", shape.index_n_heads},
+              {"head_dim", shape.head_dim},
+              {"rotary_dim", shape.rope_dim},
+              {"index_dim", shape.index_head_dim},
+              {"sparse_block_size", shape.sparse_block_size},
+              {"sparse_topk_blocks", shape.topk_blocks},
+              {"sparse_init_block", shape.init_blocks},
+              {"sparse_local_block", shape.local_blocks}});
+    return j;
+  }
+  j.update({{"kv_lora_rank", shape.kv_lora_rank},
+            {"qk_nope_head_dim", shape.qk_nope_head_dim},
+            {"qk_rope_head_dim", shape.qk_rope_head_dim},
+            {"v_head_dim", shape.v_head_dim},
+            {"has_indexer", shape.has_indexer}});
   if (shape.has_indexer) {
     j["index_n_heads"] = shape.index_n_heads;
     j["index_head_dim"] = shape.index_head_dim;

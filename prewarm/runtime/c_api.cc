@@ -5,6 +5,7 @@
 #include "nlohmann/json.hpp"
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/launchers/plan.h"
+#include "prewarm/runtime/c_api_internal.h"
 #include "prewarm/runtime/launch.h"
 #include "prewarm/runtime/prewarm_runtime.h"
 #include "prewarm/runtime/runtime.h"
@@ -12,14 +13,8 @@
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
-struct prewarm_runtime {
-  std::unique_ptr<prewarm::Runtime> rt;
-};
-
+namespace prewarm::capi {
 namespace {
-
-using prewarm::DevicePtr;
-using prewarm::StrCat;
 
 void Message(std::string_view text, char* err, size_t err_len) {
   if (err == nullptr || err_len == 0) return;
@@ -44,8 +39,8 @@ int Fail(const absl::Status& s, char* err, size_t err_len) {
   }
 }
 
-// Runs `body`, turning its status (and any exception: none may cross the C boundary) into a
-// return code and message.
+}  // namespace
+
 int Guard(char* err, size_t err_len, const std::function<absl::Status()>& body) {
   try {
     const absl::Status s = body();
@@ -61,9 +56,6 @@ int Guard(char* err, size_t err_len, const std::function<absl::Status()>& body) 
   }
 }
 
-DevicePtr Ptr(const void* p) { return reinterpret_cast<DevicePtr>(p); }
-
-// InvalidArgument naming the first NULL among the required pointers.
 absl::Status Required(std::initializer_list<std::pair<const char*, const void*>> pointers) {
   for (const auto& [name, p] : pointers) {
     if (p == nullptr) return absl::InvalidArgumentError(StrCat(name, " must not be NULL"));
@@ -71,15 +63,13 @@ absl::Status Required(std::initializer_list<std::pair<const char*, const void*>>
   return absl::OkStatus();
 }
 
-absl::Status NonNegative(const char* launcher, std::string_view name, long long v) {
+absl::Status NonNegative(std::string_view launcher, std::string_view name, long long v) {
   if (v >= 0) return absl::OkStatus();
   return absl::InvalidArgumentError(StrCat(launcher, ": ", name, " is ", v, "; it must be >= 0"));
 }
 
-// One launch of `launcher` on `stream`: the runtime's checks, then `body` with the stream set.
-// Every message starts with the launcher's name.
 int Launch(prewarm_runtime* rt, std::string_view launcher, const void* args, void* stream,
-           char* err, size_t err_len, const std::function<absl::Status(prewarm::Runtime&)>& body) {
+           char* err, size_t err_len, const std::function<absl::Status(Runtime&)>& body) {
   return Guard(err, err_len, [&]() -> absl::Status {
     absl::Status s = Required({{"rt", rt}, {"args", args}});
     if (s.ok() && !rt->rt->has_gpu()) {
@@ -96,6 +86,43 @@ int Launch(prewarm_runtime* rt, std::string_view launcher, const void* args, voi
   });
 }
 
+absl::Status WorkspaceGiven(std::string_view launcher, size_t bytes, const void* ws,
+                            std::string_view name) {
+  if (bytes == 0 || ws != nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat(launcher, ": this call's kernel needs a workspace of ",
+                                           bytes, " bytes in ", name,
+                                           " (prewarm_runtime_workspace); it is NULL"));
+}
+
+StepStats PrefillStats(long long ctx, long long work) {
+  StepStats st;
+  st.prefill_ctx = {ctx};
+  st.prefill_work = work;
+  return st;
+}
+
+StepStats DecodeStats(int rows, long long max_ctx) {
+  StepStats st;
+  st.decode_tokens = rows;
+  st.max_decode_ctx = max_ctx;
+  return st;
+}
+
+}  // namespace prewarm::capi
+
+namespace {
+
+using prewarm::StrCat;
+using prewarm::capi::DecodeStats;
+using prewarm::capi::Guard;
+using prewarm::capi::Launch;
+using prewarm::capi::Message;
+using prewarm::capi::NonNegative;
+using prewarm::capi::PrefillStats;
+using prewarm::capi::Ptr;
+using prewarm::capi::Required;
+using prewarm::capi::WorkspaceGiven;
+
 prewarm::SparseArgs SparseArgsOf(const prewarm_sparse_args& a) {
   return {Ptr(a.q_latent), Ptr(a.q_rope), Ptr(a.topk),     Ptr(a.row_req), Ptr(a.block_table),
           a.max_blocks,    a.block_size,  Ptr(a.kv_cache), a.g_kv,         a.scale,
@@ -111,14 +138,6 @@ prewarm::IndexArgs IndexArgsOf(const prewarm_index_args& a) {
 prewarm::TopkArgs TopkArgsOf(const prewarm_topk_args& a) {
   return {Ptr(a.scores), Ptr(a.visible), a.stride,     a.rows,
           Ptr(a.out),    Ptr(a.ws_key),  Ptr(a.ws_idx)};
-}
-
-// A split-K or strips launch needs its workspace; a NULL one would be a device fault.
-absl::Status WorkspaceGiven(const char* launcher, size_t bytes, const void* ws, const char* name) {
-  if (bytes == 0 || ws != nullptr) return absl::OkStatus();
-  return absl::InvalidArgumentError(StrCat(launcher, ": this call's kernel needs a workspace of ",
-                                           bytes, " bytes in ", name,
-                                           " (prewarm_runtime_workspace); it is NULL"));
 }
 
 }  // namespace
@@ -314,20 +333,6 @@ absl::Status TopkCommon(const char* launcher, const prewarm_topk_args& a) {
   return Required({{"scores", a.scores}, {"visible", a.visible}, {"out", a.out}});
 }
 
-// The key-deciding statistics of each launcher's call.
-prewarm::StepStats PrefillStats(long long ctx, long long work) {
-  prewarm::StepStats st;
-  st.prefill_ctx = {ctx};
-  st.prefill_work = work;
-  return st;
-}
-prewarm::StepStats DecodeStats(int rows, long long max_ctx) {
-  prewarm::StepStats st;
-  st.decode_tokens = rows;
-  st.max_decode_ctx = max_ctx;
-  return st;
-}
-
 }  // namespace
 
 extern "C" int prewarm_runtime_index_prefill(prewarm_runtime* rt, const prewarm_index_args* a,
@@ -429,6 +434,7 @@ extern "C" int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launch
     const prewarm::KernelCache& kc = rt->rt->kernel_cache();
     const std::string name = launcher;
     if (rows == 0) return kc.KeysForStats(name, {}).status();
+    if (name.starts_with("msa_")) return prewarm::capi::MsaWorkspace(kc, name, rows, ctx, bytes);
     prewarm::StepStats st =
         name == "topk_prefill" ? PrefillStats(std::max(1LL, ctx), 0) : DecodeStats(rows, ctx);
     ASSIGN_OR_RETURN(const std::vector<prewarm::Key> keys, kc.KeysForStats(name, st));

@@ -5,6 +5,8 @@
 #include "common/geometry.h"
 #include "nvfp4_mla/index_geometry.h"
 #include "nvfp4_mla/sparse_geometry.h"
+#include "prewarm/runtime/msa_index_launch.h"
+#include "prewarm/runtime/msa_sparse_launch.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
@@ -76,6 +78,9 @@ int64_t KeyInt(const Key& key, const std::string& name) {
 
 absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
   const std::string& l = key.launcher;
+  // MiniMax-M3's launchers: msa_index_launch.h (insert, index, top-k), msa_sparse_launch.h.
+  if (l == "msa_sparse_prefill" || l == "msa_sparse_decode") return MsaSparseEntryLaunches(key);
+  if (l.rfind("msa_", 0) == 0) return MsaIndexEntryLaunches(key);
   if (l == "fp8_bmm") {
     ASSIGN_OR_RETURN(const PwFp8BmmGeometry g, Fp8Geometry(key));
     return std::vector<EntryLaunch>{{"pw_fp8_bmm", kBlock, Unsigned(g.smem_bytes)}};

@@ -1,1 +1,202 @@
 #include "prewarm/runtime/msa_index_launch.h"
+
+#include <algorithm>
+#include <string>
+
+#include "nvfp4_msa/msa_index_geometry.h"
+#include "nvfp4_msa/msa_insert_geometry.h"
+#include "nvfp4_msa/msa_layout.h"
+#include "nvfp4_msa/msa_topk_geometry.h"
+#include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+namespace {
+
+unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+int Int(const Key& key, const char* name) { return static_cast<int>(KeyInt(key, name)); }
+
+absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid,
+                 const std::vector<void*>& args) {
+  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry));
+  return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes);
+}
+
+// InvalidArgument naming the first pointer that is not 16-byte aligned.
+absl::Status CheckAligned(const std::string& launcher,
+                          std::initializer_list<std::pair<const char*, DevicePtr>> ptrs) {
+  for (const auto& [name, p] : ptrs) {
+    if (p % 16 != 0) {
+      return absl::InvalidArgumentError(
+          StrCat(launcher, ": ", name, " is not 16-byte aligned (address % 16 = ", p % 16, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLauncher(const Key& key, const char* launcher) {
+  if (key.launcher == launcher) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat("a ", key.launcher, " key given to the launch code of ", launcher));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<EntryLaunch>> MsaIndexEntryLaunches(const Key& key) {
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  const std::string& l = key.launcher;
+  if (l == "msa_norm_rope_insert") {
+    return std::vector<EntryLaunch>{{"pw_msa_norm_rope_insert", PW_MSA_INSERT_THREADS, 0}};
+  }
+  if (l == "msa_index_prefill") {
+    const PwMsaIndexPrefillGeometry g = pw_msa_index_prefill_geometry(
+        Int(key, "index_heads"), Int(key, "index_dim"), WarpWidth(arch));
+    return std::vector<EntryLaunch>{{"pw_msa_index_prefill", static_cast<unsigned>(g.threads),
+                                     static_cast<unsigned>(g.smem_bytes)}};
+  }
+  if (l == "msa_index_decode") {
+    return std::vector<EntryLaunch>{{"pw_msa_index_decode", PW_MSA_INDEX_DECODE_THREADS, 0}};
+  }
+  if (l == "msa_topk_prefill") {
+    std::vector<EntryLaunch> e = {{"pw_msa_topk_prefill", PW_MSA_TOPK_THREADS, 0}};
+    if (KeyInt(key, "strips") > 1) e.push_back({"pw_msa_topk_merge", PW_MSA_TOPK_THREADS, 0});
+    return e;
+  }
+  if (l == "msa_topk_decode") {
+    return std::vector<EntryLaunch>{{"pw_msa_topk_decode", PW_MSA_TOPK_THREADS, 0}};
+  }
+  return absl::InvalidArgumentError(StrCat("no msa index launch code for launcher \"", l, "\""));
+}
+
+absl::Status LaunchMsaNormRopeInsert(Gpu& gpu, void* module, const Key& key,
+                                     const MsaNormRopeInsertArgs& a) {
+  RETURN_IF_ERROR(CheckLauncher(key, "msa_norm_rope_insert"));
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaIndexEntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  // The kernel reads and writes each lane's D / W values (8 or 4 bytes) of every bf16 row.
+  RETURN_IF_ERROR(CheckAligned("msa_norm_rope_insert", {{"q", a.q},
+                                                        {"k", a.k},
+                                                        {"v", a.v},
+                                                        {"index_q", a.index_q},
+                                                        {"index_k", a.index_k},
+                                                        {"q_out", a.q_out},
+                                                        {"index_q_out", a.index_q_out},
+                                                        {"index_cache", a.index_cache}}));
+  if (a.num_tokens <= 0) return absl::OkStatus();  // nothing to insert (a grid of 0 is an error)
+  MsaNormRopeInsertArgs v = a;
+  const unsigned grid =
+      KeyInt(key, "small")
+          ? static_cast<unsigned>(a.num_tokens)
+          : static_cast<unsigned>(pw_msa_insert_large_grid(a.num_tokens, WarpWidth(arch)));
+  return Run(gpu, module, e[0], {grid, 1, 1},
+             {&v.q,
+              &v.k,
+              &v.v,
+              &v.index_q,
+              &v.index_k,
+              &v.q_norm,
+              &v.k_norm,
+              &v.index_q_norm,
+              &v.index_k_norm,
+              &v.pos,
+              &v.slot,
+              &v.eps,
+              &v.theta,
+              &v.k_scale,
+              &v.v_scale,
+              &v.num_tokens,
+              &v.q_out,
+              &v.index_q_out,
+              &v.kv_cache,
+              &v.index_cache});
+}
+
+namespace {
+
+absl::Status CheckIndexArgs(const char* launcher, const MsaIndexArgs& a) {
+  RETURN_IF_ERROR(CheckAligned(launcher, {{"index_q", a.index_q}, {"index_cache", a.index_cache}}));
+  if (a.stride < 1 && a.rows > 0) {
+    return absl::InvalidArgumentError(StrCat(launcher, ": stride ", a.stride, " < 1"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<void*> IndexArgv(MsaIndexArgs& v) {
+  return {&v.index_q,     &v.row_req, &v.visible, &v.block_table, &v.max_blocks,
+          &v.index_cache, &v.scores,  &v.stride,  &v.rows};
+}
+
+}  // namespace
+
+absl::Status LaunchMsaIndexPrefill(Gpu& gpu, void* module, const Key& key, const MsaIndexArgs& a) {
+  RETURN_IF_ERROR(CheckLauncher(key, "msa_index_prefill"));
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaIndexEntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  RETURN_IF_ERROR(CheckIndexArgs("msa_index_prefill", a));
+  if (a.rows <= 0) return absl::OkStatus();
+  const PwMsaIndexPrefillGeometry g = pw_msa_index_prefill_geometry(
+      Int(key, "index_heads"), Int(key, "index_dim"), WarpWidth(arch));
+  const unsigned chunks = KeyInt(key, "large") ? CeilDiv(a.stride, PW_MSA_INDEX_PREFILL_CHUNK) : 1;
+  MsaIndexArgs v = a;
+  return Run(gpu, module, e[0], {CeilDiv(a.rows, g.rows), chunks, 1}, IndexArgv(v));
+}
+
+absl::Status LaunchMsaIndexDecode(Gpu& gpu, void* module, const Key& key, const MsaIndexArgs& a) {
+  RETURN_IF_ERROR(CheckLauncher(key, "msa_index_decode"));
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaIndexEntryLaunches(key));
+  RETURN_IF_ERROR(CheckIndexArgs("msa_index_decode", a));
+  if (a.rows <= 0) return absl::OkStatus();
+  const int rows_tile = Int(key, "rows_tile");
+  MsaIndexArgs v = a;
+  return Run(
+      gpu, module, e[0],
+      {CeilDiv(a.rows, rows_tile), CeilDiv(a.stride, pw_msa_index_decode_chunk(rows_tile)), 1},
+      IndexArgv(v));
+}
+
+size_t MsaTopkWorkspaceBytes(const Key& key, int rows, int heads) {
+  const int64_t strips = KeyInt(key, "strips");
+  if (key.launcher != "msa_topk_prefill" || strips <= 1) return 0;
+  return static_cast<size_t>(rows) * heads * strips * KeyInt(key, "topk_blocks") * 2 * 4;
+}
+
+absl::Status LaunchMsaTopkPrefill(Gpu& gpu, void* module, const Key& key, const MsaTopkArgs& a) {
+  RETURN_IF_ERROR(CheckLauncher(key, "msa_topk_prefill"));
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaIndexEntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  const int64_t strips = std::max<int64_t>(1, KeyInt(key, "strips"));
+  if (a.stride > strips * PW_MSA_TOPK_STRIP_BLOCKS) {
+    return absl::InvalidArgumentError(StrCat("msa_topk_prefill: stride ", a.stride,
+                                             " blocks needs more than the key's ", strips,
+                                             " strips of ", PW_MSA_TOPK_STRIP_BLOCKS));
+  }
+  if (strips > 1 && a.workspace == 0 && a.rows > 0) {
+    return absl::InvalidArgumentError("msa_topk_prefill: strips > 1 needs a workspace");
+  }
+  if (a.rows <= 0 || a.heads <= 0) return absl::OkStatus();
+  const int warps = PW_MSA_TOPK_THREADS / WarpWidth(arch);
+  MsaTopkArgs v = a;
+  const int64_t items = static_cast<int64_t>(a.rows) * a.heads;
+  RETURN_IF_ERROR(
+      Run(gpu, module, e[0], {CeilDiv(items * strips, warps), 1, 1},
+          {&v.scores, &v.visible, &v.stride, &v.rows, &v.heads, &v.topk, &v.workspace}));
+  if (e.size() < 2) return absl::OkStatus();
+  return Run(gpu, module, e[1], {CeilDiv(items, warps), 1, 1},
+             {&v.visible, &v.rows, &v.heads, &v.workspace, &v.topk});
+}
+
+absl::Status LaunchMsaTopkDecode(Gpu& gpu, void* module, const Key& key, const MsaTopkArgs& a) {
+  RETURN_IF_ERROR(CheckLauncher(key, "msa_topk_decode"));
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaIndexEntryLaunches(key));
+  if (a.stride > PW_MSA_TOPK_DECODE_MAX_STRIPS * PW_MSA_TOPK_STRIP_BLOCKS) {
+    return absl::InvalidArgumentError(
+        StrCat("msa_topk_decode: stride ", a.stride, " blocks is more than the kernel's ",
+               PW_MSA_TOPK_DECODE_MAX_STRIPS * PW_MSA_TOPK_STRIP_BLOCKS, " (2M tokens)"));
+  }
+  if (a.rows <= 0 || a.heads <= 0) return absl::OkStatus();
+  MsaTopkArgs v = a;
+  return Run(gpu, module, e[0], {static_cast<unsigned>(a.rows), static_cast<unsigned>(a.heads), 1},
+             {&v.scores, &v.visible, &v.stride, &v.rows, &v.heads, &v.topk});
+}
+
+}  // namespace prewarm

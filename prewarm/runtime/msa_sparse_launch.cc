@@ -1,1 +1,122 @@
 #include "prewarm/runtime/msa_sparse_launch.h"
+
+#include <algorithm>
+
+#include "nvfp4_msa/msa_sparse_geometry.h"
+#include "prewarm/util/status_macros.h"
+#include "prewarm/util/strings.h"
+
+namespace prewarm {
+namespace {
+
+unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+// The block shape msa_sparse_geometry.h gives the kernel compiled for this key.
+absl::StatusOr<PwMsaSparseGeometry> Geometry(const Key& key) {
+  const bool prefill = key.launcher == "msa_sparse_prefill";
+  if (!prefill && key.launcher != "msa_sparse_decode") {
+    return absl::InvalidArgumentError(StrCat("not an msa_sparse launcher: \"", key.launcher, "\""));
+  }
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  const int64_t heads = KeyInt(key, "heads"), kv_heads = KeyInt(key, "kv_heads");
+  if (heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0 || KeyInt(key, "head_dim") != 128) {
+    return absl::InvalidArgumentError(
+        StrCat(key.launcher, ": needs kv_heads dividing heads and head_dim 128: ", key.String()));
+  }
+  return pw_msa_sparse_geometry(
+      static_cast<int>(heads / kv_heads), WarpWidth(arch), SharedMemoryKib(arch), prefill,
+      prefill ? static_cast<int>(KeyInt(key, "rounds")) : 0,
+      static_cast<int>(KeyInt(key, "topk_blocks")), arch.platform == Platform::kNvidia);
+}
+
+int64_t Splits(const Key& key) {
+  return key.launcher == "msa_sparse_decode" ? std::max<int64_t>(1, KeyInt(key, "splits")) : 1;
+}
+
+absl::Status CheckAligned(const char* launcher, const MsaSparseArgs& a) {
+  for (const auto& [name, p] : {std::pair{"q", a.q}, std::pair{"kv", a.kv}, std::pair{"o", a.o},
+                                std::pair{"ws_o", a.ws_o}}) {
+    if (p % 16 != 0) {
+      return absl::InvalidArgumentError(
+          StrCat(launcher, ": ", name, " is not 16-byte aligned (address % 16 = ", p % 16, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid, std::vector<void*> args) {
+  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry));
+  return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<EntryLaunch>> MsaSparseEntryLaunches(const Key& key) {
+  ASSIGN_OR_RETURN(const PwMsaSparseGeometry g, Geometry(key));
+  const unsigned threads = static_cast<unsigned>(g.threads);
+  const unsigned smem = static_cast<unsigned>(g.smem_bytes);
+  if (key.launcher == "msa_sparse_prefill") {
+    return std::vector<EntryLaunch>{{"pw_msa_sparse_prefill", threads, smem}};
+  }
+  std::vector<EntryLaunch> e = {{"pw_msa_sparse_decode", threads, smem}};
+  if (Splits(key) > 1) e.push_back({"pw_msa_sparse_decode_combine", PW_MSA_COMBINE_THREADS, 0});
+  return e;
+}
+
+size_t MsaSparseWorkspaceBytes(const Key& key, int rows) {
+  return MsaSparseLseWorkspaceBytes(key, rows) * KeyInt(key, "head_dim");
+}
+
+size_t MsaSparseLseWorkspaceBytes(const Key& key, int rows) {
+  const int64_t splits = Splits(key);
+  if (splits <= 1) return 0;
+  return static_cast<size_t>(std::max(rows, 0)) * KeyInt(key, "heads") * splits * sizeof(float);
+}
+
+absl::Status LaunchMsaSparsePrefill(Gpu& gpu, void* module, const Key& key,
+                                    const MsaSparseArgs& a) {
+  if (key.launcher != "msa_sparse_prefill") {
+    return absl::InvalidArgumentError(
+        StrCat("LaunchMsaSparsePrefill: a key of \"", key.launcher, "\""));
+  }
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaSparseEntryLaunches(key));
+  ASSIGN_OR_RETURN(const PwMsaSparseGeometry g, Geometry(key));
+  RETURN_IF_ERROR(CheckAligned("msa_sparse_prefill", a));
+  if (a.rows <= 0) return absl::OkStatus();  // a grid of 0 is an error
+  MsaSparseArgs v = a;
+  const Dim3 grid = {CeilDiv(a.rows, g.rows),
+                     static_cast<unsigned>(KeyInt(key, "kv_heads") * g.head_slices), 1};
+  return Run(gpu, module, e[0], grid,
+             {&v.q, &v.topk, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.kv,
+              &v.k_scale, &v.v_scale, &v.scale, &v.o, &v.lse, &v.rows});
+}
+
+absl::Status LaunchMsaSparseDecode(Gpu& gpu, void* module, const Key& key, const MsaSparseArgs& a) {
+  if (key.launcher != "msa_sparse_decode") {
+    return absl::InvalidArgumentError(
+        StrCat("LaunchMsaSparseDecode: a key of \"", key.launcher, "\""));
+  }
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaSparseEntryLaunches(key));
+  ASSIGN_OR_RETURN(const PwMsaSparseGeometry g, Geometry(key));
+  RETURN_IF_ERROR(CheckAligned("msa_sparse_decode", a));
+  const int64_t splits = Splits(key);
+  if (splits > 1 && (a.ws_o == 0 || a.ws_lse == 0)) {
+    return absl::InvalidArgumentError(
+        StrCat("msa_sparse_decode: splits ", splits, " needs ws_o and ws_lse"));
+  }
+  if (a.rows <= 0) return absl::OkStatus();
+  MsaSparseArgs v = a;
+  const int64_t heads = KeyInt(key, "heads");
+  RETURN_IF_ERROR(
+      Run(gpu, module, e[0],
+          {static_cast<unsigned>(a.rows),
+           static_cast<unsigned>(KeyInt(key, "kv_heads") * g.head_slices),
+           static_cast<unsigned>(splits)},
+          {&v.q, &v.topk, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.kv, &v.k_scale,
+           &v.v_scale, &v.scale, &v.o, &v.lse, &v.ws_o, &v.ws_lse, &v.rows}));
+  if (e.size() < 2) return absl::OkStatus();
+  return Run(gpu, module, e[1], {static_cast<unsigned>(a.rows), static_cast<unsigned>(heads), 1},
+             {&v.ws_o, &v.ws_lse, &v.o, &v.lse});
+}
+
+}  // namespace prewarm

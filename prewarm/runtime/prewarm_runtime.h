@@ -76,8 +76,10 @@ int prewarm_runtime_open(const char* cache_dir, const char* model_config, int te
                          int strict, prewarm_runtime** out, char* err, size_t err_len);
 
 /* What the runtime planned with, as JSON: {"arch", "gpu" (null without one), "strict", "source"
- * (the manifest or "options"), "shape": {heads_per_rank, kv_lora_rank, qk_rope_head_dim,
- * index_n_heads, index_head_dim, index_topk, ...}, "limits": {...}, "launchers": [names it runs]}.
+ * (the manifest or "options"), "shape": {family, heads_per_rank, kv_lora_rank, qk_rope_head_dim,
+ * index_n_heads, index_head_dim, index_topk, ...} (an MSA model: {family "MSA", heads_per_rank,
+ * kv_heads_per_rank, index_heads_per_rank, head_dim, index_dim, sparse_topk_blocks, ...}),
+ * "limits": {...}, "launchers": [names it runs]}.
  * Returns the length the text needs (excluding NUL); writes at most buf_len bytes with the NUL. */
 size_t prewarm_runtime_info(const prewarm_runtime* rt, char* buf, size_t buf_len);
 
@@ -179,10 +181,112 @@ int prewarm_runtime_sparse_prefill(prewarm_runtime* rt, const prewarm_sparse_arg
 int prewarm_runtime_sparse_decode(prewarm_runtime* rt, const prewarm_sparse_args* a, void* stream,
                                   char* err, size_t err_len);
 
+/* ---- MiniMax-M3's MSA launchers (an MSA cache: --kv-cache-dtype nvfp4 --block-size 128;
+ * MSA.md). Per rank: Hq query heads, Hkv KV heads, Hi = Hkv index heads, D = Di = 128, Kb the
+ * blocks a row selects (prewarm_runtime_info's shape: heads_per_rank, kv_heads_per_rank,
+ * index_heads_per_rank, head_dim, index_dim, sparse_topk_blocks). Caches (kernels/nvfp4_msa/
+ * msa_layout.h): kv_cache uint8 [blocks][2][Hkv][128][D/2 + D/16] (K then V, NVFP4 with the
+ * global scales k_scale and v_scale), index_cache bf16 [blocks][128][Di]; block_table int32
+ * [requests][max_blocks], slot = block * 128 + offset. The rows of a call are query tokens:
+ * row_req int32 [rows] each row's request (its block_table row), visible int32 [rows] the keys it
+ * sees (position + 1), nb = ceil(visible / 128) its blocks. bf16, kv_cache and index_cache
+ * 16-byte aligned. On an MLA cache (and the MLA launchers on an MSA cache) every launch is
+ * PREWARM_EINVAL saying why. ---- */
+
+/* Per token: Gemma RMSNorm per head (x * rsqrt(mean(x^2) + eps) * (1 + w)) of q, k, index_q and
+ * index_k, NeoX RoPE (base theta) of their first 64 dims at pos; K and V quantized to NVFP4 and
+ * index_k as bf16 written at slot (-1: nothing written; q_out and index_q_out still are). */
+typedef struct {
+  const void* q;            /* bf16 [num_tokens][Hq][D] */
+  const void* k;            /* bf16 [num_tokens][Hkv][D] */
+  const void* v;            /* bf16 [num_tokens][Hkv][D] */
+  const void* index_q;      /* bf16 [num_tokens][Hi][Di] */
+  const void* index_k;      /* bf16 [num_tokens][Di] */
+  const void* q_norm;       /* float [D] */
+  const void* k_norm;       /* float [D] */
+  const void* index_q_norm; /* float [Di] */
+  const void* index_k_norm; /* float [Di] */
+  const void* pos;          /* int32 [num_tokens] */
+  const void* slot;         /* int64 [num_tokens]; -1 writes nothing to the caches */
+  float eps, theta;         /* the model's rms_norm_eps (1e-6) and rope_theta (5e6) */
+  float k_scale, v_scale;   /* the NVFP4 global scales */
+  int num_tokens;           /* key */
+  void* q_out;              /* bf16 [num_tokens][Hq][D], normed and rotated */
+  void* index_q_out;        /* bf16 [num_tokens][Hi][Di], normed and rotated */
+  void* kv_cache;
+  void* index_cache;
+} prewarm_msa_norm_rope_insert_args;
+int prewarm_runtime_msa_norm_rope_insert(prewarm_runtime* rt,
+                                         const prewarm_msa_norm_rope_insert_args* a, void* stream,
+                                         char* err, size_t err_len);
+
+/* Block scores: scores[h][t][b] = max over the keys j < visible[t] of block b of
+ * index_q[t][h] . index_k[j], for b < nb(t); -inf for nb(t) <= b < stride (every entry written). */
+typedef struct {
+  const void* index_q;     /* bf16 [rows][Hi][Di] (msa_norm_rope_insert's index_q_out) */
+  const void* row_req;     /* int32 [rows] */
+  const void* visible;     /* int32 [rows] */
+  const void* block_table; /* int32 [requests][max_blocks] */
+  int max_blocks;
+  const void* index_cache;
+  void* scores;           /* float [Hi][rows][stride] */
+  int stride;             /* >= the largest nb among the rows */
+  int rows;               /* msa_index_decode key */
+  long long prefill_work; /* msa_index_prefill key: sum over the step's prefill requests of
+                             q_len * ctx */
+} prewarm_msa_index_args;
+int prewarm_runtime_msa_index_prefill(prewarm_runtime* rt, const prewarm_msa_index_args* a,
+                                      void* stream, char* err, size_t err_len);
+int prewarm_runtime_msa_index_decode(prewarm_runtime* rt, const prewarm_msa_index_args* a,
+                                     void* stream, char* err, size_t err_len);
+
+/* Per row and index head, the Kb blocks with the highest score among its nb: the model's leading
+ * (init) and trailing (local) blocks always, ties to the lower block id; ascending, -1 padded. */
+typedef struct {
+  const void* scores;  /* float [Hi][rows][stride] (the index launchers' output): finite up to
+                          each row's nb, -inf past it */
+  const void* visible; /* int32 [rows] */
+  int stride;          /* >= the largest nb among the rows */
+  int rows;            /* msa_topk_decode key */
+  void* topk;          /* int32 [Hi][rows][Kb] */
+  void* workspace;     /* msa_topk_prefill with strips: prewarm_runtime_workspace bytes[0] */
+  long long ctx;       /* msa_topk_prefill key: the request's context */
+} prewarm_msa_topk_args;
+int prewarm_runtime_msa_topk_prefill(prewarm_runtime* rt, const prewarm_msa_topk_args* a,
+                                     void* stream, char* err, size_t err_len);
+int prewarm_runtime_msa_topk_decode(prewarm_runtime* rt, const prewarm_msa_topk_args* a,
+                                    void* stream, char* err, size_t err_len);
+
+/* GQA over the selected blocks: query head h of row t (KV head g = h / (Hq / Hkv)) attends over
+ * the keys j < visible[t] of the blocks topk[g][t] (-1 skipped): o = softmax(scale q . k) v and
+ * lse = ln sum exp(scale q . k). */
+typedef struct {
+  const void* q;       /* bf16 [rows][Hq][D] (msa_norm_rope_insert's q_out) */
+  const void* topk;    /* int32 [Hkv][rows][Kb] (msa_topk_*'s output) */
+  const void* row_req; /* int32 [rows] */
+  const void* visible; /* int32 [rows] */
+  const void* block_table;
+  int max_blocks;
+  const void* kv_cache;
+  float k_scale, v_scale; /* the NVFP4 global scales */
+  float scale;            /* the softmax scale, 1/sqrt(D) */
+  void* o;                /* bf16 [rows][Hq][D] */
+  void* lse;              /* float [rows][Hq] */
+  int rows;               /* msa_sparse_decode key */
+  void* ws_o;             /* msa_sparse_decode with splits: prewarm_runtime_workspace bytes */
+  void* ws_lse;
+  long long ctx; /* msa_sparse_prefill key: the request's context */
+} prewarm_msa_sparse_args;
+int prewarm_runtime_msa_sparse_prefill(prewarm_runtime* rt, const prewarm_msa_sparse_args* a,
+                                       void* stream, char* err, size_t err_len);
+int prewarm_runtime_msa_sparse_decode(prewarm_runtime* rt, const prewarm_msa_sparse_args* a,
+                                      void* stream, char* err, size_t err_len);
+
 /* The workspace bytes a launch needs (0 when its kernel needs none): topk_prefill (rows, ctx):
  * bytes[0] for ws_key and bytes[1] for ws_idx; sparse_decode (rows): bytes[0] for ws_o, bytes[1]
- * for ws_lse. Every other launcher: 0. `stride` is unused (index_decode's buffered variant, which
- * needed it, was removed). */
+ * for ws_lse; msa_topk_prefill (rows, ctx): bytes[0] for workspace (bytes[1] 0); msa_sparse_decode
+ * (rows): bytes[0] for ws_o, bytes[1] for ws_lse. Every other launcher: 0. `stride` is unused
+ * (index_decode's buffered variant, which needed it, was removed). */
 int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launcher, int rows, long long ctx,
                               int stride, size_t bytes[2], char* err, size_t err_len);
 

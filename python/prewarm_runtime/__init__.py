@@ -12,7 +12,9 @@ picks its kernel by the same key rules `prewarm plan` enumerated, launches it on
 torch.cuda.current_stream() and allocates nothing: workspaces come from the caller
 (`workspace()` says how many bytes), so a step can be captured in a CUDA graph once the kernels
 are loaded. Strict mode never compiles: a kernel missing from the cache is a MissError naming the
-launcher, key and cache.
+launcher, key and cache. A cache of an MLA model (DeepSeek) runs the MLA launchers below; one of
+MiniMax-M3 runs the msa_* launchers (_msa.py); the other family's are an InvalidArgumentError
+saying why.
 
 Importing this module needs neither torch nor a GPU; opening a Runtime needs the library
 (libprewarm_runtime.so) and, unless device=-1, a GPU.
@@ -22,6 +24,7 @@ import ctypes
 import json
 
 from . import _lib
+from ._msa import MsaLaunchers
 
 __all__ = ["Runtime", "PrewarmError", "NoGpuError", "MissError", "NoCompilerError",
            "LAUNCHERS"]
@@ -116,16 +119,14 @@ class _Checker:
 
     def on_device(self):
         if self.device < 0:
-            raise ValueError(f"{self.launcher}: this runtime was opened without a GPU "
-                             f"(device=-1): it plans and checks the cache but cannot launch (the "
-                             f"tensors passed their checks)")
+            return  # nothing is launched: the library picks the key, then answers NoGpuError
         for name, t in self.seen:
             if t.device.type != "cuda" or t.device.index != self.device:
                 raise ValueError(f"{self.launcher}: {name} must be on cuda:{self.device}, the "
                                  f"runtime's GPU; it is on {t.device}")
 
 
-class Runtime:
+class Runtime(MsaLaunchers):
     """The kernels of one prewarm cache on one GPU.
 
     cache_dir: the volume `prewarm run` filled. strict: a missing kernel is a MissError, never a
@@ -133,7 +134,8 @@ class Runtime:
     them unset to plan exactly as the run that filled the cache did (its manifest); a value given
     wins. device: the CUDA ordinal (default: torch's current device, else 0); -1 opens no GPU:
     the runtime then plans, checks and preloads entries (a pre-start check that the cache covers
-    the plan) but cannot launch. arch: required with device=-1 ("sm_90", "gfx942").
+    the plan) but cannot launch: a launch checks its tensors (on any device), picks its key and
+    raises NoGpuError naming it. arch: required with device=-1 ("sm_90", "gfx942").
     """
 
     def __init__(self, cache_dir, strict=True, *, model_config=None, tensor_parallel_size=0,
@@ -162,13 +164,13 @@ class Runtime:
         lib.prewarm_runtime_info(self._h, buf, len(buf))
         #: What the runtime planned with: arch, gpu, strict, source, shape, limits, launchers.
         self.info = json.loads(buf.value.decode())
-        s = self.info["shape"]
+        s = self.info["shape"]  # an MSA model's has no MLA fields (_msa.py reads its own)
         self._heads = s["heads_per_rank"]
         self._decode_heads = s["decode_heads"]
-        self._L = s["kv_lora_rank"]
-        self._Dr = s["qk_rope_head_dim"]
-        self._Dn = s["qk_nope_head_dim"]
-        self._Dv = s["v_head_dim"]
+        self._L = s.get("kv_lora_rank")
+        self._Dr = s.get("qk_rope_head_dim")
+        self._Dn = s.get("qk_nope_head_dim")
+        self._Dv = s.get("v_head_dim")
         self._Hi = s.get("index_n_heads")
         self._Di = s.get("index_head_dim")
         self._Ktop = s.get("index_topk")
@@ -210,7 +212,8 @@ class Runtime:
 
     def workspace(self, launcher, rows, ctx=0, stride=0):
         """Bytes of the two workspaces a call needs (0 when none): topk_prefill (rows, ctx):
-        (ws_key, ws_idx); sparse_decode (rows): (ws_o, ws_lse); others (0, 0). `stride` is
+        (ws_key, ws_idx); sparse_decode (rows): (ws_o, ws_lse); msa_topk_prefill (rows, ctx):
+        (workspace, 0); msa_sparse_decode (rows): (ws_o, ws_lse); others (0, 0). `stride` is
         unused (index_decode needed it before its buffered variant was removed)."""
         out = (ctypes.c_size_t * 2)()
         err = ctypes.create_string_buffer(4096)
@@ -219,10 +222,20 @@ class Runtime:
                                                        err, len(err)), err)
         return out[0], out[1]
 
+    def _checker(self, launcher):
+        """A _Checker for a launcher this cache's model runs; InvalidArgumentError (the
+        library's, saying why) for one it never runs."""
+        if launcher not in self.info["launchers"]:
+            self.workspace(launcher, 1, 1)  # raises the library's InvalidArgumentError
+            raise InvalidArgumentError(f"{launcher} does not run for this cache's model",
+                                       _lib.EINVAL)
+        return _Checker(launcher, self.device)
+
     def _launch(self, launcher, args, checker):
         checker.on_device()
-        torch = _torch()
-        stream = torch.cuda.current_stream(self.device).cuda_stream
+        stream = None  # device -1: the library picks the key, then answers NoGpuError
+        if self.device >= 0:
+            stream = _torch().cuda.current_stream(self.device).cuda_stream
         err = ctypes.create_string_buffer(4096)
         f = getattr(self._lib, f"prewarm_runtime_{launcher}")
         _raise_for(f(self._handle(), ctypes.byref(args), ctypes.c_void_p(stream), err, len(err)),
@@ -237,7 +250,7 @@ class Runtime:
         torch = _torch()
         fp8 = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz", "uint8")
                     if hasattr(torch, n))
-        c = _Checker("fp8_bmm", self.device)
+        c = self._checker("fp8_bmm")
         gemms = {(self._heads, self._L, self._Dn), (self._heads, self._Dv, self._L)}
         if isinstance(w, torch.Tensor) and w.dim() == 3 and tuple(w.shape) not in gemms:
             raise ValueError(f"fp8_bmm: w has shape {list(w.shape)}; this model's GEMMs are "
@@ -260,7 +273,7 @@ class Runtime:
         torch = _torch()
         L, Dr, Di = self._L, self._Dr, self._Di
         n = "norm_rope_insert"
-        c = _Checker(n, self.device)
+        c = self._checker(n)
         p_lat = c("latent", latent, (torch.bfloat16,), (None, L))
         t = latent.shape[0]
         args = _lib.NormRopeInsertArgs(
@@ -283,7 +296,7 @@ class Runtime:
     def _index(self, n, q, w, row_req, visible, block_table, index_cache, out, g_idx,
                prefill_work, max_ctx):
         torch = _torch()
-        c = _Checker(n, self.device)
+        c = self._checker(n)
         pq = c("q", q, (torch.bfloat16,), (None, self._Hi, self._Di))
         rows = q.shape[0]
         pt = c("block_table", block_table, (torch.int32,), (None, None))
@@ -318,7 +331,7 @@ class Runtime:
 
     def _topk(self, n, scores, visible, out, ctx, ws_key, ws_idx):
         torch = _torch()
-        c = _Checker(n, self.device)
+        c = self._checker(n)
         ps = c("scores", scores, (torch.float32,), (None, None))
         rows, stride = scores.shape
         need = self.workspace(n, rows, ctx)[0] if n == "topk_prefill" else 0
@@ -342,7 +355,7 @@ class Runtime:
     def _sparse(self, n, heads, q_latent, q_rope, topk, row_req, block_table, kv_cache, out, lse,
                 g_kv, scale, ctx, ws_o, ws_lse):
         torch = _torch()
-        c = _Checker(n, self.device)
+        c = self._checker(n)
         pq = c("q_latent", q_latent, (torch.bfloat16,), (None, heads, self._L))
         rows = q_latent.shape[0]
         pr = c("q_rope", q_rope, (torch.bfloat16,), (rows, heads, self._Dr))

@@ -59,6 +59,33 @@ class SparseArgs(ctypes.Structure):
                 ("lse", _vp), ("rows", _int), ("ws_o", _vp), ("ws_lse", _vp), ("ctx", _ll)]
 
 
+# MiniMax-M3's msa_* launchers (MSA.md).
+class MsaNormRopeInsertArgs(ctypes.Structure):
+    _fields_ = [("q", _vp), ("k", _vp), ("v", _vp), ("index_q", _vp), ("index_k", _vp),
+                ("q_norm", _vp), ("k_norm", _vp), ("index_q_norm", _vp), ("index_k_norm", _vp),
+                ("pos", _vp), ("slot", _vp), ("eps", _float), ("theta", _float),
+                ("k_scale", _float), ("v_scale", _float), ("num_tokens", _int), ("q_out", _vp),
+                ("index_q_out", _vp), ("kv_cache", _vp), ("index_cache", _vp)]
+
+
+class MsaIndexArgs(ctypes.Structure):
+    _fields_ = [("index_q", _vp), ("row_req", _vp), ("visible", _vp), ("block_table", _vp),
+                ("max_blocks", _int), ("index_cache", _vp), ("scores", _vp), ("stride", _int),
+                ("rows", _int), ("prefill_work", _ll)]
+
+
+class MsaTopkArgs(ctypes.Structure):
+    _fields_ = [("scores", _vp), ("visible", _vp), ("stride", _int), ("rows", _int),
+                ("topk", _vp), ("workspace", _vp), ("ctx", _ll)]
+
+
+class MsaSparseArgs(ctypes.Structure):
+    _fields_ = [("q", _vp), ("topk", _vp), ("row_req", _vp), ("visible", _vp),
+                ("block_table", _vp), ("max_blocks", _int), ("kv_cache", _vp),
+                ("k_scale", _float), ("v_scale", _float), ("scale", _float), ("o", _vp),
+                ("lse", _vp), ("rows", _int), ("ws_o", _vp), ("ws_lse", _vp), ("ctx", _ll)]
+
+
 LAUNCH_ARGS = {
     "fp8_bmm": Fp8BmmArgs,
     "norm_rope_insert": NormRopeInsertArgs,
@@ -68,6 +95,13 @@ LAUNCH_ARGS = {
     "topk_decode": TopkArgs,
     "sparse_prefill": SparseArgs,
     "sparse_decode": SparseArgs,
+    "msa_norm_rope_insert": MsaNormRopeInsertArgs,
+    "msa_index_prefill": MsaIndexArgs,
+    "msa_index_decode": MsaIndexArgs,
+    "msa_topk_prefill": MsaTopkArgs,
+    "msa_topk_decode": MsaTopkArgs,
+    "msa_sparse_prefill": MsaSparseArgs,
+    "msa_sparse_decode": MsaSparseArgs,
 }
 
 

@@ -174,14 +174,17 @@ def test_tensor_errors_name_the_argument(filled):
     ws_o, ws_lse = (torch.zeros(n, dtype=torch.uint8) for n in rt.workspace("sparse_decode", rows))
     with pytest.raises(ValueError, match="sparse_decode: ws_lse holds 3 bytes; this call needs"):
         call(ws_o=ws_o, ws_lse=torch.zeros(3, dtype=torch.uint8))
-    with pytest.raises(ValueError, match="without a GPU"):
-        call(ws_o=ws_o, ws_lse=ws_lse)
     with pytest.raises(ValueError, match=r"fp8_bmm: w has shape \[64, 100, 128\]; this model's "
                                          r"GEMMs are q_absorb \[64, 512, 128\] and v_up"):
         rt.fp8_bmm(torch.zeros(1, 64, 128, dtype=torch.bfloat16),
                    torch.zeros(64, 100, 128, dtype=torch.uint8),
                    torch.zeros(1, 64, 100, dtype=torch.bfloat16), 1.0)
     assert rt.stats()["hits"] == 0, "nothing was looked up for a refused call"
+    # Every tensor good: the library picks the key, then refuses for want of a GPU.
+    with pytest.raises(prewarm_runtime.NoGpuError,
+                       match=r"^sparse_decode arch=sm_90,.*splits=16.*without a GPU"):
+        call(ws_o=ws_o, ws_lse=ws_lse)
+    assert rt.stats()["hits"] == 1
 
 
 def test_a_closed_runtime_says_so(filled):
@@ -199,7 +202,9 @@ def test_the_ctypes_structures_match_the_c_header():
                                        check=True).stdout)
     mirrors = {"options": _lib.Options, "stats": _lib.Stats, "fp8_bmm": _lib.Fp8BmmArgs,
                "norm_rope_insert": _lib.NormRopeInsertArgs, "index": _lib.IndexArgs,
-               "topk": _lib.TopkArgs, "sparse": _lib.SparseArgs}
+               "topk": _lib.TopkArgs, "sparse": _lib.SparseArgs,
+               "msa_norm_rope_insert": _lib.MsaNormRopeInsertArgs, "msa_index": _lib.MsaIndexArgs,
+               "msa_topk": _lib.MsaTopkArgs, "msa_sparse": _lib.MsaSparseArgs}
     assert set(layout) == set(mirrors)
     for name, struct in mirrors.items():
         c = layout[name]
@@ -278,3 +283,267 @@ def test_pip_installs_the_package_with_its_library(tmp_path):
     assert r.returncode == 0, r.stderr
     assert str(target) in r.stdout
     assert "library answered: a runtime without a GPU (device -1) needs the arch" in r.stdout
+
+
+# ---- MiniMax-M3's msa_* launchers (MSA.md) ------------------------------------------------------
+
+MSA_MODEL = HERE.parent / "data" / "models" / "minimax-m3.json"
+MSA_LAUNCHERS = ["msa_norm_rope_insert", "msa_index_prefill", "msa_index_decode",
+                 "msa_topk_prefill", "msa_topk_decode", "msa_sparse_prefill", "msa_sparse_decode"]
+
+
+@pytest.fixture(scope="module", params=[("sm_90", 4), ("gfx90a", 1)],
+                ids=["sm_90-tp4", "gfx90a-tp1"])
+def msa_filled(request, tmp_path_factory):
+    """A MiniMax-M3 cache `prewarm run` filled with no GPU: sm_90 (NVRTC) at the seed's tp 4 (16
+    query heads, 1 KV head), gfx90a (hipRTC) at tp 1 (64, 4). (cache, arch)."""
+    arch, tp = request.param
+    cache = tmp_path_factory.mktemp(f"msa-{arch}") / "cache"
+    r = subprocess.run([BINARY, "run", "--arch", arch, "--cache-dir", str(cache), "--quiet",
+                        "--model-config", str(MSA_MODEL), "--kv-cache-dtype", "nvfp4",
+                        "--block-size", "128", "--tensor-parallel-size", str(tp),
+                        "--max-num-seqs", "16"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return cache, arch
+
+
+def msa_args(rt, rows=2, tokens=3):
+    """Good CPU tensors (never read: nothing is launched without a GPU) for each msa launcher of
+    the runtime's shape: {launcher: keyword arguments}."""
+    torch = pytest.importorskip("torch")
+    s = rt.info["shape"]
+    hq, hkv, hi = s["heads_per_rank"], s["kv_heads_per_rank"], s["index_heads_per_rank"]
+    d, di, kb = s["head_dim"], s["index_dim"], s["sparse_topk_blocks"]
+    i32, f32 = torch.int32, torch.float32
+
+    def z(*shape, dtype=torch.bfloat16):
+        return torch.zeros(shape, dtype=dtype)
+
+    kv, index = z(8, 2, hkv, 128, d // 2 + d // 16, dtype=torch.uint8), z(8, 128, di)
+    rowwise = dict(row_req=z(rows, dtype=i32), visible=z(rows, dtype=i32),
+                   block_table=z(rows, 4, dtype=i32))
+    index_args = dict(index_q=z(rows, hi, di), **rowwise, index_cache=index,
+                      scores=z(hi, rows, 8, dtype=f32))
+    topk_args = dict(scores=z(hi, rows, 8, dtype=f32), visible=z(rows, dtype=i32),
+                     topk=z(hi, rows, kb, dtype=i32))
+    sparse_args = dict(q=z(rows, hq, d), topk=z(hkv, rows, kb, dtype=i32), **rowwise,
+                       kv_cache=kv, o=z(rows, hq, d), lse=z(rows, hq, dtype=f32), k_scale=1.0,
+                       v_scale=1.0, scale=d ** -0.5)
+    ws_o, ws_lse = (torch.zeros(n, dtype=torch.uint8)
+                    for n in rt.workspace("msa_sparse_decode", rows))
+    return {
+        "msa_norm_rope_insert": dict(
+            q=z(tokens, hq, d), k=z(tokens, hkv, d), v=z(tokens, hkv, d),
+            index_q=z(tokens, hi, di), index_k=z(tokens, di), q_norm=z(d, dtype=f32),
+            k_norm=z(d, dtype=f32), index_q_norm=z(di, dtype=f32), index_k_norm=z(di, dtype=f32),
+            pos=z(tokens, dtype=i32), slot=z(tokens, dtype=torch.int64), q_out=z(tokens, hq, d),
+            index_q_out=z(tokens, hi, di), kv_cache=kv, index_cache=index, k_scale=1.0,
+            v_scale=1.0),
+        "msa_index_prefill": dict(index_args, prefill_work=rows * 1000),
+        "msa_index_decode": index_args,
+        "msa_topk_prefill": dict(topk_args, ctx=900),
+        "msa_topk_decode": topk_args,
+        "msa_sparse_prefill": dict(sparse_args, ctx=900),
+        "msa_sparse_decode": dict(sparse_args, ws_o=ws_o, ws_lse=ws_lse),
+    }
+
+
+def test_an_msa_cache_plans_and_preloads_the_msa_launchers(msa_filled):
+    cache, arch = msa_filled
+    rt = prewarm_runtime.Runtime(str(cache), device=-1, arch=arch)
+    assert rt.info["launchers"] == MSA_LAUNCHERS
+    assert rt.info["shape"]["family"] == "MSA" and rt.info["limits"]["block_size"] == 128
+    manifest = json.loads((cache / "prewarm" / "manifest.json").read_text())
+    assert rt.preload() == manifest["counts"]["planned"] == rt.stats()["hits"]
+
+
+def test_each_msa_launcher_picks_its_key_then_answers_no_gpu(msa_filled):
+    """Every variant of the plan, reached from the key-deciding value of its call."""
+    cache, arch = msa_filled
+    rt = prewarm_runtime.Runtime(str(cache), device=-1, arch=arch)
+    s = rt.info["shape"]
+    shape = (f"heads={s['heads_per_rank']},.*kv_heads={s['kv_heads_per_rank']}")
+    first = {"msa_norm_rope_insert": shape + ".*small=true", "msa_index_prefill": "large=false",
+             "msa_index_decode": "rows_tile=2", "msa_topk_prefill": "strips=1",
+             "msa_topk_decode": "topk_blocks=16", "msa_sparse_prefill": shape + ".*rounds=1",
+             "msa_sparse_decode": shape + ".*splits=16"}
+    args = msa_args(rt)
+    for name, kwargs in args.items():
+        with pytest.raises(prewarm_runtime.NoGpuError,
+                           match=rf"^{name} arch={arch},.*{first[name]}.*without a GPU"):
+            getattr(rt, name)(**kwargs)
+    torch = pytest.importorskip("torch")
+    big = msa_args(rt, tokens=600)["msa_norm_rope_insert"]
+    with pytest.raises(prewarm_runtime.NoGpuError, match="small=false"):
+        rt.msa_norm_rope_insert(**big)
+    with pytest.raises(prewarm_runtime.NoGpuError, match="large=true"):  # two 8K prompts
+        rt.msa_index_prefill(**dict(args["msa_index_prefill"], prefill_work=2 * 8192 * 8192))
+    with pytest.raises(prewarm_runtime.NoGpuError, match="rounds=2"):  # min(5000, 16 x 128)
+        rt.msa_sparse_prefill(**dict(args["msa_sparse_prefill"], ctx=5000))
+    # 300000 keys: 2344 blocks, 4 strips of 1024 with a workspace of each strip's candidates.
+    need, none = rt.workspace("msa_topk_prefill", 2, 300000)
+    assert (need, none) == (2 * s["index_heads_per_rank"] * 4 * 16 * 2 * 4, 0)
+    with pytest.raises(ValueError, match=f"msa_topk_prefill: this call's kernel needs workspace, "
+                                         f"a workspace of {need} bytes"):
+        rt.msa_topk_prefill(**dict(args["msa_topk_prefill"], ctx=300000))
+    with pytest.raises(prewarm_runtime.NoGpuError, match="strips=4"):
+        rt.msa_topk_prefill(**dict(args["msa_topk_prefill"], ctx=300000,
+                                   workspace=torch.zeros(need, dtype=torch.uint8)))
+    assert rt.stats()["hits"] == 11 and rt.stats()["misses"] == 0
+
+
+def test_msa_workspace_sizes_follow_the_key_rules(msa_filled):
+    cache, arch = msa_filled
+    rt = prewarm_runtime.Runtime(str(cache), device=-1, arch=arch)
+    hq, hi = rt.info["shape"]["heads_per_rank"], rt.info["shape"]["index_heads_per_rank"]
+    # msa_sparse_decode: 1 and 16 rows both get 16 splits (256 / R, at most 16).
+    for rows in (1, 16):
+        assert rt.workspace("msa_sparse_decode", rows) == (rows * hq * 16 * 128 * 4,
+                                                           rows * hq * 16 * 4)
+    # msa_topk_prefill: strips = pow2 >= ceil(ctx / 131072): one strip needs none.
+    assert rt.workspace("msa_topk_prefill", 10, 131072) == (0, 0)
+    assert rt.workspace("msa_topk_prefill", 10, 131073) == (10 * hi * 2 * 16 * 2 * 4, 0)
+    for name in ("msa_norm_rope_insert", "msa_index_prefill", "msa_index_decode",
+                 "msa_topk_decode", "msa_sparse_prefill"):
+        assert rt.workspace(name, 16, 100000) == (0, 0), name
+
+
+def test_msa_tensor_errors_name_the_argument(msa_filled):
+    torch = pytest.importorskip("torch")
+    cache, arch = msa_filled
+    rt = prewarm_runtime.Runtime(str(cache), device=-1, arch=arch)
+    s = rt.info["shape"]
+    hq, hkv, kb = s["heads_per_rank"], s["kv_heads_per_rank"], s["sparse_topk_blocks"]
+    args = msa_args(rt)
+
+    def call(name, error, match, **change):
+        with pytest.raises(error, match=match):
+            getattr(rt, name)(**{**args[name], **change})
+
+    ins = args["msa_norm_rope_insert"]
+    call("msa_norm_rope_insert", ValueError,
+         r"msa_norm_rope_insert: q must be torch.bfloat16, got torch.float32", q=ins["q"].float())
+    call("msa_norm_rope_insert", ValueError,
+         rf"msa_norm_rope_insert: k must have shape \[3, {hkv}, 128\], got \[3, {hkv + 1}, 128\]",
+         k=torch.zeros(3, hkv + 1, 128, dtype=torch.bfloat16))
+    call("msa_norm_rope_insert", ValueError,
+         r"msa_norm_rope_insert: slot must be torch.int64, got torch.int32",
+         slot=torch.zeros(3, dtype=torch.int32))
+    call("msa_norm_rope_insert", ValueError,
+         rf"msa_norm_rope_insert: kv_cache must have shape \[\*, 2, {hkv}, 128, 72\]",
+         kv_cache=torch.zeros(8, 2, hkv, 128, 64, dtype=torch.uint8))
+    call("msa_norm_rope_insert", ValueError,
+         r"msa_norm_rope_insert: index_cache must have shape \[8, 128, 128\], got \[9, 128, 128\]",
+         index_cache=torch.zeros(9, 128, 128, dtype=torch.bfloat16))
+    call("msa_norm_rope_insert", prewarm_runtime.InvalidArgumentError,
+         "msa_norm_rope_insert: k_scale is 0; it must be finite and > 0", k_scale=0.0)
+    call("msa_norm_rope_insert", prewarm_runtime.InvalidArgumentError,
+         "msa_norm_rope_insert: eps is -1", eps=-1.0)
+    call("msa_index_prefill", ValueError,
+         r"msa_index_prefill: scores must have shape \[\d+, 2, \*\], got \[2, 8\]",
+         scores=torch.zeros(2, 8))
+    call("msa_index_prefill", prewarm_runtime.InvalidArgumentError,
+         "msa_index_prefill: prefill_work is 0; it must be >= 1", prefill_work=0)
+    call("msa_index_decode", ValueError, r"msa_index_decode: visible must be torch.int32",
+         visible=torch.zeros(2, dtype=torch.int64))
+    call("msa_topk_prefill", prewarm_runtime.InvalidArgumentError,
+         "msa_topk_prefill: ctx is 0; it must be >= 1", ctx=0)
+    call("msa_topk_decode", ValueError,
+         rf"msa_topk_decode: topk must have shape \[\d+, 2, {kb}\], got \[2, {kb}\]",
+         topk=torch.zeros(2, kb, dtype=torch.int32))
+    call("msa_sparse_prefill", ValueError,
+         rf"msa_sparse_prefill: topk must have shape \[{hkv}, 2, {kb}\]",
+         topk=torch.zeros(2, hkv, kb, dtype=torch.int32))
+    call("msa_sparse_prefill", prewarm_runtime.InvalidArgumentError,
+         "msa_sparse_prefill: scale is nan", scale=float("nan"))
+    call("msa_sparse_decode", ValueError, "msa_sparse_decode: o must be contiguous",
+         o=torch.zeros(hq, 2, 128, dtype=torch.bfloat16).transpose(0, 1))
+    call("msa_sparse_decode", TypeError, "msa_sparse_decode: lse must be a torch.Tensor, got list",
+         lse=[0.0])
+    need = rt.workspace("msa_sparse_decode", 2)[0]
+    call("msa_sparse_decode", ValueError, f"msa_sparse_decode: this call's kernel needs ws_o, a "
+                                          f"workspace of {need} bytes", ws_o=None)
+    call("msa_sparse_decode", ValueError, "msa_sparse_decode: ws_lse holds 3 bytes",
+         ws_lse=torch.zeros(3, dtype=torch.uint8))
+    assert rt.stats()["hits"] == 0, "nothing was looked up for a refused call"
+
+
+def test_the_other_familys_launchers_are_an_error_saying_why(msa_filled, filled):
+    torch = pytest.importorskip("torch")
+    cache, arch = msa_filled
+    rt = prewarm_runtime.Runtime(str(cache), device=-1, arch=arch)
+    with pytest.raises(prewarm_runtime.InvalidArgumentError,
+                       match="sparse_decode does not run for this cache's model.*MLA model.*"
+                             "the plan has kv_cache_dtype nvfp4 and an MSA model"):
+        rt.sparse_decode(None, None, None, None, None, None, None, None, g_kv=1.0, scale=1.0)
+    with pytest.raises(prewarm_runtime.InvalidArgumentError, match="fp8_bmm does not run"):
+        rt.fp8_bmm(torch.zeros(1), torch.zeros(1), torch.zeros(1), 1.0)
+    with pytest.raises(prewarm_runtime.InvalidArgumentError, match="topk_prefill does not run"):
+        rt.workspace("topk_prefill", 4, 100)
+    mla = prewarm_runtime.Runtime(str(filled), device=-1, arch="sm_90")
+    with pytest.raises(prewarm_runtime.InvalidArgumentError,
+                       match="msa_sparse_decode does not run for this cache's model.*MSA model"):
+        mla.msa_sparse_decode(*[None] * 8, k_scale=1.0, v_scale=1.0, scale=1.0)
+    with pytest.raises(prewarm_runtime.InvalidArgumentError, match="msa_topk_prefill does not run"):
+        mla.workspace("msa_topk_prefill", 4, 100)
+    assert rt.stats()["hits"] == mla.stats()["hits"] == 0
+
+
+def test_the_c_abi_test_over_an_msa_cache(msa_filled):
+    """tests/runtime/c_abi_test.c's no-GPU checks (each msa function's argument errors, key and
+    no-GPU answer; an MLA function's refusal) over the MSA cache."""
+    exe = os.environ.get("PREWARM_C_ABI_TEST")
+    if not exe:
+        pytest.skip("PREWARM_C_ABI_TEST is not set (CTest sets it)")
+    cache, arch = msa_filled
+    r = subprocess.run([exe, str(cache), arch], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok: msa_") == 18, r.stdout
+
+
+def test_the_msa_reference_on_cases_worked_by_hand():
+    """tests/python/msa_reference.py (test_msa_gpu.py's reference) on the CPU."""
+    torch = pytest.importorskip("torch")
+    import math
+
+    import msa_reference as mref
+
+    # Top-k: the own block (nb - 1) always, then the best scores, ties to the lower id;
+    # ascending, -1 padded. visible 600: nb 5.
+    s = torch.tensor([[[1.0, 3.0, 3.0, 0.0, -1.0, -math.inf]]])
+    vis = torch.tensor([600], dtype=torch.int32)
+    assert mref.topk(s, vis, 3, 0, 1).tolist() == [[[1, 2, 4]]]
+    assert mref.topk(s, vis, 2, 1, 1).tolist() == [[[0, 4]]]  # one init block too
+    assert mref.topk(s, vis, 8, 0, 1).tolist() == [[[0, 1, 2, 3, 4, -1, -1, -1]]]
+    # Norm then RoPE: e_0 normed is sqrt(128) e_0; the pair (0, 32) turns by pos * theta^0.
+    x = torch.zeros(1, 1, 128, dtype=torch.bfloat16)
+    x[0, 0, 0] = 1
+    out = mref.norm_rope(x, torch.zeros(128), torch.tensor([1]), eps=0.0)
+    assert torch.allclose(out[0, 0, [0, 32]],
+                          math.sqrt(128) * torch.tensor([math.cos(1), math.sin(1)],
+                                                        dtype=torch.float64))
+    assert mref.norm_rope(x[:, 0], torch.full((128,), 1.0), torch.tensor([0]),
+                          eps=0.0)[0, 0].item() == pytest.approx(2 * math.sqrt(128))
+    # Block scores through a block table [1, 0]: key j (in its request) has j % 7 in dim 0.
+    index = torch.zeros(2, 128, 128, dtype=torch.bfloat16)
+    for pos in range(256):
+        index[1 - pos // 128, pos % 128, 0] = pos % 7
+    q = torch.zeros(1, 1, 128, dtype=torch.bfloat16)
+    q[0, 0, 0] = 1
+    table = torch.tensor([[1, 0]], dtype=torch.int32)
+    got = mref.block_scores(q, torch.tensor([0]), torch.tensor([130]), table, index, 3)
+    assert got.tolist() == [[[6.0, 3.0, -math.inf]]]  # block 1 sees keys 128 (2) and 129 (3)
+    # Sparse attention over one block of which 2 keys are visible: K rows e2m1 1.0 and 2.0, V
+    # rows 1.0 and -1.0 (scale code 0x38 = 1.0, g 1); key 2 (huge) is past visible.
+    kv = torch.zeros(1, 2, 1, 128, 72, dtype=torch.uint8)
+    kv[..., 64:] = 0x38
+    kv[0, 0, 0, 0, :64], kv[0, 0, 0, 1, :64], kv[0, 0, 0, 2, :64] = 0x22, 0x44, 0x77
+    kv[0, 1, 0, 0, :64], kv[0, 1, 0, 1, :64] = 0x22, 0xAA
+    q = torch.ones(1, 2, 128, dtype=torch.bfloat16)
+    sel = torch.tensor([[[0, -1]]], dtype=torch.int32)
+    o, lse = mref.sparse_attention(q, sel, torch.tensor([0]), torch.tensor([2]),
+                                   torch.tensor([[0]], dtype=torch.int32), kv, 1.0, 1.0, 1 / 128)
+    e = math.e
+    assert lse[0].tolist() == pytest.approx([math.log(e + e * e)] * 2)
+    assert torch.allclose(o, torch.full((1, 2, 128), (e - e * e) / (e + e * e),
+                                        dtype=torch.float64))

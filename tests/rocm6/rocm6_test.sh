@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gfx942 and gfx950 for real: the prewarm binary this build made runs in a Debian unstable root
-# with ROCm 6.4's hipRTC (rocm6_root.sh) and compiles every key of two models for both archs;
-# then its own `verify --format json` and an independent ELF reader (check_code_objects.py)
-# check each code object: the right machine in e_flags, every entry the launch code needs,
+# with ROCm 6.4's hipRTC (rocm6_root.sh) and compiles every key of five model shapes (DeepSeek-V3.2
+# at tp 1 and 8, the 64-head MLA, MiniMax-M3 at tp 4 and 1) for both archs; then its own
+# `verify --format json` and an independent ELF reader (check_code_objects.py) check each code
+# object: the right machine in e_flags, every entry the launch code needs,
 # kernel descriptors that agree with the metadata, wave64, no scratch, LDS within the arch's
 # limit. Exit 77 (skipped) when the root cannot be made here (rocm6_root.sh says why).
 #   rocm6_test.sh SOURCE_DIR PREWARM_BINARY WORK_DIR
@@ -23,11 +24,13 @@ runs=(
   "embedded example (DeepSeek-V3.2's shape)|--arch gfx942,gfx950"
   "the seeds' shape|--arch gfx942,gfx950 --kv-cache-dtype nvfp4 --model-config /data/mla-64-heads.json"
   "DeepSeek-V3.2 tp 8|--arch gfx942,gfx950 --kv-cache-dtype nvfp4 --tensor-parallel-size 8 --model-config /data/deepseek-v3.2.json"
+  "MiniMax-M3 tp 4 (the seed's deployment)|--arch gfx942,gfx950 --model-config /data/minimax-m3.json --vllm-args 'vllm serve MiniMaxAI/MiniMax-M3 --tensor-parallel-size 4 --block-size 128 --kv-cache-dtype nvfp4'"
+  "MiniMax-M3 tp 1|--arch gfx942,gfx950 --model-config /data/minimax-m3.json --tensor-parallel-size 1 --block-size 128 --kv-cache-dtype nvfp4"
   "RDNA, small limits|--arch gfx1100,gfx1200 --max-num-seqs 4 --max-num-batched-tokens 256"
 )
 for entry in "${runs[@]}"; do
   name=${entry%%|*}
-  read -ra args <<<"${entry#*|} --cache-dir /cache"
+  eval "args=(${entry#*|} --cache-dir /cache)"  # quoted --vllm-args stay one word
   echo "== $name: prewarm run ${args[*]} --jobs 2"
   if ! inroot run "${args[@]}" --jobs 2 --quiet >"$work/run.out" 2>"$work/run.err"; then
     echo "FAIL $name: run failed"; tail -20 "$work/run.err"; fail=1; continue
@@ -54,5 +57,5 @@ if python3 "$src/tests/rocm6/check_code_objects.py" "$work/doctored.json" "$work
 elif [[ $(grep -c "^FAIL" "$work/doctored.out") != 3 ]]; then
   echo "FAIL the checker did not name the three doctored problems:"; cat "$work/doctored.out"; fail=1
 fi
-[[ $fail == 0 ]] && echo "rocm6: every key of both models compiled and checked for gfx942 and gfx950 (and RDNA's wave32)"
+[[ $fail == 0 ]] && echo "rocm6: every key of every model compiled and checked for gfx942 and gfx950 (and RDNA's wave32)"
 exit $fail

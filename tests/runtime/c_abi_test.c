@@ -100,12 +100,192 @@ static void Layout(void) {
   FIELD(prewarm_sparse_args, ws_o);
   FIELD(prewarm_sparse_args, ws_lse);
   FIELD(prewarm_sparse_args, ctx);
+  first = 0;
+  printf("},\"msa_norm_rope_insert\":{\"size\":%zu,", sizeof(prewarm_msa_norm_rope_insert_args));
+  FIELD(prewarm_msa_norm_rope_insert_args, q);
+  FIELD(prewarm_msa_norm_rope_insert_args, k);
+  FIELD(prewarm_msa_norm_rope_insert_args, v);
+  FIELD(prewarm_msa_norm_rope_insert_args, index_q);
+  FIELD(prewarm_msa_norm_rope_insert_args, index_k);
+  FIELD(prewarm_msa_norm_rope_insert_args, q_norm);
+  FIELD(prewarm_msa_norm_rope_insert_args, k_norm);
+  FIELD(prewarm_msa_norm_rope_insert_args, index_q_norm);
+  FIELD(prewarm_msa_norm_rope_insert_args, index_k_norm);
+  FIELD(prewarm_msa_norm_rope_insert_args, pos);
+  FIELD(prewarm_msa_norm_rope_insert_args, slot);
+  FIELD(prewarm_msa_norm_rope_insert_args, eps);
+  FIELD(prewarm_msa_norm_rope_insert_args, theta);
+  FIELD(prewarm_msa_norm_rope_insert_args, k_scale);
+  FIELD(prewarm_msa_norm_rope_insert_args, v_scale);
+  FIELD(prewarm_msa_norm_rope_insert_args, num_tokens);
+  FIELD(prewarm_msa_norm_rope_insert_args, q_out);
+  FIELD(prewarm_msa_norm_rope_insert_args, index_q_out);
+  FIELD(prewarm_msa_norm_rope_insert_args, kv_cache);
+  FIELD(prewarm_msa_norm_rope_insert_args, index_cache);
+  first = 0;
+  printf("},\"msa_index\":{\"size\":%zu,", sizeof(prewarm_msa_index_args));
+  FIELD(prewarm_msa_index_args, index_q);
+  FIELD(prewarm_msa_index_args, row_req);
+  FIELD(prewarm_msa_index_args, visible);
+  FIELD(prewarm_msa_index_args, block_table);
+  FIELD(prewarm_msa_index_args, max_blocks);
+  FIELD(prewarm_msa_index_args, index_cache);
+  FIELD(prewarm_msa_index_args, scores);
+  FIELD(prewarm_msa_index_args, stride);
+  FIELD(prewarm_msa_index_args, rows);
+  FIELD(prewarm_msa_index_args, prefill_work);
+  first = 0;
+  printf("},\"msa_topk\":{\"size\":%zu,", sizeof(prewarm_msa_topk_args));
+  FIELD(prewarm_msa_topk_args, scores);
+  FIELD(prewarm_msa_topk_args, visible);
+  FIELD(prewarm_msa_topk_args, stride);
+  FIELD(prewarm_msa_topk_args, rows);
+  FIELD(prewarm_msa_topk_args, topk);
+  FIELD(prewarm_msa_topk_args, workspace);
+  FIELD(prewarm_msa_topk_args, ctx);
+  first = 0;
+  printf("},\"msa_sparse\":{\"size\":%zu,", sizeof(prewarm_msa_sparse_args));
+  FIELD(prewarm_msa_sparse_args, q);
+  FIELD(prewarm_msa_sparse_args, topk);
+  FIELD(prewarm_msa_sparse_args, row_req);
+  FIELD(prewarm_msa_sparse_args, visible);
+  FIELD(prewarm_msa_sparse_args, block_table);
+  FIELD(prewarm_msa_sparse_args, max_blocks);
+  FIELD(prewarm_msa_sparse_args, kv_cache);
+  FIELD(prewarm_msa_sparse_args, k_scale);
+  FIELD(prewarm_msa_sparse_args, v_scale);
+  FIELD(prewarm_msa_sparse_args, scale);
+  FIELD(prewarm_msa_sparse_args, o);
+  FIELD(prewarm_msa_sparse_args, lse);
+  FIELD(prewarm_msa_sparse_args, rows);
+  FIELD(prewarm_msa_sparse_args, ws_o);
+  FIELD(prewarm_msa_sparse_args, ws_lse);
+  FIELD(prewarm_msa_sparse_args, ctx);
   printf("}}\n");
 }
 
 static int Expect(int cond, const char* what, const char* err) {
   printf("%s: %s%s%s\n", cond ? "ok" : "FAILED", what, err[0] ? ": " : "", err);
   return cond ? 0 : 1;
+}
+
+/* The msa_* launchers without a GPU: a bad argument is EINVAL naming it; with every argument
+ * good, on an MSA cache each picks its key (named) and answers PREWARM_ENOGPU, and on an MLA
+ * cache each is EINVAL saying the model never runs it. */
+static int MsaLaunches(prewarm_runtime* rt, int msa) {
+  static char fake[64]; /* never read: a runtime without a GPU launches nothing */
+  const int want = msa ? PREWARM_ENOGPU : PREWARM_EINVAL;
+  const char* says = msa ? "without a GPU" : "does not run for this cache's model";
+  char err[1024] = "";
+  int failed = 0;
+  int rc;
+
+  prewarm_msa_norm_rope_insert_args in;
+  memset(&in, 0, sizeof in);
+  in.num_tokens = 3;
+  rc = prewarm_runtime_msa_norm_rope_insert(rt, &in, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_norm_rope_insert: q must not") != NULL,
+                   "msa_norm_rope_insert: a NULL tensor is named", err);
+  in.q = in.k = in.v = in.index_q = in.index_k = fake;
+  in.q_norm = in.k_norm = in.index_q_norm = in.index_k_norm = in.pos = in.slot = fake;
+  in.q_out = in.index_q_out = in.kv_cache = in.index_cache = fake;
+  in.eps = 1e-6f;
+  in.theta = 5e6f;
+  in.v_scale = 1;
+  rc = prewarm_runtime_msa_norm_rope_insert(rt, &in, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "k_scale is 0; it must be finite") != NULL,
+                   "msa_norm_rope_insert: a zero global scale is named", err);
+  in.k_scale = 1;
+  rc = prewarm_runtime_msa_norm_rope_insert(rt, &in, NULL, err, sizeof err);
+  failed +=
+      Expect(rc == want && strstr(err, says) != NULL && (!msa || strstr(err, "small=true") != NULL),
+             "msa_norm_rope_insert: its key, then no GPU (MLA: never runs)", err);
+  in.num_tokens = -1;
+  rc = prewarm_runtime_msa_norm_rope_insert(rt, &in, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "num_tokens is -1") != NULL,
+                   "msa_norm_rope_insert: negative num_tokens are named", err);
+
+  prewarm_msa_index_args ix;
+  memset(&ix, 0, sizeof ix);
+  ix.index_q = ix.row_req = ix.visible = ix.block_table = ix.index_cache = fake;
+  ix.scores = fake;
+  ix.rows = 4;
+  ix.max_blocks = 1;
+  rc = prewarm_runtime_msa_index_prefill(rt, &ix, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_index_prefill: stride is 0") != NULL,
+                   "msa_index_prefill: stride 0 is named", err);
+  ix.stride = 8;
+  rc = prewarm_runtime_msa_index_prefill(rt, &ix, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "prefill_work is 0") != NULL,
+                   "msa_index_prefill: prefill_work 0 is named", err);
+  ix.prefill_work = 4000;
+  rc = prewarm_runtime_msa_index_prefill(rt, &ix, NULL, err, sizeof err);
+  failed += Expect(
+      rc == want && strstr(err, says) != NULL && (!msa || strstr(err, "large=false") != NULL),
+      "msa_index_prefill: its key, then no GPU (MLA: never runs)", err);
+  rc = prewarm_runtime_msa_index_decode(rt, &ix, NULL, err, sizeof err);
+  failed += Expect(
+      rc == want && strstr(err, says) != NULL && (!msa || strstr(err, "rows_tile=4") != NULL),
+      "msa_index_decode: its key, then no GPU (MLA: never runs)", err);
+  ix.scores = NULL;
+  rc = prewarm_runtime_msa_index_decode(rt, &ix, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_index_decode: scores must not") != NULL,
+                   "msa_index_decode: a NULL output is named", err);
+
+  prewarm_msa_topk_args tk;
+  memset(&tk, 0, sizeof tk);
+  tk.scores = tk.visible = fake;
+  tk.rows = 2;
+  tk.stride = 8;
+  rc = prewarm_runtime_msa_topk_prefill(rt, &tk, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_topk_prefill: topk must not") != NULL,
+                   "msa_topk_prefill: a NULL output is named", err);
+  tk.topk = fake;
+  rc = prewarm_runtime_msa_topk_prefill(rt, &tk, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_topk_prefill: ctx is 0") != NULL,
+                   "msa_topk_prefill: ctx 0 is named", err);
+  tk.ctx = 300000; /* 2344 blocks: 4 strips of 1024 */
+  rc = prewarm_runtime_msa_topk_prefill(rt, &tk, NULL, err, sizeof err);
+  failed +=
+      Expect(rc == want && strstr(err, says) != NULL && (!msa || strstr(err, "strips=4") != NULL),
+             "msa_topk_prefill: its key, then no GPU (MLA: never runs)", err);
+  rc = prewarm_runtime_msa_topk_decode(rt, &tk, NULL, err, sizeof err);
+  failed += Expect(rc == want && strstr(err, says) != NULL &&
+                       (!msa || strstr(err, "msa_topk_decode arch=") != NULL),
+                   "msa_topk_decode: its key, then no GPU (MLA: never runs)", err);
+
+  prewarm_msa_sparse_args sp;
+  memset(&sp, 0, sizeof sp);
+  sp.q = sp.topk = sp.row_req = sp.visible = sp.block_table = sp.kv_cache = fake;
+  sp.o = sp.lse = fake;
+  sp.rows = 2;
+  sp.max_blocks = 4;
+  sp.k_scale = sp.v_scale = 1;
+  rc = prewarm_runtime_msa_sparse_prefill(rt, &sp, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_sparse_prefill: scale is 0") != NULL,
+                   "msa_sparse_prefill: a zero softmax scale is named", err);
+  sp.scale = 0.088f;
+  sp.ctx = 900;
+  rc = prewarm_runtime_msa_sparse_prefill(rt, &sp, NULL, err, sizeof err);
+  failed +=
+      Expect(rc == want && strstr(err, says) != NULL && (!msa || strstr(err, "rounds=1") != NULL),
+             "msa_sparse_prefill: its key, then no GPU (MLA: never runs)", err);
+  rc = prewarm_runtime_msa_sparse_decode(rt, &sp, NULL, err, sizeof err);
+  failed +=
+      Expect(rc == want && strstr(err, says) != NULL && (!msa || strstr(err, "splits=16") != NULL),
+             "msa_sparse_decode: its key, then no GPU (MLA: never runs)", err);
+  sp.rows = -3;
+  rc = prewarm_runtime_msa_sparse_decode(rt, &sp, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_sparse_decode: rows is -3") != NULL,
+                   "msa_sparse_decode: negative rows are named", err);
+  size_t bytes[2];
+  rc = prewarm_runtime_workspace(rt, "msa_sparse_decode", 2, 0, 0, bytes, err, sizeof err);
+  /* 16 splits for 2 rows: an f32 lse per row, head and split, and D = 128 f32 of o for each. */
+  failed += Expect(msa ? rc == PREWARM_OK && bytes[1] > 0 && bytes[1] % (2 * 16 * 4) == 0 &&
+                             bytes[0] == bytes[1] * 128
+                       : rc == PREWARM_EINVAL && strstr(err, says) != NULL,
+                   "msa_sparse_decode: its workspace (MLA: never runs)", err);
+  return failed;
 }
 
 /* device -1 over a filled cache. */
@@ -133,6 +313,8 @@ static int WithoutGpu(const char* cache, const char* arch) {
   prewarm_runtime_get_stats(rt, &stats);
   failed += Expect(stats.hits == loaded && stats.misses == 0 && stats.compiles == 0,
                    "stats count the entries read", "");
+  const int msa = strstr(info, "\"family\":\"MSA\"") != NULL;
+  failed += MsaLaunches(rt, msa);
   prewarm_sparse_args a;
   memset(&a, 0, sizeof a);
   a.rows = 1;
@@ -146,9 +328,14 @@ static int WithoutGpu(const char* cache, const char* arch) {
   a.q_latent = a.q_rope = a.topk = a.row_req = a.block_table = a.kv_cache = fake;
   a.out = a.lse = a.ws_o = a.ws_lse = fake;
   rc = prewarm_runtime_sparse_decode(rt, &a, NULL, err, sizeof err);
-  failed += Expect(rc == PREWARM_ENOGPU && strstr(err, "splits=16") != NULL &&
-                       strstr(err, "without a GPU") != NULL,
-                   "a launch names its key, then refuses for want of a GPU", err);
+  if (msa) {
+    failed += Expect(rc == PREWARM_EINVAL && strstr(err, "does not run for this cache") != NULL,
+                     "an MLA launcher on an MSA cache says it never runs", err);
+  } else {
+    failed += Expect(rc == PREWARM_ENOGPU && strstr(err, "splits=16") != NULL &&
+                         strstr(err, "without a GPU") != NULL,
+                     "a launch names its key, then refuses for want of a GPU", err);
+  }
   a.rows = -3;
   rc = prewarm_runtime_sparse_decode(rt, &a, NULL, err, sizeof err);
   failed += Expect(rc == PREWARM_EINVAL && strstr(err, "rows is -3") != NULL,

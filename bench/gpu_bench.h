@@ -1,0 +1,66 @@
+// What the kernel benchmarks share (kernel_bench, msa_kernel_bench): random inputs, the timing
+// method (events around each launch after a checked one, the L2 flushed before each, the median)
+// and the compile of a key through our own toolchain, SIMT or with extra defines for an A/B.
+// Not thread-safe: one benchmark thread drives one GPU.
+#ifndef PREWARM_BENCH_GPU_BENCH_H_
+#define PREWARM_BENCH_GPU_BENCH_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "prewarm/arch/arch.h"
+#include "prewarm/launchers/key.h"
+#include "prewarm/runtime/gpu.h"
+#include "prewarm/toolchain/toolchain.h"
+
+namespace prewarm {
+
+double Median(std::vector<float> v);
+// Random bytes, fast (the values only need to be plausible NVFP4 / bf16, never all zeros).
+void FillRandom(std::vector<uint8_t>& v, uint64_t seed);
+// bf16 values of modest size: random sign and mantissa, exponent 2^-3 .. 2^0.
+std::vector<uint16_t> RandomBf16(size_t n, uint64_t seed);
+
+// The GPU, or null after printing "<program>: skipped: no GPU (why)" (a benchmark elsewhere exits
+// 0 saying why).
+std::unique_ptr<Gpu> OpenGpuOrSayWhy(const char* program);
+
+class KernelTimer {
+ public:
+  // `simt`: compile the SIMT path of common/mma.h; `defines`: NAME[=VALUE] added as -D to every
+  // compile; `reps` > 0 overrides every row's own count.
+  KernelTimer(Gpu& gpu, const Arch& arch, bool simt, std::vector<std::string> defines, int reps);
+
+  // Device-to-device copy of 1 GiB: bytes read plus written over the median time.
+  double CopyTbs();
+  // The key's code object compiled here (once a key) and loaded.
+  void* Module(const Key& key);
+  // The median time of `launch` in ms over the reps, after one checked launch, with the L2
+  // flushed before each.
+  template <typename Launch>
+  double MedianMs(Launch launch, int reps) {
+    OrDie(launch());
+    OrDie(gpu_.Synchronize());
+    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
+    return Median(Must(TimeEach(gpu_, launch, flush, reps_ > 0 ? reps_ : reps)));
+  }
+  Gpu& gpu() { return gpu_; }
+
+ private:
+  Gpu& gpu_;
+  Arch arch_;
+  bool simt_;
+  std::vector<std::string> defines_;
+  int reps_;
+  DeviceBuffer flush_;
+  std::unique_ptr<Toolchain> tc_;
+  std::map<std::string, void*> modules_;
+};
+
+}  // namespace prewarm
+
+#endif  // PREWARM_BENCH_GPU_BENCH_H_

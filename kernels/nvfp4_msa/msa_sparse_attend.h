@@ -1,0 +1,326 @@
+// MSA sparse attention, part 2 of 2: a warp's S = Q K^T, online softmax and O += P V over its
+// slice of each tile (all in registers but P, which goes through the warp's own shared-memory
+// tile as the A operand), the LSE combine of a block's key slices, the output, and
+// pw_msa_attend, which runs a block's whole attention. msa_sparse_common.h has the layout.
+#pragma once
+#include "nvfp4_msa/msa_sparse_common.h"
+
+PW_DEVICE_INLINE constexpr int pw_msa_rep(int e) { return pw_msa_rep_of(PW_MMA_IMPL, e); }
+PW_DEVICE_INLINE constexpr bool pw_msa_lane_bit_shares_row(int bit) {
+  return pw_msa_lane_bit_shares_row_of(PW_MMA_IMPL, bit);
+}
+
+// v (one value a row: at representatives) = its max or sum over the lanes sharing the row.
+template <bool kMax>
+PW_DEVICE_INLINE void pw_msa_lanes_reduce(float* v) {
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    if (pw_msa_rep(e) != e) continue;
+#pragma unroll
+    for (int bit = 0; (1 << bit) < PW_WARP; ++bit) {
+      if (!pw_msa_lane_bit_shares_row(bit)) continue;
+      const float y = pw_shfl_xor(v[e], 1 << bit);
+      v[e] = kMax ? fmaxf(v[e], y) : v[e] + y;
+    }
+  }
+}
+
+// A warp's running state: O (16 rows x D), and at each representative its row's max (log2
+// units) and sum.
+struct PwMsaState {
+  PwMmaC o[PW_MSA_D / 16];
+  float m[PW_MMA_ACC], l[PW_MMA_ACC];
+};
+
+// One chunk of warp_keys keys, [c0, c0 + warp_keys) of the warp's slice: lim[rep(e)] is how many
+// keys of the slice element e's row may see (0: none).
+PW_DEVICE_INLINE void pw_msa_chunk(const pw_u16* qa, const pw_u16* kb, const pw_u16* vb, pw_u16* pw,
+                                   const int* lim, int c0, float scale_log2, PwMsaState& st) {
+  constexpr int n_tiles = kPwMsaWarpKeys / 16;
+  const int lane = threadIdx.x % PW_WARP;
+  const float ninf = pw_msa_neg_inf();
+  PwMmaC s[n_tiles];
+#pragma unroll
+  for (int nt = 0; nt < n_tiles; ++nt) pw_mma_zero(s[nt]);
+#pragma unroll 1
+  for (int kk = 0; kk < PW_MSA_D / 16; ++kk) {
+    PwMmaA fa;
+    pw_mma_load_a(fa, qa + 16 * kk, kPwMsaRow);
+#pragma unroll
+    for (int nt = 0; nt < n_tiles; ++nt) {
+      PwMmaB fb;
+      pw_mma_load_b_nk(fb, kb + (c0 + 16 * nt) * kPwMsaRow + 16 * kk, kPwMsaRow);
+      pw_mma(s[nt], fa, fb);
+    }
+  }
+  float mx[PW_MMA_ACC];
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) mx[e] = ninf;
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    const int r = pw_msa_rep(e);
+#pragma unroll
+    for (int nt = 0; nt < n_tiles; ++nt) {
+      const int col = c0 + 16 * nt + pw_mma_c_col(lane, e);
+      const float x = col < lim[r] ? s[nt].v[e] * scale_log2 : ninf;
+      s[nt].v[e] = x;
+      mx[r] = fmaxf(mx[r], x);
+    }
+  }
+  pw_msa_lanes_reduce<true>(mx);
+  float alpha[PW_MMA_ACC], sum[PW_MMA_ACC];
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    if (pw_msa_rep(e) != e) continue;
+    const float m_new = fmaxf(st.m[e], mx[e]);
+    alpha[e] = m_new == ninf ? 1.0f : pw_exp2_fast(st.m[e] - m_new);
+    st.m[e] = m_new;
+    sum[e] = 0.0f;
+  }
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    const int r = pw_msa_rep(e);
+    const bool none = st.m[r] == ninf;
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[r];
+#pragma unroll
+    for (int nt = 0; nt < n_tiles; ++nt) {
+      const float p = none ? 0.0f : pw_exp2_fast(s[nt].v[e] - st.m[r]);
+      s[nt].v[e] = p;
+      sum[r] += p;
+    }
+  }
+  pw_msa_lanes_reduce<false>(sum);
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    if (pw_msa_rep(e) == e) st.l[e] = st.l[e] * alpha[e] + sum[e];
+  }
+#if PW_MMA_IMPL == PW_MMA_SYNC
+  // P (bf16) straight from the registers: a 16x16 accumulator (c0..c3 of keys 0-7, then of keys
+  // 8-15) is the A fragment of mma.m16n8k16 (a0a1, a2a3, a4a5, a6a7).
+  (void)pw;
+#pragma unroll
+  for (int kk = 0; kk < n_tiles; ++kk) {
+    PwMmaA fa;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) fa.r[i] = pw_pack_bf16x2(s[kk].v[2 * i], s[kk].v[2 * i + 1]);
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt) {
+      PwMmaB fb;
+      pw_mma_load_b_kn(fb, vb + (c0 + 16 * kk) * kPwMsaRow + 16 * dt, kPwMsaRow);
+      pw_mma(st.o[dt], fa, fb);
+    }
+  }
+#else
+  // P (bf16) through the warp's tile: the A operand of P V.
+#pragma unroll
+  for (int nt = 0; nt < n_tiles; ++nt) {
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e)
+      pw[pw_mma_c_row(lane, e) * kPwMsaPRow + 16 * nt + pw_mma_c_col(lane, e)] =
+          pw_float_to_bf16(s[nt].v[e]);
+  }
+  pw_syncwarp();
+#pragma unroll
+  for (int kk = 0; kk < n_tiles; ++kk) {
+    PwMmaA fa;
+    pw_mma_load_a(fa, pw + 16 * kk, kPwMsaPRow);
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt) {
+      PwMmaB fb;
+      pw_mma_load_b_kn(fb, vb + (c0 + 16 * kk) * kPwMsaRow + 16 * dt, kPwMsaRow);
+      pw_mma(st.o[dt], fa, fb);
+    }
+  }
+  pw_syncwarp();       // every lane's P reads are done before the next chunk writes P
+#endif
+}
+
+// Where the block's result goes: o and lse (bf16 output), or a split's f32 partials.
+struct PwMsaOut {
+  pw_u16* o;
+  float* lse;
+  float* ws_o;
+  float* ws_lse;
+  int split;
+};
+
+// The whole attention of rows [row0, row0 + rows) x heads [head0, head0 + head_block) of group
+// g over the block's list (prefill: all of it, in key_warps halves; decode: split `split` of
+// `splits` of the row's selections).
+PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int head0,
+                                    const PwMsaOut& out) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
+  const PwMsaSmem sm = pw_msa_smem(pw_msa_shared);
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  const int mi = warp % kPwMg.m_tiles, kj = warp / kPwMg.m_tiles;
+  pw_msa_load_q(a, sm, row0, head0);
+  const int count = pw_msa_build_list(a, sm, row0, g);
+
+  const int tiles = pw_msa_tiles(count, out.split);
+  // Each accumulator element's row: its visible keys and its bit in the entries' masks.
+  int vis[PW_MMA_ACC];
+  unsigned bit[PW_MMA_ACC];
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    if (pw_msa_rep(e) != e) continue;
+    const int m = 16 * mi + pw_mma_c_row(lane, e);
+    const int r = m / kPwMg.head_block;
+    const bool real = m < kPwMg.rows * kPwMg.head_block && row0 + r < a.rows;
+    vis[e] = real ? sm.vis[r] : 0;
+    bit[e] = real ? 1u << r : 0u;
+  }
+
+  PwMsaState st;
+#pragma unroll
+  for (int dt = 0; dt < PW_MSA_D / 16; ++dt) pw_mma_zero(st.o[dt]);
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    st.m[e] = pw_msa_neg_inf();  // used at representatives only
+    st.l[e] = 0.0f;
+  }
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  const pw_u16* qa = sm.q + 16 * mi * kPwMsaRow;
+  const pw_u16* kb = sm.k + kj * kPwMg.slice_keys * kPwMsaRow;
+  const pw_u16* vb = sm.v + kj * kPwMg.slice_keys * kPwMsaRow;
+  pw_u16* pw = sm.p + warp * 16 * kPwMsaPRow;
+
+  // Staged: tile t's raw bytes in buffer t % stages, loaded stages - 1 tiles ahead (a committed
+  // group a tile, empty past the last; the first carries Q). Tile t + stages - 1 goes into the
+  // buffer tile t - 1 was dequantized from, after the barrier that follows that dequant.
+  constexpr int stages = kPwMsaStaged ? kPwMsaStages : 2;
+  if constexpr (kPwMsaStaged) {
+#pragma unroll
+    for (int s = 0; s + 1 < stages; ++s) {
+      if (s < tiles) pw_msa_stage(a, sm, g, s, count, out.split, s);
+      pw_msa_async_commit();
+    }
+  }
+  for (int t = 0; t < tiles; ++t) {
+    if constexpr (kPwMsaStaged) pw_msa_async_wait_pending<stages - 2>();
+    __syncthreads();  // tile t's raw bytes are in; every warp is done with the last K, V
+    if constexpr (kPwMsaStaged) {
+      const int next = t + stages - 1;
+      if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, out.split, next);
+      pw_msa_async_commit();
+    }
+    pw_msa_dequant(a, sm, g, t % stages, count, out.split, t);
+    __syncthreads();
+    const int u = pw_msa_subtile(kj, t, count, out.split);
+    if (u < 0) continue;
+    const int ent = u / kPwMsaSubtiles;
+    const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
+    const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
+    int lim[PW_MMA_ACC];
+    bool none = true;
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+      if (pw_msa_rep(e) != e) continue;
+      lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
+      none = none && lim[e] <= 0;
+    }
+    if (pw_warp_all(none)) continue;  // no row of this warp sees this subtile
+    for (int c0 = 0; c0 < kPwMg.slice_keys; c0 += kPwMsaWarpKeys) {
+      none = true;
+#pragma unroll
+      for (int e = 0; e < PW_MMA_ACC; ++e) none = none && (pw_msa_rep(e) != e || lim[e] <= c0);
+      if (pw_warp_all(none)) continue;  // no row of this warp sees these keys
+      pw_msa_chunk(qa, kb, vb, pw, lim, c0, scale_log2, st);
+    }
+  }
+  pw_msa_async_wait();
+
+  // Key slices 1.. leave their state in shared memory (over Q, K, V); slice 0 combines by LSE.
+  if constexpr (kPwMg.key_warps > 1) {
+    __syncthreads();
+    float* co = reinterpret_cast<float*>(pw_msa_shared);
+    float* cm = co + (kPwMg.key_warps - 1) * kPwMsaMPad * PW_MSA_D;
+    float* cl = cm + (kPwMg.key_warps - 1) * kPwMsaMPad;
+    if (kj > 0) {
+      const int base = (kj - 1) * kPwMsaMPad;
+#pragma unroll
+      for (int e = 0; e < PW_MMA_ACC; ++e) {
+        const int m = 16 * mi + pw_mma_c_row(lane, e), col = pw_mma_c_col(lane, e);
+#pragma unroll
+        for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+          co[(base + m) * PW_MSA_D + 16 * dt + col] = st.o[dt].v[e];
+        if (col == 0) {
+          cm[base + m] = st.m[pw_msa_rep(e)];
+          cl[base + m] = st.l[pw_msa_rep(e)];
+        }
+      }
+    }
+    __syncthreads();
+    if (kj > 0) return;
+    const float ninf = pw_msa_neg_inf();
+    float hi[PW_MMA_ACC], sum[PW_MMA_ACC];
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+      if (pw_msa_rep(e) != e) continue;
+      const int m = 16 * mi + pw_mma_c_row(lane, e);
+      hi[e] = st.m[e];
+      for (int j = 1; j < kPwMg.key_warps; ++j) hi[e] = fmaxf(hi[e], cm[(j - 1) * kPwMsaMPad + m]);
+      sum[e] = hi[e] == ninf ? 0.0f : st.l[e] * pw_exp2_fast(st.m[e] - hi[e]);
+      for (int j = 1; j < kPwMg.key_warps; ++j) {
+        const int at = (j - 1) * kPwMsaMPad + m;
+        sum[e] += hi[e] == ninf ? 0.0f : cl[at] * pw_exp2_fast(cm[at] - hi[e]);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+      const int r = pw_msa_rep(e);
+      const int m = 16 * mi + pw_mma_c_row(lane, e), col = pw_mma_c_col(lane, e);
+      const float f0 = hi[r] == ninf ? 0.0f : pw_exp2_fast(st.m[r] - hi[r]);
+#pragma unroll
+      for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= f0;
+#pragma unroll 1
+      for (int j = 1; j < kPwMg.key_warps; ++j) {
+        const int at = (j - 1) * kPwMsaMPad + m;
+        const float f = hi[r] == ninf ? 0.0f : pw_exp2_fast(cm[at] - hi[r]);
+#pragma unroll
+        for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+          st.o[dt].v[e] += co[at * PW_MSA_D + 16 * dt + col] * f;
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+      if (pw_msa_rep(e) != e) continue;
+      st.m[e] = hi[e];
+      st.l[e] = sum[e];
+    }
+  }
+
+  // The output: O / l and lse (natural log) of each real (row, head).
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    const int m = 16 * mi + pw_mma_c_row(lane, e), col = pw_mma_c_col(lane, e);
+    const int r = m / kPwMg.head_block, hl = m % kPwMg.head_block, rep = pw_msa_rep(e);
+    if (bit[rep] == 0 || head0 + hl >= PW_HEADS || (head0 % PW_MSA_GROUP) + hl >= PW_MSA_GROUP)
+      continue;
+    const long long rh = static_cast<long long>(row0 + r) * PW_HEADS + head0 + hl;
+    const float l = st.l[rep];
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const float lse = l > 0.0f ? (st.m[rep] + log2f(l)) * 0.69314718055994531f : pw_msa_neg_inf();
+#if PW_SPLITS > 1
+    const long long at = rh * PW_SPLITS + out.split;
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+      out.ws_o[at * PW_MSA_D + 16 * dt + col] = st.o[dt].v[e] * inv;
+    if (col == 0) out.ws_lse[at] = lse;
+#else
+#if PW_MMA_IMPL == PW_MMA_SYNC
+    if (e % 2 == 0) {  // e, e + 1: neighbours in one row
+#pragma unroll
+      for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+        *reinterpret_cast<pw_u32*>(out.o + rh * PW_MSA_D + 16 * dt + col) =
+            pw_pack_bf16x2(st.o[dt].v[e] * inv, st.o[dt].v[e + 1] * inv);
+    }
+#else
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+      out.o[rh * PW_MSA_D + 16 * dt + col] = pw_float_to_bf16(st.o[dt].v[e] * inv);
+#endif
+    if (col == 0) out.lse[rh] = lse;
+#endif
+  }
+}

@@ -1,0 +1,328 @@
+// MSA sparse attention (../shared/MSA.md), part 1 of 2: the key's shape, the arguments, the
+// shared-memory layout, the block's list of selected KV blocks and the tile loads
+// (msa_sparse_attend.h computes). For query row t and query head h of KV group g = h / group:
+//   out = softmax(scale * q . k_j) . v_j over the keys j of the blocks topk[g][t] (-1 skipped),
+//   j < visible[t];  lse = log sum exp(scale * q . k_j) (natural log).
+// Defines: PW_HEADS, PW_KV_HEADS, PW_HEAD_DIM (128), PW_TOPK_BLOCKS, PW_LDS_KIB, and PW_ROUNDS
+// (msa_sparse_prefill) or PW_SPLITS (msa_sparse_decode). Geometry: msa_sparse_geometry.h.
+// q, o and the KV cache are contiguous, 16-byte aligned tensors.
+#pragma once
+#include "common/bf16.h"
+#include "common/mma.h"
+#include "common/nvfp4_dequant.h"
+#include "nvfp4_msa/msa_layout.h"
+#include "nvfp4_msa/msa_sparse_geometry.h"
+
+#if !defined(PW_HEADS) || !defined(PW_KV_HEADS) || !defined(PW_HEAD_DIM) || \
+    !defined(PW_TOPK_BLOCKS) || !defined(PW_LDS_KIB)
+#error "msa_sparse needs PW_HEADS, PW_KV_HEADS, PW_HEAD_DIM, PW_TOPK_BLOCKS and PW_LDS_KIB"
+#endif
+static_assert(PW_HEAD_DIM == 128, "msa_sparse is written for head_dim 128");
+static_assert(PW_KV_HEADS >= 1 && PW_HEADS % PW_KV_HEADS == 0, "kv_heads must divide heads");
+static_assert(PW_TOPK_BLOCKS >= 1 && PW_TOPK_BLOCKS <= 32, "topk_blocks 1..32");
+
+#define PW_MSA_D PW_HEAD_DIM
+#define PW_MSA_GROUP (PW_HEADS / PW_KV_HEADS)
+#ifdef PW_SPLITS
+#define PW_MSA_PREFILL 0
+#define PW_MSA_KW 0
+#else
+#define PW_MSA_PREFILL 1
+#define PW_MSA_KW PW_ROUNDS
+#define PW_SPLITS 1
+#endif
+#ifdef PW_AMD
+#define PW_MSA_NVIDIA false
+#else
+#define PW_MSA_NVIDIA true
+#endif
+
+constexpr PwMsaSparseGeometry kPwMg =
+    pw_msa_sparse_geometry(PW_MSA_GROUP, PW_WARP, PW_LDS_KIB, PW_MSA_PREFILL != 0, PW_MSA_KW,
+                           PW_TOPK_BLOCKS, PW_MSA_NVIDIA);
+// Staged loads (cp.async) on NVIDIA; the SIMT build there loads through registers as AMD does,
+// so the GPU check runs that path too (it uses less shared memory than the launch gives).
+constexpr bool kPwMsaStaged = kPwMg.staged && !PW_FORCE_SIMT;
+// Keys of a warp's score registers at once; PW_MSA_WARP_KEYS (a multiple of 16 dividing the
+// slice) overrides the geometry's for A/B runs (the P tiles hold a whole slice).
+#if defined(PW_MSA_WARP_KEYS)
+constexpr int kPwMsaWarpKeys =
+    PW_MSA_WARP_KEYS % 16 == 0 && kPwMg.slice_keys % PW_MSA_WARP_KEYS == 0 ? PW_MSA_WARP_KEYS
+                                                                           : kPwMg.warp_keys;
+#else
+constexpr int kPwMsaWarpKeys = kPwMg.warp_keys;
+#endif
+// Raw buffers (staged); PW_MSA_STAGES (2 .. the geometry's) overrides for A/B runs.
+#if defined(PW_MSA_STAGES)
+constexpr int kPwMsaStages =
+    PW_MSA_STAGES >= 2 && PW_MSA_STAGES <= kPwMg.stages ? PW_MSA_STAGES : kPwMg.stages;
+#else
+constexpr int kPwMsaStages = kPwMg.stages;
+#endif
+constexpr int kPwMsaRow = pw_msa_row(PW_MSA_D);             // Q, K, V rows (bf16)
+constexpr int kPwMsaPRow = pw_msa_p_row(kPwMg.slice_keys);  // P rows (bf16)
+constexpr int kPwMsaTok = PW_MSA_KV_ROW(PW_MSA_D);          // bytes of a token's row (72)
+constexpr int kPwMsaTileKeys = kPwMg.key_warps * kPwMg.slice_keys;
+constexpr int kPwMsaSubtiles = PW_MSA_BLOCK / kPwMg.slice_keys;  // slices of a KV block
+constexpr int kPwMsaRaw = kPwMg.slice_keys * kPwMsaTok;          // raw bytes a slice and side
+constexpr int kPwMsaUnits = PW_MSA_D / 16;                       // 16-value units a token
+constexpr int kPwMsaItems = kPwMg.key_warps * 2 * kPwMg.slice_keys * kPwMsaUnits;
+constexpr int kPwMsaMPad = kPwMg.m_tiles * 16;
+static_assert(PW_MSA_BLOCK % kPwMg.slice_keys == 0 && kPwMg.slice_keys % kPwMsaWarpKeys == 0 &&
+                  kPwMsaWarpKeys % 16 == 0,
+              "slices divide a block, warp chunks divide a slice");
+static_assert(kPwMsaRaw % 16 == 0, "a slice's raw bytes are whole 16-byte chunks");
+static_assert(!kPwMsaStaged || kPwMsaStages >= 2, "staged loads take at least two buffers");
+
+struct PwMsaArgs {
+  const pw_u16* q;  // [rows][heads][D]
+  const int* topk;  // [kv_heads][rows][topk_blocks]
+  const int* row_req;
+  const int* visible;
+  const int* block_table;  // [requests][max_blocks]
+  int max_blocks;
+  const pw_u8* kv;  // [num_blocks][2][kv_heads][128][72]
+  float k_scale, v_scale, scale;
+  int rows;
+};
+
+struct PwMsaSmem {
+  pw_u16* q;   // [m_tiles * 16][kPwMsaRow]
+  pw_u16* k;   // [tile keys][kPwMsaRow]
+  pw_u16* v;   // [tile keys][kPwMsaRow]
+  pw_u16* p;   // [warps][16][kPwMsaPRow]
+  pw_u8* raw;  // [stages][key_warps][2 sides][kPwMsaRaw] (staged)
+  // The list: per (row, topk entry) the physical and logical block, then the deduplicated
+  // entries (physical, logical, row mask).
+  int *sel_phys, *sel_block, *sel_mask, *ent_phys, *ent_block, *ent_mask;
+  int* vis;   // [PW_MSA_MAX_ROWS] visible of the block's rows (0 past the last row)
+  int* req;   // [PW_MSA_MAX_ROWS]
+  int* misc;  // [8]: the list's length
+};
+
+PW_DEVICE_INLINE float pw_msa_neg_inf() { return -__int_as_float(0x7f800000); }
+
+PW_DEVICE_INLINE PwMsaSmem pw_msa_smem(unsigned char* base) {
+  PwMsaSmem s;
+  s.q = reinterpret_cast<pw_u16*>(base + kPwMg.q_offset);
+  s.k = reinterpret_cast<pw_u16*>(base + kPwMg.k_offset);
+  s.v = reinterpret_cast<pw_u16*>(base + kPwMg.v_offset);
+  s.p = reinterpret_cast<pw_u16*>(base + kPwMg.p_offset);
+  s.raw = base + kPwMg.raw_offset;
+  int* l = reinterpret_cast<int*>(base + kPwMg.list_offset);
+  s.sel_phys = l;
+  s.sel_block = l + kPwMg.entries;
+  s.sel_mask = l + 2 * kPwMg.entries;
+  s.ent_phys = l + 3 * kPwMg.entries;
+  s.ent_block = l + 4 * kPwMg.entries;
+  s.ent_mask = l + 5 * kPwMg.entries;
+  s.vis = l + 6 * kPwMg.entries;
+  s.req = s.vis + PW_MSA_MAX_ROWS;
+  s.misc = s.req + PW_MSA_MAX_ROWS;
+  return s;
+}
+
+// Q of the block's (row, head) pairs into shared memory (zeros past the last row or head).
+// Staged: by cp.async, uncommitted (the first tile's group carries it), so that its latency
+// overlaps the list's loads.
+PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int row0, int head0) {
+  constexpr int chunks = PW_MSA_D / 8;
+  for (int i = threadIdx.x; i < kPwMsaMPad * chunks; i += kPwMg.threads) {
+    const int m = i / chunks, c = i % chunks;
+    const int r = m / kPwMg.head_block, hl = m % kPwMg.head_block;
+    const bool real = m < kPwMg.rows * kPwMg.head_block && row0 + r < a.rows &&
+                      head0 + hl < PW_HEADS && (head0 % PW_MSA_GROUP) + hl < PW_MSA_GROUP;
+    pw_u16* dst = sm.q + m * kPwMsaRow + 8 * c;
+    const pw_u16* src =
+        a.q + (static_cast<long long>(row0 + r) * PW_HEADS + head0 + hl) * PW_MSA_D + 8 * c;
+#if !defined(PW_AMD)
+    if (kPwMsaStaged && real) {
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(pw_smem_addr(dst)), "l"(src));
+      continue;
+    }
+#endif
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (real) v = *reinterpret_cast<const uint4*>(src);
+    *reinterpret_cast<uint4*>(dst) = v;
+  }
+}
+
+// The block's list of KV blocks to read: the selections of its rows [row0, row0 + rows) for
+// group g, deduplicated (one entry per physical and logical block, with the mask of the rows
+// that selected it), in order of first appearance. Returns its length; barriers inside.
+PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, int row0, int g) {
+  constexpr int n = kPwMg.entries;
+  if (threadIdx.x < PW_MSA_MAX_ROWS) {
+    const int r = threadIdx.x, row = row0 + r;
+    const bool real = r < kPwMg.rows && row < a.rows;
+    sm.vis[r] = real ? a.visible[row] : 0;
+    sm.req[r] = real ? a.row_req[row] : 0;
+  }
+  for (int i = threadIdx.x; i < n; i += kPwMg.threads) {
+    const int r = i / PW_TOPK_BLOCKS, row = row0 + r;
+    int b = -1, phys = -1;
+    if (row < a.rows) {
+      b = a.topk[(static_cast<long long>(g) * a.rows + row) * PW_TOPK_BLOCKS + i % PW_TOPK_BLOCKS];
+      if (b >= 0) phys = a.block_table[static_cast<long long>(a.row_req[row]) * a.max_blocks + b];
+    }
+    sm.sel_phys[i] = phys;
+    sm.sel_block[i] = b;
+  }
+  __syncthreads();
+  // Each entry's first appearance carries the mask of every row selecting the same block.
+  for (int i = threadIdx.x; i < n; i += kPwMg.threads) {
+    const int b = sm.sel_block[i], phys = sm.sel_phys[i];
+    unsigned mask = 0;
+    bool first = b >= 0;
+    for (int j = 0; j < n && first; ++j) {
+      if (sm.sel_block[j] != b || sm.sel_phys[j] != phys) continue;
+      if (j < i) first = false;
+      mask |= 1u << (j / PW_TOPK_BLOCKS);
+    }
+    sm.sel_mask[i] = first ? static_cast<int>(mask) : 0;
+  }
+  __syncthreads();
+  int count = 0;
+  for (int i = threadIdx.x; i < n; i += kPwMg.threads) {
+    if (sm.sel_mask[i] == 0) continue;
+    int pos = 0;
+    for (int j = 0; j < i; ++j) pos += sm.sel_mask[j] != 0;
+    sm.ent_phys[pos] = sm.sel_phys[i];
+    sm.ent_block[pos] = sm.sel_block[i];
+    sm.ent_mask[pos] = sm.sel_mask[i];
+  }
+  for (int j = 0; j < n; ++j) count += sm.sel_mask[j] != 0;
+  __syncthreads();
+  return count;
+}
+
+// The list's entries a block attends: prefill all of them, in key_warps consecutive parts (the
+// rounds); decode split `split`'s share of them. Each entry is kPwMsaSubtiles subtiles of
+// slice_keys keys; tile t gives slice j one subtile (or none: -1):
+//   prefill: part j's subtile t;  decode: the share's subtile t * key_warps + j.
+PW_DEVICE_INLINE int pw_msa_subtile(int j, int t, int count, int split) {
+#if PW_MSA_PREFILL
+  (void)split;
+  const int part = (count + kPwMg.key_warps - 1) / kPwMg.key_warps;
+  const int e0 = j * part < count ? j * part : count;
+  const int e1 = e0 + part < count ? e0 + part : count;
+  const int x = e0 * kPwMsaSubtiles + t;
+  return x < e1 * kPwMsaSubtiles ? x : -1;
+#else
+  const int e0 = static_cast<int>(static_cast<long long>(split) * count / PW_SPLITS);
+  const int e1 = static_cast<int>(static_cast<long long>(split + 1) * count / PW_SPLITS);
+  const int x = e0 * kPwMsaSubtiles + j + t * kPwMg.key_warps;
+  return x < e1 * kPwMsaSubtiles ? x : -1;
+#endif
+}
+// The number of tiles: the longest slice's subtiles.
+PW_DEVICE_INLINE int pw_msa_tiles(int count, int split) {
+#if PW_MSA_PREFILL
+  (void)split;
+  return (count + kPwMg.key_warps - 1) / kPwMg.key_warps * kPwMsaSubtiles;
+#else
+  const int e0 = static_cast<int>(static_cast<long long>(split) * count / PW_SPLITS);
+  const int e1 = static_cast<int>(static_cast<long long>(split + 1) * count / PW_SPLITS);
+  return ((e1 - e0) * kPwMsaSubtiles + kPwMg.key_warps - 1) / kPwMg.key_warps;
+#endif
+}
+
+// The raw bytes (K then V) of each slice's subtile of tile t into buffer `buf`: cp.async
+// (NVIDIA), uncommitted (pw_msa_async_commit); pw_msa_async_wait_pending waits.
+PW_DEVICE_INLINE void pw_msa_stage(const PwMsaArgs& a, const PwMsaSmem& sm, int g, int buf,
+                                   int count, int split, int t) {
+#if !defined(PW_AMD)
+  constexpr int chunks = kPwMsaRaw / 16;
+  for (int c = threadIdx.x; c < kPwMg.key_warps * 2 * chunks; c += kPwMg.threads) {
+    const int kj = c / (2 * chunks), side = (c / chunks) % 2, w = c % chunks;
+    const int u = pw_msa_subtile(kj, t, count, split);
+    if (u < 0) continue;
+    const int e = u / kPwMsaSubtiles, key0 = (u % kPwMsaSubtiles) * kPwMg.slice_keys;
+    const pw_u8* src =
+        a.kv + pw_msa_kv_offset(sm.ent_phys[e], side, g, key0, PW_KV_HEADS, PW_MSA_D) + 16 * w;
+    pw_u8* dst = sm.raw + ((buf * kPwMg.key_warps + kj) * 2 + side) * kPwMsaRaw + 16 * w;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(pw_smem_addr(dst)), "l"(src));
+  }
+#else
+  (void)a, (void)sm, (void)g, (void)buf, (void)count, (void)split, (void)t;
+#endif
+}
+
+PW_DEVICE_INLINE void pw_msa_async_commit() {
+#if !defined(PW_AMD)
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+// Waits until at most kPending committed groups are still in flight.
+template <int kPending>
+PW_DEVICE_INLINE void pw_msa_async_wait_pending() {
+#if !defined(PW_AMD)
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+#endif
+}
+PW_DEVICE_INLINE void pw_msa_async_wait() {
+#if !defined(PW_AMD)
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+// 16 values (8 bytes of nibbles) times their scale into 16 bf16 at dst.
+PW_DEVICE_INLINE void pw_msa_dequant16(uint2 w, pw_u32 scale, float g, pw_u16* dst) {
+  const float sg = pw_e4m3fn_decode_fast(scale) * g;
+  uint4 lo, hi;
+  pw_nvfp4_dequant8_bf16(w.x, sg, &lo.x);
+  pw_nvfp4_dequant8_bf16(w.y, sg, &hi.x);
+  *reinterpret_cast<uint4*>(dst) = lo;
+  *reinterpret_cast<uint4*>(dst + 8) = hi;
+}
+
+// Dequantizes the tile into the K and V tiles: item (slice, side, token, 16-value unit). From
+// the staged raw bytes in buffer `buf`, or (not staged) loaded from global memory, each thread's
+// loads issued together.
+PW_DEVICE_INLINE void pw_msa_dequant(const PwMsaArgs& a, const PwMsaSmem& sm, int g, int buf,
+                                     int count, int split, int t) {
+  constexpr int per_slice = 2 * kPwMg.slice_keys * kPwMsaUnits;
+  if constexpr (kPwMsaStaged) {
+    for (int it = threadIdx.x; it < kPwMsaItems; it += kPwMg.threads) {
+      const int kj = it / per_slice, rest = it % per_slice;
+      const int side = rest / (kPwMg.slice_keys * kPwMsaUnits);
+      const int tok = (rest / kPwMsaUnits) % kPwMg.slice_keys, unit = rest % kPwMsaUnits;
+      if (pw_msa_subtile(kj, t, count, split) < 0) continue;
+      const pw_u8* src =
+          sm.raw + ((buf * kPwMg.key_warps + kj) * 2 + side) * kPwMsaRaw + tok * kPwMsaTok;
+      pw_u16* dst = (side ? sm.v : sm.k) + (kj * kPwMg.slice_keys + tok) * kPwMsaRow + 16 * unit;
+      pw_msa_dequant16(*reinterpret_cast<const uint2*>(src + 8 * unit), src[PW_MSA_D / 2 + unit],
+                       side ? a.v_scale : a.k_scale, dst);
+    }
+  } else {
+    constexpr int per = (kPwMsaItems + kPwMg.threads - 1) / kPwMg.threads;
+    uint2 w[per];
+    pw_u32 s[per];
+#pragma unroll
+    for (int i = 0; i < per; ++i) {
+      const int it = threadIdx.x + i * kPwMg.threads;
+      const int kj = it / per_slice, rest = it % per_slice;
+      const int side = rest / (kPwMg.slice_keys * kPwMsaUnits);
+      const int tok = (rest / kPwMsaUnits) % kPwMg.slice_keys, unit = rest % kPwMsaUnits;
+      w[i] = make_uint2(0, 0);
+      s[i] = 0;
+      const int u = it < kPwMsaItems ? pw_msa_subtile(kj, t, count, split) : -1;
+      if (u < 0) continue;
+      const int e = u / kPwMsaSubtiles, key0 = (u % kPwMsaSubtiles) * kPwMg.slice_keys;
+      const pw_u8* src =
+          a.kv + pw_msa_kv_offset(sm.ent_phys[e], side, g, key0 + tok, PW_KV_HEADS, PW_MSA_D);
+      w[i] = *reinterpret_cast<const uint2*>(src + 8 * unit);
+      s[i] = src[PW_MSA_D / 2 + unit];
+    }
+#pragma unroll
+    for (int i = 0; i < per; ++i) {
+      const int it = threadIdx.x + i * kPwMg.threads;
+      const int kj = it / per_slice, rest = it % per_slice;
+      const int side = rest / (kPwMg.slice_keys * kPwMsaUnits);
+      const int tok = (rest / kPwMsaUnits) % kPwMg.slice_keys, unit = rest % kPwMsaUnits;
+      if (it >= kPwMsaItems || pw_msa_subtile(kj, t, count, split) < 0) continue;
+      pw_u16* dst = (side ? sm.v : sm.k) + (kj * kPwMg.slice_keys + tok) * kPwMsaRow + 16 * unit;
+      pw_msa_dequant16(w[i], s[i], side ? a.v_scale : a.k_scale, dst);
+    }
+  }
+}

@@ -1,0 +1,157 @@
+// Launch geometry of msa_sparse_prefill and msa_sparse_decode, read by the kernels and by the
+// host's launch code (prewarm/runtime/msa_sparse_launch.cc), so the two cannot disagree.
+//
+// A block attends `rows` query rows x `head_block` heads of one KV group (both GEMMs' M: the
+// pairs (row, head), row-major, in m_tiles 16-row tiles) over a list of selected KV blocks:
+//   prefill: the union of its rows' selections (rows of one query block mostly share theirs), each
+//     entry with the mask of the rows that selected it, so every selected block is read and
+//     dequantized once for all its rows; rounds 2 splits the list in two halves computed side
+//     by side by two sets of warps, each with its own running max and sum, combined by LSE.
+//   decode: one row; its valid selections split over `splits` blocks (grid.z), and within a
+//     block each tile's keys over key_warps warps, combined by LSE at the end.
+// Warp w owns m tile w % m_tiles and key slice w / m_tiles. Per tile the block reads key_warps
+// slices of slice_keys keys of K and V (72 bytes a token each: 64 of E2M1, 8 E4M3 scales), once,
+// dequantizes them to bf16 into shared memory, and each warp computes S = Q K^T for its slice
+// warp_keys keys at a time in registers, the online softmax in registers, and O += P V
+// (common/mma.h), P straight from the registers (mma.sync) or through its own shared-memory tile.
+// staged (NVIDIA): the raw bytes of the next stages - 1 tiles are copied into shared memory with
+// cp.async while this tile is computed; elsewhere each tile is loaded into registers and
+// dequantized.
+#pragma once
+#include "common/portability.h"
+
+#define PW_MSA_COMBINE_THREADS 32  // msa_sparse_decode's combine: 4 dims a thread, D = 128
+#define PW_MSA_MAX_ROWS 32         // prefill rows a block (the row masks are 32 bits)
+#define PW_MSA_MAX_ENTRIES 256     // rows x topk blocks a block's list holds at most
+
+struct PwMsaSparseGeometry {
+  int head_block;  // heads of one group a block takes; grid.y = kv_heads * head_slices
+  int head_slices;
+  int rows;        // query rows a block takes (decode: 1)
+  int m_tiles;     // ceil(rows * head_block / 16)
+  int key_warps;   // slices a tile (prefill: rounds)
+  int slice_keys;  // keys of a slice (divides 128)
+  int warp_keys;   // keys of a warp's score registers at once (divides slice_keys)
+  int warps, threads, min_blocks;
+  bool staged;
+  int stages;   // staged: raw buffers (tiles loaded stages - 1 ahead)
+  int entries;  // rows * topk: the list's capacity
+  // Shared memory, bytes from the start of the dynamic allocation.
+  int q_offset, k_offset, v_offset, p_offset, raw_offset, list_offset, main_bytes;
+  int combine_bytes;  // key_warps > 1: the partial results at the end, from offset 0
+  int smem_bytes;
+};
+
+// The kernels keep a row's softmax statistics once per lane, in the row's first accumulator
+// element (its representative), and combine them over the lanes holding the same row by
+// butterflies over the lane bits that do not change the row (common/mma.h's layouts, by the
+// implementation's number PW_MMA_SYNC 1, PW_MMA_MFMA 2, PW_MMA_SIMT 3):
+//   SYNC  row = lane / 4 + 8 ((e % 4) / 2): representatives 0 and 2; lane bits 0, 1.
+//   MFMA  row = 4 (lane / 16) + e: every element; lane bits 0..3.
+//   SIMT  row = lane % 16: element 0; lane bits 4 (and 5 on 64 lanes).
+// Closed forms, so that every index is a constant once unrolled (no local-memory arrays); a CPU
+// test checks them against common/mma.h's layout functions.
+PW_HD constexpr int pw_msa_rep_of(int impl, int e) {
+  return impl == 1 ? (e & 2) : impl == 2 ? e : 0;
+}
+PW_HD constexpr bool pw_msa_lane_bit_shares_row_of(int impl, int bit) {
+  return impl == 1 ? bit < 2 : impl == 2 ? bit < 4 : bit >= 4;
+}
+
+// Rows of Q, K and V tiles (bf16), padded by 8 so ldmatrix's eight 16-byte rows fall in
+// different banks; rows of a warp's P tile.
+PW_HD constexpr int pw_msa_row(int d) { return d + 8; }
+PW_HD constexpr int pw_msa_p_row(int warp_keys) { return warp_keys + 8; }
+PW_HD constexpr int pw_msa_align16(int b) { return (b + 15) / 16 * 16; }
+
+PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_layout(int group, int head_block, int rows,
+                                                         int key_warps, int slice_keys,
+                                                         int warp_keys, int warp, int topk, int d,
+                                                         bool staged, int stages) {
+  PwMsaSparseGeometry g{};
+  g.head_block = head_block;
+  g.head_slices = (group + head_block - 1) / head_block;
+  g.rows = rows;
+  g.m_tiles = (rows * head_block + 15) / 16;
+  g.key_warps = key_warps;
+  g.slice_keys = slice_keys;
+  g.warp_keys = warp_keys;
+  g.warps = g.m_tiles * key_warps;
+  g.threads = g.warps * warp;
+  g.min_blocks = 1;
+  g.staged = staged;
+  g.stages = staged ? stages : 0;
+  g.entries = rows * topk;
+  const int tile_keys = key_warps * slice_keys;
+  g.q_offset = 0;
+  g.k_offset = g.q_offset + g.m_tiles * 16 * pw_msa_row(d) * 2;
+  g.v_offset = g.k_offset + tile_keys * pw_msa_row(d) * 2;
+  g.p_offset = g.v_offset + tile_keys * pw_msa_row(d) * 2;
+  // P sized for a whole slice, so a compile that picks fewer warp keys (PW_MSA_WARP_KEYS) fits.
+  (void)warp_keys;
+  g.raw_offset = g.p_offset + g.warps * 16 * pw_msa_p_row(slice_keys) * 2;
+  // `stages` buffers of raw bytes (K and V of every slice) where staged.
+  const int raw = staged ? g.stages * tile_keys * 2 * (d / 2 + d / 16) : 0;
+  g.list_offset = pw_msa_align16(g.raw_offset + raw);
+  // Six int arrays of `entries`, then the rows' visible and request, then 8 ints.
+  g.main_bytes = g.list_offset + 6 * 4 * g.entries + 2 * 4 * PW_MSA_MAX_ROWS + 32;
+  // key_warps > 1: slices 1.. leave their unnormalized O (f32) and running max and sum.
+  g.combine_bytes = (key_warps - 1) * g.m_tiles * 16 * (d + 2) * 4;
+  g.smem_bytes = g.main_bytes > g.combine_bytes ? g.main_bytes : g.combine_bytes;
+  return g;
+}
+
+// Rows a prefill block takes for a group: as many as fill m_max (row, head) pairs, at most
+// PW_MSA_MAX_ROWS, and few enough that rows x topk fits the list.
+PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
+  int r = m_max / head_block;
+  if (r < 1) r = 1;
+  if (r > PW_MSA_MAX_ROWS) r = PW_MSA_MAX_ROWS;
+  while (r > 1 && r * topk > PW_MSA_MAX_ENTRIES) --r;
+  return r;
+}
+
+// prefill: `kw` is the key's rounds. The first (M, slice keys, warp keys) that fits `lds_kib`:
+// 128 (row, head) pairs (8 rows of a 16-head group) sharing each dequantized tile of 64 keys,
+// then smaller. Where two blocks fit an SM's shared memory (NVIDIA, rounds 1) the kernel asks
+// the compiler for registers that allow two (min_blocks).
+// decode: one row; a tile of 64 keys (32 where the shared memory is smaller) split over
+// 4 / m_tiles warps (at least 1, at most tile / 16): small blocks, several an SM, each with its
+// loads in flight (decode is bound by memory): staged, 4 raw buffers, 3 tiles ahead.
+PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, int lds_kib,
+                                                           bool prefill, int kw, int topk,
+                                                           bool nvidia) {
+  const int d = 128;
+  const int limit = lds_kib * 1024;
+  if (prefill) {
+    const int options[6][3] = {{128, 64, 16}, {64, 64, 16}, {64, 32, 16},
+                               {32, 32, 32},  {16, 32, 32}, {16, 16, 16}};
+    const int rounds = kw < 1 ? 1 : kw;
+    for (int i = 0; i < 6; ++i) {
+      const int m = options[i][0];
+      const int hb = group < m ? group : m;
+      const int rows = pw_msa_prefill_rows(hb, m, topk);
+      PwMsaSparseGeometry g = pw_msa_sparse_layout(group, hb, rows, rounds, options[i][1],
+                                                   options[i][2], warp, topk, d, nvidia, 2);
+      // AMD: at most 8 waves a block (16 leave a wave under 128 VGPRs: gfx950 spilled).
+      if (g.smem_bytes > limit || g.threads > (nvidia ? 1024 : 512)) continue;
+      if (nvidia && rounds == 1 && 2 * (g.smem_bytes + 1024) <= limit + 1024) g.min_blocks = 2;
+      return g;
+    }
+    return pw_msa_sparse_layout(group, group < 16 ? group : 16, 1, 1, 16, 16, warp, topk, d, nvidia,
+                                2);
+  }
+  const int hb = group < 64 ? group : 64;
+  const int m_tiles = (hb + 15) / 16;
+  const int tiles[2] = {64, 32};
+  for (int i = 0; i < 2; ++i) {
+    int kwarps = 4 / m_tiles;
+    if (kwarps < 1) kwarps = 1;
+    if (kwarps > tiles[i] / 16) kwarps = tiles[i] / 16;
+    const int slice = tiles[i] / kwarps;
+    const PwMsaSparseGeometry g = pw_msa_sparse_layout(
+        group, hb, 1, kwarps, slice, slice < 32 ? slice : 32, warp, topk, d, nvidia, 4);
+    if (g.smem_bytes <= limit && g.threads <= 1024) return g;
+  }
+  return pw_msa_sparse_layout(group, 16, 1, 1, 16, 16, warp, topk, d, nvidia, 4);
+}
