@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <ctime>
 
+#include "prewarm/cache/entry.h"
+#include "prewarm/cache/store.h"
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/util/files.h"
 #include "prewarm/util/status_macros.h"
@@ -59,6 +61,24 @@ void CollectTemps(const DirFd& dir, const std::string& name, const GcOptions& op
     report.bytes += S_ISREG(st->st_mode) ? static_cast<int64_t>(st->st_size) : 0;
     report.removed.push_back(rel);
   }
+}
+
+// The arch of a launcher directory's entries, from the first entry whose header reads (every
+// entry of one directory shares it: the arch is in the manager key); "" when none reads.
+std::string DirArch(const DirFd& root, const std::string& name) {
+  absl::StatusOr<DirFd> dir = root.Sub(name, /*create=*/false);
+  if (!dir.ok()) return "";
+  absl::StatusOr<std::vector<std::string>> names = dir->List();
+  if (!names.ok()) return "";
+  for (const std::string& f : *names) {
+    if (!f.ends_with(".co")) continue;
+    int64_t size = 0;
+    absl::StatusOr<std::string> head = dir->ReadFile(f, kMaxEntryBytes, 4096, &size);
+    if (!head.ok()) continue;
+    const DecodeResult d = CheckEntryHeader(*head, static_cast<uint64_t>(size), "", "");
+    if (d.ok && !d.entry.arch.empty()) return d.entry.arch;
+  }
+  return "";
 }
 
 // A stale launcher directory: every entry lock taken without waiting and held until the
@@ -126,8 +146,13 @@ absl::StatusOr<GcReport> CollectGarbage(const std::string& root_path, const GcOp
     }
     if (!S_ISDIR(st->st_mode)) continue;
     if (options.stale && options.current_dirs.count(name) == 0) {
-      RemoveStale(*root, name, options, report);
-      continue;
+      const std::string arch = DirArch(*root, name);
+      if (arch.empty() || (!options.archs.empty() && options.archs.count(arch) == 0)) {
+        report.kept.push_back(StrCat(name, " (", arch.empty() ? "unknown arch" : arch, ")"));
+      } else {
+        RemoveStale(*root, name, options, report);
+        continue;
+      }
     }
     absl::StatusOr<DirFd> dir = root->Sub(name, /*create=*/false);
     if (dir.ok()) {

@@ -25,6 +25,7 @@ int RunGc(const Config& config, std::ostream& out) {
     Toolchains toolchains;
     ManagerKeys keys;
     for (const Arch& arch : *archs) {
+      options.archs.insert(arch.name);
       for (const Launcher* l : AllLaunchers()) {
         absl::StatusOr<std::string> mk = keys.Get(toolchains, arch, std::string(l->Name()));
         if (absl::IsNotFound(mk.status())) continue;  // no kernel for it in this build
@@ -44,6 +45,10 @@ int RunGc(const Config& config, std::ostream& out) {
   for (const std::string& p : report->failed) out << "cannot remove " << p << "\n";
   for (const std::string& p : report->busy) {
     out << "kept " << p << " is held by a writer; a later gc removes it\n";
+  }
+  for (const std::string& p : report->kept) {
+    out << "kept " << p << ": not an arch of --arch " << config.arch
+        << " (another fleet's on a shared volume, current or not, is its own gc's to judge)\n";
   }
   out << "prewarm gc: " << (config.dry_run ? "would remove " : "removed ") << report->removed.size()
       << " items, " << report->bytes << " bytes from " << config.cache_dir;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -358,8 +359,10 @@ TEST(GcCommandTest, RemovesOldTempsAndStaleDirsButNothingElse) {
   const std::string flydsl_tmp = dir.WriteFile("cache/pa_decode_0f3c/abc.pkl.tmp.pid_9", "x");
   ::utime(flydsl_tmp.c_str(), &two_hours_ago);
   const std::string triton = dir.WriteFile("cache/triton/xyz/kernel.hsaco", "triton");
-  const std::string stale =
-      dir.WriteFile("cache/fp8_bmm_00000000000000000000000000000000/a.co", "old build");
+  // (a copy of a real gfx90a entry: gc reads a directory's arch from its entries)
+  const std::string stale = dir.path() + "/cache/fp8_bmm_00000000000000000000000000000000/a.co";
+  fs::create_directories(fs::path(stale).parent_path());
+  fs::copy_file(Files(cache, ".co").front(), stale);
   const std::string look_alike = dir.WriteFile("cache/fp8_bmm_notahexkey/a.co", "not ours");
 
   // A manifest write's leftover temp in prewarm's own folder, old and new.
@@ -386,8 +389,9 @@ TEST(GcCommandTest, RemovesOldTempsAndStaleDirsButNothingElse) {
   EXPECT_EQ(r.exit_code, 2) << "--stale needs --arch";
   // A stale directory whose entry lock a writer holds (an older pod still compiling into it) is
   // kept, and removed by the gc after the writer is done.
-  const std::string busy =
-      dir.WriteFile("cache/fp8_bmm_11111111111111111111111111111111/a.co", "older, in use");
+  const std::string busy = cache + "/fp8_bmm_11111111111111111111111111111111/a.co";
+  fs::create_directories(fs::path(busy).parent_path());
+  fs::copy_file(stale, busy);
   const std::string busy_lock = fs::path(busy).replace_extension(".lock").string();
   testing::TempDir::WriteFileAt(busy_lock, "");
   {
@@ -409,6 +413,43 @@ TEST(GcCommandTest, RemovesOldTempsAndStaleDirsButNothingElse) {
     EXPECT_TRUE(fs::exists(kept)) << kept;
   }
   EXPECT_EQ(RunPrewarm(Verify(cache)).exit_code, 0) << "current entries survive gc --stale";
+}
+
+// Issue 31's data loss: one volume serves a gfx90a fleet and an sm_90 one; `gc --stale --arch
+// sm_90` removes only sm_90's stale directories, and the gfx90a fleet's current entries (and its
+// stale ones: its own gc's to judge) all survive.
+TEST(GcCommandTest, StaleForOneArchNeverRemovesAnotherArchsEntries) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(RunPrewarm(SmallRun(cache)).exit_code, 0);
+  ASSERT_EQ(RunPrewarm(SmallRun(cache, {"--arch", "sm_90"})).exit_code, 0);
+  // A stale directory of each arch: a copy of one of its real entries under another manager key.
+  std::map<std::string, std::string> stale;
+  for (const fs::path& co : Files(cache, ".co")) {
+    const std::string head = ReadFile(co.string()).value_or("").substr(0, 200);
+    const std::string arch = head.find("gfx90a") != std::string::npos ? "gfx90a" : "sm_90";
+    if (stale.count(arch)) continue;
+    stale[arch] = cache + "/fp8_bmm_" + std::string(32, arch == "gfx90a" ? 'a' : 'b') + "/x.co";
+    fs::create_directories(fs::path(stale[arch]).parent_path());
+    fs::copy_file(co, stale[arch]);
+  }
+  ASSERT_EQ(stale.size(), 2u);
+  SubprocessResult r = RunPrewarm({"gc", "--cache-dir", cache, "--stale", "--arch", "sm_90"});
+  ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  EXPECT_FALSE(fs::exists(stale["sm_90"]));
+  EXPECT_TRUE(fs::exists(stale["gfx90a"]));
+  EXPECT_NE(r.stdout_text.find("kept fp8_bmm_" + std::string(32, 'a') +
+                               " (gfx90a): not an arch "
+                               "of --arch sm_90"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_EQ(RunPrewarm(Verify(cache)).exit_code, 0) << "gfx90a's current entries survive";
+  std::vector<std::string> verify_sm90 = Verify(cache);
+  verify_sm90[2] = "sm_90";
+  EXPECT_EQ(RunPrewarm(verify_sm90).exit_code, 0) << "and sm_90's own current ones";
+  r = RunPrewarm({"gc", "--cache-dir", cache, "--stale", "--arch", "gfx90a"});
+  EXPECT_FALSE(fs::exists(stale["gfx90a"])) << r.stdout_text;
+  EXPECT_EQ(RunPrewarm(verify_sm90).exit_code, 0) << "gfx90a's gc keeps sm_90's";
 }
 
 // What another tenant may leave in a shared cache: an entry that is a symlink to /dev/zero, an
