@@ -55,10 +55,19 @@ __device__ inline PwMsaIndexSmem pw_msa_index_smem(unsigned char* base) {
   return s;
 }
 
+// Component by component: hipRTC copies a whole uint4 (a union) with a 16-byte memcpy, and ROCm
+// 6.4 kept `raw`, written only by such copies from global memory, on the stack (144 bytes of
+// scratch a lane); element stores of the same values let it live in registers.
 __device__ inline void pw_msa_load_page(const pw_u16* index_cache, long long page, uint4* raw) {
   const uint4* src = reinterpret_cast<const uint4*>(index_cache + page * PW_MSA_BLOCK * PW_DI);
 #pragma unroll
-  for (int i = 0; i < kPwPerThread; ++i) raw[i] = src[threadIdx.x + i * kPwG.threads];
+  for (int i = 0; i < kPwPerThread; ++i) {
+    const uint4 v = src[threadIdx.x + i * kPwG.threads];
+    raw[i].x = v.x;
+    raw[i].y = v.y;
+    raw[i].z = v.z;
+    raw[i].w = v.w;
+  }
 }
 
 __device__ inline void pw_msa_store_page(const uint4* raw, pw_u16* k) {
