@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The seeds' experiment in PyTorch: a minimal serving loop over one layer's attention path
-(norm/RoPE insert, index scores, top-k, sparse MLA attention, the two FP8 GEMMs of each step)
-replaying the seeds' workload (16 concurrent 8K prompts, chunked prefill, then 64 decode steps),
-started cold and warm:
+(norm/RoPE insert, index scores, top-k, sparse MLA attention, the two FP8 GEMMs of each step; for
+MiniMax-M3 the seven msa_* launchers, serve_warm_msa.py) replaying the seeds' workload (16
+concurrent 8K prompts, chunked prefill, then 64 decode steps), started cold and warm:
 
   cold: an empty cache, a non-strict runtime: every kernel compiles the first time a step
         reaches it, inside the step (the JIT behaviour prewarm exists to remove);
@@ -12,14 +12,22 @@ started cold and warm:
 Each mode runs in its own process, as a server start would, and prints one line per pass:
 ready_ms (process start to first step), the step latencies, compiles and load/compile seconds.
 
-  examples/serve_warm.py [--prewarm BIN] [--model-config FILE] [--passes N]
+  examples/serve_warm.py [--prewarm BIN] [--model-config FILE] [--tensor-parallel-size N]
+                         [--passes N] [--decode-steps N] [--no-gpu-dry-run [--arch ARCH]]
 
 Needs a GPU, torch, the prewarm binary and the package (pip install python/, or PYTHONPATH and
 PREWARM_RUNTIME_LIB). The model defaults to the seeds' shape (64 heads, 4 index heads), so the
-numbers compare with bench/warm_start's.
+numbers compare with bench/warm_start's; MiniMax-M3 (tests/data/models/minimax-m3.json, the
+family read from the runtime) runs with block size 128 and the seed's tp 4 when given
+--tensor-parallel-size 4. --no-gpu-dry-run needs no GPU: it fills a cache for --arch (default
+sm_90), opens it strict with device -1 and replays the trace, each launch stopping at the
+library's NoGpuError after its key was picked; it prints the launches of each pass and the
+distinct keys reached per launcher (every one must be in the plan, or strict mode fails).
 """
 
 import argparse
+import collections
+import json
 import os
 import pathlib
 import subprocess
@@ -29,13 +37,13 @@ import time
 
 T0 = time.perf_counter()
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PROMPTS, PROMPT_LEN, DECODE_STEPS, BLOCK = 16, 8192, 64, 64
+PROMPTS, PROMPT_LEN, DECODE_STEPS = 16, 8192, 64
 
 
-def seed_trace(budget):
+def seed_trace(budget, decode_steps=DECODE_STEPS):
     """The seeds' steps: lists of (phase, q_len, ctx). Prompts are prefilled in chunks of the
     token budget (a prompt finishing mid-budget lets the next one start in the same step); a
-    finished prompt decodes one token a step; then DECODE_STEPS steps of all of them."""
+    finished prompt decodes one token a step; then decode_steps steps of all of them."""
     steps, done, ctx, nxt = [], [0] * PROMPTS, [0] * PROMPTS, 0
     while nxt < PROMPTS:
         s, left = [], budget
@@ -53,7 +61,7 @@ def seed_trace(budget):
             if done[nxt] == PROMPT_LEN:
                 nxt += 1
         steps.append(s)
-    for _ in range(DECODE_STEPS):
+    for _ in range(decode_steps):
         steps.append([])
         for p in range(PROMPTS):
             ctx[p] += 1
@@ -64,16 +72,15 @@ def seed_trace(budget):
 class Layer:
     """One layer's buffers, allocated once (a server's static memory), and its step."""
 
-    def __init__(self, rt, torch):
-        self.rt, self.torch = rt, torch
+    def __init__(self, rt, torch, dev, steps, sync):
+        self.rt, self.torch, self.sync = rt, torch, sync
         s, lim = rt.info["shape"], rt.info["limits"]
         self.H, self.L, self.Dr = s["heads_per_rank"], s["kv_lora_rank"], s["qk_rope_head_dim"]
         self.Dn, self.Dv = s["qk_nope_head_dim"], s["v_head_dim"]
         self.Hi, self.Di, self.K = s["index_n_heads"], s["index_head_dim"], s["index_topk"]
-        tokens = lim["max_num_batched_tokens"]
-        self.max_ctx = PROMPT_LEN + DECODE_STEPS + 1
-        self.max_blocks = (self.max_ctx + BLOCK - 1) // BLOCK
-        dev = torch.device("cuda", rt.device)
+        tokens, self.block = lim["max_num_batched_tokens"], lim["block_size"]  # 64 for MLA
+        self.max_ctx = max(c for step in steps for _, _, c, _ in step)
+        self.max_blocks = (self.max_ctx + self.block - 1) // self.block
         g = torch.Generator(device=dev)
         g.manual_seed(2026)
         bf = torch.bfloat16
@@ -87,9 +94,9 @@ class Layer:
         self.gamma = torch.ones(self.L, device=dev)
         blocks = PROMPTS * self.max_blocks
         kv_rec = self.L // 2 + self.L // 16 + 2 * self.Dr
-        self.kv = torch.zeros((blocks, BLOCK, kv_rec), dtype=torch.uint8, device=dev)
-        self.index = torch.zeros((blocks, BLOCK, self.Di // 2 + self.Di // 16), dtype=torch.uint8,
-                                 device=dev)
+        self.kv = torch.zeros((blocks, self.block, kv_rec), dtype=torch.uint8, device=dev)
+        self.index = torch.zeros((blocks, self.block, self.Di // 2 + self.Di // 16),
+                                 dtype=torch.uint8, device=dev)
         self.table = torch.arange(blocks, dtype=torch.int32, device=dev).reshape(PROMPTS, -1)
         self.q_idx, self.w_idx = randn(tokens, self.Hi, self.Di), randn(tokens, self.Hi,
                                                                         dtype=torch.float32)
@@ -123,7 +130,7 @@ class Layer:
         for _, q, c, p in reqs:
             for i in range(c - q, c):
                 pos.append(i)
-                slot.append(p * self.max_blocks * BLOCK + i)
+                slot.append(p * self.max_blocks * self.block + i)
         rt.norm_rope_insert(self.latent[:T], self.rope[:T], self.ikey[:T], self.gamma,
                             self.ints(pos), self.ints(slot, torch.int64), self.kv, self.index,
                             0.05, 0.05)
@@ -160,23 +167,33 @@ class Layer:
                              ws_o=self.ws_o, ws_lse=self.ws_lse)
             rt.fp8_bmm(self.x_nope[:n], self.q_absorb_w, self.y_absorb[:n], 0.01)
             rt.fp8_bmm(self.out[:n], self.v_up_w, self.y_v[:n], 0.01)
-        torch.cuda.synchronize(self.dev)
+        self.sync()
 
 
-def serve(mode, cache, passes, model_config):
+def make_layer(rt, torch, dev, steps, sync=lambda: None):
+    """The step of the runtime's model family: MLA (Layer) or MSA (serve_warm_msa.MsaLayer)."""
+    if rt.info["shape"].get("family") == "MSA":
+        from serve_warm_msa import MsaLayer
+
+        return MsaLayer(rt, torch, dev, steps, PROMPTS, sync)
+    return Layer(rt, torch, dev, steps, sync)
+
+
+def serve(mode, cache, passes, model_config, tp, decode_steps):
     import torch
 
     import prewarm_runtime
 
     rt = prewarm_runtime.Runtime(cache, strict=(mode == "warm"), model_config=model_config,
-                                 kv_cache_dtype="nvfp4")
+                                 kv_cache_dtype="nvfp4", tensor_parallel_size=tp)
     if mode == "warm":
         rt.preload()
-    layer = Layer(rt, torch)
+    steps = seed_trace(rt.info["limits"]["max_num_batched_tokens"], decode_steps)
+    dev = torch.device("cuda", rt.device)
+    layer = make_layer(rt, torch, dev, steps, lambda: torch.cuda.synchronize(dev))
     torch.cuda.synchronize()
     ready_ms = (time.perf_counter() - T0) * 1000
     load_s = rt.stats()["load_seconds"]
-    steps = seed_trace(rt.info["limits"]["max_num_batched_tokens"])
     for p in range(1, passes + 1):
         c0 = rt.stats()["compiles"]
         ms = []
@@ -192,6 +209,78 @@ def serve(mode, cache, passes, model_config):
               flush=True)
 
 
+class DryRuntime:
+    """A device -1 runtime whose launches count: each reaches the library, which picks its key
+    and answers NoGpuError naming it (the launch a GPU would have run)."""
+
+    def __init__(self, rt, launchers):
+        self._rt, self._launchers = rt, launchers
+        self.calls, self.keys = collections.Counter(), collections.defaultdict(set)
+
+    def __getattr__(self, name):
+        attr = getattr(self._rt, name)
+        if name not in self._launchers:
+            return attr
+
+        def launch(*args, **kwargs):
+            import prewarm_runtime
+
+            try:
+                attr(*args, **kwargs)
+            except prewarm_runtime.NoGpuError as e:
+                self.calls[name] += 1
+                self.keys[name].add(str(e).split(": this runtime", 1)[0])
+            else:
+                raise RuntimeError(f"{name} launched on a runtime without a GPU")
+
+        return launch
+
+
+def dry_run(cache, passes, tp, decode_steps, arch_):
+    """The trace on a strict device -1 runtime of a filled cache (CPU tensors, nothing
+    launched): per pass the launches per launcher, then the distinct keys reached."""
+    import torch
+
+    import prewarm_runtime
+
+    rt = prewarm_runtime.Runtime(cache, strict=True, device=-1, arch=arch_,
+                                 tensor_parallel_size=tp)
+    planned = rt.preload()
+    dry = DryRuntime(rt, prewarm_runtime.LAUNCHERS)
+    steps = seed_trace(rt.info["limits"]["max_num_batched_tokens"], decode_steps)
+    layer = make_layer(dry, torch, torch.device("cpu"), steps)
+    s = rt.info["shape"]
+    print(f"dry run: {s.get('family')} {s['model']} tp {rt.info['limits']['tensor_parallel_size']}"
+          f" block {rt.info['limits']['block_size']} arch {arch_}, {len(steps)} steps a pass, "
+          f"{planned} keys planned", flush=True)
+    for p in range(1, passes + 1):
+        before = collections.Counter(dry.calls)
+        t = time.perf_counter()
+        for reqs in steps:
+            layer.step(reqs)
+        got = dry.calls - before
+        print(f"pass {p}: {sum(got.values())} launches ({time.perf_counter() - t:.1f} s): "
+              + ", ".join(f"{n} {got[n]}" for n in rt.info["launchers"] if got[n]), flush=True)
+    st = rt.stats()
+    total = sum(len(k) for k in dry.keys.values())
+    print(f"distinct keys reached: {total} of {planned} planned (hits {st['hits']}, misses "
+          f"{st['misses']}, compiles {st['compiles']})")
+    for n in rt.info["launchers"]:
+        print(f"  {n:<22} {len(dry.keys[n])}")
+        for k in sorted(dry.keys[n]):
+            print(f"    {k}")
+    if st["misses"] or st["compiles"]:
+        sys.exit("serve_warm: the dry run missed the plan")
+
+
+def config_family(path):
+    """MSA when the config's (text_config's) sparse_attention_config uses sparse attention."""
+    with open(path) as f:
+        c = json.load(f)
+    c = c.get("text_config", c)
+    return "MSA" if (c.get("sparse_attention_config") or {}).get("use_sparse_attention") else "MLA"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -200,29 +289,48 @@ def main():
     ap.add_argument("--model-config",
                     default=str(ROOT / "tests" / "data" / "models" / "mla-64-heads.json"),
                     help="the model's config.json (default: the seeds' shape)")
+    ap.add_argument("--tensor-parallel-size", type=int, default=0,
+                    help="tp of the serve (default: unset, prewarm's default 1)")
     ap.add_argument("--passes", type=int, default=2, help="passes over the trace (default 2)")
+    ap.add_argument("--decode-steps", type=int, default=DECODE_STEPS,
+                    help=f"decode steps after the prefill (default {DECODE_STEPS})")
+    ap.add_argument("--no-gpu-dry-run", action="store_true",
+                    help="no GPU: replay the trace on a device -1 runtime, counting launches")
+    ap.add_argument("--arch", default="sm_90", help="the dry run's arch (default sm_90)")
     ap.add_argument("--mode", choices=["cold", "warm"], help=argparse.SUPPRESS)
     ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.passes < 1:
         ap.error(f"--passes {a.passes}: must be >= 1")
+    if a.decode_steps < 0:
+        ap.error(f"--decode-steps {a.decode_steps}: must be >= 0")
+    common = ["--passes", str(a.passes), "--model-config", a.model_config,
+              "--tensor-parallel-size", str(a.tensor_parallel_size),
+              "--decode-steps", str(a.decode_steps)]
     if a.mode:
-        serve(a.mode, a.cache_dir, a.passes, a.model_config)
+        serve(a.mode, a.cache_dir, a.passes, a.model_config, a.tensor_parallel_size,
+              a.decode_steps)
         return
+    run = [a.prewarm, "run", "--arch", a.arch if a.no_gpu_dry_run else arch(), "--quiet",
+           "--model-config", a.model_config, "--kv-cache-dtype", "nvfp4"]
+    if a.tensor_parallel_size:
+        run += ["--tensor-parallel-size", str(a.tensor_parallel_size)]
+    if config_family(a.model_config) == "MSA":
+        run += ["--block-size", "128"]  # the model's sparse block (vLLM requires it)
     with tempfile.TemporaryDirectory() as work:
         warm, cold = os.path.join(work, "warm"), os.path.join(work, "cold")
         t = time.perf_counter()
-        subprocess.run([a.prewarm, "run", "--arch", arch(), "--cache-dir", warm, "--quiet",
-                        "--model-config", a.model_config, "--kv-cache-dtype", "nvfp4"],
-                       check=True)
+        subprocess.run(run + ["--cache-dir", warm], check=True)
         print(f"prewarm run (the init container): {time.perf_counter() - t:.2f} s")
+        if a.no_gpu_dry_run:
+            dry_run(warm, a.passes, a.tensor_parallel_size, a.decode_steps, a.arch)
+            return
         print(f"{'mode':<5} {'pass':<4} {'steps':<5} {'ready_ms':<9} {'mean_ms':<9} "
               f"{'p50_ms':<9} {'p99_ms':<9} {'max_ms':<9} {'compiles':<8} {'load_s':<7} "
               f"compile_s", flush=True)
         for mode, cache in (("cold", cold), ("warm", warm)):
-            subprocess.run([sys.executable, __file__, "--mode", mode, "--cache-dir", cache,
-                            "--passes", str(a.passes), "--model-config", a.model_config],
-                           check=True)
+            subprocess.run([sys.executable, __file__, "--mode", mode, "--cache-dir", cache]
+                           + common, check=True)
 
 
 def arch():
