@@ -131,9 +131,9 @@ def test_msa_norm_rope_insert(rt, tokens):
     written = slot >= 0
     at, p_w = slot[written], pos[written]
     want_k = ref.nvfp4_quantize(ref.norm_rope(k[written], w[1], p_w), K_SCALE)
-    assert ref.rel_err(ref.kv_rows(kv, at, 0, K_SCALE), want_k) <= 2e-2
+    assert_nvfp4_rows(ref.kv_rows(kv, at, 0, K_SCALE), want_k)
     want_v = ref.nvfp4_quantize(v[written].double(), V_SCALE)
-    assert ref.rel_err(ref.kv_rows(kv, at, 1, V_SCALE), want_v) <= 2e-2
+    assert_nvfp4_rows(ref.kv_rows(kv, at, 1, V_SCALE), want_v)
     assert ref.rel_err(ref.index_keys(index, at), ref.norm_rope(ik[written], w[3], p_w)) <= 1e-2
     untouched = torch.ones(nslots, dtype=torch.bool, device=DEV)
     untouched[at] = False
@@ -222,6 +222,21 @@ def selection(hkv, vis, kb, g):
             chosen = torch.cat([pick, torch.tensor([nb - 1], device=DEV)])
             out[h, t, : chosen.numel()] = torch.sort(chosen).values.to(torch.int32)
     return out
+
+
+def assert_nvfp4_rows(got, want):
+    """The kernel's NVFP4 rows against the reference's encoding: the same values except where a
+    value sits within float32 rounding of a grid midpoint (the kernel divides in float32, the
+    reference in float64), each such value one E2M1 step off. A relative-norm bound cannot say
+    that: on the 5-token case one value one step off is 2% of the norm (seen on the H200)."""
+    diff = (got - want).abs()
+    off = diff > 1e-9 * want.abs().amax()
+    assert off.double().mean().item() <= 1e-2, f"{off.sum().item()} of {off.numel()} values differ"
+    # One step of the grid (at most 2, between 4 and 6) times the block's s g, which is amax / 6
+    # within E4M3's rounding of s (3 mantissa bits: 1/16): at most 0.36 of the block's amax.
+    blocks = want.reshape(*want.shape[:-1], -1, 16).abs().amax(dim=-1, keepdim=True)
+    step = (0.36 * blocks).expand(*blocks.shape[:-1], 16).reshape(want.shape)
+    assert bool((diff <= step + 1e-12).all()), "a value more than one E2M1 step off"
 
 
 def check_sparse(rt, launch, req, vis, p, g):

@@ -303,6 +303,8 @@ def msa_filled(request, tmp_path_factory):
                         "--model-config", str(MSA_MODEL), "--kv-cache-dtype", "nvfp4",
                         "--block-size", "128", "--tensor-parallel-size", str(tp),
                         "--max-num-seqs", "16"], capture_output=True, text=True)
+    if r.returncode != 0 and "cannot load any of" in r.stderr:
+        pytest.skip(f"no {arch} compiler on this machine: {r.stderr.strip()}")
     assert r.returncode == 0, r.stderr
     return cache, arch
 
