@@ -4,7 +4,7 @@
 // spills. gfx90a (hipRTC) and sm_90 (NVRTC) wherever their compiler is present; gfx942 and gfx950
 // only where the hipRTC knows them (ROCm 6.4 or newer: the ROCm 6.4 test root, Rocm6Test, covers
 // them where it does not). Runs in CI's `ctest -LE gpu` (label compile); the GPU check of the
-// same variants is tests/gpu/msa_index_check_test.cc (label gpu), whose key list this mirrors.
+// same variants (their list: msa_index_keys.h) is tests/gpu/msa_index_check_test.cc (label gpu).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -24,109 +24,17 @@
 #include "prewarm/toolchain/worker.h"
 #include "prewarm/util/cpu.h"
 #include "prewarm/util/status_macros.h"
+#include "tests/gpu/msa_index_keys.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prewarm {
 namespace {
 
-constexpr int kD = 128;
-
-struct MsaShape {
-  const char* name;
-  int heads, kv_heads, index_heads;
-};
-constexpr MsaShape kShapes[] = {{"tp4", 16, 1, 1}, {"tp1", 64, 4, 4}};
-
-Key InsertKey(const Arch& arch, bool small, const MsaShape& s) {
-  Key k = NewKey("msa_norm_rope_insert", arch);
-  k.Set("small", small).Set("heads", int64_t{s.heads}).Set("kv_heads", int64_t{s.kv_heads});
-  k.Set("index_heads", int64_t{s.index_heads}).Set("head_dim", int64_t{kD});
-  k.Set("rope_dim", int64_t{64}).Set("index_dim", int64_t{kD});
-  return k;
-}
-Key TopkKey(const Arch& arch, const char* launcher, int64_t strips, int64_t kb, int64_t init,
-            int64_t local) {
-  Key k = NewKey(launcher, arch);
-  if (strips > 0) k.Set("strips", strips);
-  k.Set("topk_blocks", kb).Set("init_blocks", init).Set("local_blocks", local);
-  return k;
-}
-
-// Every variant of the five launchers the plan makes for MiniMax-M3 (tp 4 and tp 1), plus top-k
-// keys with other Kb / init / local (the kernels take 1..32, 0..4, 1..4): the GPU check's list.
-std::vector<Key> MsaIndexKeys(const Arch& arch) {
-  std::vector<Key> keys;
-  for (const MsaShape& s : kShapes) {
-    for (bool small : {true, false}) keys.push_back(InsertKey(arch, small, s));
-  }
-  for (int64_t hi : {1, 4}) {
-    for (bool large : {false, true}) {
-      Key k = NewKey("msa_index_prefill", arch);
-      keys.push_back(k.Set("large", large).Set("index_heads", hi).Set("index_dim", int64_t{kD}));
-    }
-  }
-  for (int64_t hi : {1, 4}) {
-    for (int64_t tile = 1; tile <= 64; tile *= 2) {
-      Key k = NewKey("msa_index_decode", arch);
-      keys.push_back(k.Set("rows_tile", tile).Set("index_heads", hi).Set("index_dim", int64_t{kD}));
-    }
-  }
-  for (int64_t strips : {1, 2, 4, 8})
-    keys.push_back(TopkKey(arch, "msa_topk_prefill", strips, 16, 0, 1));
-  keys.push_back(TopkKey(arch, "msa_topk_prefill", 1, 32, 4, 4));
-  keys.push_back(TopkKey(arch, "msa_topk_prefill", 2, 3, 2, 2));
-  keys.push_back(TopkKey(arch, "msa_topk_decode", 0, 16, 0, 1));
-  keys.push_back(TopkKey(arch, "msa_topk_decode", 0, 32, 4, 4));
-  keys.push_back(TopkKey(arch, "msa_topk_decode", 0, 3, 2, 2));
-  return keys;
-}
-
-std::string ShownKey(const Key& key) {
-  const std::string s = key.String();
-  return s.substr(s.find(',') + 1);  // drop arch=, it is in the header
-}
-
-struct CompiledKey {
-  Key key;
-  std::string code;   // the cache entry's payload
-  std::string error;  // when it did not compile
-};
-
-// Compiles `keys` for `arch` through the worker pool into a fresh cache under `dir`, as `prewarm
-// run` does (JobForKey, FillCache, CompileInWorker); reads each entry back.
-absl::StatusOr<std::vector<CompiledKey>> CompileThroughCache(const Toolchain& tc,
-                                                             const std::vector<Key>& keys,
-                                                             const Arch& arch,
-                                                             const std::string& dir) {
-  const CacheStore store(dir);
-  std::vector<FillItem> items;
-  for (const Key& key : keys) {
-    ASSIGN_OR_RETURN(const std::string mk, ManagerKey(tc, arch, key.launcher));
-    items.push_back({{key.launcher, mk, key.String(), arch.name}, JobForKey(key, arch)});
-  }
-  FillOptions fo;
-  fo.jobs = AvailableCpus();
-  fo.producer = ProducerString(tc.Identity());
-  WorkerOptions wo;
-  wo.binary = testing::PrewarmBinary();
-  fo.compile = [wo](const CompileJob& job) { return CompileInWorker(job, wo); };
-  const std::vector<FillResult> filled = FillCache(store, items, fo);
-  std::vector<CompiledKey> out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    CompiledKey c{keys[i], "", ""};
-    const CacheStore::Lookup entry = store.Read(items[i].ref, CacheStore::ReadLock::kWait);
-    if (filled[i].state == KeyState::kFailed) {
-      c.error = "compile: " + filled[i].error;
-    } else if (entry.state != CacheStore::State::kHit) {
-      c.error = "entry not in the cache";
-    } else {
-      c.code = entry.payload;
-    }
-    out.push_back(std::move(c));
-  }
-  return out;
-}
+using msa_test::CompiledKey;
+using msa_test::CompileThroughCache;
+using msa_test::MsaIndexKeys;
+using msa_test::ShownKey;
 
 // Every variant for `arch_name` compiles, with no scratch and no spills, and fits the arch's
 // shared memory. Skipped where the platform's compiler is missing, and, with `only_if_known`,
@@ -147,7 +55,7 @@ void CheckEveryVariantCompiles(const char* arch_name, bool only_if_known) {
   testing::TempDir dir;
   const std::vector<Key> keys = MsaIndexKeys(arch);
   absl::StatusOr<std::vector<CompiledKey>> compiled =
-      CompileThroughCache(**tc, keys, arch, dir.path());
+      CompileThroughCache(keys, arch, dir.path(), {});
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   std::printf("%s (%s): %zu variants\n%-22s %-58s %-24s %5s %5s %5s %8s %7s\n", arch_name,
               (*tc)->Identity().c_str(), keys.size(), "launcher", "key", "entry", "regs", "agpr",
