@@ -40,14 +40,17 @@ ABSL_FLAG(std::string, max_cudagraph_capture_size, "",
           "Default 512; limits the plan only with --graph-only.");
 ABSL_FLAG(std::string, tensor_parallel_size, "",
           "Tensor-parallel ranks; must divide the model's attention heads. Default 1.");
-ABSL_FLAG(std::string, block_size, "", "Paged KV block size in tokens. Default 64.");
+ABSL_FLAG(std::string, block_size, "",
+          "Paged KV block size in tokens. Default 64; for an MSA model (MiniMax-M3) its sparse "
+          "block, 128, the only value vLLM accepts there (another is exit 2).");
 ABSL_FLAG(std::string, decode_context_parallel_size, "",
           "Decode context-parallel ranks (vLLM -dcp); must divide the tensor-parallel size. MLA "
           "decode gathers their query heads, so sparse_decode sees heads / tp * dcp. Default 1.");
 ABSL_FLAG(std::string, kv_cache_dtype, "",
           "KV cache dtype, any of vLLM's: auto|float16|bfloat16|int8|fp8|fp8_e4m3|fp8_e5m2|"
           "fp8_inc|fp8_ds_mla|nvfp4. The NVFP4 launchers need nvfp4; every other leaves only "
-          "fp8_bmm. Default auto: nvfp4 for the embedded example, the model's own otherwise.");
+          "fp8_bmm for an MLA model and no launcher for an MSA one (MiniMax-M3). Default auto: "
+          "nvfp4 for the embedded example, the model's own otherwise.");
 ABSL_FLAG(bool, graph_only, false,
           "Plan only steps with at most max_cudagraph_capture_size decode tokens (as AITER's "
           "warmup did). Off by default: an eager step compiles inside a request too.");
@@ -55,7 +58,8 @@ ABSL_FLAG(std::string, vllm_args, "",
           "The server's own command line (\"vllm serve M --max-num-seqs 128 -tp 4 ...\"); limits "
           "are read from it, below flags and PREWARM_* variables in precedence.");
 ABSL_FLAG(std::string, model_config, "",
-          "Path of the model's Hugging Face config.json. Default: the embedded example, "
+          "Path of the model's Hugging Face config.json: an MLA model (kv_lora_rank) or an MSA "
+          "one (MiniMax-M3: text_config.sparse_attention_config). Default: the embedded example, "
           "DeepSeek-V3.2's shape (128 heads, L 512, Dr 64, indexer 64 x 128 with top-k 2048, "
           "163840 positions) with an NVFP4 KV cache.");
 ABSL_FLAG(std::string, arch, "auto",
