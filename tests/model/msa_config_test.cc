@@ -1,6 +1,7 @@
 // MiniMax-M3's config (MSA.md): the published text_config form, its per-rank shape, and every
 // field our kernels depend on refused clearly when missing, mistyped or not built.
 #include <fstream>
+#include <ostream>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -116,6 +117,8 @@ struct BadMsa {
   json value;
   const char* must_mention;
 };
+
+void PrintTo(const BadMsa& b, std::ostream* os) { *os << b.path << " = " << b.value.dump(); }
 
 class BadMsaConfigTest : public ::testing::TestWithParam<BadMsa> {};
 
