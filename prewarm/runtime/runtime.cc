@@ -49,7 +49,8 @@ absl::Status AddRecordedLimits(const FillRecord& r, LimitValues& values) {
 // field names and checks); max_position_embeddings is the recorded max_model_len.
 absl::StatusOr<ModelConfig> RecordedModel(const FillRecord& r) {
   nlohmann::json config = nlohmann::json::object();
-  if (r.shape.value("family", "") == "MSA") {
+  const auto family = r.shape.find("family");  // a hostile manifest's may be any JSON
+  if (family != r.shape.end() && family->is_string() && *family == "MSA") {
     // ShapeToJson's MSA fields, back under the names of MiniMax-M3's config.
     for (const char* field : {"num_attention_heads", "num_key_value_heads", "head_dim"}) {
       if (r.shape.contains(field)) config[field] = r.shape[field];

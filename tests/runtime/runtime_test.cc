@@ -219,11 +219,14 @@ TEST_F(FilledCacheTest, ABadManifestIsAnErrorNamingIt) {
   bad_seqs["limits"]["max_num_seqs"] = -5;
   nlohmann::json bad_heads = nlohmann::json::parse(good);
   bad_heads["shape"]["num_attention_heads"] = "many";
+  nlohmann::json msa_without_fields = nlohmann::json::parse(good);
+  msa_without_fields["shape"]["family"] = "MSA";  // an MLA shape claiming to be MiniMax-M3's
   const Case cases[] = {
       {"truncated", good.substr(0, good.size() / 2), "manifest.json"},
       {"no arch", no_arch.dump(), "\"arch\""},
       {"negative max_num_seqs", bad_seqs.dump(), "-5"},
       {"heads a string", bad_heads.dump(), "num_attention_heads"},
+      {"MSA without its fields", msa_without_fields.dump(), "num_key_value_heads"},
   };
   for (const Case& c : cases) {
     testing::TempDir::WriteFileAt(manifest, c.content);
@@ -243,6 +246,23 @@ TEST_F(FilledCacheTest, ABadManifestIsAnErrorNamingIt) {
   ASSERT_FALSE(kc.ok());
   EXPECT_NE(kc.status().message().find("symlink"), absl::string_view::npos) << kc.status();
   EXPECT_EQ(*ReadFile(elsewhere), good) << "the link's target is untouched";
+}
+
+// A "family" that is not a string (any JSON a hostile manifest holds) is no family: the shape's
+// own fields decide, and nothing throws.
+TEST_F(FilledCacheTest, AFamilyThatIsNotAStringIsIgnored) {
+  testing::TempDir dir;
+  nlohmann::json m = nlohmann::json::parse(*ReadFile(*cache_ + "/prewarm/manifest.json"));
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_TRUE(MakeDirs(cache + "/prewarm").ok());
+  for (const nlohmann::json& family : {nlohmann::json(5), nlohmann::json::array({"MSA"}),
+                                       nlohmann::json::object({{"MSA", true}})}) {
+    m["shape"]["family"] = family;
+    testing::TempDir::WriteFileAt(cache + "/prewarm/manifest.json", m.dump());
+    auto kc = KernelCache::Open(Options(cache, true));
+    ASSERT_TRUE(kc.ok()) << family.dump() << ": " << kc.status();
+    EXPECT_EQ((*kc)->shape().family, AttentionFamily::kMla) << family.dump();
+  }
 }
 
 TEST(RuntimeTest, WithoutAGpuOpeningFailsClearly) {
