@@ -41,12 +41,7 @@ class IndexDecodeLauncher final : public Launcher {
   Key KeyFor(int64_t rows_tile, const LaunchContext& ctx) const {
     Key key = NewKey(Name(), ctx.arch);
     key.Set("rows_tile", rows_tile);
-    if (family_ == AttentionFamily::kMsa) {
-      SetMsaShape(key, ctx, {"index_heads", "index_dim"});
-    } else {
-      key.Set("index_heads", ctx.shape.index_n_heads)
-          .Set("index_head_dim", ctx.shape.index_head_dim);
-    }
+    SetIndexShape(key, ctx);
     return key;
   }
 

@@ -44,12 +44,7 @@ class IndexPrefillLauncher final : public Launcher {
   Key KeyFor(bool large, const LaunchContext& ctx) const {
     Key key = NewKey(Name(), ctx.arch);
     key.Set("large", large);
-    if (family_ == AttentionFamily::kMsa) {
-      SetMsaShape(key, ctx, {"index_heads", "index_dim"});
-    } else {
-      key.Set("index_heads", ctx.shape.index_n_heads)
-          .Set("index_head_dim", ctx.shape.index_head_dim);
-    }
+    SetIndexShape(key, ctx);
     return key;
   }
 

@@ -65,6 +65,14 @@ Key NewKey(std::string_view launcher, const Arch& arch) {
   return key;
 }
 
+void SetIndexShape(Key& key, const LaunchContext& ctx) {
+  if (ctx.shape.family == AttentionFamily::kMsa) {
+    SetMsaShape(key, ctx, {"index_heads", "index_dim"});
+    return;
+  }
+  key.Set("index_heads", ctx.shape.index_n_heads).Set("index_head_dim", ctx.shape.index_head_dim);
+}
+
 Key SparseAttentionKey(std::string_view launcher, const char* field, int64_t value,
                        const LaunchContext& ctx) {
   Key key = NewKey(launcher, ctx.arch);

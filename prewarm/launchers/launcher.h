@@ -108,6 +108,9 @@ Key SparseAttentionKey(std::string_view launcher, const char* field, int64_t val
 // Sets the MSA shape constants named in `fields` on `key` (heads, kv_heads, index_heads,
 // head_dim, rope_dim, index_dim, topk_blocks, init_blocks, local_blocks), from ctx.shape.
 void SetMsaShape(Key& key, const LaunchContext& ctx, std::initializer_list<const char*> fields);
+// The index launchers' shape constants: MLA's index_heads and index_head_dim, MSA's index_heads
+// and index_dim (by ctx.shape's family).
+void SetIndexShape(Key& key, const LaunchContext& ctx);
 
 // Smallest power of two >= x (x >= 1).
 int64_t CeilPow2(int64_t x);
