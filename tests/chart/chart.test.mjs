@@ -155,35 +155,120 @@ test("an image volume needs its reference, well formed, and cannot be pre-filled
   assert.equal(pod.volumes.find((v) => v.name === "cache").image.reference, digest);
 });
 
-test("one set of limits feeds vLLM's arguments and the prewarmer's environment", () => {
+// vLLM's command line, built once (issue 31 item 2). The server runs [command, ...args]; the
+// prewarmer (and the prefill Job) read PREWARM_VLLM_ARGS, the same words shell-quoted.
+const prewarmBin = path.join(root, "build/prewarm/prewarm");
+const limitVars = ["PREWARM_MAX_NUM_SEQS", "PREWARM_MAX_NUM_BATCHED_TOKENS", "PREWARM_MAX_MODEL_LEN",
+  "PREWARM_NUM_SPECULATIVE_TOKENS", "PREWARM_MAX_CUDAGRAPH_CAPTURE_SIZE", "PREWARM_TENSOR_PARALLEL_SIZE",
+  "PREWARM_BLOCK_SIZE", "PREWARM_KV_CACHE_DTYPE", "PREWARM_DECODE_CONTEXT_PARALLEL_SIZE"];
+// The words a POSIX shell makes of a line: the real sh, not a second copy of the chart's quoting.
+function shellWords(line) {
+  const r = spawnSync("sh", ["-c", 'eval "set -- $1" && printf "%s\\0" "$@"', "sh", line], { encoding: "utf8" });
+  assert.equal(r.status, 0, `sh cannot split ${line}: ${r.stderr}`);
+  return r.stdout.split("\0").slice(0, -1);
+}
+function servingPod(docs) {
+  const pod = find(docs, "Deployment").spec.template.spec;
+  return { prewarm: pod.initContainers.find((c) => c.name === "prewarm"), vllm: pod.containers.find((c) => c.name === "vllm") };
+}
+const argv = (vllm) => [...vllm.command, ...vllm.args];
+// `prewarm plan --format json` under exactly the environment the chart gives the container
+// (nothing else: no PREWARM_* of this machine leaks in). The model config is mounted in a pod, not here.
+function planInPod(container) {
+  const e = { PATH: process.env.PATH, ...env(container) };
+  delete e.PREWARM_MODEL_CONFIG;
+  const r = spawnSync(prewarmBin, ["plan", "--format", "json"], { env: e, encoding: "utf8" });
+  assert.equal(r.status, 0, `prewarm plan with the chart's environment failed (exit ${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+// How often any spelling of one setting is on the line.
+const count = (words, spellings) => words.filter((w) => spellings.some((s) => w === s || w.startsWith(`${s}=`) || w.startsWith(`${s}.`))).length;
+
+test("the prewarmer's PREWARM_VLLM_ARGS is, word for word, the command line vLLM runs", () => {
+  const odd = ["--served-model-name", "it's $HOME `x` \\ \"q\" *", "--api-key", "", "--hf-overrides",
+    '{"index_topk":1024,"note":"it\'s $x \\\\ \\""}'];
+  for (const sets of [[], ["prewarm.mode=init"], ["limits.numSpeculativeTokens=2", "vllm.model=org/My Model"],
+    ["--set-json", `vllm.extraArgs=${JSON.stringify(odd)}`],
+    ["prefill.enabled=true", "prewarm.volume.kind=pvc", "--set-json", `vllm.extraArgs=${JSON.stringify(odd)}`]]) {
+    const docs = render(...sets);
+    const { prewarm, vllm } = servingPod(docs);
+    const words = argv(vllm);
+    assert.deepEqual(words.slice(0, 2), ["vllm", "serve"]);
+    const containers = [prewarm, ...docs.filter((d) => d.kind === "Job").map((j) => j.spec.template.spec.containers[0])];
+    for (const c of containers) {
+      assert.deepEqual(shellWords(env(c).PREWARM_VLLM_ARGS), words, `${sets.join(" ")}: ${c.name}`);
+      // A PREWARM_<LIMIT> variable outranks the line in the binary: none may be set.
+      assert.deepEqual(Object.keys(env(c)).filter((n) => limitVars.includes(n)), [], sets.join(" "));
+    }
+    if (sets.includes("--set-json")) {
+      // The binary takes the rendered line as it is: the JSON with a quote in it arrives whole.
+      assert.equal(planInPod(prewarm).shape.index_topk, 1024);
+    }
+  }
+});
+
+test("the chart's limits land on the one line, and the prewarmer plans for them", () => {
   const docs = render("limits.maxNumSeqs=64", "limits.maxNumBatchedTokens=4096", "limits.maxModelLen=65536",
     "limits.numSpeculativeTokens=2", "limits.maxCudagraphCaptureSize=128", "limits.tensorParallelSize=4",
-    "limits.blockSize=32", "limits.kvCacheDtype=fp8");
-  const pod = find(docs, "Deployment").spec.template.spec;
-  const pe = env(pod.initContainers[0]);
-  const args = pod.containers.find((c) => c.name === "vllm").args;
-  const arg = (flag) => args[args.indexOf(flag) + 1];
-  for (const [flag, envName] of [["--max-num-seqs", "PREWARM_MAX_NUM_SEQS"],
-    ["--max-num-batched-tokens", "PREWARM_MAX_NUM_BATCHED_TOKENS"], ["--max-model-len", "PREWARM_MAX_MODEL_LEN"],
-    ["--tensor-parallel-size", "PREWARM_TENSOR_PARALLEL_SIZE"], ["--block-size", "PREWARM_BLOCK_SIZE"],
-    ["--kv-cache-dtype", "PREWARM_KV_CACHE_DTYPE"]]) {
-    assert.equal(arg(flag), pe[envName], flag);
-  }
-  assert.equal(pe.PREWARM_MAX_NUM_SEQS, "64");
-  assert.equal(JSON.parse(arg("-O")).max_cudagraph_capture_size, Number(pe.PREWARM_MAX_CUDAGRAPH_CAPTURE_SIZE));
-  assert.equal(JSON.parse(arg("--speculative-config")).num_speculative_tokens, Number(pe.PREWARM_NUM_SPECULATIVE_TOKENS));
-  // And the prewarm binary reads exactly these: its own parser on vLLM's command line agrees.
-  const prewarm = path.join(root, "build/prewarm/prewarm");
-  const plan = spawnSync(prewarm, ["plan", "--format", "json", "--arch", "gfx942", "--vllm-args", args.map((a) => `'${a}'`).join(" ")],
-    { encoding: "utf8" });
-  if (plan.status === 0) {
-    const limits = JSON.parse(plan.stdout).limits;
-    assert.equal(String(limits.max_num_seqs), pe.PREWARM_MAX_NUM_SEQS);
-    assert.equal(String(limits.num_speculative_tokens), pe.PREWARM_NUM_SPECULATIVE_TOKENS);
-    assert.equal(String(limits.max_cudagraph_capture_size), pe.PREWARM_MAX_CUDAGRAPH_CAPTURE_SIZE);
-  } else {
-    assert.fail(`prewarm plan --vllm-args failed: ${plan.stderr}`);
-  }
+    "limits.blockSize=32", "limits.kvCacheDtype=fp8", "vllm.port=8080");
+  const { prewarm, vllm } = servingPod(docs);
+  const words = argv(vllm);
+  const arg = (flag) => words[words.indexOf(flag) + 1];
+  assert.equal(arg("--max-num-seqs"), "64");
+  assert.equal(arg("--port"), "8080");
+  assert.equal(JSON.parse(arg("--compilation-config")).max_cudagraph_capture_size, 128);
+  assert.deepEqual(JSON.parse(arg("--speculative-config")), { method: "mtp", num_speculative_tokens: 2 });
+  const { limits } = planInPod(prewarm);
+  assert.deepEqual([limits.max_num_seqs, limits.max_num_batched_tokens, limits.max_model_len, limits.num_speculative_tokens,
+    limits.max_cudagraph_capture_size, limits.tensor_parallel_size, limits.block_size, limits.kv_cache_dtype],
+  [64, 4096, 65536, 2, 128, 4, 32, "fp8"]);
+  // Numbers a values file gives as floats stay integers on the line (1e+06 would be refused).
+  const big = servingPod(render("--set-json", "limits.maxModelLen=1000000"));
+  assert.equal(planInPod(big.prewarm).limits.max_model_len, 1000000);
+});
+
+// [extraArgs, spellings of the setting (each on the line once), what the prewarmer must plan, extra --set]
+const planFlags = [
+  [["-dcp", "2"], ["-dcp", "--decode-context-parallel-size"], (p) => p.limits.decode_context_parallel_size === 2],
+  [["--max-model-len", "131072"], ["--max-model-len"], (p) => p.limits.max_model_len === 131072],
+  [["--max_model_len=65536"], ["--max-model-len", "--max_model_len"], (p) => p.limits.max_model_len === 65536],
+  [["-tp", "4"], ["-tp", "--tensor-parallel-size"], (p) => p.limits.tensor_parallel_size === 4],
+  [["--max-num-seqs", "64"], ["--max-num-seqs"], (p) => p.limits.max_num_seqs === 64],
+  [["--max-num-batched-tokens", "4096"], ["--max-num-batched-tokens"], (p) => p.limits.max_num_batched_tokens === 4096],
+  [["--block-size", "32"], ["--block-size"], (p) => p.limits.block_size === 32],
+  [["--kv-cache-dtype", "fp8"], ["--kv-cache-dtype"], (p) => p.limits.kv_cache_dtype === "fp8"],
+  [["--speculative-config", '{"method":"mtp","num_speculative_tokens":2}'], ["--speculative-config"],
+    (p) => p.limits.num_speculative_tokens === 2, ["limits.numSpeculativeTokens=1"]],
+  [["--num-speculative-tokens", "3"], ["--num-speculative-tokens", "--speculative-config"],
+    (p) => p.limits.num_speculative_tokens === 3, ["limits.numSpeculativeTokens=1"]],
+  [["-O", '{"max_cudagraph_capture_size":128}'], ["-O", "--compilation-config"], (p) => p.limits.max_cudagraph_capture_size === 128],
+  [["--cuda-graph-sizes", "1", "2", "4", "64"], ["--cuda-graph-sizes", "--compilation-config"],
+    (p) => p.limits.max_cudagraph_capture_size === 64],
+  [["--hf-overrides", '{"index_topk":1024}'], ["--hf-overrides"], (p) => p.shape.index_topk === 1024],
+  // An optimization level is not a compilation config: the chart's capture size stays.
+  [["-O3"], ["--compilation-config"], (p) => p.limits.max_cudagraph_capture_size === 512],
+];
+for (const [extra, spellings, planned, sets = []] of planFlags) {
+  test(`vllm.extraArgs ${extra.join(" ")}: set once, in both containers, planned by the prewarmer`, () => {
+    const docs = render(...sets, "--set-json", `vllm.extraArgs=${JSON.stringify(extra)}`);
+    const { prewarm, vllm } = servingPod(docs);
+    const words = argv(vllm);
+    for (const [who, w] of [["vllm", words], ["prewarm", shellWords(env(prewarm).PREWARM_VLLM_ARGS)]]) {
+      assert.equal(count(w, spellings), 1, `${who}: ${spellings.join("/")} once in ${JSON.stringify(w)}`);
+      const at = w.indexOf(extra[0]);
+      assert.deepEqual(w.slice(at, at + extra.length), extra, `${who} has the words as given`);
+    }
+    const plan = planInPod(prewarm);
+    assert.ok(planned(plan), `prewarm planned ${JSON.stringify({ limits: plan.limits, topk: plan.shape.index_topk })}`);
+  });
+}
+
+test("NOTES print the one command line", () => {
+  const r = spawnSync(helm, ["install", "prewarm", chart, "--dry-run=client", "--set-json",
+    'vllm.extraArgs=["-dcp","2"]'], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  const notes = r.stdout.slice(r.stdout.indexOf("NOTES:"));
+  assert.match(notes, /--kv-cache-dtype nvfp4 --compilation-config '\{"max_cudagraph_capture_size":512\}' --port 8000 -dcp 2\n/);
 });
 
 test("monitors render only when enabled and the API exists", () => {

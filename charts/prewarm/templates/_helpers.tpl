@@ -46,25 +46,82 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 {{- end -}}
 
-{{/* The limits as the prewarmer's environment (one place: the same values make vLLM's args). */}}
-{{- define "prewarm.env" -}}
+{{/*
+vLLM's command line, built once, as a JSON list of words: "vllm", "serve", the model, the chart's
+limits as flags, --port, then vllm.extraArgs. The server runs exactly these words and the
+prewarmer reads exactly these words (PREWARM_VLLM_ARGS, parsed as vLLM parses them), so no flag
+can reach one and not the other. A flag that extraArgs give, in any spelling (-tp or
+--tensor-parallel-size, --max_model_len=N, --speculative-config.num_speculative_tokens=2), drops
+the chart's flag for the same setting, so each is given once: --num-speculative-tokens drops the
+chart's --speculative-config; -O/-cc/--compilation-config with a JSON object or a dotted field,
+--cuda-graph-sizes and --max-cudagraph-capture-size drop its --compilation-config (an
+optimization level, -O3 or -O 3, does not).
+*/}}
+{{- define "prewarm.vllmCommand" -}}
 {{- $l := .Values.limits -}}
-- name: PREWARM_MAX_NUM_SEQS
-  value: {{ $l.maxNumSeqs | quote }}
-- name: PREWARM_MAX_NUM_BATCHED_TOKENS
-  value: {{ $l.maxNumBatchedTokens | quote }}
-- name: PREWARM_MAX_MODEL_LEN
-  value: {{ $l.maxModelLen | quote }}
-- name: PREWARM_NUM_SPECULATIVE_TOKENS
-  value: {{ $l.numSpeculativeTokens | quote }}
-- name: PREWARM_MAX_CUDAGRAPH_CAPTURE_SIZE
-  value: {{ $l.maxCudagraphCaptureSize | quote }}
-- name: PREWARM_TENSOR_PARALLEL_SIZE
-  value: {{ $l.tensorParallelSize | quote }}
-- name: PREWARM_BLOCK_SIZE
-  value: {{ $l.blockSize | quote }}
-- name: PREWARM_KV_CACHE_DTYPE
-  value: {{ $l.kvCacheDtype | quote }}
+{{- $extra := .Values.vllm.extraArgs | default list -}}
+{{- $alias := dict "tp" "tensor-parallel-size" "dcp" "decode-context-parallel-size"
+  "O" "compilation-config" "cc" "compilation-config" "cuda-graph-sizes" "compilation-config"
+  "max-cudagraph-capture-size" "compilation-config" "num-speculative-tokens" "speculative-config" -}}
+{{- $given := dict -}}
+{{- range $i, $w := $extra -}}
+{{- if and (hasPrefix "-" $w) (not (regexMatch "^-[0-9.]" $w)) -}}
+{{- $body := $w | trimPrefix "-" | trimPrefix "-" -}}
+{{- $value := "" -}}
+{{- if contains "=" $body -}}
+{{- $value = regexReplaceAll "^[^=]*=" $body "" -}}
+{{- $body = regexReplaceAll "=.*$" $body "" -}}
+{{- else if lt (add1 $i) (len $extra) -}}
+{{- $value = index $extra (add1 $i) -}}
+{{- end -}}
+{{- $dotted := contains "." $body -}}
+{{- $flag := regexReplaceAll "[.].*$" $body "" | replace "_" "-" -}}
+{{- $level := and (has $flag (list "O" "cc" "compilation-config")) (not $dotted) (not (hasPrefix "{" $value)) -}}
+{{- if not $level -}}
+{{- $_ := set $given (get $alias $flag | default $flag) true -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $own := list
+  (list "max-num-seqs" (int64 $l.maxNumSeqs | toString))
+  (list "max-num-batched-tokens" (int64 $l.maxNumBatchedTokens | toString))
+  (list "max-model-len" (int64 $l.maxModelLen | toString))
+  (list "tensor-parallel-size" (int64 $l.tensorParallelSize | toString))
+  (list "block-size" (int64 $l.blockSize | toString))
+  (list "kv-cache-dtype" (toString $l.kvCacheDtype))
+  (list "compilation-config" (printf "{\"max_cudagraph_capture_size\":%d}" (int64 $l.maxCudagraphCaptureSize))) -}}
+{{- if gt (int64 $l.numSpeculativeTokens) 0 -}}
+{{- $own = append $own (list "speculative-config" (printf "{\"method\":\"mtp\",\"num_speculative_tokens\":%d}" (int64 $l.numSpeculativeTokens))) -}}
+{{- end -}}
+{{- $own = append $own (list "port" (int64 .Values.vllm.port | toString)) -}}
+{{- $words := list "vllm" "serve" (toString .Values.vllm.model) -}}
+{{- range $own -}}
+{{- if not (hasKey $given (index . 0)) -}}
+{{- $words = concat $words (list (printf "--%s" (index . 0)) (index . 1)) -}}
+{{- end -}}
+{{- end -}}
+{{- concat $words $extra | toJson -}}
+{{- end -}}
+
+{{/* The same words as one shell-quoted line (single quotes where a word needs them), the form
+PREWARM_VLLM_ARGS and `prewarm --vllm-args` read. */}}
+{{- define "prewarm.vllmLine" -}}
+{{- $quoted := list -}}
+{{- range (include "prewarm.vllmCommand" . | fromJsonArray) -}}
+{{- if regexMatch "^[A-Za-z0-9_./:=@%+,-]+$" . -}}
+{{- $quoted = append $quoted . -}}
+{{- else -}}
+{{- $quoted = append $quoted (printf "'%s'" (replace "'" "'\\''" .)) -}}
+{{- end -}}
+{{- end -}}
+{{- join " " $quoted -}}
+{{- end -}}
+
+{{/* The prewarmer's environment. Its limits come only from PREWARM_VLLM_ARGS, vLLM's own
+command line: a PREWARM_<LIMIT> variable would outrank the line and let the two drift. */}}
+{{- define "prewarm.env" -}}
+- name: PREWARM_VLLM_ARGS
+  value: {{ include "prewarm.vllmLine" . | quote }}
 - name: PREWARM_GRAPH_ONLY
   value: {{ .Values.prewarm.graphOnly | quote }}
 - name: PREWARM_ARCH
@@ -89,36 +146,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 - name: PREWARM_LOG_FORMAT
   value: json
-{{- end -}}
-
-{{/* vLLM's arguments from the same limits. */}}
-{{- define "prewarm.vllmArgs" -}}
-{{- $l := .Values.limits -}}
-- serve
-- {{ .Values.vllm.model | quote }}
-- --max-num-seqs
-- {{ $l.maxNumSeqs | quote }}
-- --max-num-batched-tokens
-- {{ $l.maxNumBatchedTokens | quote }}
-- --max-model-len
-- {{ $l.maxModelLen | quote }}
-- --tensor-parallel-size
-- {{ $l.tensorParallelSize | quote }}
-- --block-size
-- {{ $l.blockSize | quote }}
-- --kv-cache-dtype
-- {{ $l.kvCacheDtype | quote }}
-- -O
-- {{ printf "{\"max_cudagraph_capture_size\":%v}" $l.maxCudagraphCaptureSize | quote }}
-{{- if gt (int $l.numSpeculativeTokens) 0 }}
-- --speculative-config
-- {{ printf "{\"method\":\"mtp\",\"num_speculative_tokens\":%v}" $l.numSpeculativeTokens | quote }}
-{{- end }}
-- --port
-- {{ .Values.vllm.port | quote }}
-{{- range .Values.vllm.extraArgs }}
-- {{ . | quote }}
-{{- end }}
 {{- end -}}
 
 {{/* The cache directories of every JIT in the serving container, all in the volume. */}}
