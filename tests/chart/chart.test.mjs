@@ -4,7 +4,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -269,6 +270,65 @@ test("NOTES print the one command line", () => {
   assert.equal(r.status, 0, r.stderr);
   const notes = r.stdout.slice(r.stdout.indexOf("NOTES:"));
   assert.match(notes, /--kv-cache-dtype nvfp4 --compilation-config '\{"max_cudagraph_capture_size":512\}' --port 8000 -dcp 2\n/);
+});
+
+// The prewarmer of an image volume must be the prewarm image that packed it (issue 31 item 3).
+test("an image volume's packedBy must be the prewarmer image; unset, NOTES warn", () => {
+  const image = ["prewarm.volume.kind=image", `prewarm.volume.image.reference=${cacheImage}`];
+  let r = renderFails(...image, "prewarm.volume.image.packedBy=registry.example.com/prewarm:0.2.0");
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /packedBy \(registry\.example\.com\/prewarm:0\.2\.0\) is not the prewarmer image \(ghcr\.io\/prewarm\/prewarm:0\.1\.0\)/, r.stderr);
+  const docs = render(...image, "prewarm.image.repository=registry.example.com/prewarm", "prewarm.image.tag=0.2.0",
+    "prewarm.volume.image.packedBy=registry.example.com/prewarm:0.2.0");
+  assert.equal(servingPod(docs).prewarm.image, "registry.example.com/prewarm:0.2.0");
+  const notes = (...sets) => {
+    const res = spawnSync(helm, ["install", "prewarm", chart, "--dry-run=client", ...sets.flatMap((s) => ["--set", s])], { encoding: "utf8" });
+    assert.equal(res.status, 0, res.stderr);
+    return res.stdout.slice(res.stdout.indexOf("NOTES:"));
+  };
+  assert.match(notes(...image), /WARNING: the prewarmer image is ghcr\.io\/prewarm\/prewarm:0\.1\.0\. Every key in the cache image/);
+  assert.doesNotMatch(notes(...image, "prewarm.volume.image.packedBy=ghcr.io/prewarm/prewarm:0.1.0"), /WARNING/);
+  assert.doesNotMatch(notes(), /WARNING/, "no image volume, no warning");
+});
+
+test("README's CI cache image and its fleet command run the same prewarmer and the same line", () => {
+  const readme = readFileSync(path.join(root, "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## A cache image built in CI"));
+  const block = section.slice(section.indexOf("```sh\n") + 6, section.indexOf("\n```", section.indexOf("```sh\n")));
+  const values = block.match(/^cat > dsv32\.yaml <<'EOF'\n([\s\S]*?)\nEOF$/m);
+  assert.ok(values, "the block writes dsv32.yaml");
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "prewarm-readme-"));
+  try {
+    writeFileSync(path.join(tmp, "dsv32.yaml"), values[1] + "\n");
+    symlinkSync(path.join(root, "charts"), path.join(tmp, "charts"));
+    // A command of the block as its words, with $cache and $img as the block sets them.
+    const run = (cmd, vars = {}) => {
+      const words = shellWords(cmd.replace(/\$(\w+)/g, (m, v) => (v in vars ? vars[v] : m)));
+      assert.equal(words[0], "helm");
+      return yaml.loadAll(execFileSync(helm, words.slice(1), { cwd: tmp, encoding: "utf8" })).filter(Boolean);
+    };
+    const ci = block.match(/^pod=\$\((helm template [^)]*)\)$/m);
+    assert.ok(ci, "the CI step renders the chart");
+    const ciPod = servingPod(run(ci[1]));
+    // The block's yq expressions, read by js-yaml here.
+    assert.match(block, /img=\$\(yq -r '\.spec\.template\.spec\.initContainers\[0\]\.image'/);
+    assert.match(block, /yq -r '\.spec\.template\.spec\.initContainers\[0\]\.env\[\] \| \.name \+ "=" \+ \.value'.*> prewarm\.env/);
+    assert.match(block, /docker run --rm --env-file prewarm\.env .*"\$img" run/s);
+    const img = ciPod.prewarm.image;
+    const cache = block.match(/^cache=(\S+)$/m)[1];
+    const fleetCmd = block.match(/^helm upgrade --install (?:.*\\\n)*.*$/m)[0].replace(/\\\n/g, " ")
+      .replace("helm upgrade --install", "helm template");
+    const fleet = servingPod(run(fleetCmd, { cache, img }));
+    assert.notEqual(img, "ghcr.io/prewarm/prewarm:0.1.0", "the block's own prewarm image, not the chart's default");
+    assert.equal(fleet.prewarm.image, img, "the fleet's prewarmer is the image that filled and packed the cache");
+    assert.equal(env(fleet.prewarm).PREWARM_VLLM_ARGS, env(ciPod.prewarm).PREWARM_VLLM_ARGS, "the same vLLM line");
+    assert.equal(env(fleet.prewarm).PREWARM_ARCH, env(ciPod.prewarm).PREWARM_ARCH);
+    assert.deepEqual(fleet.prewarm.args, ["verify", "--serve"]);
+    // Every line of prewarm.env (docker's --env-file: NAME=VALUE, one a line) stays one line.
+    for (const e of ciPod.prewarm.env) assert.ok(!/\n/.test(e.value), e.name);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 });
 
 test("monitors render only when enabled and the API exists", () => {

@@ -22,6 +22,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{ .repository }}:{{ .tag }}
 {{- end -}}
 
+{{/* An image volume's cache is keyed by the compiler identity of the prewarm image that filled it:
+any other prewarmer finds none of its keys and the pod never becomes ready. When
+prewarm.volume.image.packedBy names that image, a different prewarmer image is an error here. */}}
+{{- define "prewarm.checkPackedBy" -}}
+{{- $packedBy := .Values.prewarm.volume.image.packedBy | default "" -}}
+{{- $prewarmer := include "prewarm.image" .Values.prewarm.image -}}
+{{- if and $packedBy (ne $packedBy $prewarmer) -}}
+{{- fail (printf "prewarm.volume.image.packedBy (%s) is not the prewarmer image (%s): every key in the cache image %s carries the packing image's compiler identity, so this prewarmer would find none and the pod would never become ready. Set prewarm.image.repository and prewarm.image.tag to the image that packed it, or repack the cache with this one" $packedBy $prewarmer .Values.prewarm.volume.image.reference) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The volume name and claim of the cache. */}}
 {{- define "prewarm.claimName" -}}
 {{- default (printf "%s-cache" (include "prewarm.fullname" .)) .Values.prewarm.volume.pvc.existingClaim -}}
@@ -39,6 +50,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   image:
     reference: {{ required "prewarm.volume.kind=image needs prewarm.volume.image.reference: the cache image that prewarm pack made" .Values.prewarm.volume.image.reference | quote }}
     pullPolicy: {{ .Values.prewarm.volume.image.pullPolicy }}
+{{- include "prewarm.checkPackedBy" . }}
 {{- else }}
   hostPath:
     path: {{ .Values.prewarm.volume.hostPath.path }}
