@@ -331,6 +331,39 @@ test("README's CI cache image and its fleet command run the same prewarmer and t
   }
 });
 
+// The prefill Job survives an upgrade that changes its spec; no pod but the server's is the Service's (item 6).
+test("the prefill Job's name follows its spec, within 63 characters", () => {
+  const job = (...sets) => find(render("prefill.enabled=true", "prewarm.volume.kind=pvc", ...sets), "Job");
+  const base = job().metadata.name;
+  assert.match(base, /^prewarm-prefill-[0-9a-f]{8}$/);
+  assert.equal(job("service.type=NodePort").metadata.name, base, "a change outside the Job keeps it");
+  for (const sets of [["limits.maxModelLen=65536"], ["--set-json", 'vllm.extraArgs=["-dcp","2"]'], ["prefill.shards=8"],
+    ["prewarm.image.tag=0.2.0"]]) {
+    assert.notEqual(job(...sets).metadata.name, base, sets.join(" "));
+  }
+  // Helm allows 53 characters of release name; the fullname is then 61.
+  const args = ["template", "a".repeat(53), chart, "--set", "prefill.enabled=true", "--set", "prewarm.volume.kind=pvc"];
+  const long = yaml.loadAll(execFileSync(helm, args, { encoding: "utf8" })).find((d) => d && d.kind === "Job");
+  assert.ok(long.metadata.name.length <= 63, long.metadata.name);
+  validate(long);
+});
+
+test("the prefill and helm-test pods do not carry the Service's selector", () => {
+  const docs = render("prefill.enabled=true", "prewarm.volume.kind=pvc");
+  const selector = find(docs, "Service").spec.selector;
+  const selects = (labels) => Object.entries(selector).every(([k, v]) => (labels || {})[k] === v);
+  assert.ok(selects(find(docs, "Deployment").spec.template.metadata.labels), "the server's pods are selected");
+  const job = find(docs, "Job");
+  assert.ok(!selects(job.spec.template.metadata.labels), JSON.stringify(job.spec.template.metadata.labels));
+  assert.equal(job.spec.template.metadata.labels["app.kubernetes.io/component"], "prefill");
+  const testPod = docs.find((d) => d.kind === "Pod");
+  assert.ok(!selects(testPod.metadata.labels), JSON.stringify(testPod.metadata.labels));
+  assert.equal(testPod.metadata.labels["app.kubernetes.io/instance"], "prewarm");
+  // The PodMonitor selects as the Service does.
+  const pm = find(render("podMonitor.enabled=true", "--api-versions", "monitoring.coreos.com/v1/PodMonitor"), "PodMonitor");
+  assert.deepEqual(pm.spec.selector.matchLabels, selector);
+});
+
 test("monitors render only when enabled and the API exists", () => {
   const api = ["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--api-versions", "monitoring.coreos.com/v1/PodMonitor"];
   let docs = render("serviceMonitor.enabled=true", "podMonitor.enabled=true");

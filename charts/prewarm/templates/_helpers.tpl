@@ -13,9 +13,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{- define "prewarm.labels" -}}
 {{ include "prewarm.selectorLabels" . }}
+{{ include "prewarm.releaseLabels" . }}
+{{- end -}}
+
+{{- define "prewarm.releaseLabels" -}}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Labels of the chart's other pods (the prefill Job's, the helm test's): the release and their
+component, but not app.kubernetes.io/name, so the Service, the Deployment and the PodMonitor
+(which select on prewarm.selectorLabels) never pick them up. Takes (list $ "component"). */}}
+{{- define "prewarm.componentLabels" -}}
+{{- $ := index . 0 -}}
+app.kubernetes.io/instance: {{ $.Release.Name }}
+app.kubernetes.io/part-of: {{ $.Chart.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 
 {{- define "prewarm.image" -}}
