@@ -32,13 +32,73 @@ struct PwMsaState {
   float m[PW_MMA_ACC], l[PW_MMA_ACC];
 };
 
+// The online softmax of a chunk of scores s (n_tiles 16-key tiles of the keys [c0, c0 + 16
+// n_tiles) of a 16-row tile, unscaled): masks the keys each row may not see (lim[rep(e)]: how
+// many keys of the slice element e's row sees), rescales O and the running sums, and leaves the
+// probabilities in p (which may be s: the warpgroup path keeps S for the tensor cores alone).
+template <int n_tiles>
+PW_DEVICE_INLINE void pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_tiles],
+                                     const int* lim, int c0, float scale_log2, PwMsaState& st) {
+  const int lane = threadIdx.x % PW_WARP;
+  const float ninf = pw_msa_neg_inf();
+  float mx[PW_MMA_ACC];
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) mx[e] = ninf;
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    const int r = pw_msa_rep(e);
+#pragma unroll
+    for (int nt = 0; nt < n_tiles; ++nt) {
+      const int col = c0 + 16 * nt + pw_mma_c_col(lane, e);
+      const float x = col < lim[r] ? s[nt].v[e] * scale_log2 : ninf;
+      p[nt].v[e] = x;
+      mx[r] = fmaxf(mx[r], x);
+    }
+  }
+  pw_msa_lanes_reduce<true>(mx);
+  float alpha[PW_MMA_ACC], sum[PW_MMA_ACC];
+  bool same = true;  // no row's max moved: O needs no rescale
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    if (pw_msa_rep(e) != e) continue;
+    const float m_new = fmaxf(st.m[e], mx[e]);
+    same = same && m_new == st.m[e];
+    alpha[e] = m_new == ninf ? 1.0f : pw_exp2_fast(st.m[e] - m_new);
+    st.m[e] = m_new;
+    sum[e] = 0.0f;
+  }
+  if (!pw_warp_all(same)) {
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+#pragma unroll
+      for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[pw_msa_rep(e)];
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    const int r = pw_msa_rep(e);
+    const bool none = st.m[r] == ninf;
+#pragma unroll
+    for (int nt = 0; nt < n_tiles; ++nt) {
+      const float x = none ? 0.0f : pw_exp2_fast(p[nt].v[e] - st.m[r]);
+      p[nt].v[e] = x;
+      sum[r] += x;
+    }
+  }
+  pw_msa_lanes_reduce<false>(sum);
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    if (pw_msa_rep(e) == e) st.l[e] = st.l[e] * alpha[e] + sum[e];
+  }
+}
+
 // One chunk of warp_keys keys, [c0, c0 + warp_keys) of the warp's slice: lim[rep(e)] is how many
 // keys of the slice element e's row may see (0: none).
 PW_DEVICE_INLINE void pw_msa_chunk(const pw_u16* qa, const pw_u16* kb, const pw_u16* vb, pw_u16* pw,
                                    const int* lim, int c0, float scale_log2, PwMsaState& st) {
   constexpr int n_tiles = kPwMsaWarpKeys / 16;
   const int lane = threadIdx.x % PW_WARP;
-  const float ninf = pw_msa_neg_inf();
+  (void)lane;
   PwMmaC s[n_tiles];
 #pragma unroll
   for (int nt = 0; nt < n_tiles; ++nt) pw_mma_zero(s[nt]);
@@ -53,48 +113,7 @@ PW_DEVICE_INLINE void pw_msa_chunk(const pw_u16* qa, const pw_u16* kb, const pw_
       pw_mma(s[nt], fa, fb);
     }
   }
-  float mx[PW_MMA_ACC];
-#pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) mx[e] = ninf;
-#pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) {
-    const int r = pw_msa_rep(e);
-#pragma unroll
-    for (int nt = 0; nt < n_tiles; ++nt) {
-      const int col = c0 + 16 * nt + pw_mma_c_col(lane, e);
-      const float x = col < lim[r] ? s[nt].v[e] * scale_log2 : ninf;
-      s[nt].v[e] = x;
-      mx[r] = fmaxf(mx[r], x);
-    }
-  }
-  pw_msa_lanes_reduce<true>(mx);
-  float alpha[PW_MMA_ACC], sum[PW_MMA_ACC];
-#pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) {
-    if (pw_msa_rep(e) != e) continue;
-    const float m_new = fmaxf(st.m[e], mx[e]);
-    alpha[e] = m_new == ninf ? 1.0f : pw_exp2_fast(st.m[e] - m_new);
-    st.m[e] = m_new;
-    sum[e] = 0.0f;
-  }
-#pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) {
-    const int r = pw_msa_rep(e);
-    const bool none = st.m[r] == ninf;
-#pragma unroll
-    for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[r];
-#pragma unroll
-    for (int nt = 0; nt < n_tiles; ++nt) {
-      const float p = none ? 0.0f : pw_exp2_fast(s[nt].v[e] - st.m[r]);
-      s[nt].v[e] = p;
-      sum[r] += p;
-    }
-  }
-  pw_msa_lanes_reduce<false>(sum);
-#pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) {
-    if (pw_msa_rep(e) == e) st.l[e] = st.l[e] * alpha[e] + sum[e];
-  }
+  pw_msa_softmax<n_tiles>(s, s, lim, c0, scale_log2, st);
 #if PW_MMA_IMPL == PW_MMA_SYNC
   // P (bf16) straight from the registers: a 16x16 accumulator (c0..c3 of keys 0-7, then of keys
   // 8-15) is the A fragment of mma.m16n8k16 (a0a1, a2a3, a4a5, a6a7).
@@ -144,6 +163,111 @@ struct PwMsaOut {
   float* ws_lse;
   int split;
 };
+
+#ifndef PW_MSA_WG_OVERLAP
+#define PW_MSA_WG_OVERLAP 0
+#endif
+
+#if PW_MSA_WG_BUILD
+// The tile loop of the warpgroup path (kPwMsaWg: NVIDIA sm_90a, rounds 1, whole warpgroups of
+// m tiles): each warpgroup multiplies its 64 (row, head) pairs by a whole 64-key tile a step.
+// S = Q K^T is 8 wgmma m64n64k16 (Q's fragments in registers for the whole block, K from the
+// wgmma-layout tile), the online softmax is the mma.sync path's (the accumulators are laid out as
+// m16n8 tiles side by side, each warp its 16 rows), and O += P V is 4 wgmma m64n128k16 with P
+// from registers and V read N-major from the same layout. PW_MSA_WG_OVERLAP=1 (an A/B) leaves
+// P V running while the next tile is dequantized into the other K and V buffers, the next S
+// waiting for it; ptxas then serializes the wgmmas (C7515: it sees the softmax write registers
+// inside a pipeline stage), so by default each tile waits for its P V.
+PW_DEVICE_INLINE void pw_msa_loop_wg(const PwMsaArgs& a, const PwMsaSmem& sm, unsigned char* smem,
+                                     int g, int row0, int count, int split, int tiles,
+                                     const int* vis, const unsigned* bit, const pw_u16* qa,
+                                     float scale_log2, PwMsaState& st) {
+  constexpr int tb = pw_msa_wg_tile_bytes(kPwMg.slice_keys, PW_MSA_D);
+  constexpr int stages = kPwMsaStages;
+  static_assert(!kPwMsaWg || kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
+                                 kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0,
+                "the warpgroup path takes staged 64-key tiles, one slice, whole warpgroups");
+  const int wgi = threadIdx.x / (4 * PW_WARP);
+  const int r0 = 64 * wgi / kPwMg.head_block, r1 = (64 * wgi + 63) / kPwMg.head_block;
+  PwMmaA qf[PW_MSA_D / 16];
+  pw_u32 pf[4][4];  // P of the last tile, which its P V reads until the next wait
+  float(&o)[64] = *reinterpret_cast<float(*)[64]>(&st.o[0].v[0]);
+  (void)g;
+  for (int t = 0; t < tiles; ++t) {
+    pw_msa_async_wait_pending<stages - 2>();
+    __syncthreads();  // tile t's raw bytes are in; every warp is done with buffer t % 2's S
+    const int next = t + stages - 1;
+    if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, split, next);
+    pw_msa_async_commit();
+    unsigned char* kt = smem + kPwMg.wg_offset + (t % 2) * 2 * tb;
+    unsigned char* vt = kt + tb;
+    pw_msa_dequant_wg(a, sm, t % stages, count, split, t, kt, vt);
+    pw_fence_proxy_async();
+    __syncthreads();
+    if (t == 0) {
+#pragma unroll
+      for (int kk = 0; kk < PW_MSA_D / 16; ++kk) pw_mma_load_a(qf[kk], qa + 16 * kk, kPwMsaRow);
+    }
+    const int u = pw_msa_subtile(0, t, count, split);
+    if (u < 0) continue;
+    const int ent = u / kPwMsaSubtiles;
+    const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
+    const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
+    // The same answer in every warp of the warpgroup: does any of its rows see these keys?
+    bool sees = false;
+    for (int r = r0; r <= r1; ++r) {
+      sees =
+          sees || (r < kPwMg.rows && row0 + r < a.rows && ((mask >> r) & 1u) && sm.vis[r] > base);
+    }
+    if (!sees) {
+      // Buffer t % 2 is next written at tile t + 2: this warpgroup's P V of an earlier tile
+      // must be done by then, and it waits for it at no tile it skips.
+      pw_wgmma_wait<0>();
+      pw_wgmma_hold(o);
+      pw_wgmma_hold(pf);
+      continue;
+    }
+    int lim[PW_MMA_ACC];
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+      if (pw_msa_rep(e) == e) lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
+    }
+    PwMmaC s[4];
+    float(&sf)[32] = *reinterpret_cast<float(*)[32]>(&s[0].v[0]);
+    pw_wgmma_fence();
+    pw_wgmma_m64n64k16_bf16<false>(sf, qf[0].r, pw_wgmma_desc(kt, 128, kPwMsaWgKeyGroup));
+#pragma unroll
+    for (int kk = 1; kk < PW_MSA_D / 16; ++kk)
+      pw_wgmma_m64n64k16_bf16<true>(sf, qf[kk].r,
+                                    pw_wgmma_desc(kt + 256 * kk, 128, kPwMsaWgKeyGroup));
+    pw_wgmma_commit();
+    pw_wgmma_wait<0>();  // S, and the last tile's P V
+    pw_wgmma_hold(sf);
+    pw_wgmma_hold(o);
+    pw_wgmma_hold(pf);
+    pw_msa_softmax<4>(s, s, lim, 0, scale_log2, st);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) pf[kk][i] = pw_pack_bf16x2(s[kk].v[2 * i], s[kk].v[2 * i + 1]);
+    }
+    pw_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      pw_wgmma_m64n128k16_bf16_bt(
+          o, pf[kk], pw_wgmma_desc(vt + 2 * kPwMsaWgKeyGroup * kk, kPwMsaWgKeyGroup, 128), 1);
+    pw_wgmma_commit();
+#if !PW_MSA_WG_OVERLAP
+    pw_wgmma_wait<0>();
+    pw_wgmma_hold(o);
+    pw_wgmma_hold(pf);
+#endif
+  }
+  pw_wgmma_wait<0>();
+  pw_wgmma_hold(o);
+  pw_wgmma_hold(pf);
+}
+#endif
 
 // The whole attention of rows [row0, row0 + rows) x heads [head0, head0 + head_block) of group
 // g over the block's list (prefill: all of it, in key_warps halves; decode: split `split` of
@@ -196,38 +320,44 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
       pw_msa_async_commit();
     }
   }
-  for (int t = 0; t < tiles; ++t) {
-    if constexpr (kPwMsaStaged) pw_msa_async_wait_pending<stages - 2>();
-    __syncthreads();  // tile t's raw bytes are in; every warp is done with the last K, V
-    if constexpr (kPwMsaStaged) {
-      const int next = t + stages - 1;
-      if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, out.split, next);
-      pw_msa_async_commit();
-    }
-    pw_msa_dequant(a, sm, g, t % stages, count, out.split, t);
-    __syncthreads();
-    const int u = pw_msa_subtile(kj, t, count, out.split);
-    if (u < 0) continue;
-    const int ent = u / kPwMsaSubtiles;
-    const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
-    const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
-    int lim[PW_MMA_ACC];
-    bool none = true;
+#if PW_MSA_WG_BUILD
+  if constexpr (kPwMsaWg) {
+    pw_msa_loop_wg(a, sm, pw_msa_shared, g, row0, count, out.split, tiles, vis, bit, qa, scale_log2,
+                   st);
+  } else
+#endif
+    for (int t = 0; t < tiles; ++t) {
+      if constexpr (kPwMsaStaged) pw_msa_async_wait_pending<stages - 2>();
+      __syncthreads();  // tile t's raw bytes are in; every warp is done with the last K, V
+      if constexpr (kPwMsaStaged) {
+        const int next = t + stages - 1;
+        if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, out.split, next);
+        pw_msa_async_commit();
+      }
+      pw_msa_dequant(a, sm, g, t % stages, count, out.split, t);
+      __syncthreads();
+      const int u = pw_msa_subtile(kj, t, count, out.split);
+      if (u < 0) continue;
+      const int ent = u / kPwMsaSubtiles;
+      const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
+      const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
+      int lim[PW_MMA_ACC];
+      bool none = true;
 #pragma unroll
-    for (int e = 0; e < PW_MMA_ACC; ++e) {
-      if (pw_msa_rep(e) != e) continue;
-      lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
-      none = none && lim[e] <= 0;
-    }
-    if (pw_warp_all(none)) continue;  // no row of this warp sees this subtile
-    for (int c0 = 0; c0 < kPwMg.slice_keys; c0 += kPwMsaWarpKeys) {
-      none = true;
+      for (int e = 0; e < PW_MMA_ACC; ++e) {
+        if (pw_msa_rep(e) != e) continue;
+        lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
+        none = none && lim[e] <= 0;
+      }
+      if (pw_warp_all(none)) continue;  // no row of this warp sees this subtile
+      for (int c0 = 0; c0 < kPwMg.slice_keys; c0 += kPwMsaWarpKeys) {
+        none = true;
 #pragma unroll
-      for (int e = 0; e < PW_MMA_ACC; ++e) none = none && (pw_msa_rep(e) != e || lim[e] <= c0);
-      if (pw_warp_all(none)) continue;  // no row of this warp sees these keys
-      pw_msa_chunk(qa, kb, vb, pw, lim, c0, scale_log2, st);
+        for (int e = 0; e < PW_MMA_ACC; ++e) none = none && (pw_msa_rep(e) != e || lim[e] <= c0);
+        if (pw_warp_all(none)) continue;  // no row of this warp sees these keys
+        pw_msa_chunk(qa, kb, vb, pw, lim, c0, scale_log2, st);
+      }
     }
-  }
   pw_msa_async_wait();
 
   // Key slices 1.. leave their state in shared memory (over Q, K, V); slice 0 combines by LSE.

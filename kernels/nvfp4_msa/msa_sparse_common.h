@@ -10,6 +10,7 @@
 #include "common/bf16.h"
 #include "common/mma.h"
 #include "common/nvfp4_dequant.h"
+#include "common/wgmma.h"
 #include "nvfp4_msa/msa_layout.h"
 #include "nvfp4_msa/msa_sparse_geometry.h"
 
@@ -39,7 +40,7 @@ static_assert(PW_TOPK_BLOCKS >= 1 && PW_TOPK_BLOCKS <= 32, "topk_blocks 1..32");
 
 constexpr PwMsaSparseGeometry kPwMg =
     pw_msa_sparse_geometry(PW_MSA_GROUP, PW_WARP, PW_LDS_KIB, PW_MSA_PREFILL != 0, PW_MSA_KW,
-                           PW_TOPK_BLOCKS, PW_MSA_NVIDIA);
+                           PW_TOPK_BLOCKS, PW_MSA_NVIDIA, PW_WGMMA != 0);
 // Staged loads (cp.async) on NVIDIA; the SIMT build there loads through registers as AMD does,
 // so the GPU check runs that path too (it uses less shared memory than the launch gives).
 constexpr bool kPwMsaStaged = kPwMg.staged && !PW_FORCE_SIMT;
@@ -58,6 +59,15 @@ constexpr int kPwMsaStages =
     PW_MSA_STAGES >= 2 && PW_MSA_STAGES <= kPwMg.stages ? PW_MSA_STAGES : kPwMg.stages;
 #else
 constexpr int kPwMsaStages = kPwMg.stages;
+#endif
+// The warpgroup path (msa_sparse_attend.h): where the geometry has it and the build multiplies
+// with mma.sync (not the SIMT check build); PW_MSA_NO_WGMMA keeps mma.sync for A/B runs.
+#if PW_WGMMA && PW_MMA_IMPL == PW_MMA_SYNC && !defined(PW_MSA_NO_WGMMA)
+#define PW_MSA_WG_BUILD 1
+constexpr bool kPwMsaWg = kPwMg.wg;
+#else
+#define PW_MSA_WG_BUILD 0
+constexpr bool kPwMsaWg = false;
 #endif
 constexpr int kPwMsaRow = pw_msa_row(PW_MSA_D);             // Q, K, V rows (bf16)
 constexpr int kPwMsaPRow = pw_msa_p_row(kPwMg.slice_keys);  // P rows (bf16)
@@ -274,6 +284,38 @@ PW_DEVICE_INLINE void pw_msa_dequant16(uint2 w, pw_u32 scale, float g, pw_u16* d
   pw_nvfp4_dequant8_bf16(w.y, sg, &hi.x);
   *reinterpret_cast<uint4*>(dst) = lo;
   *reinterpret_cast<uint4*>(dst + 8) = hi;
+}
+
+// The wgmma layout of a K or V tile: 16-byte chunks (8 consecutive dims of one key), the 8 keys
+// of a core matrix 16 bytes apart, the 16 dim chunks of those 8 keys 128 bytes apart, groups of
+// 8 keys 2048 bytes apart. For S = Q K^T (B = K, N = keys, K-major) a 16-dim step starts 256
+// bytes further on, lead 128, stride 2048; for O += P V (B = V, N = dims stored N-major) a
+// 16-key step starts 4096 bytes further on, lead 2048 (keys), stride 128 (dims).
+constexpr int kPwMsaWgKeyGroup = 8 * PW_MSA_D * 2;  // bytes of 8 keys
+PW_HD constexpr int pw_msa_wg_chunk(int key, int dim8) {
+  return (key / 8) * kPwMsaWgKeyGroup + dim8 * 128 + (key % 8) * 16;
+}
+
+// Tile t into the wgmma-layout K and V tiles at k and v (bytes kPwMsaTileKeys * D * 2 each)
+// from the staged raw bytes in buffer `buf`: item (side, unit, token), token fastest, so that
+// a quarter warp's 16-byte stores fill one core matrix's 128 bytes.
+PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm, int buf, int count,
+                                        int split, int t, unsigned char* k, unsigned char* v) {
+  constexpr int keys = kPwMg.slice_keys;
+  if (pw_msa_subtile(0, t, count, split) < 0) return;
+  for (int it = threadIdx.x; it < 2 * kPwMsaUnits * keys; it += kPwMg.threads) {
+    const int tok = it % keys, unit = (it / keys) % kPwMsaUnits, side = it / (keys * kPwMsaUnits);
+    const pw_u8* src = sm.raw + (buf * 2 + side) * kPwMsaRaw + tok * kPwMsaTok;
+    const uint2 w = *reinterpret_cast<const uint2*>(src + 8 * unit);
+    const float sg =
+        pw_e4m3fn_decode_fast(src[PW_MSA_D / 2 + unit]) * (side ? a.v_scale : a.k_scale);
+    uint4 lo, hi;
+    pw_nvfp4_dequant8_bf16(w.x, sg, &lo.x);
+    pw_nvfp4_dequant8_bf16(w.y, sg, &hi.x);
+    unsigned char* dst = side ? v : k;
+    *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit)) = lo;
+    *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit + 1)) = hi;
+  }
 }
 
 // Dequantizes the tile into the K and V tiles: item (slice, side, token, 16-value unit). From

@@ -34,10 +34,12 @@ struct PwMsaSparseGeometry {
   int warp_keys;   // keys of a warp's score registers at once (divides slice_keys)
   int warps, threads, min_blocks;
   bool staged;
+  bool wg;      // Hopper's warpgroup path: whole warpgroups of m tiles (msa_sparse_attend.h)
   int stages;   // staged: raw buffers (tiles loaded stages - 1 ahead)
   int entries;  // rows * topk: the list's capacity
   // Shared memory, bytes from the start of the dynamic allocation.
   int q_offset, k_offset, v_offset, p_offset, raw_offset, list_offset, main_bytes;
+  int wg_offset;      // wg: two K and V tiles in wgmma's core-matrix layout, after the rest
   int combine_bytes;  // key_warps > 1: the partial results at the end, from offset 0
   int smem_bytes;
 };
@@ -115,12 +117,20 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 // 128 (row, head) pairs (8 rows of a 16-head group) sharing each dequantized tile of 64 keys,
 // then smaller. Where two blocks fit an SM's shared memory (NVIDIA, rounds 1) the kernel asks
 // the compiler for registers that allow two (min_blocks).
+// wgmma (NVIDIA sm_90, compiled as sm_90a), rounds 1, 128 pairs: two warpgroups, each the 64
+// pairs of its four m tiles, multiply a whole 64-key tile a step (S in registers, P from
+// registers into P V) from K and V tiles double-buffered in wgmma's layout, so that one tile's
+// P V runs on the tensor cores while the next tile is dequantized; its registers (O, S, Q's
+// fragments) allow one block an SM.
 // decode: one row; a tile of 64 keys (32 where the shared memory is smaller) split over
 // 4 / m_tiles warps (at least 1, at most tile / 16): small blocks, several an SM, each with its
 // loads in flight (decode is bound by memory): staged, 4 raw buffers, 3 tiles ahead.
+// Bytes of one K or V tile of `keys` keys in the wgmma layout (msa_sparse_attend.h).
+PW_HD constexpr int pw_msa_wg_tile_bytes(int keys, int d) { return keys * d * 2; }
+
 PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, int lds_kib,
                                                            bool prefill, int kw, int topk,
-                                                           bool nvidia) {
+                                                           bool nvidia, bool wgmma) {
   const int d = 128;
   const int limit = lds_kib * 1024;
   if (prefill) {
@@ -135,6 +145,15 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, 
                                                    options[i][2], warp, topk, d, nvidia, 2);
       // AMD: at most 8 waves a block (16 leave a wave under 128 VGPRs: gfx950 spilled).
       if (g.smem_bytes > limit || g.threads > (nvidia ? 1024 : 512)) continue;
+      if (wgmma && nvidia && rounds == 1 && g.m_tiles % 4 == 0 && g.slice_keys == 64) {
+        PwMsaSparseGeometry w = g;
+        w.wg = true;
+        w.warp_keys = w.slice_keys;
+        w.wg_offset = (w.main_bytes + 127) / 128 * 128;
+        w.main_bytes = w.wg_offset + 4 * pw_msa_wg_tile_bytes(w.slice_keys, d);
+        w.smem_bytes = w.main_bytes > w.combine_bytes ? w.main_bytes : w.combine_bytes;
+        if (w.smem_bytes <= limit) return w;
+      }
       if (nvidia && rounds == 1 && 2 * (g.smem_bytes + 1024) <= limit + 1024) g.min_blocks = 2;
       return g;
     }

@@ -26,7 +26,9 @@ absl::StatusOr<PwMsaSparseGeometry> Geometry(const Key& key) {
   return pw_msa_sparse_geometry(
       static_cast<int>(heads / kv_heads), WarpWidth(arch), SharedMemoryKib(arch), prefill,
       prefill ? static_cast<int>(KeyInt(key, "rounds")) : 0,
-      static_cast<int>(KeyInt(key, "topk_blocks")), arch.platform == Platform::kNvidia);
+      static_cast<int>(KeyInt(key, "topk_blocks")), arch.platform == Platform::kNvidia,
+      // sm_90 compiles as sm_90a (toolchain.cc): the kernel's PW_WGMMA.
+      arch.platform == Platform::kNvidia && arch.name == "sm_90");
 }
 
 int64_t Splits(const Key& key) {
