@@ -98,9 +98,9 @@ ABSL_FLAG(
     std::string, grpc_address, "0.0.0.0:9401",
     "run, verify: where to serve grpc.health.v1.Health and prewarm.v1.Status; port 0 picks one.");
 ABSL_FLAG(double, verify_interval, 60,
-          "run --serve, verify --serve: seconds between cheap re-checks of the cache (stat and "
-          "header); over 0, "
-          "at most 86400.");
+          "run --serve, verify --serve: seconds between re-checks of the cache (a stat of each "
+          "entry; the full check, checksum included, of each one that changed); over 0, at most "
+          "86400.");
 ABSL_FLAG(std::string, pushgateway, "",
           "run: push the final metrics to this Pushgateway (http://host:port); a failed push "
           "is logged, not fatal.");

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -117,6 +118,11 @@ CacheStore::Lookup CacheStore::QuickCheck(const EntryRef& ref) const {
   return out;
 }
 
+absl::StatusOr<struct stat> CacheStore::StatEntry(const EntryRef& ref) const {
+  ASSIGN_OR_RETURN(DirFd dir, OpenDir(ref, /*create=*/false));
+  return dir.Stat(EntryName(ref));
+}
+
 absl::StatusOr<FileLock> CacheStore::LockForWrite(const EntryRef& ref, bool wait) const {
   // Through the directory's descriptor: a launcher directory that is (or becomes) a symlink
   // is refused, never followed to take the lock or write the entry wherever it points.
@@ -132,6 +138,47 @@ absl::Status CacheStore::Write(const EntryRef& ref, const std::string& producer,
   RETURN_IF_ERROR(
       file.Write(EncodeEntry({producer, ref.key_string, ref.arch, std::string(payload)})));
   return file.Commit();
+}
+
+namespace {
+
+bool SameFile(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_mode == b.st_mode &&
+         a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+         a.st_mtim.tv_nsec == b.st_mtim.tv_nsec && a.st_ctim.tv_sec == b.st_ctim.tv_sec &&
+         a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
+
+absl::Time FileTime(const struct timespec& t) { return absl::TimeFromTimespec(t); }
+
+}  // namespace
+
+EntryWatch::EntryWatch(const CacheStore& store, std::vector<EntryRef> refs, absl::Duration racy)
+    : store_(store), refs_(std::move(refs)), known_(refs_.size()), racy_(racy) {}
+
+std::vector<std::string> EntryWatch::Check() {
+  std::vector<std::string> bad;
+  for (size_t i = 0; i < refs_.size(); ++i) {
+    const EntryRef& ref = refs_[i];
+    Known& k = known_[i];
+    const absl::StatusOr<struct stat> st = store_.StatEntry(ref);
+    if (!st.ok() || !k.read || k.racy || !SameFile(*st, k.st)) {
+      // The stat is taken before the read: a change in between leaves a stamp older than what
+      // was read, so the next Check reads it again (never a stamp newer than its verdict).
+      const CacheStore::Lookup l = store_.Read(ref, CacheStore::ReadLock::kNone);
+      ++full_reads_;
+      k.problem = LookupProblem(l);
+      k.read = st.ok();
+      if (st.ok()) {
+        k.st = *st;
+        const absl::Time changed = std::max(FileTime(st->st_mtim), FileTime(st->st_ctim));
+        k.racy = changed >= absl::Now() - racy_;
+      }
+    }
+    if (!k.problem.empty())
+      bad.push_back(StrCat(ref.launcher, " ", ref.key_string, ": ", k.problem));
+  }
+  return bad;
 }
 
 std::string LookupProblem(const CacheStore::Lookup& lookup) {

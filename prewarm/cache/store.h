@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "prewarm/cache/entry.h"
 #include "prewarm/util/files.h"
 
@@ -64,12 +65,20 @@ class CacheStore {
     kWait,  // take the shared lock, waiting for a writer
     kTry,   // take it if free, else return kBusy
     kHeld,  // the caller holds the exclusive lock (a second flock would deadlock)
+    // No lock, for a re-check that must never wait on a writer: the rename discipline still
+    // makes the read whole (the old file or the new one). A rejection is counted.
+    kNone,
   };
   // Reads and checks the entry. A rejected entry is counted by reason.
   Lookup Read(const EntryRef& ref, ReadLock lock) const;
 
   // The cheap check (CheckEntryHeader): stat and the first 4 KiB, no lock, no checksum.
   Lookup QuickCheck(const EntryRef& ref) const;
+
+  // lstat(2) of the entry's file through its launcher directory, never through a symlink.
+  // NotFound when it or its directory is absent; FailedPrecondition when the directory is a
+  // symlink or not a directory.
+  absl::StatusOr<struct stat> StatEntry(const EntryRef& ref) const;
 
   // The exclusive lock of one entry (creating its directory). With `wait` false, Unavailable
   // when another holder has it.
@@ -88,6 +97,40 @@ class CacheStore {
 
   std::string root_;
   mutable std::array<std::atomic<int64_t>, kNumRejectReasons> rejected_{};
+};
+
+// Health's re-check of a set of entries (run --serve, verify --serve): it must catch what the
+// full check (Read: the checksum too) catches, without reading every entry every interval. The
+// first Check reads each entry in full; each later one stats every entry and reads in full only
+// those whose file changed since its last full read: device, inode, size, mtime and ctime
+// together differ for an entry replaced by rename, truncated, removed, or written in place (even
+// with its size and mtime put back: the ctime moves, and only the kernel sets it). An entry whose
+// mtime or ctime was within `racy` of its read is read again next time: a second write inside
+// one timestamp tick (coarse on most file systems) would leave its stamp as it was (zero: never,
+// for tests).
+//
+// Thread safety: one thread.
+class EntryWatch {
+ public:
+  EntryWatch(const CacheStore& store, std::vector<EntryRef> refs,
+             absl::Duration racy = absl::Seconds(2));
+  // "launcher key: problem" (LookupProblem) of each entry that is not valid now, in `refs` order.
+  std::vector<std::string> Check();
+  // Full reads so far (Read with its checksum), for tests.
+  int64_t full_reads() const { return full_reads_; }
+
+ private:
+  struct Known {
+    bool read = false;  // a full read was done, and `st` is the stat taken just before it
+    bool racy = false;  // read again next time
+    struct stat st {};
+    std::string problem;  // "" when the full read found it valid
+  };
+  const CacheStore& store_;
+  std::vector<EntryRef> refs_;
+  std::vector<Known> known_;
+  absl::Duration racy_;
+  int64_t full_reads_ = 0;
 };
 
 // What a lookup found, for messages: "" for a hit, "missing", "busy", or the rejection's reason

@@ -76,17 +76,19 @@ void ServeUntilStopped(const Config& config, const CacheStore& store,
   telemetry.SetPhase("serving");
   LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
                  " s"));
+  std::vector<EntryRef> refs;
+  refs.reserve(entries.size());
+  for (const PlannedEntry& e : entries) refs.push_back(e.ref);
+  EntryWatch watch(store, std::move(refs));
   while (!WaitForStop(config.verify_interval_s)) {
-    int64_t bad = 0;
-    for (const PlannedEntry& e : entries) {
-      bad += store.QuickCheck(e.ref).state != CacheStore::State::kHit;
-    }
-    const bool ready = bad == 0;
+    const std::vector<std::string> bad = watch.Check();
+    const bool ready = bad.empty();
     if (ready == telemetry.Snapshot().ready) continue;
     if (ready) {
       LogInfo("every planned key is valid now; SERVING");
     } else {
-      LogError(StrCat(bad, " planned entries are missing or damaged; NOT_SERVING"));
+      LogError(StrCat(bad.size(), " planned entries are missing or damaged; NOT_SERVING",
+                      FirstItems(bad, 5)));
     }
     telemetry.SetReady(ready);
   }

@@ -38,8 +38,10 @@ struct Servers {
 };
 absl::Status StartServers(const Config& config, Telemetry& telemetry, Servers& out);
 
-// Until SIGTERM: every --verify-interval the cheap check (stat and header) of each of `entries`;
-// health follows it, and each change is logged (NOT_SERVING naming how many are bad).
+// Until SIGTERM: every --verify-interval the re-check of `entries` (cache/store.h EntryWatch: a
+// stat of each, and the full check, checksum included, of the first time and of what changed);
+// health follows it, and each change is logged (NOT_SERVING naming how many are bad, and the
+// first few with why).
 void ServeUntilStopped(const Config& config, const CacheStore& store,
                        const std::vector<PlannedEntry>& entries, Telemetry& telemetry);
 

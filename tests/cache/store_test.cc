@@ -143,5 +143,73 @@ TEST(StoreTest, TheQuickCheckSeesATruncatedEntry) {
   EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kWait).state, CacheStore::State::kRejected);
 }
 
+// Flips one byte in the middle of the file (the payload of an entry: the checksum no longer
+// matches, the size and header do), then puts its mtime back: only the ctime says it changed.
+void FlipAByteKeepingSizeAndMtime(const std::string& path) {
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  fs::permissions(path, fs::perms::owner_write, fs::perm_options::add);
+  const int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const off_t at = before.st_size / 2;
+  char c = 0;
+  ASSERT_EQ(::pread(fd, &c, 1, at), 1);
+  c = static_cast<char>(c ^ 0x5a);
+  ASSERT_EQ(::pwrite(fd, &c, 1, at), 1);
+  ::close(fd);
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  ASSERT_EQ(after.st_size, before.st_size);
+  ASSERT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+}
+
+// Health's re-check (issue 29): the checksum is checked, but only of what changed.
+TEST(EntryWatchTest, CatchesABadChecksumAndReadsOnlyWhatChanged) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  EntryRef other = kRef;
+  other.key_string = "arch=gfx90a,m_exact=2";
+  WriteEntry(store, kRef, std::string(10000, 'p'));
+  WriteEntry(store, other, std::string(10000, 'q'));
+  EntryWatch watch(store, {kRef, other}, /*racy=*/absl::ZeroDuration());
+  EXPECT_TRUE(watch.Check().empty());
+  EXPECT_EQ(watch.full_reads(), 2) << "the first check reads every entry in full";
+  EXPECT_TRUE(watch.Check().empty());
+  EXPECT_EQ(watch.full_reads(), 2) << "nothing changed, nothing read";
+
+  // Damaged in place, its size and mtime as they were: the header check passes, this does not.
+  FlipAByteKeepingSizeAndMtime(store.EntryPath(kRef));
+  ASSERT_EQ(store.QuickCheck(kRef).state, CacheStore::State::kHit) << "the old check missed it";
+  std::vector<std::string> bad = watch.Check();
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].find("fp8_bmm arch=gfx90a,m_exact=1: bad_checksum"), 0u) << bad[0];
+  EXPECT_EQ(watch.full_reads(), 3) << "only the changed entry is read";
+  // Unchanged since: still bad (the verdict is kept, not the header check's), and not read.
+  EXPECT_EQ(watch.Check(), bad);
+  EXPECT_EQ(watch.full_reads(), 3);
+
+  // Replaced by a writer (rename: a new inode): valid again.
+  WriteEntry(store, kRef, std::string(10000, 'p'));
+  EXPECT_TRUE(watch.Check().empty());
+  EXPECT_EQ(watch.full_reads(), 4);
+  // Removed: missing.
+  fs::remove(store.EntryPath(other));
+  bad = watch.Check();
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0], "fp8_bmm arch=gfx90a,m_exact=2: missing");
+}
+
+TEST(EntryWatchTest, AnEntryChangedMomentsBeforeItsReadIsReadAgain) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  WriteEntry(store, kRef, "x");
+  EntryWatch watch(store, {kRef});  // the default window: the entry was written just now
+  EXPECT_TRUE(watch.Check().empty());
+  EXPECT_TRUE(watch.Check().empty());
+  EXPECT_EQ(watch.full_reads(), 2) << "a stamp within the window is not trusted";
+}
+
 }  // namespace
 }  // namespace prewarm

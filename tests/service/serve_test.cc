@@ -1,8 +1,11 @@
-// prewarm run --serve against real clients: prewarm probe, a gRPC health client (Check and
-// Watch), prewarm.v1.Status/Get, promtool on the metrics, and a real Prometheus server scraping.
+// prewarm run --serve (and verify --serve) against real clients: prewarm probe, a gRPC health
+// client (Check and Watch), prewarm.v1.Status/Get, promtool on the metrics, and a real Prometheus
+// server scraping.
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +24,7 @@
 #include "tests/testing/background.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/net.h"
+#include "tests/testing/small_cache.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prewarm {
@@ -162,7 +166,7 @@ TEST(ServeTest, HealthFollowsTheCacheFromStartToShutdown) {
                 .find("prewarm_ready 1"),
             std::string::npos);
 
-  // Damage an entry while serving: the next cheap re-check turns health NOT_SERVING.
+  // Damage an entry while serving: the next re-check turns health NOT_SERVING.
   for (const auto& e : fs::recursive_directory_iterator(cache)) {
     if (e.path().extension() == ".co") {
       fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
@@ -391,6 +395,162 @@ TEST(MetricsTest, ARealPrometheusScrapesTheSidecar) {
   EXPECT_EQ(compiled, 8);
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(5), 0);
+}
+
+// A grpc.health.v1.Health/Watch stream on service "prewarm", read on its own thread: every status
+// the server sent, in order. Cancelled and joined when destroyed.
+class HealthWatch {
+ public:
+  explicit HealthWatch(int port)
+      : channel_(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                     grpc::InsecureChannelCredentials())),
+        thread_([this] {
+          auto stub = grpc::health::v1::Health::NewStub(channel_);
+          grpc::health::v1::HealthCheckRequest req;
+          req.set_service("prewarm");
+          auto reader = stub->Watch(&ctx_, req);
+          HealthCheckResponse resp;
+          while (reader->Read(&resp)) {
+            std::lock_guard<std::mutex> lock(mu_);
+            seen_.push_back(resp.status());
+          }
+        }) {}
+  ~HealthWatch() {
+    ctx_.TryCancel();
+    thread_.join();
+  }
+  std::vector<int> Seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+  bool SawServing() {
+    const std::vector<int> s = Seen();
+    return std::find(s.begin(), s.end(), HealthCheckResponse::SERVING) != s.end();
+  }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  grpc::ClientContext ctx_;
+  std::mutex mu_;
+  std::vector<int> seen_;
+  std::thread thread_;
+};
+
+std::string ReadBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Damages an entry the way a bad disk or a stray write does: one byte of its payload flipped in
+// place, its size and (with keep_mtime) its mtime as they were. Its header still checks; its
+// checksum does not.
+void FlipAPayloadByte(const fs::path& entry, bool keep_mtime) {
+  struct stat before {};
+  ASSERT_EQ(::stat(entry.c_str(), &before), 0);
+  fs::permissions(entry, fs::perms::owner_write, fs::perm_options::add);
+  std::string bytes = ReadBytes(entry);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+  {
+    std::fstream out(entry, std::ios::binary | std::ios::in | std::ios::out);
+    out.seekp(static_cast<std::streamoff>(bytes.size() / 2));
+    out.put(bytes[bytes.size() / 2]);
+  }
+  fs::permissions(entry, fs::perms::owner_write, fs::perm_options::remove);
+  if (keep_mtime) {
+    const struct timespec times[2] = {before.st_atim, before.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, entry.c_str(), times, 0), 0);
+  }
+  ASSERT_EQ(fs::file_size(entry), static_cast<uintmax_t>(before.st_size));
+}
+
+fs::path FirstEntry(const std::string& cache) {
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::recursive_directory_iterator(cache)) {
+    if (e.path().extension() == ".co") entries.push_back(e.path());
+  }
+  std::sort(entries.begin(), entries.end());
+  return entries.empty() ? fs::path() : entries.front();
+}
+
+// Issue 29: verify --serve over an entry with a bad checksum starts NOT_SERVING and must stay so:
+// its re-check used to read only the header and size, and said SERVING one interval later. It
+// still sees every change: a repair (SERVING), then damage in place with the size and mtime put
+// back (NOT_SERVING again, from the ctime).
+TEST(ServeTest, VerifyServeStaysNotServingOverABadChecksumAndSeesEachChange) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
+  const fs::path entry = FirstEntry(cache);
+  ASSERT_FALSE(entry.empty());
+  FlipAPayloadByte(entry, /*keep_mtime=*/true);
+  testing::Background p(testing::With({testing::PrewarmBinary(), "verify", "--serve", "--cache-dir",
+                                       cache, "--grpc-address", "127.0.0.1:0", "--metrics-address",
+                                       "127.0.0.1:0", "--verify-interval", "0.2"},
+                                      testing::kSmallLimits),
+                        dir.path());
+  const Ports ports = WaitForPorts(p);
+  ASSERT_GT(ports.grpc, 0) << p.Stderr();
+  ASSERT_TRUE(p.WaitForStderr("NOT_SERVING (nothing is compiled", 20)) << p.Stderr();
+  EXPECT_NE(p.Stderr().find("bad_checksum"), std::string::npos) << p.Stderr();
+  HealthWatch watch(ports.grpc);
+  // Ten re-checks and more, past the window in which a fresh stamp is not trusted.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  EXPECT_EQ(Probe(ports.grpc), 4) << p.Stderr();
+  EXPECT_FALSE(watch.SawServing()) << p.Stderr();
+  EXPECT_EQ(p.Stderr().find("valid now; SERVING"), std::string::npos) << p.Stderr();
+
+  // Another pod repairs it (a new file by rename): SERVING.
+  const SubprocessResult repaired = testing::FillSmallCache(cache);
+  ASSERT_EQ(repaired.exit_code, 0) << repaired.stderr_text;
+  ASSERT_TRUE(p.WaitForStderr("every planned key is valid now; SERVING", 20)) << p.Stderr();
+  EXPECT_EQ(Probe(ports.grpc), 0);
+
+  // Damaged in place once its stamp is trusted, size and mtime put back: NOT_SERVING, naming it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  FlipAPayloadByte(entry, /*keep_mtime=*/true);
+  const std::optional<std::string> down =
+      p.WaitForStderr("planned entries are missing or damaged; NOT_SERVING", 20);
+  ASSERT_TRUE(down.has_value()) << p.Stderr();
+  const std::string err = p.Stderr();
+  const size_t at = err.rfind("1 planned entries are missing or damaged; NOT_SERVING");
+  ASSERT_NE(at, std::string::npos) << err;
+  EXPECT_NE(err.find("fp8_bmm arch=gfx90a", at), std::string::npos) << err;
+  EXPECT_NE(err.find("bad_checksum", at), std::string::npos) << err;
+  EXPECT_EQ(Probe(ports.grpc), 4);
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(10), 0) << p.Stderr();
+  const std::vector<int> seen = watch.Seen();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front(), HealthCheckResponse::NOT_SERVING);
+  EXPECT_TRUE(fs::exists(entry)) << "verify never removes an entry";
+}
+
+// Issue 29: run --serve that cannot replace a damaged entry (its compile times out twice) is
+// NOT_SERVING, and its re-check must not turn that into SERVING.
+TEST(ServeTest, RunServeThatCannotReplaceADamagedEntryStaysNotServing) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
+  const fs::path entry = FirstEntry(cache);
+  ASSERT_FALSE(entry.empty());
+  FlipAPayloadByte(entry, /*keep_mtime=*/false);
+  const std::string damaged = ReadBytes(entry);
+  testing::Background p(
+      ServeArgs(cache, {"--jobs", "1", "--verify-interval", "0.2", "--compile-timeout", "0.5"}),
+      dir.path(), {{"PREWARM_TEST_COMPILE_DELAY_MS", "5000"}});
+  const Ports ports = WaitForPorts(p);
+  ASSERT_GT(ports.grpc, 0) << p.Stderr();
+  HealthWatch watch(ports.grpc);
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  EXPECT_NE(p.Stdout().find("8 keys: 0 compiled, 7 cached, 1 failed"), std::string::npos)
+      << p.Stdout();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  EXPECT_EQ(Probe(ports.grpc), 4) << p.Stderr();
+  EXPECT_FALSE(watch.SawServing()) << p.Stderr();
+  EXPECT_EQ(p.Stderr().find("valid now; SERVING"), std::string::npos) << p.Stderr();
+  EXPECT_EQ(ReadBytes(entry), damaged) << "the damaged entry was replaced after all";
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(10), 0) << p.Stderr();
 }
 
 }  // namespace
