@@ -26,6 +26,15 @@ int RunGc(const Config& config, std::ostream& out) {
     ManagerKeys keys;
     for (const Arch& arch : *archs) {
       options.archs.insert(arch.name);
+      // The compiler on its own first: its identity is in every current manager key, and without
+      // it no directory would be current, so every one of the arch would go.
+      if (absl::StatusOr<const Toolchain*> tc = toolchains.For(arch); !tc.ok()) {
+        return ReportError(absl::InternalError(
+            StrCat("gc --stale --arch ", arch.name,
+                   " keeps the entries the current compiler names, and cannot tell which those "
+                   "are: ",
+                   tc.status().message(), "\nnothing was removed from ", config.cache_dir)));
+      }
       for (const Launcher* l : AllLaunchers()) {
         absl::StatusOr<std::string> mk = keys.Get(toolchains, arch, std::string(l->Name()));
         if (absl::IsNotFound(mk.status())) continue;  // no kernel for it in this build

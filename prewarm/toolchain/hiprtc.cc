@@ -16,28 +16,49 @@ std::vector<std::string> ComgrNames(const std::string& hiprtc_path) {
   return {"libamd_comgr.so.3", "libamd_comgr.so"};
 }
 
-// The gfx targets the comgr knows ("amdgcn-amd-amdhsa--gfx942" -> gfx942), or nothing when
-// there is no comgr to ask.
+std::string FileName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// The comgr a hipRTC compiles with: its file (part of the identity, so of every cache key) and
+// the gfx targets it knows ("amdgcn-amd-amdhsa--gfx942" -> gfx942). A comgr that is absent,
+// present but cannot be loaded (a damaged file, too little address space), or cannot be asked
+// is FailedPrecondition naming it: hipRTC compiles nothing without it, and an identity without
+// it would silently name every entry differently (gc --stale would delete the cache, run would
+// rewrite the manifest under new keys).
 struct Comgr {
   std::string file;  // "libamd_comgr.so.3.0.0"
   std::vector<std::string> isas;
 };
-Comgr AskComgr(const std::string& hiprtc_path) {
-  Comgr c;
+absl::StatusOr<Comgr> AskComgr(const std::string& hiprtc_path) {
+  const std::string why = StrCat("hipRTC (", FileName(hiprtc_path),
+                                 ") compiles through comgr, whose version is part of every cache "
+                                 "key, and ");
   absl::StatusOr<DynamicLibrary> lib = DynamicLibrary::Open(ComgrNames(hiprtc_path));
-  if (!lib.ok()) return c;
-  c.file = lib->path().substr(lib->path().find_last_of('/') + 1);
+  if (!lib.ok()) {
+    return absl::FailedPreconditionError(
+        StrCat(why, "comgr cannot be loaded: ", lib.status().message()));
+  }
+  Comgr c;
+  c.file = FileName(lib->path());
   int (*count)(size_t*) = nullptr;
   int (*name)(size_t, const char**) = nullptr;
-  if (!lib->Get("amd_comgr_get_isa_count", count).ok() ||
-      !lib->Get("amd_comgr_get_isa_name", name).ok()) {
-    return c;
+  if (absl::Status s = lib->Get("amd_comgr_get_isa_count", count); !s.ok()) {
+    return absl::FailedPreconditionError(StrCat(why, s.message()));
+  }
+  if (absl::Status s = lib->Get("amd_comgr_get_isa_name", name); !s.ok()) {
+    return absl::FailedPreconditionError(StrCat(why, s.message()));
   }
   size_t n = 0;
-  if (count(&n) != 0) return c;
+  if (const int rc = count(&n); rc != 0 || n == 0) {
+    return absl::FailedPreconditionError(StrCat(why, lib->path(),
+                                                " lists no ISA (amd_comgr_get_isa_count: status ",
+                                                rc, ", ", n, " ISAs)"));
+  }
   for (size_t i = 0; i < n; ++i) {
     const char* isa = nullptr;
-    if (name(i, &isa) != 0 || isa == nullptr) continue;
+    if (const int rc = name(i, &isa); rc != 0 || isa == nullptr) {
+      return absl::FailedPreconditionError(StrCat(why, lib->path(), " cannot name ISA ", i, " of ",
+                                                  n, " (amd_comgr_get_isa_name: status ", rc, ")"));
+    }
     std::string_view v(isa);
     const size_t dash = v.rfind("--");
     if (dash != std::string_view::npos) v = v.substr(dash + 2);
@@ -49,37 +70,29 @@ Comgr AskComgr(const std::string& hiprtc_path) {
 
 class Hiprtc final : public Toolchain {
  public:
-  Hiprtc(DynamicLibrary lib, RtcApi api)
-      : lib_(std::move(lib)), api_(api), comgr_(AskComgr(lib_.path())) {}
+  Hiprtc(DynamicLibrary lib, RtcApi api, Comgr comgr)
+      : lib_(std::move(lib)), api_(api), comgr_(std::move(comgr)) {}
 
   Platform platform() const override { return Platform::kAmd; }
 
   // The hipRTC and the comgr it compiles with: either changes the code.
   std::string Identity() const override {
-    const std::string& p = lib_.path();
-    return StrCat("hiprtc ", p.substr(p.find_last_of('/') + 1),
-                  comgr_.file.empty() ? "" : StrCat(" ", comgr_.file));
+    return StrCat("hiprtc ", FileName(lib_.path()), " ", comgr_.file);
   }
 
   // The archs this hipRTC can target come from its comgr's ISA list (HIP 5.2's knows gfx908,
   // gfx90a and gfx1030 of ours; ROCm 6.4's adds gfx942, gfx950, gfx1100, gfx1200, gfx1201).
-  // Without a comgr to ask: HIP 5.x knows the three, later ones every arch we know. Checked
-  // before compiling: HIP 5.x's hipRTC aborts the whole process on an arch it does not know.
+  // Checked before compiling: HIP 5.x's hipRTC aborts the whole process on an arch it does not
+  // know.
   absl::Status CheckArch(const Arch& arch) const override {
     if (arch.platform != Platform::kAmd) {
       return absl::FailedPreconditionError(StrCat("hipRTC cannot target ", arch.name));
     }
     std::vector<std::string> known;
-    if (!comgr_.isas.empty()) {
-      for (std::string_view a : KnownArchNames()) {
-        if (std::find(comgr_.isas.begin(), comgr_.isas.end(), a) != comgr_.isas.end()) {
-          known.emplace_back(a);
-        }
+    for (std::string_view a : KnownArchNames()) {
+      if (std::find(comgr_.isas.begin(), comgr_.isas.end(), a) != comgr_.isas.end()) {
+        known.emplace_back(a);
       }
-    } else if (lib_.path().find("libamdhip64.so.5") != std::string::npos) {
-      known = {"gfx908", "gfx90a", "gfx1030"};
-    } else {
-      return absl::OkStatus();
     }
     if (std::find(known.begin(), known.end(), arch.name) != known.end()) return absl::OkStatus();
     return absl::FailedPreconditionError(
@@ -118,7 +131,8 @@ absl::StatusOr<std::unique_ptr<Toolchain>> OpenHiprtc() {
   RETURN_IF_ERROR(lib.Get("hiprtcGetCode", api.code));
   RETURN_IF_ERROR(lib.Get("hiprtcDestroyProgram", api.destroy));
   RETURN_IF_ERROR(lib.Get("hiprtcGetErrorString", api.error_string));
-  return std::unique_ptr<Toolchain>(new Hiprtc(std::move(lib), api));
+  ASSIGN_OR_RETURN(Comgr comgr, AskComgr(lib.path()));
+  return std::unique_ptr<Toolchain>(new Hiprtc(std::move(lib), api, std::move(comgr)));
 }
 
 }  // namespace prewarm

@@ -67,11 +67,23 @@ absl::StatusOr<std::unique_ptr<Toolchain>> OpenNvrtc() {
   RETURN_IF_ERROR(lib.Get("nvrtcVersion", version));
   RETURN_IF_ERROR(lib.Get("nvrtcGetNumSupportedArchs", num_archs));
   RETURN_IF_ERROR(lib.Get("nvrtcGetSupportedArchs", get_archs));
+  // The version is the identity (part of every cache key): a call that fails is an error naming
+  // the library, never "nvrtc 0.0".
   int major = 0, minor = 0, n = 0;
-  version(&major, &minor);
-  num_archs(&n);
-  std::vector<int> archs(static_cast<size_t>(std::max(n, 0)));
-  if (n > 0) get_archs(archs.data());
+  if (const int rc = version(&major, &minor); rc != 0 || major <= 0) {
+    return absl::FailedPreconditionError(
+        StrCat(lib.path(), " cannot tell its version (nvrtcVersion: ", rc, ", ", major, ".", minor,
+               "), which is part of every cache key"));
+  }
+  if (const int rc = num_archs(&n); rc != 0 || n <= 0) {
+    return absl::FailedPreconditionError(
+        StrCat(lib.path(), " lists no target (nvrtcGetNumSupportedArchs: ", rc, ", ", n, ")"));
+  }
+  std::vector<int> archs(static_cast<size_t>(n));
+  if (const int rc = get_archs(archs.data()); rc != 0) {
+    return absl::FailedPreconditionError(
+        StrCat(lib.path(), " cannot list its targets (nvrtcGetSupportedArchs: ", rc, ")"));
+  }
   return std::unique_ptr<Toolchain>(new Nvrtc(std::move(lib), api, major, minor, std::move(archs)));
 }
 
