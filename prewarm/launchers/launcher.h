@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,11 @@ struct Thresholds {
   // msa_topk_prefill: strips = pow2 >= ceil(nb / this), nb = ceil(ctx / sparse block size): a
   // strip's block scores fit one block's shared memory (PW_MSA_TOPK_STRIP_BLOCKS).
   int64_t msa_topk_strip_blocks = 1024;
+  // msa_sparse_prefill: rounds = 1 if min(ctx, Kb x 128) <= this (MLA's rule, its own bound).
+  // Never 2 by default: our one-round kernel (wgmma on sm_90) is the faster at every shape the
+  // H200 bench measured, 8192- and 512-token chunks at 1K to 32K contexts (bench/RESULTS.md), so
+  // the dimension stays in the key, as the seed keys it, with one reachable value.
+  int64_t msa_sparse_one_round_max = std::numeric_limits<int64_t>::max();
 };
 
 struct LaunchContext {

@@ -1,6 +1,7 @@
 // sparse_prefill: per prefill request, MLA attention over the selected positions.
 // Key: rounds = 1 if min(ctx, Ktop) <= 1024 else 2. msa_sparse_prefill: GQA over the selected
-// blocks; the same rule with Ktop = Kb x 128 (the keys a query attends at most).
+// blocks; the same rule with Ktop = Kb x 128 (the keys a query attends at most) and its own
+// bound, msa_sparse_one_round_max (by default every prefill is one round: Thresholds says why).
 #include <algorithm>
 
 #include "prewarm/launchers/launcher.h"
@@ -23,7 +24,7 @@ class SparsePrefillLauncher final : public Launcher {
   }
 
   std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
-    const int64_t one_round_max = ctx.thresholds.sparse_one_round_max;
+    const int64_t one_round_max = OneRoundMax(ctx);
     std::vector<PlannedKey> out;
     if (one_round_max >= 1) out.push_back({KeyFor(1, ctx), Step{{{Phase::kPrefill, 1, 1}}}});
     // Two rounds need both ctx and Ktop above the bound.
@@ -35,8 +36,12 @@ class SparsePrefillLauncher final : public Launcher {
   }
 
  private:
-  static int64_t Rounds(int64_t ctx_len, const LaunchContext& ctx) {
-    return std::min(ctx_len, ctx.shape.index_topk) <= ctx.thresholds.sparse_one_round_max ? 1 : 2;
+  int64_t OneRoundMax(const LaunchContext& ctx) const {
+    return family_ == AttentionFamily::kMsa ? ctx.thresholds.msa_sparse_one_round_max
+                                            : ctx.thresholds.sparse_one_round_max;
+  }
+  int64_t Rounds(int64_t ctx_len, const LaunchContext& ctx) const {
+    return std::min(ctx_len, ctx.shape.index_topk) <= OneRoundMax(ctx) ? 1 : 2;
   }
   Key KeyFor(int64_t rounds, const LaunchContext& ctx) const {
     return SparseAttentionKey(Name(), "rounds", rounds, ctx);

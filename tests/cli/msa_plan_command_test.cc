@@ -59,9 +59,9 @@ TEST(MsaPlanCommandTest, TheSeedsCommandLinePlansTheSevenMsaLaunchers) {
                                                             {"msa_index_decode", 7},
                                                             {"msa_topk_prefill", 4},
                                                             {"msa_topk_decode", 1},
-                                                            {"msa_sparse_prefill", 2},
+                                                            {"msa_sparse_prefill", 1},
                                                             {"msa_sparse_decode", 5}}));
-  EXPECT_EQ(plan["total_keys"], 23);
+  EXPECT_EQ(plan["total_keys"], 22);
   EXPECT_FALSE(plan.contains("note"));
 }
 

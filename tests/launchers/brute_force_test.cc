@@ -27,6 +27,7 @@ Thresholds Tiny() {
   t.sparse_splits_cap = 4;
   t.msa_index_prefill_large_work = 10;
   t.msa_topk_strip_blocks = 1;
+  t.msa_sparse_one_round_max = 2;
   return t;
 }
 

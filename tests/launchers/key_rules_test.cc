@@ -226,9 +226,10 @@ TEST_F(MsaKeyRulesTest, TopkPrefillStripsByBlocks) {
 }
 
 TEST_F(MsaKeyRulesTest, SparseRoundsAndSplits) {
-  // rounds: min(ctx, 16 x 128) <= 1024.
+  // rounds: one at every context by default (msa_sparse_one_round_max; MLA's keeps 1024).
   EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(1, 1024)), "rounds"), 1);
-  EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(1, 1025)), "rounds"), 2);
+  EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(1, 1025)), "rounds"), 1);
+  EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(8192, 1 << 20)), "rounds"), 1);
   EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(16, 8192)), "splits"), 16);
   EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(17, 8192)), "splits"), 8);
   EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(128, 8192)), "splits"), 2);

@@ -258,7 +258,7 @@ def check_sparse(rt, launch, req, vis, p, g):
     assert ref.rel_err(lse, want_lse) <= 5e-3
 
 
-@pytest.mark.parametrize("q_len,ctx", [(16, 900), (8, 6000)])  # rounds 1, rounds 2
+@pytest.mark.parametrize("q_len,ctx", [(16, 900), (8, 6000)])  # all 8 blocks; 16 of 47
 def test_msa_sparse_prefill(rt, q_len, ctx):
     g = gen(q_len + 5 * ctx)
     p = Paged(rt, 1, ctx, g)
