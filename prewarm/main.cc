@@ -104,6 +104,10 @@ ABSL_FLAG(double, verify_interval, 60,
 ABSL_FLAG(std::string, pushgateway, "",
           "run: push the final metrics to this Pushgateway (http://host:port); a failed push "
           "is logged, not fatal.");
+ABSL_FLAG(std::string, pushgateway_group, "",
+          "run: the Pushgateway group to push to, beyond job=\"prewarm\": LABEL=VALUE pairs, "
+          "comma-separated (the chart gives namespace=NS,pod=NAME from the downward API). A push "
+          "replaces its group, so each pod needs one of its own. Default: instance=<host name>.");
 ABSL_FLAG(std::string, tag, "",
           "pack: the image reference, REGISTRY/REPOSITORY[:TAG] (no tag: latest), e.g. "
           "registry.example.com/ml/prewarm-cache:dsv32-gfx942-v1.");

@@ -1,7 +1,14 @@
 #include "prewarm/cli/build_config.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
@@ -26,6 +33,48 @@ T Flag(const char* name) {
     std::abort();
   }
   return *std::move(v);
+}
+
+// --pushgateway-group: LABEL=VALUE pairs, comma-separated. Label names as Prometheus takes them
+// (not "job", which is prewarm's, nor a reserved __ name), each once, with a value; empty text is
+// instance=<host name>, so no two hosts replace each other's group.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PushGroup(
+    std::string_view text, std::string_view origin) {
+  std::vector<std::pair<std::string, std::string>> group;
+  if (StripWhitespace(text).empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') {
+      group.emplace_back("instance", host);
+    }
+    return group;
+  }
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        StrCat(origin, "=", text, ": ", why, "; expected LABEL=VALUE[,LABEL=VALUE...]"));
+  };
+  for (std::string_view rest = text; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view pair = StripWhitespace(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) return bad(StrCat("\"", pair, "\" has no ="));
+    const std::string name(StripWhitespace(pair.substr(0, eq)));
+    const std::string value(StripWhitespace(pair.substr(eq + 1)));
+    const bool valid_name = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                            std::all_of(name.begin(), name.end(), [](char ch) {
+                              return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                            });
+    if (!valid_name) return bad(StrCat("\"", name, "\" is not a label name"));
+    if (name.rfind("__", 0) == 0)
+      return bad(StrCat(name, ": names that start with __ are reserved"));
+    if (name == "job") return bad("job is prewarm's own (job=\"prewarm\")");
+    if (value.empty()) return bad(StrCat(name, " has no value"));
+    for (const auto& [seen, v] : group) {
+      if (seen == name) return bad(StrCat(name, " is given twice"));
+    }
+    group.emplace_back(name, value);
+  }
+  return group;
 }
 
 }  // namespace
@@ -149,6 +198,12 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   c.verify_interval_s = Flag<double>("verify_interval");
   RETURN_IF_ERROR(seconds("verify-interval", c.verify_interval_s, false, 86400));
   c.pushgateway = Flag<std::string>("pushgateway");
+  {
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> group =
+        PushGroup(Flag<std::string>("pushgateway_group"), origin("pushgateway-group"));
+    if (!group.ok()) return group.status();
+    c.pushgateway_group = *std::move(group);
+  }
   c.probe_addr = Flag<std::string>("addr");
   c.probe_service = Flag<std::string>("service");
   c.probe_timeout_s = Flag<double>("timeout");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "prewarm/limits/limits.h"
@@ -45,7 +46,9 @@ struct Config {
   bool metrics_address_given = false;
   bool grpc_address_given = false;
   double verify_interval_s = 60;
-  std::string pushgateway;         // "http://host:port", "" for none
+  std::string pushgateway;  // "http://host:port", "" for none
+  // The Pushgateway grouping key beyond job="prewarm": (label, value) pairs, in order.
+  std::vector<std::pair<std::string, std::string>> pushgateway_group;
   std::vector<std::string> paths;  // inspect: the entries
   // pack
   std::string tag;     // the image reference, REPOSITORY[:TAG]

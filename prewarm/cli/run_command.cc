@@ -3,19 +3,26 @@
 // --serve, serve health and metrics until SIGTERM. Exit 0 when every key of this shard is in the
 // cache, 1 when any failed (compile or I/O), 2 on bad input. With --serve the exit after SIGTERM
 // is 0, also when a signal cut the compile short (the servers' job was to report it).
+#include <netdb.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "prewarm/cache/manifest.h"
 #include "prewarm/catalog/catalog.h"
 #include "prewarm/cli/commands.h"
@@ -127,13 +134,83 @@ class Progress {
   std::thread ticker_;
 };
 
-// Pushes the final metrics; a failure is logged once and is not fatal. The push runs on its own
+// Why a TCP connection to host:port fails, as the kernel says it ("Connection refused",
+// "No route to host"), from one attempt of at most 2 s; "" when this attempt connects.
+std::string ConnectError(const std::string& host, const std::string& port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return StrCat("cannot resolve ", host, ": ", ::gai_strerror(rc));
+  }
+  std::string error = "no address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      error = std::strerror(errno);
+      continue;
+    }
+    int err = 0;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        socklen_t len = sizeof(err);
+        err = ::poll(&p, 1, 2000) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0
+                  ? err
+                  : ETIMEDOUT;
+      }
+    }
+    ::close(fd);
+    if (err == 0) {
+      ::freeaddrinfo(found);
+      return "";
+    }
+    error = std::strerror(err);
+  }
+  ::freeaddrinfo(found);
+  return error;
+}
+
+// What prometheus-cpp's Gateway::Push() result means: an HTTP status, or minus libcurl's error
+// code (CURLcode, a stable ABI: 7 is CURLE_COULDNT_CONNECT) where no answer came. "" for a 2xx.
+std::string PushError(int code, const std::string& host, const std::string& port) {
+  if (code >= 200 && code < 300) return "";
+  if (code > 0) return StrCat("HTTP ", code);
+  const std::string at = StrCat(host, ":", port);
+  switch (-code) {
+    case 3:
+      return StrCat("malformed URL (", at, ")");
+    case 6:
+      return StrCat("cannot resolve ", host);
+    case 7:
+      if (const std::string why = ConnectError(host, port); !why.empty()) {
+        return StrCat("cannot connect to ", at, ": ", why);
+      }
+      return StrCat("cannot connect to ", at, " (a second attempt did)");
+    case 28:
+      return StrCat("timed out talking to ", at);
+    case 52:
+      return StrCat(at, " closed the connection without answering");
+    case 55:
+    case 56:
+      return StrCat("the connection to ", at, " broke (", -code == 55 ? "send" : "receive",
+                    " failed)");
+    default:
+      return StrCat("libcurl error ", -code, " talking to ", at);
+  }
+}
+
+// Pushes the final metrics to the group job="prewarm" plus `group` (each label value base64url
+// in the path, the Pushgateway's LABEL@base64/VALUE form, so any value is one path segment);
+// a failure is logged once and is not fatal. The push runs on its own
 // thread and is waited for at most kPushDeadline or until SIGTERM: prometheus-cpp's Gateway sets
 // no timeout, and a gateway that accepts and never answers would hold the init container (and
 // its pod) for ever. An abandoned push thread ends with the process.
 constexpr double kPushDeadline = 10;
 
-void Push(const std::string& url, const Telemetry& telemetry) {
+void Push(const std::string& url, const std::vector<std::pair<std::string, std::string>>& group,
+          const Telemetry& telemetry) {
   std::string rest = url;
   for (const char* scheme : {"http://", "https://"}) {
     if (rest.rfind(scheme, 0) == 0) rest = rest.substr(std::string_view(scheme).size());
@@ -142,19 +219,22 @@ void Push(const std::string& url, const Telemetry& telemetry) {
   const size_t colon = rest.rfind(':');
   const std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
   const std::string port = colon == std::string::npos ? "9091" : rest.substr(colon + 1);
+  prometheus::Labels labels;
+  for (const auto& [name, value] : group) {
+    labels[name + "@base64"] = absl::WebSafeBase64Escape(value);
+  }
   struct Outcome {
     std::mutex mu;
     bool done = false;
     std::string error;  // empty: pushed
   };
   auto outcome = std::make_shared<Outcome>();
-  std::thread([outcome, host, port, registry = telemetry.registry()] {
+  std::thread([outcome, host, port, labels, registry = telemetry.registry()] {
     std::string error;
     try {
-      prometheus::Gateway gateway(host, port, "prewarm");
+      prometheus::Gateway gateway(host, port, "prewarm", labels);
       gateway.RegisterCollectable(registry);
-      const int code = gateway.Push();
-      if (code < 200 || code >= 300) error = StrCat("HTTP ", code);
+      error = PushError(gateway.Push(), host, port);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -369,7 +449,7 @@ int RunRun(const Config& config, std::ostream& out) {
                                  std::filesystem::path(config.manifest).filename().string(), report)
           : WriteManifest(config.manifest, report);
   if (written.ok()) written = WriteMetricsFile(config.cache_dir, telemetry.Text());
-  if (!config.pushgateway.empty()) Push(config.pushgateway, telemetry);
+  if (!config.pushgateway.empty()) Push(config.pushgateway, config.pushgateway_group, telemetry);
   out << "prewarm run: " << mine.size() << " keys: " << report.Count(KeyState::kCompiled)
       << " compiled, " << report.Count(KeyState::kCached) << " cached, " << failed << " failed in "
       << Seconds(report.total_seconds) << "; cache " << config.cache_dir << std::endl;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -276,14 +277,20 @@ TEST(MetricsTest, AnAddressInUseIsExitOneAndAFailedPushIsOnlyAWarning) {
   EXPECT_NE(r.stderr_text.find("cannot serve metrics on " + busy), std::string::npos)
       << r.stderr_text;
   ::close(fd);
-  // A Pushgateway that is not there: the run still succeeds, and says so once.
+  // A Pushgateway that is not there: the run still succeeds, and says so once, in words (it
+  // said "HTTP -7", libcurl's error code negated).
   args = base;
-  args.insert(args.end(), {"--pushgateway", "http://127.0.0.1:" + std::to_string(FreePort())});
+  const std::string nobody = "127.0.0.1:" + std::to_string(FreePort());
+  args.insert(args.end(), {"--pushgateway", "http://" + nobody});
   r = testing::RunPrewarm(args);
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   const size_t first = r.stderr_text.find("push to the Pushgateway");
   EXPECT_NE(first, std::string::npos) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("push to the Pushgateway", first + 1), std::string::npos);
+  EXPECT_NE(r.stderr_text.find("failed: cannot connect to " + nobody + ": Connection refused"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("HTTP -"), std::string::npos) << r.stderr_text;
 }
 
 TEST(ServeTest, AGrpcPortInUseIsExitOneEvenWhenItsHolderSharesPorts) {
@@ -371,6 +378,98 @@ TEST(MetricsTest, TheFinalMetricsArePushedToARealPushgateway) {
   EXPECT_NE(pushed.find("job=\"prewarm\""), std::string::npos);
   gw.Signal(SIGTERM);
   gw.Wait(5);
+}
+
+// Each pod pushes to a group of its own (a push replaces its whole group: with every pod in the
+// group {job="prewarm", instance=""}, the last init pod to finish erased the others). The chart
+// gives PREWARM_PUSHGATEWAY_GROUP=namespace=NS,pod=NAME from the downward API; without it the
+// group is instance=<host name>. Two pods of one namespace, then a host, against a real
+// Pushgateway: three groups, each with its own pod's values.
+TEST(MetricsTest, EachPodPushesToAGroupOfItsOwn) {
+  testing::TempDir dir;
+  const int port = FreePort();
+  testing::Background gw(
+      {"prometheus-pushgateway", "--web.listen-address=127.0.0.1:" + std::to_string(port),
+       "--persistence.file=" + dir.path() + "/pg.data"},
+      dir.path());
+  ASSERT_TRUE(gw.started());
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  bool up = false;
+  for (int i = 0; i < 50 && !up; ++i) {
+    up = Http(base + "/-/ready").find("OK") != std::string::npos;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(up) << gw.Stderr();
+  const std::vector<std::string> run = {
+      "run", "--arch",      "gfx90a",          "--kv-cache-dtype", "fp8", "--max-num-seqs",
+      "4",   "--cache-dir", dir.path() + "/c", "--pushgateway",    base};
+  // Pod a compiles; pod b, on the same volume, finds it all cached; then a plain host run.
+  for (const char* pod : {"dsv32-7f9c-a", "dsv32-7f9c-b"}) {
+    SubprocessResult r = testing::RunPrewarm(
+        run, {{"PREWARM_PUSHGATEWAY_GROUP", std::string("namespace=ml,pod=") + pod}});
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_EQ(r.stderr_text.find("Pushgateway"), std::string::npos) << r.stderr_text;
+  }
+  SubprocessResult r = testing::RunPrewarm(run, {{"PREWARM_PUSHGATEWAY_GROUP", std::nullopt}});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+
+  // The groups, by the Pushgateway's own API, and what each holds.
+  const nlohmann::json groups =
+      nlohmann::json::parse(Http(base + "/api/v1/metrics"), nullptr, false);
+  ASSERT_TRUE(groups.is_object()) << Http(base + "/api/v1/metrics");
+  std::map<std::string, nlohmann::json> by_key;  // the grouping labels, as JSON text
+  for (const auto& g : groups["data"]) by_key[g["labels"].dump()] = g;
+  const std::string a = R"({"job":"prewarm","namespace":"ml","pod":"dsv32-7f9c-a"})";
+  const std::string b = R"({"job":"prewarm","namespace":"ml","pod":"dsv32-7f9c-b"})";
+  const std::string h = nlohmann::json{{"instance", host}, {"job", "prewarm"}}.dump();
+  std::string keys;
+  for (const auto& [key, g] : by_key) keys += key + "\n";
+  ASSERT_EQ(by_key.size(), 3u) << keys;
+  for (const std::string& key : {a, b, h}) ASSERT_EQ(by_key.count(key), 1u) << key;
+  // A variant count by state: pod a compiled what pod b found cached. Had b replaced a's group,
+  // a's compiled count would be gone.
+  auto variants = [&](const std::string& key, const std::string& state) {
+    for (const auto& m : by_key[key]["prewarm_variants"]["metrics"]) {
+      if (m["labels"].value("state", "") == state) return std::stod(m["value"].get<std::string>());
+    }
+    return -1.0;
+  };
+  EXPECT_GT(variants(a, "compiled"), 0);
+  EXPECT_EQ(variants(a, "cached"), 0);
+  EXPECT_EQ(variants(b, "compiled"), 0);
+  EXPECT_EQ(variants(b, "cached"), variants(a, "compiled"));
+  // And as Prometheus scrapes it: every series of pod a's group carries its labels.
+  const std::string pushed = Http(base + "/metrics");
+  EXPECT_NE(pushed.find(
+                R"(prewarm_ready{instance="",job="prewarm",namespace="ml",pod="dsv32-7f9c-a"} 1)"),
+            std::string::npos)
+      << pushed.substr(0, 3000);
+  gw.Signal(SIGTERM);
+  gw.Wait(5);
+}
+
+// A grouping key the Pushgateway cannot take is bad input, named, before anything is compiled.
+TEST(MetricsTest, ABadPushgatewayGroupIsExitTwo) {
+  testing::TempDir dir;
+  for (const auto& [group, why] : std::vector<std::pair<std::string, std::string>>{
+           {"pod", "\"pod\" has no ="},
+           {"pod=", "pod has no value"},
+           {"job=x", "job is prewarm's own"},
+           {"pod=a,pod=b", "pod is given twice"},
+           {"my-pod=a", "\"my-pod\" is not a label name"},
+           {"__name__=a", "__name__: names that start with __ are reserved"}}) {
+    SubprocessResult r = testing::RunPrewarm(
+        {"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs", "1", "--cache-dir",
+         dir.path() + "/c", "--pushgateway", "http://127.0.0.1:1"},
+        {{"PREWARM_PUSHGATEWAY_GROUP", group}});
+    EXPECT_EQ(r.exit_code, 2) << group << ": " << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("PREWARM_PUSHGATEWAY_GROUP=" + group + ": " + why),
+              std::string::npos)
+        << r.stderr_text;
+    EXPECT_FALSE(fs::exists(dir.path() + "/c/prewarm")) << group;
+  }
 }
 
 TEST(MetricsTest, ARealPrometheusScrapesTheSidecar) {
