@@ -57,6 +57,11 @@ double KernelTimer::CopyTbs() {
   return 2.0 * bytes / (ms * 1e-3) / 1e12;
 }
 
+double KernelTimer::FloorMs() {
+  DeviceBuffer tiny = Must(AllocBuffer(gpu_, 16));
+  return MedianMs([&] { return gpu_.Fill(tiny.ptr(), 0, 4); }, 100);
+}
+
 void* KernelTimer::Module(const Key& key) {
   const std::string s = key.launcher + " " + key.String();
   if (modules_.count(s)) return modules_[s];

@@ -37,6 +37,9 @@ class KernelTimer {
 
   // Device-to-device copy of 1 GiB: bytes read plus written over the median time.
   double CopyTbs();
+  // The floor under every row: the median time, measured as the rows are (L2 flushed before
+  // each), of a launch that does almost nothing (a 4-byte fill).
+  double FloorMs();
   // The key's code object compiled here (once a key) and loaded.
   void* Module(const Key& key);
   // The median time of `launch` in ms over the reps, after one checked launch, with the L2

@@ -72,6 +72,7 @@ class MsaBench {
       : gpu_(gpu), o_(o), shape_(shape), timer_(gpu, arch, o.simt, o.defines, o.reps) {}
 
   double CopyTbs() { return timer_.CopyTbs(); }
+  double FloorMs() { return timer_.FloorMs(); }
   void set_copy(double c) { copy_tbs_ = c; }
 
   bool Skip(const Key& key) const { return !o_.launcher.empty() && o_.launcher != key.launcher; }
@@ -349,10 +350,11 @@ int Main(int argc, char** argv) {
   bench.set_copy(copy);
   std::printf(
       "msa_kernel_bench on %s%s, %s tp %d (per rank: %lld query heads, %lld KV heads): "
-      "copy %.2f TB/s (measured), bf16 peak %.0f TFLOP/s (given)\n",
+      "copy %.2f TB/s (measured), bf16 peak %.0f TFLOP/s (given); floor %.4f ms (a 4-byte fill, "
+      "timed as the rows are)\n",
       gpu->Name().c_str(), o.simt ? ", SIMT path" : "", model.name.c_str(), o.tp,
       static_cast<long long>(shape.heads), static_cast<long long>(shape.kv_heads), copy,
-      o.bf16_tflops);
+      o.bf16_tflops, bench.FloorMs());
   std::printf("%-20s %-12s %1s %6s %7s %11s %9s %8s %8s %7s %7s\n", "launcher", "variant", "",
               "rows", "ctx", "median_ms", "GFLOP", "MB", "TB/s", "%copy", "%bf16");
   auto picked_key = [&](const char* launcher, const Step& step) {
