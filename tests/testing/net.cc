@@ -34,12 +34,19 @@ std::string PromQuery(const std::string& base, const std::string& expr) {
   return r.ok() ? r->stdout_text : "";
 }
 
-Prometheus::Prometheus(const std::string& dir, int target_port) {
+Prometheus::Prometheus(const std::string& dir, int target_port,
+                       const std::map<std::string, std::string>& labels) {
   const int port = FreePort();
   const std::string config = dir + "/prometheus.yml";
-  std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                        << "scrape_configs:\n  - job_name: prewarm\n    static_configs:\n"
-                        << "      - targets: ['127.0.0.1:" << target_port << "']\n";
+  std::ofstream out(config);
+  out << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+      << "scrape_configs:\n  - job_name: prewarm\n    static_configs:\n"
+      << "      - targets: ['127.0.0.1:" << target_port << "']\n";
+  if (!labels.empty()) {
+    out << "        labels:\n";
+    for (const auto& [name, value] : labels) out << "          " << name << ": '" << value << "'\n";
+  }
+  out.close();
   process_ = std::make_unique<Background>(
       std::vector<std::string>{"prometheus", "--config.file=" + config,
                                "--storage.tsdb.path=" + dir + "/tsdb",

@@ -3,6 +3,7 @@
 #ifndef PREWARM_TESTS_TESTING_NET_H_
 #define PREWARM_TESTS_TESTING_NET_H_
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -18,10 +19,12 @@ std::string HttpGet(const std::string& url);
 std::string PromQuery(const std::string& base, const std::string& expr);
 
 // A real Prometheus server on a free loopback port, scraping 127.0.0.1:`target_port` every
-// second, its data under `dir`. Stopped (SIGTERM) when destroyed.
+// second (each series given the target `labels`, as service discovery would: namespace, pod),
+// its data under `dir`. Stopped (SIGTERM) when destroyed.
 class Prometheus {
  public:
-  Prometheus(const std::string& dir, int target_port);
+  Prometheus(const std::string& dir, int target_port,
+             const std::map<std::string, std::string>& labels = {});
   ~Prometheus();
   const std::string& base() const { return base_; }  // "http://127.0.0.1:PORT"
   std::string Stderr() const { return process_->Stderr(); }
