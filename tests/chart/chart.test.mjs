@@ -3,8 +3,8 @@
 // Run: node --test tests/chart/chart.test.mjs (scripts/test does, through CTest).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -178,7 +178,7 @@ const argv = (vllm) => [...vllm.command, ...vllm.args];
 function planInPod(container) {
   const e = { PATH: process.env.PATH, ...env(container) };
   delete e.PREWARM_MODEL_CONFIG;
-  const r = spawnSync(prewarmBin, ["plan", "--format", "json"], { env: e, encoding: "utf8" });
+  const r = spawnSync(prewarmBin, ["plan", "--format", "json"], { env: e, encoding: "utf8", maxBuffer: 1 << 28 });
   assert.equal(r.status, 0, `prewarm plan with the chart's environment failed (exit ${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout);
 }
@@ -366,16 +366,14 @@ test("the prefill and helm-test pods do not carry the Service's selector", () =>
 
 test("monitors render only when enabled and the API exists", () => {
   const api = ["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--api-versions", "monitoring.coreos.com/v1/PodMonitor"];
-  let docs = render("serviceMonitor.enabled=true", "podMonitor.enabled=true");
-  assert.equal(find(docs, "ServiceMonitor"), undefined, "no API, no ServiceMonitor");
-  docs = render("serviceMonitor.enabled=true", "podMonitor.enabled=true", ...api);
-  for (const k of ["ServiceMonitor", "PodMonitor"]) {
-    const m = find(docs, k);
-    assert.ok(m, k);
+  for (const [value, kind] of [["serviceMonitor", "ServiceMonitor"], ["podMonitor", "PodMonitor"]]) {
+    assert.equal(find(render(`${value}.enabled=true`), kind), undefined, `no API, no ${kind}`);
+    const m = find(render(`${value}.enabled=true`, ...api), kind);
+    assert.ok(m, kind);
     validate(m);
   }
-  docs = render(...api);
-  assert.equal(find(docs, "ServiceMonitor"), undefined, "not enabled");
+  const docs = render(...api);
+  for (const k of ["ServiceMonitor", "PodMonitor"]) assert.equal(find(docs, k), undefined, "not enabled");
 });
 
 test("the dashboard ConfigMap carries the dashboard", () => {
@@ -433,3 +431,297 @@ test("k8s/ overlays are in step with the chart", () => {
     assert.equal(norm(kust), norm(render(...sets)), `k8s/${dir} differs from the chart: run scripts/gen-k8s`);
   }
 });
+
+// --- Issue 31 item 4: the values the binary takes, and the standard pod knobs. ---
+
+const schema = JSON.parse(readFileSync(path.join(chart, "values.schema.json"), "utf8"));
+// What the binary itself says it takes: its error for a value it does not.
+function binaryRejects(...args) {
+  const r = spawnSync(prewarmBin, ["plan", "--format", "json", ...args], { env: { PATH: process.env.PATH }, encoding: "utf8" });
+  assert.equal(r.status, 2, `prewarm plan ${args.join(" ")} was not refused: ${r.stderr}`);
+  return r.stderr;
+}
+const listAfter = (text, marker) => text.slice(text.indexOf(marker) + marker.length).split("\n")[0]
+  .replace(/, or auto\s*$/, "").split(",").map((s) => s.trim()).filter(Boolean);
+const rejectedBySchema = (...sets) => {
+  const args = ["template", "prewarm", chart];
+  for (let i = 0; i < sets.length; ++i) {
+    if (sets[i].startsWith("--")) args.push(sets[i], sets[++i]);
+    else args.push("--set", sets[i]);
+  }
+  const r = spawnSync(helm, args, { encoding: "utf8" });
+  return r.status !== 0 ? r.stderr : null;
+};
+
+test("the schema takes every KV cache dtype the binary takes, and each reaches the plan", () => {
+  const binary = listAfter(binaryRejects("--kv-cache-dtype", "int4"), "expected one of vLLM's: ");
+  assert.ok(binary.length >= 10, binary.join(","));
+  assert.deepEqual([...schema.properties.limits.properties.kvCacheDtype.enum].sort(), [...binary].sort());
+  for (const dtype of binary) {
+    const plan = planInPod(servingPod(render(`limits.kvCacheDtype=${dtype}`)).prewarm);
+    if (dtype !== "auto") assert.equal(plan.limits.kv_cache_dtype, dtype);
+  }
+  for (const bad of ["int4", "fp16", "half"]) {
+    binaryRejects("--kv-cache-dtype", bad);
+    assert.match(rejectedBySchema(`limits.kvCacheDtype=${bad}`) || "", /kvCacheDtype/, bad);
+  }
+});
+
+test("the schema takes every arch the binary knows, alone or as a list, and refuses what it refuses", () => {
+  const known = listAfter(binaryRejects("--arch", "sm_90a"), "known: ");
+  assert.ok(known.includes("gfx942") && known.includes("sm_90"), known.join(","));
+  for (const arch of [...known, "auto"]) {
+    const { prewarm } = servingPod(render(`prewarm.arch=${arch}`));
+    assert.equal(env(prewarm).PREWARM_ARCH, arch);
+    if (arch !== "auto") assert.deepEqual(planInPod(prewarm).arch, [arch]);
+  }
+  // A list, as --set writes one and as a values file does: the prewarmer gets it comma-joined.
+  for (const sets of [["prewarm.arch={gfx950,gfx942}"], ["--set-json", 'prewarm.arch=["gfx950","gfx942"]']]) {
+    const { prewarm } = servingPod(render(...sets));
+    assert.equal(env(prewarm).PREWARM_ARCH, "gfx950,gfx942");
+    assert.deepEqual(planInPod(prewarm).arch, ["gfx950", "gfx942"]);
+  }
+  assert.deepEqual(planInPod(servingPod(render("--set-json", `prewarm.arch=${JSON.stringify(known)}`)).prewarm).arch, known);
+  // A comma string (a values file's arch: gfx950,gfx942) is the same list.
+  assert.equal(env(servingPod(render("--set-json", 'prewarm.arch="gfx950,gfx942"')).prewarm).PREWARM_ARCH, "gfx950,gfx942");
+  // What the binary refuses, the schema refuses.
+  for (const bad of ["sm_90a", "GFX942", "auto,gfx942", "gfx942,,gfx950", ""]) {
+    if (bad) binaryRejects("--arch", bad);
+    assert.match(rejectedBySchema("--set-json", `prewarm.arch=${JSON.stringify(bad)}`) || "", /arch/, bad);
+  }
+  for (const bad of [["auto", "gfx942"], [], ["gfx942", "gfx942"], ["sm_90a"]]) {
+    assert.match(rejectedBySchema("--set-json", `prewarm.arch=${JSON.stringify(bad)}`) || "", /arch/, JSON.stringify(bad));
+  }
+  // --set's own comma splitting cannot take a bare list: Helm fails, it does not drop gfx942.
+  assert.notEqual(renderFails("prewarm.arch=gfx950,gfx942").code, 0);
+});
+
+test("maxModelLen takes auto, -1 and vLLM's 32K as the binary does; it refuses what the binary refuses", () => {
+  const modelMax = planInPod(servingPod(render("--set-json", `vllm.extraArgs=${JSON.stringify(["--max-model-len", "auto"])}`)).prewarm).limits.max_model_len;
+  for (const [set, want] of [["limits.maxModelLen=auto", modelMax], ["limits.maxModelLen=-1", modelMax],
+    ["limits.maxModelLen=131072", 131072], ["limits.maxModelLen=32K", 32768], ["limits.maxModelLen=128k", 128000]]) {
+    const { prewarm, vllm } = servingPod(render(set));
+    const words = argv(vllm);
+    assert.equal(words[words.indexOf("--max-model-len") + 1], set.split("=")[1], "on vLLM's line as given");
+    assert.equal(planInPod(prewarm).limits.max_model_len, want, set);
+  }
+  assert.equal(modelMax, 163840, "the embedded model's maximum");
+  for (const bad of ["0", "-2", "1e6", "25.6k", "32KB", "auto1"]) {
+    binaryRejects("--max-model-len", bad);
+    assert.match(rejectedBySchema(`limits.maxModelLen=${bad}`) || "", /maxModelLen/, bad);
+  }
+});
+
+// Each integer limit's bounds, as the binary states them.
+const intLimits = { maxNumSeqs: "max-num-seqs", maxNumBatchedTokens: "max-num-batched-tokens",
+  numSpeculativeTokens: "num-speculative-tokens", maxCudagraphCaptureSize: "max-cudagraph-capture-size",
+  tensorParallelSize: "tensor-parallel-size", decodeContextParallelSize: "decode-context-parallel-size",
+  blockSize: "block-size" };
+test("each integer limit's bounds are the binary's", () => {
+  for (const [value, flag] of Object.entries(intLimits)) {
+    const max = Number(binaryRejects(`--${flag}`, "99999999999").match(/must be at most (\d+)/)[1]);
+    const min = Number(binaryRejects(`--${flag}`, "-5").match(/must be an integer >= (\d+)/)[1]);
+    const p = schema.properties.limits.properties[value];
+    assert.deepEqual([p.minimum, p.maximum], [min, max], value);
+    assert.match(rejectedBySchema(`limits.${value}=${max + 1}`) || "", new RegExp(value));
+    assert.match(rejectedBySchema(`limits.${value}=${min - 1}`) || "", new RegExp(value));
+    binaryRejects(`--${flag}`, String(min - 1));
+  }
+  assert.equal(rejectedBySchema("limits.maxNumSeqs=65536"), null);
+});
+
+test("decodeContextParallelSize reaches both containers; one that does not divide tp fails as in the binary", () => {
+  for (const [tp, dcp] of [[8, 1], [8, 2], [8, 8], [4, 2], [8, 3], [4, 8], [6, 4]]) {
+    const sets = [`limits.tensorParallelSize=${tp}`, `limits.decodeContextParallelSize=${dcp}`];
+    const bin = spawnSync(prewarmBin, ["plan", "--format", "json", "--vllm-args", `vllm serve m -tp ${tp} -dcp ${dcp}`],
+      { env: { PATH: process.env.PATH }, encoding: "utf8" });
+    const err = rejectedBySchema(...sets);
+    if (bin.status !== 0) {
+      assert.equal(bin.status, 2);
+      assert.match(err || "", new RegExp(`decodeContextParallelSize \\(${dcp}\\) must divide limits.tensorParallelSize \\(${tp}\\)`), `tp ${tp} dcp ${dcp}`);
+      continue;
+    }
+    assert.equal(err, null, `tp ${tp} dcp ${dcp}: the binary plans it, the chart must render it`);
+    const { prewarm, vllm } = servingPod(render(...sets));
+    assert.equal(count(argv(vllm), ["--decode-context-parallel-size", "-dcp"]), dcp > 1 ? 1 : 0);
+    assert.equal(planInPod(prewarm).limits.decode_context_parallel_size, dcp);
+  }
+  // -dcp in extraArgs is the flag, once; the chart's own value then is not checked or given.
+  const { vllm } = servingPod(render("limits.decodeContextParallelSize=2", "--set-json", 'vllm.extraArgs=["-dcp","4"]'));
+  assert.equal(count(argv(vllm), ["--decode-context-parallel-size", "-dcp"]), 1);
+});
+
+test("a tp that does not divide the model's heads renders; the prewarmer refuses it, naming both", () => {
+  const { prewarm } = servingPod(render("limits.tensorParallelSize=3"));
+  const r = spawnSync(prewarmBin, ["plan", "--format", "json"], { env: { PATH: process.env.PATH, ...env(prewarm) }, encoding: "utf8" });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--tensor-parallel-size 3: must divide num_attention_heads \(128\)/);
+});
+
+test("the schema refuses unknown values at the top and inside each section", () => {
+  for (const [set, where] of [["tolerationz[0].key=amd.com/gpu", "'tolerationz'"], ["nodeselector.a=b", "'nodeselector'"],
+    ["prewarm.archs=gfx950", "/prewarm': additional properties 'archs'"], ["vllm.extraArg=x", "'extraArg'"],
+    ["limits.dcp=2", "'dcp'"], ["serviceMonitor.label.release=x", "'label'"], ["prefill.shard=2", "'shard'"],
+    ["serviceAccount.create=yes", "serviceAccount"], ["prewarm.volume.pvc.claim=x", "'claim'"]]) {
+    const err = rejectedBySchema(set);
+    assert.ok(err, `${set} rendered`);
+    assert.ok(err.includes(where), `${set}: ${err}`);
+  }
+});
+
+test("tolerations, nodeSelector, affinity, priority, pod labels and annotations reach the server's pod", () => {
+  const affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [
+    { matchExpressions: [{ key: "gpu-pool", operator: "In", values: ["mi300x", "mi355x"] }] }] } } };
+  const docs = render("tolerations[0].key=amd.com/gpu", "tolerations[0].operator=Exists", "tolerations[0].effect=NoSchedule",
+    "nodeSelector.gpu-pool=mi300x", "--set-json", `affinity=${JSON.stringify(affinity)}`, "priorityClassName=inference",
+    "podLabels.team=ml", "podAnnotations.example\\.com/owner=ml-platform", "prefill.enabled=true", "prewarm.volume.kind=pvc");
+  for (const d of docs) validate(d);
+  const dep = find(docs, "Deployment");
+  const pod = dep.spec.template.spec;
+  assert.deepEqual(pod.tolerations, [{ key: "amd.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
+  assert.deepEqual(pod.nodeSelector, { "gpu-pool": "mi300x" });
+  assert.deepEqual(pod.affinity, affinity);
+  assert.equal(pod.priorityClassName, "inference");
+  assert.equal(dep.spec.template.metadata.labels.team, "ml");
+  assert.deepEqual(dep.spec.template.metadata.annotations, { "example.com/owner": "ml-platform" });
+  // Still the Service's pods, and the Deployment's.
+  const selector = find(docs, "Service").spec.selector;
+  for (const [k, v] of Object.entries(selector)) assert.equal(dep.spec.template.metadata.labels[k], v);
+  assert.deepEqual(dep.spec.selector.matchLabels, selector);
+  // The prefill pods compile on CPUs: the server's GPU scheduling is not theirs; prefill.* is.
+  let job = find(docs, "Job").spec.template.spec;
+  for (const k of ["tolerations", "nodeSelector", "affinity", "priorityClassName"]) assert.equal(job[k], undefined, k);
+  job = find(render("prefill.enabled=true", "prewarm.volume.kind=pvc", "prefill.nodeSelector.pool=cpu",
+    "prefill.tolerations[0].key=batch", "prefill.tolerations[0].operator=Exists"), "Job").spec.template.spec;
+  assert.deepEqual(job.nodeSelector, { pool: "cpu" });
+  assert.deepEqual(job.tolerations, [{ key: "batch", operator: "Exists" }]);
+  // A pod label may not take the selector's keys.
+  const r = renderFails("podLabels.app\\.kubernetes\\.io/name=other");
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /podLabels may not set app\.kubernetes\.io\/name/);
+  // Nothing set: none of them (and no empty keys).
+  const plain = find(render(), "Deployment").spec.template;
+  for (const k of ["tolerations", "nodeSelector", "affinity", "priorityClassName"]) assert.equal(plain.spec[k], undefined, k);
+  assert.equal(plain.metadata.annotations, undefined);
+});
+
+test("imagePullSecrets and the service account reach every pod of the chart", () => {
+  const docs = render("imagePullSecrets[0].name=regcred", "serviceAccount.create=true",
+    "serviceAccount.annotations.iam\\.example\\.com/role=prewarm", "prefill.enabled=true", "prewarm.volume.kind=pvc");
+  for (const d of docs) validate(d);
+  const sa = find(docs, "ServiceAccount");
+  assert.equal(sa.metadata.name, "prewarm");
+  assert.deepEqual(sa.metadata.annotations, { "iam.example.com/role": "prewarm" });
+  assert.equal(sa.automountServiceAccountToken, false);
+  const pods = [find(docs, "Deployment").spec.template.spec, find(docs, "Job").spec.template.spec, find(docs, "Pod").spec];
+  for (const pod of pods) {
+    assert.deepEqual(pod.imagePullSecrets, [{ name: "regcred" }]);
+    assert.equal(pod.serviceAccountName, "prewarm");
+    assert.equal(pod.automountServiceAccountToken, false, "neither container calls the API");
+  }
+  // An existing account, by name; none made.
+  const other = render("serviceAccount.name=inference", "serviceAccount.automountToken=true");
+  assert.equal(find(other, "ServiceAccount"), undefined);
+  const pod = find(other, "Deployment").spec.template.spec;
+  assert.equal(pod.serviceAccountName, "inference");
+  assert.equal(pod.automountServiceAccountToken, true);
+  assert.equal(pod.imagePullSecrets, undefined);
+});
+
+test("/dev/shm, the weights and the Hugging Face cache are the server's volumes", () => {
+  let pod = find(render(), "Deployment").spec.template.spec;
+  let vllm = pod.containers[0];
+  assert.deepEqual(pod.volumes.find((v) => v.name === "dshm"), { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } });
+  assert.ok(vllm.volumeMounts.some((m) => m.name === "dshm" && m.mountPath === "/dev/shm"));
+  assert.ok(!pod.initContainers[0].volumeMounts.some((m) => m.name === "dshm"), "the prewarmer needs no shared memory");
+  const docs = render("vllm.shm.enabled=false", "vllm.weights.volume.persistentVolumeClaim.claimName=dsv32-weights",
+    "vllm.weights.volume.persistentVolumeClaim.readOnly=true", "vllm.model=/models/DeepSeek-V3.2",
+    "--set-json", 'vllm.hfCache.volume={"hostPath":{"path":"/var/cache/hf","type":"DirectoryOrCreate"}}');
+  for (const d of docs) validate(d);
+  pod = find(docs, "Deployment").spec.template.spec;
+  vllm = pod.containers[0];
+  assert.equal(pod.volumes.find((v) => v.name === "dshm"), undefined);
+  assert.deepEqual(pod.volumes.find((v) => v.name === "weights"),
+    { name: "weights", persistentVolumeClaim: { claimName: "dsv32-weights", readOnly: true } });
+  assert.deepEqual(vllm.volumeMounts.find((m) => m.name === "weights"), { name: "weights", mountPath: "/models", readOnly: true });
+  assert.deepEqual(pod.volumes.find((v) => v.name === "hf-cache"),
+    { name: "hf-cache", hostPath: { path: "/var/cache/hf", type: "DirectoryOrCreate" } });
+  assert.deepEqual(vllm.volumeMounts.find((m) => m.name === "hf-cache"), { name: "hf-cache", mountPath: "/hf-cache" });
+  assert.equal(env(vllm).HF_HOME, "/hf-cache");
+  assert.deepEqual(argv(vllm).slice(0, 3), ["vllm", "serve", "/models/DeepSeek-V3.2"]);
+  // Two sources in one volume is not a volume.
+  assert.match(rejectedBySchema("--set-json", 'vllm.weights.volume={"hostPath":{"path":"/m"},"emptyDir":{}}') || "", /weights/);
+});
+
+// --- Item 5: the Prometheus Operator and Grafana. ---
+
+// NOTES as Helm renders them, for the API versions given (helm install has no --api-versions): a
+// copy of the chart with one more template that includes NOTES.txt.
+function notesWith(apis, ...sets) {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "prewarm-notes-"));
+  try {
+    cpSync(chart, path.join(tmp, "prewarm"), { recursive: true });
+    writeFileSync(path.join(tmp, "prewarm/templates/zz-notes.yaml"),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: {{ include "prewarm/templates/NOTES.txt" . | quote }}\n');
+    const args = ["template", "prewarm", path.join(tmp, "prewarm"), "--show-only", "templates/zz-notes.yaml"];
+    for (const a of apis) args.push("--api-versions", a);
+    for (const s of sets) args.push("--set", s);
+    return yaml.load(execFileSync(helm, args, { encoding: "utf8" })).data.notes;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+test("monitors: labels for the operator's selector, one at a time, and NOTES say when the API is absent", () => {
+  const api = ["--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--api-versions", "monitoring.coreos.com/v1/PodMonitor"];
+  const sm = find(render("serviceMonitor.enabled=true", "serviceMonitor.labels.release=kube-prometheus-stack", ...api), "ServiceMonitor");
+  assert.equal(sm.metadata.labels.release, "kube-prometheus-stack");
+  assert.equal(sm.metadata.labels["app.kubernetes.io/name"], "prewarm");
+  const pm = find(render("podMonitor.enabled=true", "podMonitor.labels.release=kps", ...api), "PodMonitor");
+  assert.equal(pm.metadata.labels.release, "kps");
+  // Both would scrape the server's pods twice.
+  let r = renderFails("serviceMonitor.enabled=true", "podMonitor.enabled=true");
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /choose one/);
+  r = renderFails("serviceMonitor.enabled=true", "service.enabled=false");
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /serviceMonitor.enabled needs service.enabled/);
+  // Enabled without the operator: no object, and NOTES say so; with it, no warning.
+  for (const [value, kind] of [["serviceMonitor", "ServiceMonitor"], ["podMonitor", "PodMonitor"]]) {
+    assert.equal(find(render(`${value}.enabled=true`), kind), undefined);
+    assert.match(notesWith([], `${value}.enabled=true`), new RegExp(`WARNING: ${value}\\.enabled, but this cluster has no\\nmonitoring\\.coreos\\.com/v1 ${kind}`));
+    assert.doesNotMatch(notesWith([`monitoring.coreos.com/v1/${kind}`], `${value}.enabled=true`), /WARNING/);
+  }
+  assert.doesNotMatch(notesWith([]), /WARNING/, "no monitor, no warning");
+  assert.match(notesWith(["monitoring.coreos.com/v1/PodMonitor"], "podMonitor.enabled=true", "prewarm.mode=init"),
+    /WARNING: podMonitor\.enabled in init mode.*\n.*Set prewarm\.pushgateway/);
+});
+
+test("the dashboard's ConfigMap goes to the namespace and folder Grafana's sidecar reads", () => {
+  let cm = find(render("dashboard.namespace=monitoring", "dashboard.folder=Inference"), "ConfigMap");
+  assert.equal(cm.metadata.namespace, "monitoring");
+  assert.deepEqual(cm.metadata.annotations, { grafana_folder: "Inference" });
+  cm = find(render("dashboard.folder=Inference", "dashboard.folderAnnotation=k8s-sidecar-target-directory"), "ConfigMap");
+  assert.deepEqual(cm.metadata.annotations, { "k8s-sidecar-target-directory": "Inference" });
+  cm = find(render(), "ConfigMap");
+  assert.equal(cm.metadata.namespace, undefined, "the release's namespace");
+  assert.equal(cm.metadata.annotations, undefined);
+});
+
+test("every panel's every series is filtered by $namespace", () => {
+  const dash = JSON.parse(readFileSync(path.join(root, "dashboards/prewarm-startup.json"), "utf8"));
+  let selectors = 0;
+  for (const panel of dash.panels) {
+    for (const { expr } of panel.targets) {
+      for (const m of expr.matchAll(/\b((?:prewarm|kube)_[a-z_]+)(\{[^}]*\})?/g)) {
+        ++selectors;
+        assert.ok((m[2] || "").includes('namespace=~"$namespace"'), `${panel.title}: ${m[0]} in ${expr}`);
+      }
+    }
+  }
+  assert.ok(selectors >= 18, `${selectors} selectors`);
+  const ns = dash.templating.list.find((v) => v.name === "namespace");
+  assert.equal(ns.query.query, "label_values(prewarm_build_info, namespace)", "the namespaces that run a prewarmer");
+  assert.equal(ns.allValue, ".*");
+});
+

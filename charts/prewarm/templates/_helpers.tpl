@@ -36,6 +36,47 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{ .repository }}:{{ .tag }}
 {{- end -}}
 
+{{/* prewarm.arch as the prewarmer's --arch takes it: a list joined with commas. */}}
+{{- define "prewarm.arch" -}}
+{{- $arch := .Values.prewarm.arch -}}
+{{- if kindIs "slice" $arch }}{{ join "," $arch }}{{ else }}{{ $arch }}{{ end -}}
+{{- end -}}
+
+{{- define "prewarm.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "prewarm.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What every pod of the chart shares: its service account, whether its token is mounted,
+the secrets its images are pulled with. */}}
+{{- define "prewarm.podCommon" -}}
+serviceAccountName: {{ include "prewarm.serviceAccountName" . }}
+automountServiceAccountToken: {{ .Values.serviceAccount.automountToken }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Where a pod may run: nodeSelector, tolerations, affinity of the dict given. */}}
+{{- define "prewarm.scheduling" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
 {{/* An image volume's cache is keyed by the compiler identity of the prewarm image that filled it:
 any other prewarmer finds none of its keys and the pod never becomes ready. When
 prewarm.volume.image.packedBy names that image, a different prewarmer image is an error here. */}}
@@ -44,6 +85,17 @@ prewarm.volume.image.packedBy names that image, a different prewarmer image is a
 {{- $prewarmer := include "prewarm.image" .Values.prewarm.image -}}
 {{- if and $packedBy (ne $packedBy $prewarmer) -}}
 {{- fail (printf "prewarm.volume.image.packedBy (%s) is not the prewarmer image (%s): every key in the cache image %s carries the packing image's compiler identity, so this prewarmer would find none and the pod would never become ready. Set prewarm.image.repository and prewarm.image.tag to the image that packed it, or repack the cache with this one" $packedBy $prewarmer .Values.prewarm.volume.image.reference) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* One monitor at most (both would scrape the server's pods twice: every series doubled, under
+two job labels), and a ServiceMonitor needs the Service it selects. */}}
+{{- define "prewarm.checkMonitors" -}}
+{{- if and .Values.serviceMonitor.enabled .Values.podMonitor.enabled -}}
+{{- fail "serviceMonitor.enabled and podMonitor.enabled: choose one; both would scrape the same pods, so every prewarm series would be there twice" -}}
+{{- end -}}
+{{- if and .Values.serviceMonitor.enabled (not .Values.service.enabled) -}}
+{{- fail "serviceMonitor.enabled needs service.enabled (a ServiceMonitor scrapes through the Service); without a Service use podMonitor.enabled" -}}
 {{- end -}}
 {{- end -}}
 
@@ -108,14 +160,23 @@ optimization level, -O3 or -O 3, does not).
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- /* maxModelLen may be auto or 32K: a string goes on the line as it is. */ -}}
+{{- $maxModelLen := ternary $l.maxModelLen (int64 $l.maxModelLen | toString) (kindIs "string" $l.maxModelLen) -}}
+{{- $dcp := int64 (default 1 $l.decodeContextParallelSize) -}}
+{{- if and (not (hasKey $given "tensor-parallel-size")) (not (hasKey $given "decode-context-parallel-size")) (ne (mod (int64 $l.tensorParallelSize) $dcp) 0) -}}
+{{- fail (printf "limits.decodeContextParallelSize (%d) must divide limits.tensorParallelSize (%d): vLLM splits a decode's context over dcp of the tp ranks" $dcp (int64 $l.tensorParallelSize)) -}}
+{{- end -}}
 {{- $own := list
   (list "max-num-seqs" (int64 $l.maxNumSeqs | toString))
   (list "max-num-batched-tokens" (int64 $l.maxNumBatchedTokens | toString))
-  (list "max-model-len" (int64 $l.maxModelLen | toString))
+  (list "max-model-len" $maxModelLen)
   (list "tensor-parallel-size" (int64 $l.tensorParallelSize | toString))
   (list "block-size" (int64 $l.blockSize | toString))
   (list "kv-cache-dtype" (toString $l.kvCacheDtype))
   (list "compilation-config" (printf "{\"max_cudagraph_capture_size\":%d}" (int64 $l.maxCudagraphCaptureSize))) -}}
+{{- if gt $dcp 1 -}}
+{{- $own = append $own (list "decode-context-parallel-size" ($dcp | toString)) -}}
+{{- end -}}
 {{- if gt (int64 $l.numSpeculativeTokens) 0 -}}
 {{- $own = append $own (list "speculative-config" (printf "{\"method\":\"mtp\",\"num_speculative_tokens\":%d}" (int64 $l.numSpeculativeTokens))) -}}
 {{- end -}}
@@ -151,7 +212,7 @@ command line: a PREWARM_<LIMIT> variable would outrank the line and let the two 
 - name: PREWARM_GRAPH_ONLY
   value: {{ .Values.prewarm.graphOnly | quote }}
 - name: PREWARM_ARCH
-  value: {{ .Values.prewarm.arch | quote }}
+  value: {{ include "prewarm.arch" . | quote }}
 - name: PREWARM_JOBS
   value: {{ .Values.prewarm.jobs | quote }}
 - name: PREWARM_CACHE_DIR
