@@ -725,3 +725,71 @@ test("every panel's every series is filtered by $namespace", () => {
   assert.equal(ns.allValue, ".*");
 });
 
+// --- Item 7: each pod's Pushgateway group. ---
+
+// The container's environment as the kubelet makes it: fieldRefs from the pod, then $(VAR)
+// expanded from the variables before it ($$ keeps a literal $).
+function kubeletEnv(container, pod) {
+  const out = {};
+  for (const e of container.env) {
+    if (e.valueFrom) {
+      out[e.name] = { "metadata.name": pod.name, "metadata.namespace": pod.namespace }[e.valueFrom.fieldRef.fieldPath];
+      assert.ok(out[e.name] !== undefined, JSON.stringify(e));
+      continue;
+    }
+    out[e.name] = e.value.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v) => (m === "$$" ? "$" : v in out ? out[v] : m));
+  }
+  return out;
+}
+
+test("with a Pushgateway, every pod pushes to a group of its own (a real Pushgateway, the real binary)", async () => {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "prewarm-push-"));
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const gw = spawn("prometheus-pushgateway", [`--web.listen-address=127.0.0.1:${port}`, `--persistence.file=${tmp}/pg.data`], { stdio: "ignore" });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    let up = false;
+    for (let i = 0; i < 50 && !up; ++i) {
+      up = await fetch(`${base}/-/ready`).then((r) => r.ok, () => false);
+      if (!up) await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.ok(up, "the Pushgateway did not start");
+    const docs = render("prewarm.mode=init", `prewarm.pushgateway=${base}`, "prewarm.arch=gfx90a", "limits.kvCacheDtype=fp8",
+      "limits.maxNumSeqs=1", "limits.tensorParallelSize=1", "prefill.enabled=true", "prewarm.volume.kind=pvc");
+    const { prewarm } = servingPod(docs);
+    const job = find(docs, "Job").spec.template.spec.containers[0];
+    for (const c of [prewarm, job]) {
+      const names = c.env.map((e) => e.name);
+      assert.ok(names.indexOf("POD_NAME") < names.indexOf("PREWARM_PUSHGATEWAY_GROUP"), "defined before it is used");
+      assert.equal(env(c).PREWARM_PUSHGATEWAY_GROUP, "namespace=$(POD_NAMESPACE),pod=$(POD_NAME)");
+    }
+    // Two init pods of one Deployment, one after the other on the same cache.
+    for (const name of ["prewarm-7d9f8b-x2k4q", "prewarm-7d9f8b-p8m3z"]) {
+      const e = { PATH: process.env.PATH, ...kubeletEnv(prewarm, { name, namespace: "inference" }) };
+      delete e.PREWARM_MODEL_CONFIG;
+      const r = spawnSync(prewarmBin, ["run", "--cache-dir", `${tmp}/cache`, "--metrics-address", "127.0.0.1:0",
+        "--grpc-address", "127.0.0.1:0"], { env: e, encoding: "utf8" });
+      assert.equal(r.status, 0, r.stderr);
+      assert.doesNotMatch(r.stderr, /Pushgateway/, r.stderr);
+    }
+    const groups = (await (await fetch(`${base}/api/v1/metrics`)).json()).data.map((g) => g.labels);
+    assert.deepEqual(groups.map((g) => JSON.stringify(g)).sort(), [
+      { job: "prewarm", namespace: "inference", pod: "prewarm-7d9f8b-p8m3z" },
+      { job: "prewarm", namespace: "inference", pod: "prewarm-7d9f8b-x2k4q" }].map((g) => JSON.stringify(g)));
+    // Without the chart's grouping both would have been one group, the second replacing the first.
+    const text = await (await fetch(`${base}/metrics`)).text();
+    assert.match(text, /prewarm_ready\{instance="",job="prewarm",namespace="inference",pod="prewarm-7d9f8b-x2k4q"\} 1/);
+  } finally {
+    if (gw.exitCode === null && gw.signalCode === null) {
+      const exited = new Promise((res) => gw.once("exit", res));
+      gw.kill("SIGTERM");
+      await exited;
+    }
+    rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+test("without a Pushgateway no pod-name variables are set", () => {
+  const names = servingPod(render()).prewarm.env.map((e) => e.name);
+  for (const n of ["POD_NAME", "POD_NAMESPACE", "PREWARM_PUSHGATEWAY_GROUP"]) assert.ok(!names.includes(n), n);
+});

@@ -226,6 +226,18 @@ command line: a PREWARM_<LIMIT> variable would outrank the line and let the two 
 {{- if .Values.prewarm.pushgateway }}
 - name: PREWARM_PUSHGATEWAY
   value: {{ .Values.prewarm.pushgateway | quote }}
+{{- /* A push replaces its group: each pod pushes to its own, named as kube-state-metrics and
+the Prometheus Operator name a pod's series (the dashboard filters on namespace). */}}
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: PREWARM_PUSHGATEWAY_GROUP
+  value: namespace=$(POD_NAMESPACE),pod=$(POD_NAME)
 {{- end }}
 {{- if .Values.prewarm.modelConfigMap }}
 - name: PREWARM_MODEL_CONFIG
