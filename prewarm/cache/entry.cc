@@ -64,6 +64,8 @@ std::string_view RejectReasonName(RejectReason reason) {
       return "unreadable";
     case RejectReason::kNotAFile:
       return "not_a_file";
+    case RejectReason::kBadCodeObject:
+      return "bad_code_object";
   }
   return "unreadable";
 }

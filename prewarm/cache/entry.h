@@ -44,8 +44,11 @@ enum class RejectReason {
   // The entry's place (or its launcher directory) holds a symlink, FIFO, directory, socket or
   // device: refused without following or opening it for a read that could block.
   kNotAFile,
+  // The checksum holds but the payload is not a code object the store's check accepts
+  // (CacheStore's PayloadCheck: one that cannot be read, or exceeds the reader's bounds).
+  kBadCodeObject,
 };
-inline constexpr int kNumRejectReasons = 8;
+inline constexpr int kNumRejectReasons = 9;
 std::string_view RejectReasonName(RejectReason reason);
 
 struct DecodeResult {

@@ -79,14 +79,16 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
     if (absl::IsNotFound(bytes.status())) return out;
     if (bytes.ok()) {
       DecodeResult d = DecodeEntry(*bytes, ref.key_string, ref.arch);
-      if (d.ok) {
+      absl::Status usable = absl::OkStatus();
+      if (d.ok && check_) usable = check_(d.entry.payload);
+      if (d.ok && usable.ok()) {
         out.state = State::kHit;
         out.payload = std::move(d.entry.payload);
         return out;
       }
       out.state = State::kRejected;
-      out.reason = d.reason;
-      out.detail = StrCat(EntryPath(ref), ": ", d.detail);
+      out.reason = d.ok ? RejectReason::kBadCodeObject : d.reason;
+      out.detail = StrCat(EntryPath(ref), ": ", d.ok ? usable.message() : d.detail);
     } else {
       out = Refused(bytes.status());
     }

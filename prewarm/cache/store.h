@@ -14,7 +14,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,9 +45,16 @@ std::string LockName(const EntryRef& ref);
 // an entry's place (a sparse 8 GB file, say) is rejected as unreadable, not read into memory.
 inline constexpr int64_t kMaxEntryBytes = int64_t{64} << 20;
 
+// What an entry's payload must be besides whole (its checksum): the commands pass one that reads
+// it as a code object with hard bounds (toolchain/code_object.h CheckCodeObject), since anyone
+// who can write the volume can plant an entry with a valid checksum. An error rejects the entry
+// as bad_code_object, named in the lookup's detail.
+using PayloadCheck = std::function<absl::Status(std::string_view payload)>;
+
 class CacheStore {
  public:
-  explicit CacheStore(std::string root) : root_(std::move(root)) {}
+  explicit CacheStore(std::string root, PayloadCheck check = nullptr)
+      : root_(std::move(root)), check_(std::move(check)) {}
   const std::string& root() const { return root_; }
 
   std::string DirPath(const EntryRef& ref) const;
@@ -69,7 +78,8 @@ class CacheStore {
     // makes the read whole (the old file or the new one). A rejection is counted.
     kNone,
   };
-  // Reads and checks the entry. A rejected entry is counted by reason.
+  // Reads and checks the entry (and its payload, with the store's PayloadCheck). A rejected
+  // entry is counted by reason.
   Lookup Read(const EntryRef& ref, ReadLock lock) const;
 
   // The cheap check (CheckEntryHeader): stat and the first 4 KiB, no lock, no checksum.
@@ -96,6 +106,7 @@ class CacheStore {
   absl::StatusOr<DirFd> OpenDir(const EntryRef& ref, bool create) const;
 
   std::string root_;
+  PayloadCheck check_;
   mutable std::array<std::atomic<int64_t>, kNumRejectReasons> rejected_{};
 };
 

@@ -14,6 +14,7 @@
 #include "prewarm/cache/store.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/runtime/runtime.h"
+#include "prewarm/toolchain/code_object.h"
 #include "prewarm/util/files.h"
 #include "prewarm/util/log.h"
 #include "prewarm/util/status_macros.h"
@@ -44,7 +45,7 @@ absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& r
     ASSIGN_OR_RETURN(std::string data, own.ReadFile(name, int64_t{256} << 20, -1, nullptr));
     p.files.push_back({StrCat("prewarm/", name), std::move(data)});
   }
-  const CacheStore store(root);
+  const CacheStore store(root, CheckCodeObject);
   std::vector<std::string> bad;
   int64_t planned = 0;
   for (const std::string& arch : record.archs) {

@@ -8,6 +8,7 @@
 #include "prewarm/catalog/catalog.h"
 #include "prewarm/cli/commands.h"
 #include "prewarm/cli/inputs.h"
+#include "prewarm/toolchain/code_object.h"
 #include "prewarm/util/files.h"
 #include "prewarm/util/json.h"
 #include "prewarm/util/strings.h"
@@ -37,7 +38,7 @@ int RunReplay(const Config& config, std::ostream& out) {
   if (!in->arch_note.empty()) out << "arch: " << in->arch_note << "\n";
   Toolchains toolchains;
   ManagerKeys manager_keys;
-  const CacheStore store(config.cache_dir);
+  const CacheStore store(config.cache_dir, CheckCodeObject);
   int64_t hits = 0, misses = 0;
   std::string line;
   int64_t line_no = 0, steps = 0, bad = 0;

@@ -408,7 +408,9 @@ int RunRun(const Config& config, std::ostream& out) {
   telemetry.SetPlan(planned);
 
   // Fill.
-  CacheStore store(config.cache_dir);
+  // An entry whose code object cannot be read (within the reader's bounds) is rejected and
+  // compiled again, like one with a bad checksum.
+  CacheStore store(config.cache_dir, CheckCodeObject);
   absl::StatusOr<DirFd> own = OpenOwnFolder(config.cache_dir);
   if (!own.ok()) {
     return ReportError(absl::InternalError(

@@ -1,7 +1,8 @@
 // prewarm verify: every planned key has a valid entry. Exit 0 when all do, 1 otherwise. Each
-// valid entry's code object is read too (runtime/resources.h): its problems (spills, LDS over
-// the limit, ...) are listed but do not fail the check. --format json: every key with its state
-// and resources. Nothing is written to the cache, so it works on a read-only mount (an image
+// entry's code object is read too, with hard bounds (toolchain/code_object.h): one that cannot
+// be read is rejected (bad_code_object); a readable one's problems (spills, LDS over the limit,
+// ...; runtime/resources.h) are listed but do not fail the check. --format json: every key with its
+// state and resources. Nothing is written to the cache, so it works on a read-only mount (an image
 // volume, cache/oci_image.h).
 //
 // --serve (the sidecar of a cache that comes filled: an image volume, a pre-filled PVC): serve
@@ -20,6 +21,7 @@
 #include "prewarm/cli/serving.h"
 #include "prewarm/runtime/resources.h"
 #include "prewarm/service/telemetry.h"
+#include "prewarm/toolchain/code_object.h"
 #include "prewarm/util/log.h"
 #include "prewarm/util/strings.h"
 
@@ -36,10 +38,13 @@ struct Verified {
   std::vector<std::string> problem;  // per entry: "" when valid (LookupProblem)
 };
 
+// With `stoppable` (serving), a stop signal ends the check between two entries; the caller sees
+// fewer results than entries.
 Verified Check(const std::vector<PlannedEntry>& entries, const CacheStore& store, bool json,
-               std::ostream& out) {
+               bool stoppable, std::ostream& out) {
   Verified v;
   for (const PlannedEntry& e : entries) {
+    if (stoppable && StopRequested()) break;
     const CacheStore::Lookup l = store.Read(e.ref, CacheStore::ReadLock::kWait);
     Counts& c = v.counts[e.launcher];
     nlohmann::json k = {{"launcher", e.launcher}, {"key", e.ref.key_string}};
@@ -133,8 +138,15 @@ int RunVerify(const Config& config, std::ostream& out) {
   telemetry.SetPhase("verifying");
 
   const bool json = config.format == OutputFormat::kJson;
-  const CacheStore store(config.cache_dir);
-  const Verified v = Check(*entries, store, json, out);
+  // The code object of each entry is read with hard bounds (one planted by whoever can write the
+  // volume is rejected as bad_code_object, never a crash or a hang).
+  const CacheStore store(config.cache_dir, CheckCodeObject);
+  const Verified v = Check(*entries, store, json, config.serve, out);
+  if (v.problem.size() < entries->size()) {  // a stop signal came while checking
+    LogInfo("stopping");
+    servers.Stop();
+    return kExitOk;
+  }
   std::vector<std::string> bad;  // "launcher key: problem", for the error and the log
   for (size_t i = 0; i < entries->size(); ++i) {
     const PlannedEntry& e = (*entries)[i];

@@ -22,6 +22,18 @@ constexpr uint8_t kCudaEntry = 0x10;                            // STO_CUDA_ENTR
 constexpr uint8_t kAttrFrameSize = 0x11, kAttrRegCount = 0x2f;  // EIATTR_*
 constexpr int kMsgpackMaxDepth = 64;
 
+// Hard bounds: an entry is as trusted as whoever can write the volume, and its checksum proves
+// nothing about intent. Real code objects sit far below each (hipRTC's: 13 sections, a handful
+// of symbols, one note of under 1 KiB; NVRTC's: about 20 sections and 40 symbols). With them,
+// memory and work grow at most linearly in the code object's size: names are views into it,
+// never copies, and every lookup goes through a map built once.
+constexpr uint32_t kMaxSections = 1024;
+constexpr uint64_t kMaxSymbols = 8192;           // in the one symbol table read
+constexpr size_t kMaxNameBytes = 4096;           // a section or symbol name
+constexpr uint64_t kMaxMetadataBytes = 1 << 20;  // the AMDGPU metadata note's msgpack
+constexpr int64_t kMaxMsgpackValues = 1 << 16;
+constexpr size_t kMaxKernels = 256;
+
 absl::Status Bad(std::string_view what) {
   return absl::InvalidArgumentError(StrCat("code object: ", what));
 }
@@ -53,15 +65,15 @@ class Bytes {
 };
 
 struct Section {
-  std::string name;
+  std::string_view name;  // into the code object
   uint32_t type = 0;
   uint64_t addr = 0, offset = 0, size = 0;
   uint32_t link = 0;
 };
 
 struct Symbol {
-  std::string name;
-  uint8_t type = 0;  // STT_*
+  std::string_view name;  // into the code object
+  uint8_t type = 0;       // STT_*
   uint8_t other = 0;
   uint64_t value = 0, size = 0;
 };
@@ -73,13 +85,37 @@ struct Elf {
   std::vector<Section> sections;
 };
 
-// The NUL-terminated string at `offset` of a string table.
-absl::StatusOr<std::string> CString(std::string_view table, uint64_t offset) {
+// The NUL-terminated string at `offset` of a string table, at most kMaxNameBytes long (the scan
+// stops there: a table of one unterminated megabyte costs each name 4 KiB, not a megabyte).
+absl::StatusOr<std::string_view> CString(std::string_view table, uint64_t offset) {
   if (offset >= table.size()) return Bad("string offset past its table");
-  const size_t end = table.find('\0', offset);
-  if (end == std::string_view::npos) return Bad("unterminated string");
-  return std::string(table.substr(offset, end - offset));
+  const std::string_view rest = table.substr(offset, kMaxNameBytes + 1);
+  const size_t end = rest.find('\0');
+  if (end == std::string_view::npos) {
+    return Bad(rest.size() > kMaxNameBytes ? StrCat("a name longer than ", kMaxNameBytes, " bytes")
+                                           : "unterminated string");
+  }
+  return rest.substr(0, end);
 }
+
+// The bytes of the sections walked one record at a time (notes, the symbol table, .nv.info)
+// must add up to no more than the file: sections that overlap, or one section listed many
+// times, would otherwise have the same bytes parsed again and again.
+class WalkBudget {
+ public:
+  explicit WalkBudget(uint64_t file_size) : left_(file_size) {}
+  absl::Status Take(const Section& s) {
+    if (s.size > left_) {
+      return Bad(StrCat("the sections read overlap: section ", s.name, " (", s.size,
+                        " bytes) goes past the ", left_, " bytes of the file not yet read"));
+    }
+    left_ -= s.size;
+    return absl::OkStatus();
+  }
+
+ private:
+  uint64_t left_;
+};
 
 absl::StatusOr<Elf> ReadElf(const Bytes& b) {
   if (!b.Has(0, 4) || b.Slice(0, 4).value() !=
@@ -98,6 +134,7 @@ absl::StatusOr<Elf> ReadElf(const Bytes& b) {
   ASSIGN_OR_RETURN(const uint16_t shstrndx, b.Get<uint16_t>(62));
   if (shnum == 0) return Bad("no section headers");
   if (shentsize != 64) return Bad(StrCat("section header size ", shentsize, ", expected 64"));
+  if (shnum > kMaxSections) return Bad(StrCat(shnum, " sections, more than ", kMaxSections));
   if (!b.Has(shoff, uint64_t{shnum} * 64)) return Bad("section headers extend past the end");
   std::vector<uint32_t> names(shnum);
   for (uint16_t i = 0; i < shnum; ++i) {
@@ -124,11 +161,17 @@ absl::StatusOr<Elf> ReadElf(const Bytes& b) {
 }
 
 // The symbols of the first section of `type` (SHT_DYNSYM or SHT_SYMTAB); empty if none.
-absl::StatusOr<std::vector<Symbol>> ReadSymbols(const Bytes& b, const Elf& elf, uint32_t type) {
+absl::StatusOr<std::vector<Symbol>> ReadSymbols(const Bytes& b, const Elf& elf, uint32_t type,
+                                                WalkBudget& budget) {
   std::vector<Symbol> out;
   for (const Section& s : elf.sections) {
     if (s.type != type) continue;
     if (s.link >= elf.sections.size()) return Bad("symbol table without its string table");
+    if (s.size / 24 > kMaxSymbols) {
+      return Bad(StrCat("symbol table ", s.name, " of ", s.size / 24, " symbols, more than ",
+                        kMaxSymbols));
+    }
+    RETURN_IF_ERROR(budget.Take(s));
     const Section& strs = elf.sections[s.link];
     ASSIGN_OR_RETURN(std::string_view table, b.Slice(strs.offset, strs.size));
     for (uint64_t o = s.offset; o + 24 <= s.offset + s.size; o += 24) {
@@ -140,7 +183,7 @@ absl::StatusOr<std::vector<Symbol>> ReadSymbols(const Bytes& b, const Elf& elf, 
       ASSIGN_OR_RETURN(sym.size, b.Get<uint64_t>(o + 16));
       ASSIGN_OR_RETURN(sym.name, CString(table, name));
       sym.type = info & 0xf;
-      out.push_back(std::move(sym));
+      out.push_back(sym);
     }
     break;
   }
@@ -155,6 +198,9 @@ class Msgpack {
 
   absl::StatusOr<nlohmann::json> Value(int depth) {
     if (depth > kMsgpackMaxDepth) return Bad("metadata nested deeper than 64");
+    if (++values_ > kMaxMsgpackValues) {
+      return Bad(StrCat("metadata holds more than ", kMaxMsgpackValues, " values"));
+    }
     ASSIGN_OR_RETURN(const uint64_t byte, Uint(1));
     const uint8_t t = static_cast<uint8_t>(byte);
     if (t <= 0x7f) return nlohmann::json(t);
@@ -293,6 +339,7 @@ class Msgpack {
 
   std::string_view b_;
   size_t pos_ = 0;
+  int64_t values_ = 0;
 };
 
 // ---- AMDGPU ----------------------------------------------------------------------------------
@@ -320,9 +367,11 @@ absl::StatusOr<int> MetaInt(const nlohmann::json& k, const char* field, bool req
 }
 
 absl::Status ReadAmdgpu(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
+  WalkBudget budget(b.size());
   std::optional<nlohmann::json> meta;
   for (const Section& s : elf.sections) {
     if (s.type != kSectionNote) continue;
+    RETURN_IF_ERROR(budget.Take(s));
     for (uint64_t o = s.offset; o + 12 <= s.offset + s.size;) {
       ASSIGN_OR_RETURN(const uint32_t namesz, b.Get<uint32_t>(o));
       ASSIGN_OR_RETURN(const uint32_t descsz, b.Get<uint32_t>(o + 4));
@@ -332,6 +381,11 @@ absl::Status ReadAmdgpu(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
       if (next > s.offset + s.size) return Bad("a note extends past its section");
       ASSIGN_OR_RETURN(std::string_view name, b.Slice(name_at, namesz));
       if (type == kNoteAmdgpuMetadata && name == std::string_view("AMDGPU\0", 7)) {
+        if (meta.has_value()) return Bad("more than one AMDGPU metadata note");
+        if (descsz > kMaxMetadataBytes) {
+          return Bad(
+              StrCat("AMDGPU metadata of ", descsz, " bytes, more than ", kMaxMetadataBytes));
+        }
         ASSIGN_OR_RETURN(std::string_view desc, b.Slice(desc_at, descsz));
         Msgpack m(desc);
         ASSIGN_OR_RETURN(nlohmann::json v, m.Value(0));
@@ -345,9 +399,18 @@ absl::Status ReadAmdgpu(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
   if (!meta->is_object() || kernels == meta->end() || !kernels->is_array()) {
     return Bad("metadata has no amdhsa.kernels list");
   }
-  ASSIGN_OR_RETURN(std::vector<Symbol> symbols, ReadSymbols(b, elf, kSectionDynsym));
+  if (kernels->size() > kMaxKernels) {
+    return Bad(StrCat("metadata lists ", kernels->size(), " kernels, more than ", kMaxKernels));
+  }
+  ASSIGN_OR_RETURN(std::vector<Symbol> symbols, ReadSymbols(b, elf, kSectionDynsym, budget));
   if (symbols.empty()) {
-    ASSIGN_OR_RETURN(symbols, ReadSymbols(b, elf, kSectionSymtab));
+    ASSIGN_OR_RETURN(symbols, ReadSymbols(b, elf, kSectionSymtab, budget));
+  }
+  // The first symbol of each name, and the first function symbol of each name.
+  std::map<std::string_view, const Symbol*> by_name, function_by_name;
+  for (const Symbol& s : symbols) {
+    by_name.emplace(s.name, &s);
+    if (s.type == kSymbolFunc) function_by_name.emplace(s.name, &s);
   }
   for (const nlohmann::json& k : *kernels) {
     if (!k.is_object() || !k.contains(".name") || !k[".name"].is_string()) {
@@ -374,15 +437,14 @@ absl::Status ReadAmdgpu(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
     if (!k.contains(".symbol") || k[".symbol"] != kd) {
       return Bad(StrCat(where, "metadata symbol is not ", kd));
     }
-    auto sym =
-        std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) { return s.name == kd; });
-    auto fn = std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) {
-      return s.name == r.name && s.type == kSymbolFunc;
-    });
-    if (sym == symbols.end() || sym->size != 64) {
+    const auto sym_it = by_name.find(kd);
+    if (sym_it == by_name.end() || sym_it->second->size != 64) {
       return Bad(StrCat(where, "no 64-byte kernel descriptor ", kd));
     }
-    if (fn == symbols.end()) return Bad(StrCat(where, "no function symbol"));
+    const Symbol* sym = sym_it->second;
+    if (function_by_name.find(r.name) == function_by_name.end()) {
+      return Bad(StrCat(where, "no function symbol"));
+    }
     auto sec = std::find_if(elf.sections.begin(), elf.sections.end(), [&](const Section& s) {
       return s.type == kSectionProgbits && sym->value >= s.addr &&
              sym->value - s.addr + 64 <= s.size;
@@ -409,10 +471,17 @@ absl::Status ReadCubin(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
   // ABI version 8 (CUDA 12.8 and later) moved the SM number to bits 8..15 of e_flags.
   const uint32_t sm = elf.abi_version >= 8 ? (elf.flags >> 8) & 0xff : elf.flags & 0xff;
   info.arch = StrCat("sm_", sm);
-  ASSIGN_OR_RETURN(const std::vector<Symbol> symbols, ReadSymbols(b, elf, kSectionSymtab));
-  std::map<uint32_t, std::pair<int, int64_t>> by_symbol;  // index -> registers, frame
+  WalkBudget budget(b.size());
+  ASSIGN_OR_RETURN(const std::vector<Symbol> symbols, ReadSymbols(b, elf, kSectionSymtab, budget));
+  // Per symbol index: registers, frame. Records naming no symbol of the table are ignored.
+  std::vector<std::pair<int, int64_t>> by_symbol(symbols.size());
+  // The static shared memory of each entry: the size of .nv.shared.<entry> (the last such).
+  std::map<std::string_view, uint64_t> shared;
+  constexpr std::string_view kShared = ".nv.shared.";
   for (const Section& s : elf.sections) {
+    if (s.name.starts_with(kShared)) shared[s.name.substr(kShared.size())] = s.size;
     if (s.name != ".nv.info") continue;
+    RETURN_IF_ERROR(budget.Take(s));
     // Records: u8 format, u8 attribute, then (format 4, EIFMT_SVAL) a u16 size and the value.
     for (uint64_t o = s.offset; o + 4 <= s.offset + s.size;) {
       ASSIGN_OR_RETURN(const uint8_t format, b.Get<uint8_t>(o));
@@ -423,11 +492,13 @@ absl::Status ReadCubin(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
       if ((attr == kAttrRegCount || attr == kAttrFrameSize) && size == 8) {
         ASSIGN_OR_RETURN(const uint32_t index, b.Get<uint32_t>(o + 4));
         ASSIGN_OR_RETURN(const uint32_t value, b.Get<uint32_t>(o + 8));
-        auto& v = by_symbol[index];
-        if (attr == kAttrRegCount) {
-          v.first = static_cast<int>(value);
-        } else {
-          v.second = value;
+        if (index < by_symbol.size()) {
+          auto& v = by_symbol[index];
+          if (attr == kAttrRegCount) {
+            v.first = static_cast<int>(value);
+          } else {
+            v.second = value;
+          }
         }
       }
       o += 4 + size;
@@ -436,17 +507,19 @@ absl::Status ReadCubin(const Bytes& b, const Elf& elf, CodeObjectInfo& info) {
   for (size_t i = 0; i < symbols.size(); ++i) {
     const Symbol& s = symbols[i];
     if (s.type != kSymbolFunc || !(s.other & kCudaEntry)) continue;
+    if (info.kernels.size() == kMaxKernels) {
+      return Bad(StrCat("cubin has more than ", kMaxKernels, " entry kernels"));
+    }
     KernelResources r;
-    r.name = s.name;
+    r.name = std::string(s.name);
     r.wave_size = 32;
-    auto it = by_symbol.find(static_cast<uint32_t>(i));
-    if (it == by_symbol.end() || it->second.first == 0) {
+    if (by_symbol[i].first == 0) {
       return Bad(StrCat("kernel ", s.name, ": no register count in .nv.info"));
     }
-    r.registers = it->second.first;
-    r.scratch_bytes = it->second.second;
-    for (const Section& sec : elf.sections) {
-      if (sec.name == ".nv.shared." + s.name) r.static_lds_bytes = static_cast<int64_t>(sec.size);
+    r.registers = by_symbol[i].first;
+    r.scratch_bytes = by_symbol[i].second;
+    if (auto it = shared.find(s.name); it != shared.end()) {
+      r.static_lds_bytes = static_cast<int64_t>(it->second);
     }
     info.kernels.push_back(std::move(r));
   }
@@ -489,6 +562,8 @@ absl::StatusOr<CodeObjectInfo> ReadCodeObject(std::string_view bytes) {
   }
   return info;
 }
+
+absl::Status CheckCodeObject(std::string_view bytes) { return ReadCodeObject(bytes).status(); }
 
 int RegisterLimitedWaves(const Arch& arch, const KernelResources& k) {
   if (arch.platform == Platform::kNvidia) {

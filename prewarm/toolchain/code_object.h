@@ -10,7 +10,12 @@
 //           static shared memory from .nv.shared.<entry>.
 //
 // Every malformed input is InvalidArgument naming what is wrong; nothing is read outside the
-// buffer.
+// buffer. A cache entry is as trusted as whoever can write the volume, so the reader has hard
+// bounds, each an InvalidArgument naming it: 1024 sections, 8192 symbols, names of 4 KiB, one
+// AMDGPU metadata note of at most 1 MiB holding at most 65536 msgpack values nested at most 64
+// deep, 256 kernels, and sections walked record by record (notes, the symbol table, .nv.info)
+// that together fit in the file (overlapping ones would be parsed again and again). Memory and
+// time are then at most linear in the size: a 64 MiB entry reads in well under a second.
 #ifndef PREWARM_TOOLCHAIN_CODE_OBJECT_H_
 #define PREWARM_TOOLCHAIN_CODE_OBJECT_H_
 
@@ -50,6 +55,8 @@ struct CodeObjectInfo {
 };
 
 absl::StatusOr<CodeObjectInfo> ReadCodeObject(std::string_view bytes);
+// ReadCodeObject's verdict alone: the cache store's PayloadCheck (cache/store.h).
+absl::Status CheckCodeObject(std::string_view bytes);
 
 // Waves (AMD, per SIMD) or warps (NVIDIA, per SM) that the kernel's registers allow, before
 // shared memory and block size are counted: the register-limited occupancy.
@@ -64,7 +71,7 @@ int RegisterLimitedWaves(const Arch& arch, const KernelResources& k);
 nlohmann::json KernelResourcesJson(Platform platform, const KernelResources& k);
 
 // Decodes one msgpack value (the AMDGPU metadata's encoding) into JSON; binary and extension
-// values become null. Depth at most 64.
+// values become null. Depth at most 64, at most 65536 values.
 absl::StatusOr<nlohmann::json> DecodeMsgpack(std::string_view bytes);
 
 }  // namespace prewarm

@@ -99,6 +99,31 @@ TEST(StoreTest, ADamagedEntryIsRejectedByReasonAndCountedOnce) {
   EXPECT_EQ(RejectReasonName(l.reason), "wrong_key");
 }
 
+// The store's PayloadCheck (the commands pass the code object reader): a whole entry whose
+// payload it refuses is rejected as bad_code_object, named with the check's words, and counted;
+// the health re-check (EntryWatch) sees the same.
+TEST(StoreTest, APayloadTheCheckRefusesIsABadCodeObject) {
+  testing::TempDir dir;
+  const CacheStore plain(dir.path());
+  const CacheStore checked(dir.path(), [](std::string_view payload) {
+    return payload == "good" ? absl::OkStatus() : absl::InvalidArgumentError("not good");
+  });
+  WriteEntry(plain, kRef, "forged");
+  EXPECT_EQ(plain.Read(kRef, CacheStore::ReadLock::kWait).state, CacheStore::State::kHit);
+  const CacheStore::Lookup l = checked.Read(kRef, CacheStore::ReadLock::kWait);
+  EXPECT_EQ(l.state, CacheStore::State::kRejected);
+  EXPECT_EQ(RejectReasonName(l.reason), "bad_code_object");
+  EXPECT_EQ(l.detail, checked.EntryPath(kRef) + ": not good");
+  EXPECT_EQ(checked.rejected(RejectReason::kBadCodeObject), 1);
+  EntryWatch watch(checked, {kRef}, /*racy=*/absl::ZeroDuration());
+  const std::vector<std::string> bad = watch.Check();
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].find("bad_code_object"), std::string::npos) << bad[0];
+  WriteEntry(plain, kRef, "good");
+  EXPECT_EQ(checked.Read(kRef, CacheStore::ReadLock::kWait).state, CacheStore::State::kHit);
+  EXPECT_TRUE(watch.Check().empty());
+}
+
 TEST(StoreTest, AWriterHoldingTheLockMakesATryReadBusyNotWrong) {
   testing::TempDir dir;
   const CacheStore store(dir.path());

@@ -11,6 +11,7 @@
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/model/model_config.h"
 #include "prewarm/toolchain/toolchain.h"
+#include "tests/testing/forge_elf.h"
 
 namespace prewarm {
 namespace {
@@ -172,6 +173,87 @@ TEST(CodeObjectTest, DamagedCodeObjectsAreErrorsNeverCrashes) {
   EXPECT_NE(ReadCodeObject(x86).status().message().find("ELF machine 62"), std::string::npos);
 }
 
+// A code object is as trusted as whoever can write the cache volume: forged tables and metadata
+// (tests/testing/forge_elf.h, each a crash or minutes of CPU before the reader had bounds) are
+// errors naming the bound they pass, and each is read at once (the watchdog is ctest's timeout).
+void ExpectBound(std::string_view forged, const std::string& want) {
+  const absl::StatusOr<CodeObjectInfo> info = ReadCodeObject(forged);
+  ASSERT_FALSE(info.ok()) << want;
+  EXPECT_TRUE(absl::IsInvalidArgument(info.status()));
+  EXPECT_NE(std::string(info.status().message()).find(want), std::string::npos) << info.status();
+  EXPECT_EQ(CheckCodeObject(forged), info.status());
+}
+
+TEST(CodeObjectBoundsTest, ForgedAmdgpuTablesAndMetadataAreErrorsNamingTheirBound) {
+  const std::string& code = Compiled("sparse_decode", "gfx90a");
+  ASSERT_FALSE(code.empty());
+  ASSERT_TRUE(CheckCodeObject(code).ok());
+  ExpectBound(testing::ForgeSectionNames(code), "code object: 65000 sections, more than 1024");
+  ExpectBound(testing::ForgeRepeatedNotes(code, 65000), "65000 sections, more than 1024");
+  ExpectBound(testing::ForgeRepeatedNotes(code, 1000), "more than one AMDGPU metadata note");
+  ExpectBound(testing::ForgeOverlappingSections(code, 1000), "the sections read overlap");
+  ExpectBound(testing::ForgeSymbolNames(code),
+              "symbol table .dynsym of 100000 symbols, more than 8192");
+  ExpectBound(testing::ForgeMetadataValues(code, 70000), "metadata holds more than 65536 values");
+  ExpectBound(testing::ForgeMetadataValues(code, 4 << 20),
+              "AMDGPU metadata of 4194328 bytes, more than 1048576");
+
+  // A name past 4 KiB: the section name table replaced by one of a 5000-byte name.
+  testing::ElfImage long_name(code);
+  const std::string name = std::string(5000, 'n') + '\0';
+  testing::ElfSection table;
+  table.type = 3;  // SHT_STRTAB
+  table.offset = long_name.Append(name);
+  table.size = name.size();
+  long_name.shstrndx = static_cast<uint16_t>(long_name.sections().size());
+  long_name.sections().push_back(table);
+  ExpectBound(long_name.Write(), "a name longer than 4096 bytes");
+
+  // 300 kernels in the metadata (each an empty map).
+  std::string kernels =
+      "\x81\xae"
+      "amdhsa.kernels"
+      "\xdc\x01\x2c";
+  kernels.append(300, '\x80');
+  testing::ElfImage many(code);
+  testing::ElfSection& note = many.sections()[static_cast<size_t>(many.Find(7))];
+  const std::string forged_note = testing::AmdgpuMetadataNote(kernels);
+  note.offset = many.Append(forged_note);
+  note.size = forged_note.size();
+  ExpectBound(many.Write(), "metadata lists 300 kernels, more than 256");
+}
+
+// The same for a cubin: its .nv.info listed again and again, its symbol table past the bound.
+TEST(CodeObjectBoundsTest, ForgedCubinTablesAreErrorsNamingTheirBound) {
+  const std::string& code = Compiled("sparse_decode", "sm_90");
+  ASSERT_FALSE(code.empty());
+  ASSERT_TRUE(CheckCodeObject(code).ok());
+  testing::ElfImage info(code);
+  const auto name_of = [&](const testing::ElfSection& s) {
+    const testing::ElfSection& names = info.sections()[info.shstrndx];
+    return std::string(code.data() + names.offset + s.name);
+  };
+  int at = -1;
+  for (size_t i = 0; i < info.sections().size(); ++i) {
+    if (name_of(info.sections()[i]) == ".nv.info") at = static_cast<int>(i);
+  }
+  ASSERT_GE(at, 0);
+  // Copies named .nv.info over one 256 KiB run of empty records (format 4, size 0).
+  testing::ElfSection copy = info.sections()[static_cast<size_t>(at)];
+  std::string records;
+  for (int i = 0; i < 65536; ++i) records.append("\x04\x00\x00\x00", 4);
+  copy.offset = info.Append(records);
+  copy.size = records.size();
+  info.sections().resize(1000, copy);
+  ExpectBound(info.Write(), "the sections read overlap: section .nv.info");
+
+  testing::ElfImage symbols(code);
+  testing::ElfSection& symtab = symbols.sections()[static_cast<size_t>(symbols.Find(2))];
+  symtab.offset = symbols.Append(std::string(24 * 9000, '\0'));
+  symtab.size = 24 * 9000;
+  ExpectBound(symbols.Write(), "symbol table .symtab of 9000 symbols, more than 8192");
+}
+
 TEST(MsgpackTest, DecodesEveryTypeTheMetadataUsesAndRefusesMalformedInput) {
   // {"a": [1, -2, 300, "xy", true, nil, 1.5]}
   const std::string ok(
@@ -196,6 +278,13 @@ TEST(MsgpackTest, DecodesEveryTypeTheMetadataUsesAndRefusesMalformedInput) {
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("deeper than 64"), std::string::npos);
   EXPECT_TRUE(DecodeMsgpack(std::string(64, '\x91') + '\x01').ok());
+  // At most 65536 values: an array and 65535 nils pass, an array and 65536 nils do not.
+  const std::string array32("\xdd\x00\x00\xff\xff", 5);
+  EXPECT_TRUE(DecodeMsgpack(array32 + std::string(65535, '\xc0')).ok());
+  const std::string more("\xdd\x00\x01\x00\x00", 5);
+  const absl::StatusOr<nlohmann::json> m = DecodeMsgpack(more + std::string(65536, '\xc0'));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("more than 65536 values"), std::string::npos) << m.status();
 }
 
 }  // namespace

@@ -1,0 +1,231 @@
+// Outside input that crashed or hung prewarm (issue 29, item 3), run through the real binary:
+// forged code objects planted in the cache volume with valid checksums. Each is a clear error with
+// its exit code (1 a failed run, 2 bad input), loses nothing, and finishes: under an address-space
+// limit where memory was the problem, and within a generous watchdog (no timing is asserted beyond
+// it).
+#include <signal.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+
+#include "gtest/gtest.h"
+#include "prewarm/cache/entry.h"
+#include "prewarm/util/files.h"
+#include "tests/testing/background.h"
+#include "tests/testing/cli.h"
+#include "tests/testing/forge_elf.h"
+#include "tests/testing/small_cache.h"
+#include "tests/testing/temp_dir.h"
+
+extern char** environ;
+
+namespace prewarm {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::kSmallLimits;
+using testing::RunPrewarm;
+using testing::With;
+
+// Every command here ends in seconds; the watchdog only tells "finishes" from "hangs".
+constexpr absl::Duration kWatchdog = absl::Seconds(180);
+// An address space the binary, hipRTC and comgr fit in with room to spare (a sanitizer build
+// reserves far more: Limit() then runs without it, saying so).
+constexpr int64_t kAddressSpace = int64_t{1} << 30;
+
+// The prewarm binary with `args` as RunPrewarm runs it (no PREWARM_* variables but those of
+// `env`, no GPU), under `prlimit --as=as_bytes` when as_bytes > 0, killed after kWatchdog.
+SubprocessResult Limited(
+    const std::vector<std::string>& args, int64_t as_bytes,
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& env = {}) {
+  std::vector<std::string> argv;
+  if (as_bytes > 0) argv = {"prlimit", "--as=" + std::to_string(as_bytes)};
+  argv.push_back(testing::PrewarmBinary());
+  argv.insert(argv.end(), args.begin(), args.end());
+  SubprocessOptions options;
+  options.timeout = kWatchdog;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PREWARM_", 8) == 0) {
+      const char* eq = std::strchr(*e, '=');
+      options.env.emplace_back(std::string(*e, static_cast<size_t>(eq - *e)), std::nullopt);
+    }
+  }
+  options.env.emplace_back("PREWARM_KFD_ROOT", "/nonexistent/prewarm-test-kfd");
+  for (const auto& kv : env) options.env.push_back(kv);
+  absl::StatusOr<SubprocessResult> r = RunSubprocess(argv, options);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  EXPECT_FALSE(r->timed_out) << argv[argv.size() - args.size()] << " " << args[0]
+                             << " did not finish within the watchdog";
+  return *r;
+}
+
+// kAddressSpace when a command that must work (`benign`) works under it, else 0 (no limit).
+int64_t Limit(const std::vector<std::string>& benign) {
+  const SubprocessResult r = Limited(benign, kAddressSpace);
+  if (r.exit_code == 0 && r.term_signal == 0) return kAddressSpace;
+  std::cout << "[   NOTE   ] prewarm " << benign[0]
+            << " does not run under prlimit --as=" << kAddressSpace
+            << " (a sanitizer build reserves more): run without the limit\n";
+  return 0;
+}
+
+// ---- item 3: forged code objects ----------------------------------------------------------
+
+std::vector<std::string> EntryPaths(const std::string& cache) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(cache)) {
+    if (e.path().extension() == ".co") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::map<std::string, std::string> Snapshot(const std::string& cache) {
+  std::map<std::string, std::string> out;
+  for (const std::string& p : EntryPaths(cache)) out[p] = *ReadFile(p);
+  return out;
+}
+
+// The entry at `path` with its payload replaced by `forge(payload)` and its checksum made the way
+// the store makes it (EncodeEntry), replacing the file as a writer of the volume would.
+void Plant(const std::string& path, const std::function<std::string(std::string_view)>& forge) {
+  const DecodeResult d = DecodeEntry(*ReadFile(path), "", "");
+  ASSERT_TRUE(d.ok) << path << ": " << d.detail;
+  Entry forged = d.entry;
+  forged.payload = forge(d.entry.payload);
+  const std::string temp = path + ".forged";
+  testing::TempDir::WriteFileAt(temp, EncodeEntry(forged));
+  fs::rename(temp, path);
+  ASSERT_TRUE(DecodeEntry(*ReadFile(path), d.entry.key, d.entry.arch).ok) << "checksum holds";
+}
+
+struct Forgery {
+  const char* what;  // what it did to the reader before the bounds
+  std::function<std::string(std::string_view)> forge;
+  const char* error;  // what it is now
+};
+
+std::vector<Forgery> Forgeries() {
+  return {
+      {"64 GiB of section names", testing::ForgeSectionNames,
+       "code object: 65000 sections, more than 1024"},
+      {"6 minutes of CPU: one metadata note listed 65000 times",
+       [](std::string_view c) { return testing::ForgeRepeatedNotes(c, 65000); },
+       "code object: 65000 sections, more than 1024"},
+      {"100 GB of symbol names", testing::ForgeSymbolNames,
+       "code object: symbol table .dynsym of 100000 symbols, more than 8192"},
+      {"16 million msgpack values (over 1 GB parsed)",
+       [](std::string_view c) { return testing::ForgeMetadataValues(c, 16 << 20); },
+       "code object: AMDGPU metadata of 16777240 bytes, more than 1048576"},
+  };
+}
+
+std::vector<std::string> Verify(const std::string& cache) {
+  return With({"verify", "--cache-dir", cache}, kSmallLimits);
+}
+
+TEST(ForgedEntryTest, PlantedCodeObjectsAreBadEntriesToInspectVerifyAndRun) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  const SubprocessResult filled = testing::FillSmallCache(cache);
+  ASSERT_EQ(filled.exit_code, 0) << filled.stderr_text;
+  const std::vector<std::string> paths = EntryPaths(cache);
+  ASSERT_EQ(paths.size(), 8u);
+  const std::map<std::string, std::string> good = Snapshot(cache);
+  const int64_t limit = Limit(Verify(cache));
+  const std::vector<Forgery> forgeries = Forgeries();
+  for (size_t i = 0; i < forgeries.size(); ++i) Plant(paths[i], forgeries[i].forge);
+  const std::map<std::string, std::string> planted = Snapshot(cache);
+
+  // inspect: exit 2 naming the file and the bound.
+  for (size_t i = 0; i < forgeries.size(); ++i) {
+    const SubprocessResult r = Limited({"inspect", paths[i]}, limit);
+    EXPECT_EQ(r.exit_code, 2) << forgeries[i].what << ": " << r.term_signal << " " << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(paths[i] + ": " + forgeries[i].error), std::string::npos)
+        << forgeries[i].what << ": " << r.stderr_text;
+  }
+  // verify: each a rejected entry (bad_code_object) with why, the others valid; exit 1.
+  SubprocessResult r = Limited(Verify(cache), limit);
+  EXPECT_EQ(r.exit_code, 1) << r.term_signal << " " << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("4 of 8 planned keys are missing or invalid"), std::string::npos)
+      << r.stderr_text;
+  for (size_t i = 0; i < forgeries.size(); ++i) {
+    EXPECT_NE(r.stdout_text.find(": bad_code_object (" + paths[i] + ": " + forgeries[i].error),
+              std::string::npos)
+        << forgeries[i].what << ": " << r.stdout_text;
+  }
+  EXPECT_NE(r.stdout_text.find("fp8_bmm: 4 valid, 0 missing, 4 rejected"), std::string::npos)
+      << r.stdout_text;
+  EXPECT_EQ(Snapshot(cache), planted) << "inspect or verify changed the cache";
+
+  // run: the planted entries are rejected and compiled again; the valid ones are left alone.
+  r = Limited(With({"run", "--cache-dir", cache, "--jobs", "2"}, kSmallLimits), 0);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("8 keys: 4 compiled, 4 cached, 0 failed"), std::string::npos)
+      << r.stdout_text;
+  const std::map<std::string, std::string> after = Snapshot(cache);
+  ASSERT_EQ(after.size(), 8u);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (i >= forgeries.size()) {
+      EXPECT_EQ(after.at(paths[i]), good.at(paths[i])) << "a valid entry was rewritten";
+    } else {
+      EXPECT_LT(after.at(paths[i]).size(), size_t{1} << 20) << "still the forgery";
+    }
+  }
+  EXPECT_NE(ReadFile(cache + "/prewarm/metrics.prom")
+                ->find("prewarm_cache_entries_rejected_total{reason=\"bad_code_object\"} 4"),
+            std::string::npos);
+  r = Limited(Verify(cache), limit);
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+}
+
+// The sidecars: a SIGTERM while the planted entries are read ends them at once (exit 0). Every
+// entry is the forgery that took the reader 6 minutes each.
+TEST(ForgedEntryTest, SigtermEndsVerifyServeAndRunServeOverPlantedEntries) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
+  for (const std::string& p : EntryPaths(cache)) {
+    Plant(p, [](std::string_view c) { return testing::ForgeRepeatedNotes(c, 65000); });
+  }
+  const std::vector<std::string> serve = {"--serve",        "--cache-dir", cache,
+                                          "--grpc-address", "127.0.0.1:0", "--metrics-address",
+                                          "127.0.0.1:0"};
+  {
+    testing::Background p(With(With({testing::PrewarmBinary(), "verify"}, serve), kSmallLimits),
+                          dir.path());
+    ASSERT_TRUE(p.started());
+    ASSERT_TRUE(p.WaitForStderr("NOT_SERVING", 120).has_value()) << p.Stderr();
+    EXPECT_NE(p.Stderr().find("8 of 8 planned keys are missing or invalid"), std::string::npos)
+        << p.Stderr();
+    EXPECT_NE(p.Stdout().find(": bad_code_object ("), std::string::npos) << p.Stdout();
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.Wait(60), 0) << p.Stderr();
+  }
+  {
+    // The signal as soon as the servers are up, while the entries may still be read.
+    testing::Background p(With(With({testing::PrewarmBinary(), "verify"}, serve), kSmallLimits),
+                          dir.path());
+    ASSERT_TRUE(p.WaitForStderr("gRPC health and status on ", 60).has_value()) << p.Stderr();
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.Wait(60), 0) << p.Stderr();
+    EXPECT_NE(p.Stderr().find("stopping"), std::string::npos) << p.Stderr();
+  }
+  {
+    testing::Background p(
+        With(With({testing::PrewarmBinary(), "run", "--jobs", "2"}, serve), kSmallLimits),
+        dir.path());
+    ASSERT_TRUE(p.WaitForStderr("run: 8 keys", 60).has_value()) << p.Stderr();
+    p.Signal(SIGTERM);
+    EXPECT_EQ(p.Wait(60), 0) << p.Stderr();
+  }
+}
+
+}  // namespace
+}  // namespace prewarm
