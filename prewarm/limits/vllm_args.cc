@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "prewarm/util/shell_split.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace prewarm {
@@ -202,16 +204,79 @@ absl::Status ApplyGraphSizes(LimitValues& out, std::string_view shown_flag,
                              StrCat(kOrigin, shown_flag));
 }
 
+// Bounds of a --config file, checked on the parser's events before any node is built: yaml-cpp
+// shares an aliased node rather than copying it, so an alias to its own anchor is a cycle (a
+// SIGSEGV in any walk of it) and a few nested aliases stand for billions of nodes; and each node
+// it builds costs about 1.5 KB, so a 16 MiB file of short items would take gigabytes. A serving
+// config holds a few dozen flags, so aliases are refused outright.
+constexpr int kMaxConfigDepth = 32;
+constexpr int64_t kMaxConfigNodes = 1 << 14;
+
+struct ConfigRefused {
+  std::string why;
+};
+
+class ConfigBounds final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    throw ConfigRefused{StrCat("line ", mark.line + 1, ", column ", mark.column + 1,
+                               ": a YAML alias (*name); aliases are not accepted in a config "
+                               "file (write the value out)")};
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Open(mark);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Open(mark);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void Node(const YAML::Mark& mark) {
+    if (++nodes_ > kMaxConfigNodes) {
+      throw ConfigRefused{StrCat("line ", mark.line + 1, ": more than ", kMaxConfigNodes,
+                                 " YAML nodes (a config file holds a few dozen flags)")};
+    }
+  }
+  void Open(const YAML::Mark& mark) {
+    Node(mark);
+    if (++depth_ > kMaxConfigDepth) {
+      throw ConfigRefused{StrCat("line ", mark.line + 1, ", column ", mark.column + 1,
+                                 ": nested deeper than ", kMaxConfigDepth, " levels")};
+    }
+  }
+  int depth_ = 0;
+  int64_t nodes_ = 0;
+};
+
 // vLLM's --config FILE (YAML; vllm/utils/argparse_utils.py, FlexibleArgumentParser's
 // load_config_file): each key is a flag, read as if it came before the command line (whose flags
 // win). A scalar is its value, true a bare flag (false none), a list several words, a mapping
-// its JSON.
+// its JSON. No aliases, at most kMaxConfigDepth levels and kMaxConfigNodes nodes (ConfigBounds).
 absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path) {
   const std::string origin = StrCat(kOrigin, "--config ", path);
   if (absl::Status ok = CheckInputFile(origin, path, int64_t{16} << 20); !ok.ok()) return ok;
+  absl::StatusOr<std::string> file = ReadFile(path);
+  if (!file.ok()) return absl::InvalidArgumentError(StrCat(origin, ": ", file.status().message()));
   std::vector<std::string> words;
   try {
-    const YAML::Node root = YAML::LoadFile(path);
+    {
+      std::istringstream in(*file);
+      YAML::Parser parser(in);
+      ConfigBounds bounds;
+      parser.HandleNextDocument(bounds);
+    }
+    const YAML::Node root = YAML::Load(*file);
     if (root.IsNull()) return words;
     if (!root.IsMap()) {
       return absl::InvalidArgumentError(
@@ -242,6 +307,8 @@ absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path
         words.push_back(YamlToJson(v).dump());
       }
     }
+  } catch (const ConfigRefused& e) {
+    return absl::InvalidArgumentError(StrCat(origin, ": ", e.why));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(StrCat(origin, ": ", e.what()));
   }

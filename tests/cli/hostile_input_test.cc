@@ -1,8 +1,8 @@
-// Outside input that crashed or hung prewarm (issue 29, item 3), run through the real binary:
-// forged code objects planted in the cache volume with valid checksums. Each is a clear error with
-// its exit code (1 a failed run, 2 bad input), loses nothing, and finishes: under an address-space
-// limit where memory was the problem, and within a generous watchdog (no timing is asserted beyond
-// it).
+// Outside input that crashed or hung prewarm (issue 29, items 3 to 4), run through the real binary:
+// forged code objects planted in the cache volume with valid checksums and YAML aliases in a
+// --config file. Each is a clear error with its exit code (1 a failed run, 2 bad input), loses
+// nothing, and finishes: under an address-space limit where memory was the problem, and within a
+// generous watchdog (no timing is asserted beyond it).
 #include <signal.h>
 
 #include <algorithm>
@@ -225,6 +225,56 @@ TEST(ForgedEntryTest, SigtermEndsVerifyServeAndRunServeOverPlantedEntries) {
     p.Signal(SIGTERM);
     EXPECT_EQ(p.Wait(60), 0) << p.Stderr();
   }
+}
+
+// ---- item 4: YAML aliases and depth in --config --------------------------------------------
+
+TEST(ConfigFileTest, AliasesDepthAndSizeAreExitTwoNamingTheFile) {
+  testing::TempDir dir;
+  std::string laughs = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    const char prev[] = {static_cast<char>(c - 1), '\0'};
+    laughs += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 8; ++i) laughs += std::string(i ? "," : "") + "*" + prev;
+    laughs += "]\n";
+  }
+  ASSERT_LT(laughs.size(), 1024u);
+  std::string repeated = "s: &s \"" + std::string(1 << 20, 'x') + "\"\nl: [";
+  for (int i = 0; i < 4000; ++i) repeated += std::string(i ? "," : "") + "*s";
+  repeated += "]\n";
+  std::string items = "x:\n";
+  for (int i = 0; i < 20000; ++i) items += "- 1\n";
+  const struct {
+    const char* name;
+    std::string text;
+    std::string error;
+  } cases[] = {
+      {"self.yaml", "max-num-seqs: 8\nignored: &a [*a]\n",
+       "self.yaml: line 2, column 14: a YAML alias (*name); aliases are not accepted"},
+      {"laughs.yaml", laughs, "laughs.yaml: line 2, column 8: a YAML alias"},
+      {"repeated.yaml", repeated, "repeated.yaml: line 2, column 5: a YAML alias"},
+      {"merge.yaml", "base: &b {max-num-seqs: 8}\nserve:\n  <<: *b\n",
+       "merge.yaml: line 3, column 7: a YAML alias"},
+      {"deep.yaml", "x: " + std::string(100, '[') + std::string(100, ']') + "\n",
+       "deep.yaml: line 1, column 35: nested deeper than 32 levels"},
+      {"items.yaml", items, "items.yaml: line 16383: more than 16384 YAML nodes"},
+  };
+  const std::string ok = dir.WriteFile("ok.yaml", "max-num-seqs: 8\nignored: [1, 2]\n");
+  const int64_t limit = Limit({"plan", "--vllm-args", "--config " + ok});
+  for (const auto& c : cases) {
+    const std::string path = dir.WriteFile(c.name, c.text);
+    const SubprocessResult r = Limited({"plan", "--vllm-args", "vllm serve m --config " + path},
+                                       c.text.size() < (1 << 20) ? limit : 0);
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": signal " << r.term_signal << " " << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("--vllm-args --config " + dir.path() + "/" + c.error),
+              std::string::npos)
+        << r.stderr_text;
+  }
+  const SubprocessResult r = Limited({"plan", "--vllm-args", "--config " + ok}, limit);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("8         (--vllm-args --config " + ok + ": --max-num-seqs)"),
+            std::string::npos)
+      << r.stdout_text;
 }
 
 }  // namespace
