@@ -287,6 +287,7 @@ struct Filled {
   // for a key that failed).
   std::vector<std::optional<absl::StatusOr<VariantResources>>> resources;
   bool cancelled = false;
+  absl::Status temp_dir;  // CheckHiprtcTempDir, where an AMD key is planned
 };
 
 // Compiles what is missing in persistent workers. A stop signal stops taking keys and kills the
@@ -303,14 +304,23 @@ Filled Fill(const Config& config, const CacheStore& store, const std::vector<Pla
   FillOptions fopt;
   fopt.jobs = config.jobs;
   fopt.cancelled = &cancelled;
+  // hipRTC needs a temporary directory it can write, checked before the first compile: where
+  // it cannot, each AMD key that needs compiling fails naming the directory (the run exits 1),
+  // and a cache that needs no compile is still served.
+  Filled filled;
+  for (const PlannedEntry& e : mine) {
+    if (e.arch.platform != Platform::kAmd) continue;
+    filled.temp_dir = CheckHiprtcTempDir();
+    break;
+  }
   // One persistent worker per pool thread: the compiler loads once per worker, not per key.
-  fopt.compile = [&wopt](const CompileJob& job) {
+  fopt.compile = [&wopt, &filled](const CompileJob& job) -> absl::StatusOr<CompileOutput> {
+    if (job.arch.platform == Platform::kAmd && !filled.temp_dir.ok()) return filled.temp_dir;
     thread_local std::unique_ptr<PersistentWorker> worker;
     if (worker == nullptr) worker = std::make_unique<PersistentWorker>(wopt);
     return worker->Compile(job);
   };
   fopt.producer = StrCat("prewarm ", kPrewarmVersion, " (", StrJoin(toolchains, ", "), ")");
-  Filled filled;
   filled.resources.resize(mine.size());
   fopt.on_code = [&](size_t i, std::string_view code) {
     filled.resources[i] = CheckVariantResources(mine[i].key, code);
@@ -470,6 +480,11 @@ int RunRun(const Config& config, std::ostream& out) {
     return kExitOk;
   }
   if (failed > 0) {
+    if (!filled.temp_dir.ok()) {
+      return ReportError(absl::InternalError(
+          StrCat(failed, " of ", mine.size(),
+                 " keys failed to compile (listed above): ", filled.temp_dir.message())));
+    }
     return ReportError(absl::InternalError(StrCat(failed, " of ", mine.size(),
                                                   " keys failed to compile (listed above); see ",
                                                   config.manifest)));

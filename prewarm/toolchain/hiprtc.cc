@@ -1,8 +1,15 @@
 // hipRTC: Debian's HIP 5.2 (libamdhip64.so.5) here, ROCm 6.4+'s libhiprtc.so in the image.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <string_view>
 
 #include "prewarm/toolchain/rtc_api.h"
+#include "prewarm/util/env.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
@@ -117,6 +124,46 @@ class Hiprtc final : public Toolchain {
 };
 
 }  // namespace
+
+absl::Status CheckHiprtcTempDir() {
+  std::string dir = "/tmp", from = "the default, no TMPDIR, TMP, TEMP or TEMPDIR being set";
+  for (const char* name : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
+    if (std::optional<std::string> v = GetEnv(name); v.has_value()) {
+      dir = v->empty() ? "." : *v;
+      from = v->empty() ? StrCat(name, " is set but empty: the working directory")
+                        : StrCat("from ", name);
+      break;
+    }
+  }
+  const auto unusable = [&](int err) {
+    return absl::FailedPreconditionError(
+        StrCat("hipRTC cannot compile here: it writes temporary files in ", dir, " (", from,
+               "), and cannot write there: ",
+               err == ENOSPC || err == EDQUOT ? StrCat("disk full (", std::strerror(err), ")")
+                                              : std::string(std::strerror(err)),
+               " (its compiles would fail with a bare HIPRTC_ERROR_COMPILATION); set TMPDIR to "
+               "a writable directory"));
+  };
+  // What comgr does: a fresh directory, a file written in it.
+  std::string pattern = StrCat(dir, "/prewarm-tmp-check-XXXXXX");
+  if (::mkdtemp(pattern.data()) == nullptr) return unusable(errno);
+  const std::string file = pattern + "/probe";
+  int err = 0;
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    err = errno;
+  } else {
+    const std::string block(4096, '\0');
+    if (::write(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
+      err = errno != 0 ? errno : ENOSPC;
+    }
+    if (::close(fd) != 0 && err == 0) err = errno;
+    ::unlink(file.c_str());
+  }
+  ::rmdir(pattern.c_str());
+  if (err != 0) return unusable(err);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<Toolchain>> OpenHiprtc() {
   ASSIGN_OR_RETURN(DynamicLibrary lib,

@@ -54,6 +54,14 @@ absl::StatusOr<std::unique_ptr<Toolchain>> OpenHiprtc();
 absl::StatusOr<std::unique_ptr<Toolchain>> OpenNvrtc();
 absl::StatusOr<std::unique_ptr<Toolchain>> OpenToolchain(Platform platform);
 
+// hipRTC (through comgr) writes temporary files while it compiles, in the first of $TMPDIR, $TMP,
+// $TEMP and $TEMPDIR that is set (an empty one: the working directory), else /tmp; where that
+// directory cannot hold a file every compile fails with a bare HIPRTC_ERROR_COMPILATION. OK when
+// a directory and a file in it can be made and written there (both removed again);
+// FailedPrecondition naming the directory, where it came from and why otherwise. NVRTC writes
+// none.
+absl::Status CheckHiprtcTempDir();
+
 // The defines every compile for `arch` gets, whichever compiler: -DPW_FP8_FNUZ (gfx942 uses
 // e4m3fnuz, every other target e4m3fn) and -DPW_LDS_KIB (SharedMemoryKib).
 std::vector<std::string> ArchDefines(const Arch& arch);

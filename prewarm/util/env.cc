@@ -14,6 +14,13 @@ const std::vector<EnvVar>& RegisteredEnvVars() {
        "root of the kfd topology for --arch auto (tests point it at a fake sysfs)"},
       {"CUDA_HOME", EnvKind::kKeyChanging,
        "where NVRTC is found (its version is in the manager key)"},
+      // hipRTC's comgr writes its temporary files in the first of these that is set (LLVM's
+      // system_temp_directory), else /tmp; prewarm run checks that directory before compiling.
+      {"TMPDIR", EnvKind::kNeutral, "where hipRTC writes temporary files while it compiles"},
+      {"TMP", EnvKind::kNeutral, "hipRTC's temporary directory when TMPDIR is unset"},
+      {"TEMP", EnvKind::kNeutral, "hipRTC's temporary directory when TMPDIR and TMP are unset"},
+      {"TEMPDIR", EnvKind::kNeutral,
+       "hipRTC's temporary directory when TMPDIR, TMP and TEMP are unset"},
       {"PREWARM_TEST_COMPILE_DELAY_MS", EnvKind::kNeutral,
        "tests only: a compile worker sleeps this long before compiling"},
   };

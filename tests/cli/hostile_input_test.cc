@@ -1,8 +1,8 @@
-// Outside input that crashed or hung prewarm (issue 29, items 3 to 4), run through the real binary:
-// forged code objects planted in the cache volume with valid checksums and YAML aliases in a
-// --config file. Each is a clear error with its exit code (1 a failed run, 2 bad input), loses
-// nothing, and finishes: under an address-space limit where memory was the problem, and within a
-// generous watchdog (no timing is asserted beyond it).
+// Outside input that crashed or hung prewarm (issue 29, items 3 to 5), run through the real binary:
+// forged code objects planted in the cache volume with valid checksums, YAML aliases in a --config
+// file, and an unusable temp directory for hipRTC. Each is a clear error with its exit code (1 a
+// failed run, 2 bad input), loses nothing, and finishes: under an address-space limit where memory
+// was the problem, and within a generous watchdog (no timing is asserted beyond it).
 #include <signal.h>
 
 #include <algorithm>
@@ -275,6 +275,54 @@ TEST(ConfigFileTest, AliasesDepthAndSizeAreExitTwoNamingTheFile) {
   EXPECT_NE(r.stdout_text.find("8         (--vllm-args --config " + ok + ": --max-num-seqs)"),
             std::string::npos)
       << r.stdout_text;
+}
+
+// ---- item 5: hipRTC's temporary directory --------------------------------------------------
+
+TEST(TempDirTest, AnUnusableTempDirIsExitOneNamingItBeforeAnyCompile) {
+  testing::TempDir dir;
+  const std::string absent = dir.path() + "/absent";
+  const std::string file = dir.WriteFile("a-file", "x");
+  const std::string cache = dir.path() + "/cache";
+  const std::vector<std::string> run =
+      With({"run", "--cache-dir", cache, "--jobs", "2"}, kSmallLimits);
+  const struct {
+    std::vector<std::pair<std::string, std::optional<std::string>>> env;
+    std::string error;
+  } cases[] = {
+      {{{"TMPDIR", absent}},
+       "temporary files in " + absent +
+           " (from TMPDIR), and cannot write there: No such file or directory"},
+      {{{"TMPDIR", file}},
+       "temporary files in " + file +
+           " (from TMPDIR), and cannot write "
+           "there: Not a directory"},
+      {{{"TMPDIR", std::nullopt}, {"TMP", absent}}, "temporary files in " + absent + " (from TMP)"},
+  };
+  for (const auto& c : cases) {
+    const SubprocessResult r = Limited(run, 0, c.env);
+    EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("8 of 8 keys failed to compile (listed above): hipRTC cannot "
+                                 "compile here: it writes " +
+                                 c.error),
+              std::string::npos)
+        << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("set TMPDIR to a writable directory"), std::string::npos);
+    EXPECT_EQ(r.stderr_text.find("hipRTC failed on"), std::string::npos)
+        << "a compile was tried: " << r.stderr_text;
+    EXPECT_TRUE(EntryPaths(cache).empty());
+  }
+  // A cache that needs no compile is served as before, and NVRTC writes no temporary files.
+  ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
+  const std::map<std::string, std::string> before = Snapshot(cache);
+  SubprocessResult r = Limited(run, 0, {{"TMPDIR", absent}});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("0 compiled, 8 cached, 0 failed"), std::string::npos);
+  EXPECT_EQ(Snapshot(cache), before);
+  r = Limited({"run", "--cache-dir", cache, "--arch", "sm_90", "--kv-cache-dtype", "fp8",
+               "--max-num-seqs", "4", "--jobs", "2"},
+              0, {{"TMPDIR", absent}});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
 }
 
 }  // namespace
