@@ -1,6 +1,7 @@
 // prewarm replay: dispatches each step of a trace and reports the keys each launcher reaches.
 // Out-of-range and malformed steps are reported with the rule they break; the exit code is 2
 // when there was any, after every step has been reported.
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -14,6 +15,54 @@
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
+namespace {
+
+// The longest trace line read: a step of max_num_seqs' largest value (65536 requests) written
+// out as JSON Lines is under 4 MiB. A longer line is reported as malformed and skipped without
+// being held: nlohmann's parse of a line costs about 12 times its size.
+constexpr size_t kMaxTraceLineBytes = size_t{8} << 20;
+
+// Lines of a stream, each at most kMaxTraceLineBytes; a longer one is read through to its end
+// and returned empty with `too_long` set.
+class TraceLines {
+ public:
+  explicit TraceLines(std::istream& in) : in_(in) {}
+  bool Next(std::string& line, bool& too_long) {
+    line.clear();
+    too_long = false;
+    bool any = false;
+    for (;;) {
+      if (pos_ == end_) {
+        in_.read(buf_, sizeof(buf_));
+        end_ = static_cast<size_t>(in_.gcount());
+        pos_ = 0;
+        if (end_ == 0) return any;
+      }
+      any = true;
+      const char* start = buf_ + pos_;
+      const void* nl = std::memchr(start, '\n', end_ - pos_);
+      const size_t n = nl == nullptr ? end_ - pos_ : static_cast<const char*>(nl) - start;
+      if (!too_long && line.size() + n > kMaxTraceLineBytes) {
+        too_long = true;
+        line.clear();
+        line.shrink_to_fit();
+      }
+      if (!too_long) line.append(start, n);
+      pos_ += n;
+      if (nl != nullptr) {
+        ++pos_;
+        return true;
+      }
+    }
+  }
+
+ private:
+  std::istream& in_;
+  char buf_[1 << 16];
+  size_t pos_ = 0, end_ = 0;
+};
+
+}  // namespace
 
 int RunReplay(const Config& config, std::ostream& out) {
   if (config.trace.empty()) {
@@ -41,13 +90,22 @@ int RunReplay(const Config& config, std::ostream& out) {
   const CacheStore store(config.cache_dir, CheckCodeObject);
   int64_t hits = 0, misses = 0;
   std::string line;
+  bool too_long = false;
   int64_t line_no = 0, steps = 0, bad = 0;
   std::set<std::string> distinct;
-  while (std::getline(file, line)) {
+  TraceLines lines(file);
+  while (lines.Next(line, too_long)) {
     ++line_no;
+    const std::string where = StrCat(config.trace, ":", line_no);
+    if (too_long) {
+      ++steps;
+      ++bad;
+      out << where << ": malformed step: the line is longer than " << kMaxTraceLineBytes
+          << " bytes (a step holds at most " << kMaxNumSeqsCap << " requests)\n";
+      continue;
+    }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     ++steps;
-    const std::string where = StrCat(config.trace, ":", line_no);
     absl::StatusOr<nlohmann::json> j = ParseJson(line);
     absl::StatusOr<Step> step = j.ok() ? StepFromJson(*j) : absl::StatusOr<Step>(j.status());
     if (!step.ok()) {

@@ -1,8 +1,9 @@
-// Outside input that crashed or hung prewarm (issue 29, items 3 to 5), run through the real binary:
+// Outside input that crashed or hung prewarm (issue 29, items 3 to 6), run through the real binary:
 // forged code objects planted in the cache volume with valid checksums, YAML aliases in a --config
-// file, and an unusable temp directory for hipRTC. Each is a clear error with its exit code (1 a
-// failed run, 2 bad input), loses nothing, and finishes: under an address-space limit where memory
-// was the problem, and within a generous watchdog (no timing is asserted beyond it).
+// file, an unusable temp directory for hipRTC, and a replay trace with one huge line. Each is a
+// clear error with its exit code (1 a failed run, 2 bad input), loses nothing, and finishes: under
+// an address-space limit where memory was the problem, and within a generous watchdog (no timing is
+// asserted beyond it).
 #include <signal.h>
 
 #include <algorithm>
@@ -323,6 +324,48 @@ TEST(TempDirTest, AnUnusableTempDirIsExitOneNamingItBeforeAnyCompile) {
                "--max-num-seqs", "4", "--jobs", "2"},
               0, {{"TMPDIR", absent}});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+}
+
+// ---- item 6: replay's lines and steps ------------------------------------------------------
+
+TEST(ReplayBoundsTest, AHugeLineOrStepIsMalformedNamingTheLineAndTheRestIsReplayed) {
+  testing::TempDir dir;
+  const std::string request = R"({"phase":"decode","q_len":1,"ctx":10})";
+  const std::string good = R"({"requests":[)" + request + "]}\n";
+  const std::string trace = dir.path() + "/huge.jsonl";
+  {
+    std::ofstream out(trace, std::ios::binary);
+    out << good << R"({"requests":[)" << request;
+    const std::string more = "," + request;
+    for (size_t n = 0; n < (size_t{96} << 20); n += more.size()) out << more;  // 96 MiB
+    out << "]}\n"
+        << R"({"requests":[)" << request;
+    for (int i = 1; i < 70000; ++i) out << "," << request;
+    out << "]}\n"
+        << R"({"requests":[{"phase":"decode","q_len":1,"ctx":18446744073709551615}]})"
+        << "\n"
+        << good;
+  }
+  const int64_t limit =
+      Limit({"replay", "--trace", testing::TestDataPath("traces/seed-c16.jsonl")});
+  const SubprocessResult r = Limited({"replay", "--trace", trace}, limit);
+  EXPECT_EQ(r.exit_code, 2) << r.term_signal << " " << r.stderr_text;
+  const std::string& out = r.stdout_text;
+  EXPECT_NE(out.find("huge.jsonl:1: 1 decode"), std::string::npos) << out;
+  EXPECT_NE(out.find("huge.jsonl:2: malformed step: the line is longer than 8388608 bytes"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("huge.jsonl:3: malformed step: 70000 requests, more than 65536"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("huge.jsonl:4: malformed step: requests[0].ctx: 18446744073709551615; "
+                     "expected an integer below 2^63"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("huge.jsonl:5: 1 decode"), std::string::npos) << out;
+  EXPECT_NE(out.find("replay: 5 steps, 2 in range, 3 out of range or malformed"), std::string::npos)
+      << out;
+  EXPECT_NE(r.stderr_text.find("3 of 5 steps are out of range or malformed"), std::string::npos);
 }
 
 }  // namespace
