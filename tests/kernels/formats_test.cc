@@ -75,6 +75,30 @@ TEST(Fp8Test, RoundsToNearestEvenAndSaturates) {
   }
 }
 
+// The branch-free encoder (fp8_bmm's MFMA path quantizes X with it) against the reference
+// encoder, for both flavours, over every float whose low 12 mantissa bits are one of
+// {0, 1, 0x7ff, 0x800, 0x801, 0xfff}, whatever the other 20 bits (sign included): the rounding
+// bit of any code (bit 20 for the normals, higher for the subnormals) is among the 20, so this
+// meets every rounding case (below, at and above each midpoint, ties both ways), every exponent,
+// NaNs, infinities, zeros of both signs and float subnormals.
+TEST(Fp8Test, FastEncodeEqualsTheEncodeForEveryClassOfFloat) {
+  const pw_u32 lows[] = {0x000, 0x001, 0x7ff, 0x800, 0x801, 0xfff};
+  for (bool fnuz : {false, true}) {
+    int64_t mismatches = 0;
+    for (pw_u32 high = 0; high < (1u << 20); ++high) {
+      for (pw_u32 low : lows) {
+        const float x = pw_u2f((high << 12) | low);
+        const pw_u32 want = pw_fp8_encode_fmt(x, fnuz), got = pw_fp8_encode_fast(x, fnuz);
+        if (want != got && ++mismatches <= 10) {
+          ADD_FAILURE() << "fnuz " << fnuz << " bits 0x" << std::hex << ((high << 12) | low)
+                        << ": encode 0x" << want << ", fast 0x" << got;
+        }
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << "fnuz " << fnuz;
+  }
+}
+
 TEST(Bf16Test, RoundTripAndRounding) {
   for (uint32_t hi = 0; hi < 0x10000; hi += 7) {
     const pw_u16 b = static_cast<pw_u16>(hi);
