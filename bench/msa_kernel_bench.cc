@@ -374,7 +374,8 @@ int Main(int argc, char** argv) {
     for (int i = 0; i < requests; ++i) s.requests.push_back({Phase::kPrefill, q, ctx});
     return s;
   };
-  for (int tokens : {16, 512, 513, 8192}) {
+  // The seed's threshold (512) and where the two kernels cross above it.
+  for (int tokens : {16, 512, 513, 1024, 2048, 4096, 8192}) {
     const Key picked = picked_key("msa_norm_rope_insert", prefills(1, tokens, tokens));
     for (bool small : {true, false}) {
       Key k = picked;
