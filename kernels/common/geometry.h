@@ -57,6 +57,15 @@ PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, 
   return g;
 }
 
+// fp8_bmm's MFMA path (AMD gfx942, gfx950): the k (within a 128-wide group) of byte e of lane
+// `lane`'s 8-byte operand at k32 step `step` (of the group's 4), the same for W (the A operand)
+// and X (B): 32 (lane / 16) + 8 step + e, so a lane's 4 steps are 32 contiguous bytes of its row.
+// The matrix core pairs A's and B's bytes by pw_mfma8_k(lane, e) (common/mma.h), which this
+// relabels alike for both: the dot products are unchanged (mma_layout_test).
+PW_HD constexpr int pw_fp8_bmm_mfma_k(int lane, int step, int e) {
+  return 32 * (lane / 16) + 8 * step + e;
+}
+
 // Where 16-byte unit u (of 16) of row r of a streamed X piece sits: rows 256 bytes apart, units
 // XOR-swizzled by the row so that the 8-byte loads of the quantize (a half-warp: rows r0 + [0, 4),
 // r0 % 4 = 0, units 2 c and 2 c + 1 of each) meet 8 different 16-byte bank groups.

@@ -21,6 +21,7 @@
 // The layout functions at the top are plain host/device code: the CPU test checks them against
 // the vendors' documented fragment layouts, and the kernels use the accumulator layout.
 #pragma once
+#include "common/fp8.h"
 #include "common/portability.h"
 
 #define PW_MMA_SYNC 1
@@ -70,6 +71,20 @@ PW_HD inline int pw_ldsm_b_kn_source(int lane) {
 // element `e` (0..3): A[lane % 16][4 * (lane / 16) + e], B[4 * (lane / 16) + e][lane % 16].
 PW_HD inline int pw_mfma_a_source(int lane, int e) { return (lane % 16) * 16 + 4 * (lane / 16) + e; }
 PW_HD inline int pw_mfma_b_source(int lane, int e) { return (4 * (lane / 16) + e) * 16 + lane % 16; }
+
+// ---- FP8: D[16][16] (f32) += A[16][32] (e4m3) · B[32][16] (e4m3), one 64-lane wavefront ----
+// AMD gfx942 and gfx950: v_mfma_f32_16x16x32_fp8_fp8, which reads the arch's own e4m3
+// (e4m3fnuz on gfx942, e4m3fn on gfx950: PW_FP8_FNUZ). A lane holds 8 bytes of A and 8 of B (a
+// pw_u64, byte e in bits 8e..8e+7) and 4 floats of D, D as the 16x16x16's (pw_mma_c_*_of with
+// PW_MMA_MFMA). AMD's tables: A[i][k] in lane i + 16 (k / 8), byte k % 8; B[k][j] in lane
+// j + 16 (k / 8), byte k % 8. So lane `lane`'s byte `e` is A[pw_mfma8_row(lane)][pw_mfma8_k(lane,
+// e)] and B[pw_mfma8_k(lane, e)][pw_mfma8_row(lane)]: A and B share one map, so a kernel may
+// permute k as it likes provided both operands are permuted alike.
+PW_HD inline int pw_mfma8_row(int lane) { return lane % 16; }
+PW_HD inline int pw_mfma8_k(int lane, int e) { return 8 * (lane / 16) + e; }
+// The inverse: the lane and byte that hold A[i][k] (B[k][i] likewise).
+PW_HD inline int pw_mfma8_lane(int i, int k) { return i + 16 * (k / 8); }
+PW_HD inline int pw_mfma8_byte(int k) { return k % 8; }
 
 // ---- The implementation for this compile ------------------------------------------------
 #ifndef PW_FORCE_SIMT
@@ -208,6 +223,70 @@ PW_DEVICE_INLINE void pw_mma(PwMmaC& c, const PwMmaA& a, const PwMmaB& b) {
     for (int k = 0; k < 16; ++k) s += row[k] * pw_mma_bf16(col[k * b.k_step]);
     c.v[e] = s;
   }
+}
+#endif
+
+// ---- FP8 16x16x32, for this compile ----
+//   pw_mma8(d, a, b, scratch)   d += A · B, a and b this lane's 8 bytes (layouts above)
+// with the arch's e4m3 (PW_FP8_FNUZ). PW_MMA8_IMPL:
+//   PW_MMA_MFMA  AMD gfx942, gfx950: one v_mfma_f32_16x16x32_fp8_fp8.
+//   PW_MMA_SIMT  elsewhere, or where PW_FORCE_SIMT=1: the instruction emulated from the layouts
+//                above. Each group of 64 threads (threadIdx.x / 64) is a wavefront: its lanes
+//                write their operands to `scratch` (a PwMma8Scratch of the wavefront's own),
+//                meet (one wavefront on AMD; two warps at a named barrier on NVIDIA), and each
+//                lane sums its 4 elements of D over k from the other lanes' bytes. Slow: it is
+//                the check of a kernel's MFMA algorithm on a GPU without the instruction.
+// Every lane of a wavefront calls it together.
+#if !PW_FORCE_SIMT && defined(PW_AMD) && (defined(__gfx942__) || defined(__gfx950__))
+#define PW_MMA8_IMPL PW_MMA_MFMA
+#else
+#define PW_MMA8_IMPL PW_MMA_SIMT
+#endif
+
+#if PW_MMA8_IMPL == PW_MMA_MFMA
+struct PwMma8Scratch {};  // no scratch: the matrix core reads the registers
+typedef float pw_mma8_f32x4 __attribute__((ext_vector_type(4)));
+PW_DEVICE_INLINE void pw_mma8(float (&d)[4], pw_u64 a, pw_u64 b, PwMma8Scratch&) {
+  pw_mma8_f32x4 acc{d[0], d[1], d[2], d[3]};
+  acc = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(static_cast<long>(a), static_cast<long>(b), acc,
+                                                   0, 0, 0);
+  d[0] = acc[0];
+  d[1] = acc[1];
+  d[2] = acc[2];
+  d[3] = acc[3];
+}
+#elif defined(PW_FP8_FNUZ)
+struct PwMma8Scratch {
+  pw_u64 a[64], b[64];
+};
+// The wavefront's lanes meet (their scratch writes before, reads after).
+PW_DEVICE_INLINE void pw_mma8_meet() {
+#if !defined(PW_AMD)
+  asm volatile("bar.sync %0, 64;" ::"r"(1 + static_cast<int>(threadIdx.x) / 64) : "memory");
+#else
+  static_assert(PW_WARP == 64, "the emulated FP8 matrix instruction needs 64-lane wavefronts");
+  pw_syncwarp();
+#endif
+}
+PW_DEVICE_INLINE float pw_mma8_value(pw_u64 v, int byte) {
+  return pw_fp8_decode_fmt(static_cast<pw_u8>(v >> (8 * byte)), PW_FP8_FNUZ != 0);
+}
+PW_DEVICE_INLINE void pw_mma8(float (&d)[4], pw_u64 a, pw_u64 b, PwMma8Scratch& s) {
+  const int lane = threadIdx.x % 64;
+  s.a[lane] = a;
+  s.b[lane] = b;
+  pw_mma8_meet();
+  const int j = pw_mma_c_col_of(PW_MMA_MFMA, 64, lane, 0);
+  for (int e = 0; e < 4; ++e) {
+    const int i = pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, e);
+    float sum = 0.0f;
+    for (int k = 0; k < 32; ++k) {
+      sum += pw_mma8_value(s.a[pw_mfma8_lane(i, k)], pw_mfma8_byte(k)) *
+             pw_mma8_value(s.b[pw_mfma8_lane(j, k)], pw_mfma8_byte(k));
+    }
+    d[e] += sum;
+  }
+  pw_mma8_meet();  // every lane's reads done before the next call's writes
 }
 #endif
 #endif  // PW_DEVICE_COMPILE

@@ -1,13 +1,18 @@
 // kernels/common/mma.h and nvfp4_mla/sparse_geometry.h on the host: the fragment layouts our
 // loaders produce, checked against the layouts the vendors document (written out here from the
-// PTX ISA's mma.m16n8k16 and ldmatrix sections and AMD's v_mfma_f32_16x16x16bf16_1k tables), so a
-// wrong lane mapping fails here rather than as a numerical error on one vendor's GPU; the packed
-// E2M1 decoding; and the launch geometry for every arch we know.
+// PTX ISA's mma.m16n8k16 and ldmatrix sections and AMD's v_mfma_f32_16x16x16bf16_1k and
+// v_mfma_f32_16x16x32_fp8_fp8 tables), and fp8_bmm's MFMA operand plan run through a model of
+// the instruction, so a wrong lane mapping fails here rather than as a numerical error on one
+// vendor's GPU; the packed E2M1 decoding; and the launch geometry for every arch we know.
+#include <cmath>
+#include <random>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "common/bf16.h"
+#include "common/fp8.h"
+#include "common/geometry.h"
 #include "common/mma.h"
 #include "common/nvfp4.h"
 #include "gtest/gtest.h"
@@ -109,6 +114,105 @@ TEST(MmaLayoutTest, MfmaLayoutsMatchAmdsTables) {
       // D[i][j] with i = 4 * (lane / 16) + item, j = lane % 16.
       EXPECT_EQ(pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, item), 4 * (lane / 16) + item);
       EXPECT_EQ(pw_mma_c_col_of(PW_MMA_MFMA, 64, lane, item), lane % 16);
+    }
+  }
+}
+
+// ---- AMD FP8 (the Matrix Instruction Calculator, v_mfma_f32_16x16x32_fp8_fp8, wave64) ----
+// A[i][k]: lane = i + 16 * (k / 8), item (byte) k % 8.  B[k][j]: lane = j + 16 * (k / 8), byte
+// k % 8.  D[i][j]: lane = j + 16 * (i / 4), item i % 4 (as the 16x16x16's).
+TEST(MmaLayoutTest, MfmaFp8LayoutsMatchAmdsTables) {
+  std::set<int> seen;
+  for (int i = 0; i < 16; ++i) {
+    for (int k = 0; k < 32; ++k) {
+      const int lane = i + 16 * (k / 8), byte = k % 8;
+      // A's row and B's column (lane % 16) and the shared k of the lane's byte.
+      EXPECT_EQ(pw_mfma8_row(lane), i);
+      EXPECT_EQ(pw_mfma8_k(lane, byte), k);
+      EXPECT_EQ(pw_mfma8_lane(i, k), lane);
+      EXPECT_EQ(pw_mfma8_byte(k), byte);
+      seen.insert(lane * 8 + byte);
+    }
+  }
+  EXPECT_EQ(seen.size(), 512u);  // every byte of every lane holds one element
+  // What fp8_bmm's MFMA path reads off D: lane l's 4 elements are one column j = l % 16 (the
+  // lane's own X row, pw_mfma8_row) and rows 4 (l / 16) + e.
+  for (int lane = 0; lane < 64; ++lane) {
+    for (int e = 0; e < 4; ++e) {
+      EXPECT_EQ(pw_mma_c_col_of(PW_MMA_MFMA, 64, lane, e), pw_mfma8_row(lane));
+      EXPECT_EQ(pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, e),
+                pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, 0) + e);
+    }
+  }
+}
+
+// fp8_bmm's MFMA path on the CPU: a 16-column tile of Y = X Wᵀ over one 128-wide group, with the
+// kernel's plan (lane l loads W row n0 + pw_mfma8_row(l) and X row m0 + pw_mfma8_row(l), 8 bytes
+// a step at k pw_fp8_bmm_mfma_k(l, step, e); reads Y[m0 + pw_mfma8_row(l)][n0 +
+// pw_mma_c_row_of(l, 0) + e] off D) run through a model of the instruction written from AMD's
+// tables above (not from mma.h), equals the direct sum for every element, in both e4m3 flavours.
+// Products of e4m3 values and their sums are exact in double, so the check is exact.
+TEST(MmaLayoutTest, Fp8BmmMfmaPlanComputesTheProduct) {
+  for (bool fnuz : {false, true}) {
+    std::mt19937 rng(fnuz ? 7 : 11);
+    pw_u8 w[16][128], x[16][128];
+    auto code = [&] {
+      pw_u8 c;
+      do c = static_cast<pw_u8>(rng()); while (std::isnan(pw_fp8_decode_fmt(c, fnuz)));
+      return c;
+    };
+    for (int r = 0; r < 16; ++r) {
+      for (int k = 0; k < 128; ++k) {
+        w[r][k] = code();
+        x[r][k] = code();
+      }
+    }
+    // The kernel's operands: a[lane][step] byte e = W[row][k], b likewise from X.
+    pw_u8 a[64][4][8], b[64][4][8];
+    std::set<int> ks[64];
+    for (int lane = 0; lane < 64; ++lane) {
+      for (int step = 0; step < 4; ++step) {
+        for (int e = 0; e < 8; ++e) {
+          const int k = pw_fp8_bmm_mfma_k(lane, step, e);
+          ASSERT_TRUE(k >= 0 && k < 128);
+          EXPECT_EQ(k, pw_fp8_bmm_mfma_k(lane, 0, 0) + 8 * step + e) << "a lane's 32 contiguous";
+          ks[lane].insert(k);
+          a[lane][step][e] = w[pw_mfma8_row(lane)][k];
+          b[lane][step][e] = x[pw_mfma8_row(lane)][k];
+        }
+      }
+    }
+    // Four steps of the instruction (AMD's tables): D[i][j] += sum_k A[i][k] B[k][j].
+    double d[16][16] = {};
+    for (int step = 0; step < 4; ++step) {
+      for (int i = 0; i < 16; ++i) {
+        for (int j = 0; j < 16; ++j) {
+          for (int k = 0; k < 32; ++k) {
+            const int la = i + 16 * (k / 8), lb = j + 16 * (k / 8);
+            d[i][j] += static_cast<double>(pw_fp8_decode_fmt(a[la][step][k % 8], fnuz)) *
+                       pw_fp8_decode_fmt(b[lb][step][k % 8], fnuz);
+          }
+        }
+      }
+    }
+    for (int lane = 0; lane < 64; ++lane) {
+      // The k the 64 lanes and 4 steps pair up: each k of the group once, for W and X alike.
+      if (lane < 16) {
+        std::set<int> all;
+        for (int l = lane; l < 64; l += 16) all.insert(ks[l].begin(), ks[l].end());
+        EXPECT_EQ(all.size(), 128u);
+      }
+      for (int e = 0; e < 4; ++e) {
+        // AMD's D table: lane j + 16 (i / 4), item i % 4.
+        const int i = 4 * (lane / 16) + e, j = lane % 16;
+        const int m = pw_mfma8_row(lane), n = pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, 0) + e;
+        double want = 0;
+        for (int k = 0; k < 128; ++k) {
+          want += static_cast<double>(pw_fp8_decode_fmt(w[n][k], fnuz)) *
+                  pw_fp8_decode_fmt(x[m][k], fnuz);
+        }
+        EXPECT_EQ(d[i][j], want) << "fnuz " << fnuz << " lane " << lane << " e " << e;
+      }
     }
   }
 }
