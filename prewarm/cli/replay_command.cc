@@ -3,6 +3,7 @@
 // when there was any, after every step has been reported.
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "nlohmann/json.hpp"
@@ -62,6 +63,32 @@ class TraceLines {
   size_t pos_ = 0, end_ = 0;
 };
 
+// What StepFromJson does not bound: the requests of one step (it reads any number) and the
+// integers (an unsigned one past int64 would wrap to a negative one). InvalidArgument naming
+// the field.
+absl::Status CheckStepBounds(const nlohmann::json& j) {
+  if (!j.is_object()) return absl::OkStatus();
+  const auto requests = j.find("requests");
+  if (requests == j.end() || !requests->is_array()) return absl::OkStatus();
+  if (requests->size() > static_cast<size_t>(kMaxNumSeqsCap)) {
+    return absl::InvalidArgumentError(StrCat(requests->size(), " requests, more than ",
+                                             kMaxNumSeqsCap, " (the largest max_num_seqs)"));
+  }
+  for (size_t i = 0; i < requests->size(); ++i) {
+    const nlohmann::json& r = (*requests)[i];
+    if (!r.is_object()) continue;
+    for (const char* field : {"q_len", "ctx"}) {
+      const auto it = r.find(field);
+      if (it != r.end() && it->is_number_unsigned() &&
+          it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return absl::InvalidArgumentError(StrCat("requests[", i, "].", field, ": ", it->dump(),
+                                                 "; expected an integer below 2^63"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunReplay(const Config& config, std::ostream& out) {
@@ -107,6 +134,9 @@ int RunReplay(const Config& config, std::ostream& out) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     ++steps;
     absl::StatusOr<nlohmann::json> j = ParseJson(line);
+    if (j.ok()) {
+      if (absl::Status bounds = CheckStepBounds(*j); !bounds.ok()) j = bounds;
+    }
     absl::StatusOr<Step> step = j.ok() ? StepFromJson(*j) : absl::StatusOr<Step>(j.status());
     if (!step.ok()) {
       ++bad;
