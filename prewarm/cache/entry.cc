@@ -37,6 +37,14 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// A key or arch read from an entry, for a message: whoever wrote the entry chose its length (up
+// to the entry's 64 MiB), and the message goes to logs, health's status and verify's JSON.
+std::string Shown(std::string_view s) {
+  constexpr size_t kShown = 200;
+  if (s.size() <= kShown) return std::string(s);
+  return StrCat(s.substr(0, kShown), "... (", s.size(), " bytes)");
+}
+
 DecodeResult Reject(RejectReason reason, std::string detail) {
   DecodeResult r;
   r.reason = reason;
@@ -113,11 +121,11 @@ DecodeResult DecodeEntry(std::string_view bytes, std::string_view expected_key,
   }
   if (!expected_key.empty() && out.entry.key != expected_key) {
     return Reject(RejectReason::kWrongKey,
-                  StrCat("key is '", out.entry.key, "', expected '", expected_key, "'"));
+                  StrCat("key is '", Shown(out.entry.key), "', expected '", expected_key, "'"));
   }
   if (!expected_arch.empty() && out.entry.arch != expected_arch) {
     return Reject(RejectReason::kWrongArch,
-                  StrCat("arch is ", out.entry.arch, ", expected ", expected_arch));
+                  StrCat("arch is ", Shown(out.entry.arch), ", expected ", expected_arch));
   }
   out.ok = true;
   return out;
@@ -147,10 +155,10 @@ DecodeResult CheckEntryHeader(std::string_view prefix, uint64_t file_size,
                   StrCat("size ", file_size, ", the header says ", want));
   }
   if (!expected_key.empty() && out.entry.key != expected_key) {
-    return Reject(RejectReason::kWrongKey, StrCat("key is '", out.entry.key, "'"));
+    return Reject(RejectReason::kWrongKey, StrCat("key is '", Shown(out.entry.key), "'"));
   }
   if (!expected_arch.empty() && out.entry.arch != expected_arch) {
-    return Reject(RejectReason::kWrongArch, StrCat("arch is ", out.entry.arch));
+    return Reject(RejectReason::kWrongArch, StrCat("arch is ", Shown(out.entry.arch)));
   }
   out.ok = true;
   return out;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/util/files.h"
@@ -36,16 +37,28 @@ absl::Status Replaceable(const std::string& path, const struct stat& st) {
              "replacing them, and will not replace that"));
 }
 
-// The largest manifest read back: a plan's keys with their resources are well under 1 MiB.
-constexpr int64_t kMaxManifestBytes = int64_t{64} << 20;
+// A manifest's archs and toolchains (a run's archs, one compiler per platform), and the shards
+// of one cache (an Indexed Job's completions): far above any real one, and what keeps merging
+// them cheap.
+constexpr size_t kMaxManifestList = 64;
+constexpr size_t kMaxManifestShards = 4096;
 
-absl::StatusOr<FillRecord> ReadOneManifest(const DirFd& own, const std::string& name) {
+// One manifest of at most `left` bytes (what kMaxManifestBytes leaves after the shards already
+// read), which it then takes from `left`.
+absl::StatusOr<FillRecord> ReadOneManifest(const DirFd& own, const std::string& name,
+                                           int64_t& left) {
   const std::string path = own.PathOf(name);
-  absl::StatusOr<std::string> text = own.ReadFile(name, kMaxManifestBytes, -1, nullptr);
+  absl::StatusOr<std::string> text = own.ReadFile(name, left, -1, nullptr);
+  if (absl::IsOutOfRange(text.status()) && left < kMaxManifestBytes) {
+    return absl::InvalidArgumentError(StrCat(path, ": the shard manifests of ", own.path(),
+                                             " hold more than ", kMaxManifestBytes,
+                                             " bytes together"));
+  }
   if (!text.ok() && !absl::IsNotFound(text.status())) {
     return absl::InvalidArgumentError(text.status().message());  // a link, a FIFO, too large
   }
   if (!text.ok()) return text.status();
+  left -= static_cast<int64_t>(text->size());
   absl::StatusOr<nlohmann::json> j = ParseJson(*text);
   if (!j.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", j.status().message()));
   const auto strings = [&](const char* field) -> absl::StatusOr<std::vector<std::string>> {
@@ -54,6 +67,10 @@ absl::StatusOr<FillRecord> ReadOneManifest(const DirFd& own, const std::string& 
     if (it == j->end() || !it->is_array()) {
       return absl::InvalidArgumentError(
           StrCat(path, ": field \"", field, "\" is missing or not an array"));
+    }
+    if (it->size() > kMaxManifestList) {
+      return absl::InvalidArgumentError(StrCat(path, ": field \"", field, "\" holds ", it->size(),
+                                               " values, more than ", kMaxManifestList));
     }
     for (const nlohmann::json& v : *it) {
       if (!v.is_string()) {
@@ -92,7 +109,8 @@ absl::StatusOr<std::optional<FillRecord>> ReadFillRecord(const std::string& root
   absl::StatusOr<DirFd> own = top->Sub("prewarm", /*create=*/false);
   if (absl::IsNotFound(own.status())) return std::optional<FillRecord>();
   if (!own.ok()) return absl::InvalidArgumentError(own.status().message());
-  absl::StatusOr<FillRecord> whole = ReadOneManifest(*own, "manifest.json");
+  int64_t left = kMaxManifestBytes;
+  absl::StatusOr<FillRecord> whole = ReadOneManifest(*own, "manifest.json", left);
   if (whole.ok()) return std::optional<FillRecord>(*std::move(whole));
   if (!absl::IsNotFound(whole.status())) return whole.status();
   std::vector<std::string> shards;
@@ -101,12 +119,19 @@ absl::StatusOr<std::optional<FillRecord>> ReadFillRecord(const std::string& root
     if (name.starts_with("manifest-shard-") && name.ends_with(".json")) shards.push_back(name);
   }
   if (shards.empty()) return std::optional<FillRecord>();
+  if (shards.size() > kMaxManifestShards) {
+    return absl::InvalidArgumentError(StrCat(own->path(), " holds ", shards.size(),
+                                             " shard manifests, more than ", kMaxManifestShards));
+  }
   std::sort(shards.begin(), shards.end());
   std::optional<FillRecord> merged;
+  std::set<std::string> archs, toolchains;  // merged's, for a merge in n log n
   for (const std::string& name : shards) {
-    ASSIGN_OR_RETURN(FillRecord r, ReadOneManifest(*own, name));
+    ASSIGN_OR_RETURN(FillRecord r, ReadOneManifest(*own, name, left));
     if (!merged.has_value()) {
       merged = std::move(r);
+      archs.insert(merged->archs.begin(), merged->archs.end());
+      toolchains.insert(merged->toolchains.begin(), merged->toolchains.end());
       continue;
     }
     if (r.limits != merged->limits || r.shape != merged->shape) {
@@ -115,14 +140,15 @@ absl::StatusOr<std::optional<FillRecord>> ReadFillRecord(const std::string& root
                  " record different limits or shapes: the shards of one cache come from one "
                  "command"));
     }
-    merged->path = StrCat(merged->path, ", ", r.path);
-    const auto add = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
+    merged->path.append(", ").append(r.path);
+    const auto add = [](std::vector<std::string>& to, std::set<std::string>& seen,
+                        const std::vector<std::string>& from) {
       for (const std::string& v : from) {
-        if (std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);
+        if (seen.insert(v).second) to.push_back(v);
       }
     };
-    add(merged->archs, r.archs);
-    add(merged->toolchains, r.toolchains);
+    add(merged->archs, archs, r.archs);
+    add(merged->toolchains, toolchains, r.toolchains);
   }
   return merged;
 }

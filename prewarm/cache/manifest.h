@@ -85,11 +85,17 @@ struct FillRecord {
   std::vector<std::string> archs;
   std::vector<std::string> toolchains;
 };
+// The most manifest bytes read back from one cache: manifest.json, or its shards together (a
+// plan's keys with their resources are well under 1 MiB; the volume is writable by others, so
+// every shard's bytes count).
+inline constexpr int64_t kMaxManifestBytes = int64_t{64} << 20;
+
 // Reads {root}/prewarm/manifest.json or, when there is none, every manifest-shard-I-of-N.json
 // there (an Indexed Job's shards: their archs and toolchains are merged; their limits and shapes
 // must agree). nullopt when the cache has no manifest. InvalidArgument naming the file when one
-// is not a manifest (malformed, a required field missing, shards that disagree); a symlink or
-// FIFO in a manifest's place is refused, not followed or waited on.
+// is not a manifest (malformed, a required field missing, shards that disagree, more than
+// kMaxManifestBytes in all, JSON past util/json.h's bounds); a symlink or FIFO in a manifest's
+// place is refused, not followed or waited on.
 absl::StatusOr<std::optional<FillRecord>> ReadFillRecord(const std::string& root);
 
 // Bytes of our entries under `root` (files ending in .co in our launcher directories).

@@ -16,6 +16,8 @@
 namespace prewarm {
 namespace {
 
+constexpr size_t kMaxKeyStringBytes = 4096;
+
 struct Inspected {
   std::string path;
   std::string launcher;
@@ -43,6 +45,12 @@ absl::StatusOr<Inspected> Inspect(const std::string& path) {
         path, ": not a valid cache entry: ", RejectReasonName(d.reason), " (", d.detail, ")"));
   }
   in.entry = std::move(d.entry);
+  // A key string is under 200 bytes; one from a forged entry could be 64 MiB (a map node per
+  // parameter, and the error would quote it whole).
+  if (in.entry.key.size() > kMaxKeyStringBytes) {
+    return absl::InvalidArgumentError(StrCat(path, ": its key string of ", in.entry.key.size(),
+                                             " bytes is longer than ", kMaxKeyStringBytes));
+  }
   absl::StatusOr<Key> key = ParseKeyString(in.launcher, in.entry.key);
   if (!key.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", key.status().message()));
   absl::StatusOr<VariantResources> r = CheckVariantResources(*key, in.entry.payload);

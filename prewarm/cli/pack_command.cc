@@ -42,7 +42,7 @@ absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& r
     const bool manifest = whole ? name == "manifest.json"
                                 : name.starts_with("manifest-shard-") && name.ends_with(".json");
     if (!manifest) continue;
-    ASSIGN_OR_RETURN(std::string data, own.ReadFile(name, int64_t{256} << 20, -1, nullptr));
+    ASSIGN_OR_RETURN(std::string data, own.ReadFile(name, kMaxManifestBytes, -1, nullptr));
     p.files.push_back({StrCat("prewarm/", name), std::move(data)});
   }
   const CacheStore store(root, CheckCodeObject);

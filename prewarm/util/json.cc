@@ -6,6 +6,7 @@ namespace prewarm {
 
 absl::Status CheckJsonDepth(std::string_view text) {
   int depth = 0;
+  int64_t values = 1;
   bool in_string = false, escaped = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -26,8 +27,17 @@ absl::Status CheckJsonDepth(std::string_view text) {
         return absl::InvalidArgumentError(
             StrCat("JSON nested deeper than ", kMaxJsonDepth, " levels (at byte ", i, ")"));
       }
+      ++values;
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == ',') {
+      ++values;
+    } else {
+      continue;
+    }
+    if (values > kMaxJsonValues) {
+      return absl::InvalidArgumentError(
+          StrCat("JSON of more than ", kMaxJsonValues, " values (at byte ", i, ")"));
     }
   }
   return absl::OkStatus();

@@ -54,5 +54,22 @@ TEST(EntryTest, ReasonsAreSpecific) {
   EXPECT_EQ(DecodeEntry("", "", "").reason, RejectReason::kTruncated);
 }
 
+// Whoever writes an entry chooses its key's length: a message shows 200 bytes of it and its size.
+TEST(EntryTest, AHugeKeyIsShownCutInMessages) {
+  Entry huge = kEntry;
+  huge.key = std::string(1 << 20, 'k');
+  const std::string bytes = EncodeEntry(huge);
+  const DecodeResult d = DecodeEntry(bytes, kEntry.key, "");
+  EXPECT_EQ(d.reason, RejectReason::kWrongKey);
+  EXPECT_EQ(d.detail, "key is '" + std::string(200, 'k') + "... (1048576 bytes)', expected '" +
+                          kEntry.key + "'");
+  const DecodeResult h = CheckEntryHeader(bytes.substr(0, 4096), bytes.size(), kEntry.key, "");
+  EXPECT_EQ(h.reason, RejectReason::kTruncated) << "the key does not fit the 4 KiB header read";
+  huge.key = kEntry.key;
+  huge.arch = std::string(300, 'a');
+  const DecodeResult a = DecodeEntry(EncodeEntry(huge), "", "gfx90a");
+  EXPECT_EQ(a.detail, "arch is " + std::string(200, 'a') + "... (300 bytes), expected gfx90a");
+}
+
 }  // namespace
 }  // namespace prewarm

@@ -96,6 +96,61 @@ TEST(ManifestTest, ABadManifestIsNamedAndASymlinkIsNotFollowed) {
   EXPECT_TRUE(CheckReplaceable(dir.path() + "/prewarm/absent.json").ok());
 }
 
+// The manifest lives in the volume, writable by others: its reading is bounded. Lists of archs
+// and toolchains, the number of shards and their bytes together each have a limit, every one an
+// InvalidArgument naming the directory or file; nlohmann's value bound (util/json.h) holds too.
+TEST(ManifestTest, ManifestsPastTheirBoundsAreNamedErrors) {
+  const auto error = [](const std::string& root) {
+    absl::StatusOr<std::optional<FillRecord>> r = ReadFillRecord(root);
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    return std::string(r.status().message());
+  };
+  {
+    testing::TempDir dir;
+    std::vector<std::string> archs;
+    for (int i = 0; i < 65; ++i) archs.push_back("gfx" + std::to_string(i));
+    ASSERT_TRUE(WriteManifestInCache(dir.path(), "manifest.json", Report(archs, 4)).ok());
+    EXPECT_NE(error(dir.path()).find("manifest.json: field \"arch\" holds 65 values, more than 64"),
+              std::string::npos);
+  }
+  {
+    testing::TempDir dir;
+    nlohmann::json j = ManifestJson(Report({"gfx90a"}, 4));
+    j["keys"] = std::vector<int>(600000, 0);
+    dir.WriteFile("prewarm/manifest.json", j.dump());
+    EXPECT_NE(error(dir.path()).find("manifest.json: JSON of more than 524288 values"),
+              std::string::npos);
+  }
+  {
+    // Shards of 40 MiB each (a padding field): two pass the per-file limit but not together.
+    testing::TempDir dir;
+    nlohmann::json j = ManifestJson(Report({"gfx90a"}, 4));
+    j["padding"] = std::string(size_t{40} << 20, 'x');
+    dir.WriteFile("prewarm/manifest-shard-0-of-2.json", j.dump());
+    dir.WriteFile("prewarm/manifest-shard-1-of-2.json", j.dump());
+    EXPECT_NE(error(dir.path())
+                  .find("manifest-shard-1-of-2.json: the shard manifests of " + dir.path() +
+                        "/prewarm hold more than 67108864 bytes"),
+              std::string::npos)
+        << error(dir.path());
+  }
+  {
+    testing::TempDir dir;
+    const std::string one = ManifestJson(Report({"gfx90a"}, 4)).dump();
+    for (int i = 0; i <= 4096; ++i) {
+      dir.WriteFile("prewarm/manifest-shard-" + std::to_string(i) + "-of-4097.json", one);
+    }
+    EXPECT_NE(error(dir.path()).find("/prewarm holds 4097 shard manifests, more than 4096"),
+              std::string::npos)
+        << error(dir.path());
+    // 4096 shards of one plan merge into one record, each arch once.
+    fs::remove(dir.path() + "/prewarm/manifest-shard-4096-of-4097.json");
+    absl::StatusOr<std::optional<FillRecord>> r = ReadFillRecord(dir.path());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ((*r)->archs, std::vector<std::string>{"gfx90a"});
+  }
+}
+
 TEST(ManifestTest, CacheBytesCountsOurEntriesOnly) {
   testing::TempDir dir;
   dir.WriteFile("fp8_bmm_0123456789abcdef0123456789abcdef/a.co", std::string(1000, 'x'));

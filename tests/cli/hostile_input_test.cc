@@ -184,6 +184,20 @@ TEST(ForgedEntryTest, PlantedCodeObjectsAreBadEntriesToInspectVerifyAndRun) {
             std::string::npos);
   r = Limited(Verify(cache), limit);
   EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+
+  // An entry whose key string is 1 MiB (a map node per parameter when parsed): inspect refuses
+  // it by its length.
+  const DecodeResult d = DecodeEntry(*ReadFile(paths[0]), "", "");
+  ASSERT_TRUE(d.ok);
+  Entry huge = d.entry;
+  huge.key = std::string(1 << 20, 'k');
+  const std::string huge_path = fs::path(paths[0]).parent_path().string() + "/huge-key.co";
+  testing::TempDir::WriteFileAt(huge_path, EncodeEntry(huge));
+  r = Limited({"inspect", huge_path}, limit);
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(huge_path + ": its key string of 1048576 bytes is longer than 4096"),
+            std::string::npos)
+      << r.stderr_text.substr(0, 1000);
 }
 
 // The sidecars: a SIGTERM while the planted entries are read ends them at once (exit 0). Every
@@ -366,6 +380,25 @@ TEST(ReplayBoundsTest, AHugeLineOrStepIsMalformedNamingTheLineAndTheRestIsReplay
   EXPECT_NE(out.find("replay: 5 steps, 2 in range, 3 out of range or malformed"), std::string::npos)
       << out;
   EXPECT_NE(r.stderr_text.find("3 of 5 steps are out of range or malformed"), std::string::npos);
+}
+
+// ---- the same class elsewhere ---------------------------------------------------------------
+
+// A model config of 16 MiB was parsed whole, about 100 bytes a value: over half a gigabyte for
+// "{}," repeated. The JSON value bound (util/json.h) refuses it unparsed, naming the file.
+TEST(ModelConfigBoundsTest, AConfigOfTooManyValuesIsExitTwoNamingIt) {
+  testing::TempDir dir;
+  std::string text = "{\"pad\":[{}";
+  while (text.size() < (size_t{15} << 20)) text += ",{}";
+  text += "]}";
+  const std::string path = dir.WriteFile("config.json", text);
+  const int64_t limit =
+      Limit({"plan", "--model-config", testing::TestDataPath("models/mla-64-heads.json")});
+  const SubprocessResult r = Limited({"plan", "--model-config", path}, limit);
+  EXPECT_EQ(r.exit_code, 2) << r.term_signal << " " << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(path), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("JSON of more than 524288 values"), std::string::npos)
+      << r.stderr_text;
 }
 
 }  // namespace
