@@ -5,6 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -744,7 +745,13 @@ function kubeletEnv(container, pod) {
 
 test("with a Pushgateway, every pod pushes to a group of its own (a real Pushgateway, the real binary)", async () => {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "prewarm-push-"));
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  // A free loopback port: bound by the kernel's choice, then released for the Pushgateway.
+  const port = await new Promise((res) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port: p } = srv.address();
+      srv.close(() => res(p));
+    });
+  });
   const gw = spawn("prometheus-pushgateway", [`--web.listen-address=127.0.0.1:${port}`, `--persistence.file=${tmp}/pg.data`], { stdio: "ignore" });
   try {
     const base = `http://127.0.0.1:${port}`;
