@@ -351,21 +351,34 @@ TEST(MetricsTest, IdleConnectionsDoNotStallTheScrape) {
       << "no answer within 3 s: " << r->stdout_text << r->stderr_text;
 }
 
+// A real Pushgateway on a free port, its state in `dir` (Debian's default file would leak between
+// runs); Ready() waits for it to answer.
+struct Pushgateway {
+  explicit Pushgateway(const std::string& dir)
+      : port(FreePort()),
+        base("http://127.0.0.1:" + std::to_string(port)),
+        gw({"prometheus-pushgateway", "--web.listen-address=127.0.0.1:" + std::to_string(port),
+            "--persistence.file=" + dir + "/pg.data"},
+           dir) {}
+  bool Ready() {
+    if (!gw.started()) return false;
+    for (int i = 0; i < 50; ++i) {
+      if (Http(base + "/-/ready").find("OK") != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  int port;
+  std::string base;
+  testing::Background gw;
+};
+
 TEST(MetricsTest, TheFinalMetricsArePushedToARealPushgateway) {
   testing::TempDir dir;
-  const int port = FreePort();
-  testing::Background gw(
-      {"prometheus-pushgateway", "--web.listen-address=127.0.0.1:" + std::to_string(port),
-       "--persistence.file=" + dir.path() + "/pg.data"},
-      dir.path());
-  ASSERT_TRUE(gw.started());
-  const std::string base = "http://127.0.0.1:" + std::to_string(port);
-  bool up = false;
-  for (int i = 0; i < 50 && !up; ++i) {
-    up = Http(base + "/-/ready").find("OK") != std::string::npos;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(up) << gw.Stderr();
+  Pushgateway pg(dir.path());
+  ASSERT_TRUE(pg.Ready()) << pg.gw.Stderr();
+  const std::string& base = pg.base;
+  testing::Background& gw = pg.gw;
   SubprocessResult r =
       testing::RunPrewarm({"run", "--arch", "gfx90a", "--kv-cache-dtype", "fp8", "--max-num-seqs",
                            "4", "--cache-dir", dir.path() + "/c", "--pushgateway", base});
@@ -387,19 +400,10 @@ TEST(MetricsTest, TheFinalMetricsArePushedToARealPushgateway) {
 // Pushgateway: three groups, each with its own pod's values.
 TEST(MetricsTest, EachPodPushesToAGroupOfItsOwn) {
   testing::TempDir dir;
-  const int port = FreePort();
-  testing::Background gw(
-      {"prometheus-pushgateway", "--web.listen-address=127.0.0.1:" + std::to_string(port),
-       "--persistence.file=" + dir.path() + "/pg.data"},
-      dir.path());
-  ASSERT_TRUE(gw.started());
-  const std::string base = "http://127.0.0.1:" + std::to_string(port);
-  bool up = false;
-  for (int i = 0; i < 50 && !up; ++i) {
-    up = Http(base + "/-/ready").find("OK") != std::string::npos;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(up) << gw.Stderr();
+  Pushgateway pg(dir.path());
+  ASSERT_TRUE(pg.Ready()) << pg.gw.Stderr();
+  const std::string& base = pg.base;
+  testing::Background& gw = pg.gw;
   const std::vector<std::string> run = {
       "run", "--arch",      "gfx90a",          "--kv-cache-dtype", "fp8", "--max-num-seqs",
       "4",   "--cache-dir", dir.path() + "/c", "--pushgateway",    base};
