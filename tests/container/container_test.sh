@@ -31,11 +31,17 @@ cgroup_manager = "cgroupfs"
 runtime = "runc"
 events_logger = "file"
 CONF
+# podman's storage outside the clone (beside the other cached test roots), so that the base
+# images, the Dockerfile's package layers and its compile cache (a RUN cache mount) stay from one
+# run to the next; a content change rebuilds only the layers after it. PREWARM_PODMAN_STORE
+# moves it; where it cannot be written, the work directory holds it (a cold build each run).
+store=${PREWARM_PODMAN_STORE:-/var/cache/prewarm-test-roots/podman}
+mkdir -p "$store" 2>/dev/null && [[ -w $store ]] || store=$work
 cat > "$work/storage.conf" <<CONF
 [storage]
 driver = "overlay"
-runroot = "$work/run"
-graphroot = "$work/storage"
+runroot = "$store/run"
+graphroot = "$store/storage"
 CONF
 export CONTAINERS_CONF="$work/containers.conf" CONTAINERS_STORAGE_CONF="$work/storage.conf"
 podman info >/dev/null 2>&1 || skip "podman cannot run here: $(podman info 2>&1 | tail -1)"
@@ -183,5 +189,7 @@ if [[ $variant == rocm6 ]]; then
     --read-only --tmpfs /tmp -v "$work/cache:/cache" "$image" \
     run --arch gfx950 --cache-dir /cache --jobs 2 --quiet
 fi
+# Untagged images a week old (earlier runs' builds) go; what a rebuild reuses is newer.
+podman image prune -f --filter until=168h >/dev/null 2>&1 || true
 echo "$passed passed, $fail failed"
 [[ $fail == 0 ]]
