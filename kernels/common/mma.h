@@ -230,13 +230,14 @@ PW_DEVICE_INLINE void pw_mma(PwMmaC& c, const PwMmaA& a, const PwMmaB& b) {
 //   pw_mma8(d, a, b, scratch)   d += A · B, a and b this lane's 8 bytes (layouts above)
 // with the arch's e4m3 (PW_FP8_FNUZ). PW_MMA8_IMPL:
 //   PW_MMA_MFMA  AMD gfx942, gfx950: one v_mfma_f32_16x16x32_fp8_fp8.
-//   PW_MMA_SIMT  elsewhere, or where PW_FORCE_SIMT=1: the instruction emulated from the layouts
+//   PW_MMA_SIMT  elsewhere (NVIDIA and 64-lane AMD: not RDNA, where pw_mma8 is not defined), or
+//                where PW_FORCE_SIMT=1: the instruction emulated from the layouts
 //                above. Each group of 64 threads (threadIdx.x / 64) is a wavefront: its lanes
 //                write their operands to `scratch` (a PwMma8Scratch of the wavefront's own),
 //                meet (one wavefront on AMD; two warps at a named barrier on NVIDIA), and each
 //                lane sums its 4 elements of D over k from the other lanes' bytes. Slow: it is
 //                the check of a kernel's MFMA algorithm on a GPU without the instruction.
-// Every lane of a wavefront calls it together.
+// Every lane of a wavefront calls it together. PW_MMA8 is 1 where pw_mma8 is defined.
 #if !PW_FORCE_SIMT && defined(PW_AMD) && (defined(__gfx942__) || defined(__gfx950__))
 #define PW_MMA8_IMPL PW_MMA_MFMA
 #else
@@ -244,6 +245,7 @@ PW_DEVICE_INLINE void pw_mma(PwMmaC& c, const PwMmaA& a, const PwMmaB& b) {
 #endif
 
 #if PW_MMA8_IMPL == PW_MMA_MFMA
+#define PW_MMA8 1
 struct PwMma8Scratch {};  // no scratch: the matrix core reads the registers
 typedef float pw_mma8_f32x4 __attribute__((ext_vector_type(4)));
 PW_DEVICE_INLINE void pw_mma8(float (&d)[4], pw_u64 a, pw_u64 b, PwMma8Scratch&) {
@@ -255,7 +257,8 @@ PW_DEVICE_INLINE void pw_mma8(float (&d)[4], pw_u64 a, pw_u64 b, PwMma8Scratch&)
   d[2] = acc[2];
   d[3] = acc[3];
 }
-#elif defined(PW_FP8_FNUZ)
+#elif defined(PW_FP8_FNUZ) && (!defined(PW_AMD) || PW_WARP == 64)
+#define PW_MMA8 1
 struct PwMma8Scratch {
   pw_u64 a[64], b[64];
 };
@@ -264,8 +267,7 @@ PW_DEVICE_INLINE void pw_mma8_meet() {
 #if !defined(PW_AMD)
   asm volatile("bar.sync %0, 64;" ::"r"(1 + static_cast<int>(threadIdx.x) / 64) : "memory");
 #else
-  static_assert(PW_WARP == 64, "the emulated FP8 matrix instruction needs 64-lane wavefronts");
-  pw_syncwarp();
+  pw_syncwarp();  // one 64-lane wavefront
 #endif
 }
 PW_DEVICE_INLINE float pw_mma8_value(pw_u64 v, int byte) {
@@ -288,5 +290,8 @@ PW_DEVICE_INLINE void pw_mma8(float (&d)[4], pw_u64 a, pw_u64 b, PwMma8Scratch& 
   }
   pw_mma8_meet();  // every lane's reads done before the next call's writes
 }
+#endif
+#ifndef PW_MMA8
+#define PW_MMA8 0
 #endif
 #endif  // PW_DEVICE_COMPILE
