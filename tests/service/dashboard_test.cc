@@ -40,7 +40,7 @@ TEST(DashboardTest, EveryPanelQueryRunsAndPrewarmPanelsHaveData) {
       dir.path());
   auto metrics_line = p.WaitForStderr("metrics on ", 20);
   ASSERT_TRUE(metrics_line.has_value()) << p.Stderr();
-  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", testing::kCompileWatchdogS)) << p.Stderr();
   const testing::Prometheus prom(dir.path(), testing::PortAfter(*metrics_line),
                                  {{"namespace", "ml"}, {"pod", "dsv32-0"}});
   // Wait for a few scrapes: increase() over 1m needs two samples.

@@ -147,7 +147,7 @@ TEST(ServeTest, HealthFollowsTheCacheFromStartToShutdown) {
     ASSERT_TRUE(status->Get(&ctx, prewarm::v1::GetRequest(), &resp).ok());
     EXPECT_FALSE(resp.ready());
   }
-  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", testing::kCompileWatchdogS)) << p.Stderr();
   EXPECT_EQ(Probe(ports.grpc), 0);
   EXPECT_EQ(Probe(ports.grpc, ""), 0);
   {
@@ -240,7 +240,7 @@ TEST(MetricsTest, PromtoolAcceptsTheLiveEndpointAndTheTextfile) {
   const std::string cache = dir.path() + "/cache";
   testing::Background p(ServeArgs(cache), dir.path());
   const Ports ports = WaitForPorts(p);
-  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", testing::kCompileWatchdogS)) << p.Stderr();
   const std::string live = Http("http://127.0.0.1:" + std::to_string(ports.metrics) + "/metrics");
   ASSERT_NE(live.find("prewarm_build_info{"), std::string::npos) << live;
   for (const std::string& text : {live, ReadText(cache + "/prewarm/metrics.prom")}) {
@@ -481,7 +481,7 @@ TEST(MetricsTest, ARealPrometheusScrapesTheSidecar) {
   const std::string cache = dir.path() + "/cache";
   testing::Background p(ServeArgs(cache), dir.path());
   const Ports ports = WaitForPorts(p);
-  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", testing::kCompileWatchdogS)) << p.Stderr();
   const testing::Prometheus prom(dir.path(), ports.metrics);
   double compiled = -1;
   for (int i = 0; i < 60 && compiled < 0; ++i) {
@@ -644,7 +644,7 @@ TEST(ServeTest, RunServeThatCannotReplaceADamagedEntryStaysNotServing) {
   const Ports ports = WaitForPorts(p);
   ASSERT_GT(ports.grpc, 0) << p.Stderr();
   HealthWatch watch(ports.grpc);
-  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", 60)) << p.Stderr();
+  ASSERT_TRUE(p.WaitForStderr("serving until SIGTERM", testing::kCompileWatchdogS)) << p.Stderr();
   EXPECT_NE(p.Stdout().find("8 keys: 0 compiled, 7 cached, 1 failed"), std::string::npos)
       << p.Stdout();
   std::this_thread::sleep_for(std::chrono::milliseconds(3000));

@@ -10,6 +10,11 @@
 
 namespace prewarm::testing {
 
+// How long a test waits for a real compile of a small plan (8 gfx90a keys) to finish before it
+// calls the run stuck: a watchdog, not a timing (it returns when the line appears). About 30 s
+// on an idle 2-core machine; a loaded one took over 60.
+inline constexpr int kCompileWatchdogS = 300;
+
 class Background {
  public:
   // `dir` receives the output files. The child gets the parent's environment plus `env`.
