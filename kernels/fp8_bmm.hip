@@ -36,15 +36,23 @@
 //   All three: the k order inside each 64-wide chunk is permuted the same way for X and W (a dot
 //     product does not care), so a lane's W fragment is one 16-byte load and its X fragment 16
 //     consecutive values of a row.
-//   simt (AMD, older NVIDIA, PW_FORCE_SIMT): rows quantized into shared memory 64 at a time; for
-//     each 128 columns, each 64-wide half of a group's W tile is copied into shared memory with
-//     coalesced 4-byte loads, then each thread takes one column for its share of the rows.
+//   mfma (AMD gfx942 and gfx950, every key whose K is whole groups: m_exact, block_m 32, 64 and
+//     128): v_mfma_f32_16x16x32_fp8_fp8 in the arch's e4m3 (fnuz on gfx942, fn on gfx950). Rows
+//     quantized into shared memory as simt's (64 at a time, 32 where K > 256), straight into the
+//     fp8 bytes the matrix core reads; each wavefront keeps its 16-column tiles of W in registers
+//     and multiplies every 16-row tile of the chunk with them (pw_fp8_bmm_mfma below). Checked on
+//     NVIDIA over common/mma.h's emulation of the instruction (PW_FORCE_SIMT=1 PW_FP8_BMM_MFMA=1).
+//   simt (AMD gfx90a, gfx908 and RDNA, which have no FP8 matrix instructions, older NVIDIA,
+//     PW_FORCE_SIMT): rows quantized into shared memory 64 at a time; for each 128 columns, each
+//     64-wide half of a group's W tile is copied into shared memory with coalesced 4-byte loads,
+//     then each thread takes one column for its share of the rows.
 //   streamed (sm_90a, block_m 64 and 128 keys of the persistent geometry: v_up at M > 128):
 //     one block an SM walks a run of tiles with its batch's W kept in shared memory and X pieces
 //     copied ahead, wgmma e4m3 from quantized registers (fp8_bmm_wg.h).
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"
+#include "common/mma.h"
 #include "common/portability.h"
 #include "common/wgmma.h"
 
@@ -92,16 +100,42 @@
 #else
 #define PW_FP8_MMA 0
 #endif
+// PW_FP8_BMM_MFMA: the MFMA path, by default where the arch has FP8 matrix cores (AMD gfx942,
+// gfx950) and the build is not forced to SIMT; PW_FP8_BMM_MFMA=1 elsewhere (a checking define)
+// runs the same path over common/mma.h's emulated instruction (with PW_FORCE_SIMT=1 on NVIDIA:
+// the check of the AMD algorithm on the H200). PW_FP8_MFMA: this compile runs it (K whole
+// 128-wide groups, and common/mma.h has pw_mma8 here: not RDNA; else the SIMT path).
+#if !PW_FORCE_SIMT && defined(PW_AMD) && (defined(__gfx942__) || defined(__gfx950__))
+#define PW_FP8_MFMA_ARCH 1
+#else
+#define PW_FP8_MFMA_ARCH 0
+#endif
+#ifndef PW_FP8_BMM_MFMA
+#define PW_FP8_BMM_MFMA PW_FP8_MFMA_ARCH
+#endif
+#if PW_FP8_BMM_MFMA && !PW_FP8_MMA && PW_K % 128 == 0 && PW_MMA8
+#define PW_FP8_MFMA 1
+#else
+#define PW_FP8_MFMA 0
+#endif
+#ifndef PW_FP8_BMM_HW_CVT  // a measuring define of the mfma path on gfx942, gfx950 (its quantize)
+#define PW_FP8_BMM_HW_CVT 0
+#endif
 
 // The launch's geometry (the host computes the same); the tiled path where this compile uses
 // e4m3 matrix instructions and the geometry has one (else exact).
 constexpr PwFp8BmmGeometry kPwGeometry =
     pw_fp8_bmm_geometry(PW_N, PW_K, PW_M_EXACT, PW_BLOCK_M, PW_FP8_MMA_ARCH, PW_WGMMA);
 constexpr bool kPwTiled = PW_FP8_MMA && kPwGeometry.tiled;
-// The block's rows are taken kPwChunk at a time by the exact and simt paths (at most 64: the
+// The block's rows are taken kPwChunk at a time by the exact, mfma and simt paths (at most 64: the
 // quantized rows of a chunk stay within the static shared memory for K up to 512; 32 beside the
-// persistent geometry's dynamic shared memory, which a build forced to SIMT still gets).
-constexpr int kPwChunk = PW_ROWS < 64 ? PW_ROWS : kPwGeometry.persistent ? 32 : 64;
+// persistent geometry's dynamic shared memory, which a build forced to SIMT still gets; 32 on the
+// mfma path where K > 256, whose 64 rows (33 KiB at K = 512) would leave gfx942's 64 KiB of LDS
+// one block a CU).
+constexpr int kPwChunk = PW_ROWS < 64                ? PW_ROWS
+                         : kPwGeometry.persistent    ? 32
+                         : PW_FP8_MFMA && PW_K > 256 ? 32
+                                                     : 64;
 constexpr int kPwTiles = (kPwChunk + 15) / 16;  // 16-row tiles of a chunk
 constexpr int kPwRowsPad = 16 * kPwTiles;       // qx rows held (rows past the chunk: zeros)
 constexpr int kPwChunks = PW_K / 64;            // 64-wide k chunks (the MMA paths)
@@ -237,6 +271,10 @@ __device__ inline void pw_fp8_bmm_quantize(const pw_u16* x, int b, int m0, int r
         o[1] = pw_u2f(u.x & 0xffff0000u);
         o[2] = pw_u2f(u.y << 16);
         o[3] = pw_u2f(u.y & 0xffff0000u);
+      } else if constexpr (PW_FP8_MFMA && per == 2) {  // one 4-byte load (K is whole groups)
+        const pw_u32 u = real ? *reinterpret_cast<const pw_u32*>(src) : 0u;
+        v[j][0] = pw_u2f(u << 16);
+        v[j][1] = pw_u2f(u & 0xffff0000u);
       } else {
 #pragma unroll
         for (int i = 0; i < per; ++i)
@@ -258,6 +296,28 @@ __device__ inline void pw_fp8_bmm_quantize(const pw_u16* x, int b, int m0, int r
       const pw_u32 q = pw_e4m3x4(pw_fp8_bmm_div(v[j][0], s, inv), pw_fp8_bmm_div(v[j][1], s, inv),
                                  pw_fp8_bmm_div(v[j][2], s, inv), pw_fp8_bmm_div(v[j][3], s, inv));
       *reinterpret_cast<pw_u32*>(qx + r * PW_QROW + k0) = q;
+#elif PW_FP8_MFMA
+      // The lane's values (K is whole groups: all of them real) as one 2- or 4-byte store.
+      static_assert(per == 2 || per == 4, "two or four values a lane");
+      pw_u32 q = 0;
+#if PW_FP8_BMM_HW_CVT
+      // The arch's own conversion (v_cvt_pk_fp8_f32: round to nearest even, the arch's flavour),
+      // a measuring define: not checked against pw_fp8_encode on a GPU yet.
+      static_assert(per == 2, "wave64");
+      q = static_cast<pw_u32>(__builtin_amdgcn_cvt_pk_fp8_f32(
+              pw_fp8_bmm_div(v[j][0], s, inv), pw_fp8_bmm_div(v[j][1], s, inv), 0, false)) &
+          0xffffu;
+#else
+#pragma unroll
+      for (int i = 0; i < per; ++i) {
+        q |= pw_fp8_encode_fast(pw_fp8_bmm_div(v[j][i], s, inv), PW_FP8_FNUZ != 0) << (8 * i);
+      }
+#endif
+      if constexpr (per == 2) {
+        *reinterpret_cast<pw_u16*>(qx + r * PW_QROW + k0) = static_cast<pw_u16>(q);
+      } else {
+        *reinterpret_cast<pw_u32*>(qx + r * PW_QROW + k0) = q;
+      }
 #else
 #pragma unroll
       for (int i = 0; i < per; ++i) {
@@ -709,7 +769,135 @@ __device__ inline void pw_fp8_bmm_exact_split(const pw_u16* __restrict__ x,
 }
 #endif
 
-#if !PW_FP8_MMA
+#if PW_FP8_MFMA
+// The MFMA path: v_mfma_f32_16x16x32_fp8_fp8 with W as A (16 columns of Y a tile) and X as B (16
+// rows), so lane l's 4 accumulators are row l % 16 of Y, columns 4 (l / 16) + [0, 4) of the tile:
+// one row scale a lane, one 8-byte store. Wavefront w of the block's 4 takes kPwMfWaveTiles
+// 16-column tiles and keeps their W in registers (read once from global memory: a lane's row,
+// 32 bytes a group), kPwMfPass tiles at a time (at most 256 bytes of W a lane; one pass for
+// DeepSeek's GEMMs); the block quantizes kPwChunk rows of X at a time into shared memory as the
+// other paths do (fp8 bytes, the arch's flavour: the matrix core's B operand as stored), and each
+// wavefront multiplies every 16-row tile of them with its tiles, a fresh sum per group scaled by
+// the rows' scales. k order: lane l's byte e of step s (of a group's 4) is k 32 (l / 16) + 8 s + e
+// of the group (pw_fp8_bmm_mfma_k), for W and X alike, so a lane's 4 steps are 32 contiguous
+// bytes of its row of each.
+// PW_FP8_BMM_MFMA_PASS (a measuring define) caps the tiles a pass: fewer registers (block_m 128
+// q_absorb holds 64 VGPRs of W for its 8 tiles, 158 in all: 3 waves a SIMD), X quantized once a
+// pass.
+constexpr int kPwMfWaves = PW_THREADS / 64;
+constexpr int kPwMfTiles = (PW_COLS + 15) / 16;  // 16-column tiles of the block
+constexpr int kPwMfWaveTiles = (kPwMfTiles + kPwMfWaves - 1) / kPwMfWaves;
+#ifdef PW_FP8_BMM_MFMA_PASS
+constexpr int kPwMfPassMax = PW_FP8_BMM_MFMA_PASS;
+#else
+constexpr int kPwMfPassMax = PW_K < 1024 ? 1024 / PW_K : 1;  // 256 bytes of W a lane
+#endif
+constexpr int kPwMfPass = kPwMfWaveTiles < kPwMfPassMax ? kPwMfWaveTiles : kPwMfPassMax;
+
+// Y[m][n + e] = v[e] (e < 4, n a multiple of 4): one 8-byte store where all four exist.
+__device__ inline void pw_fp8_bmm_store4(pw_u16* y, int b, int m, int n, const float (&v)[4]) {
+  pw_u16* row = y + (static_cast<long long>(m) * PW_BATCH + b) * PW_N;
+  if (PW_N % 4 == 0 && n + 3 < PW_N) {
+    *reinterpret_cast<uint2*>(row + n) =
+        make_uint2(pw_pack_bf16x2(v[0], v[1]), pw_pack_bf16x2(v[2], v[3]));
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (n + e < PW_N) row[n + e] = pw_float_to_bf16(v[e]);
+    }
+  }
+}
+
+__device__ inline void pw_fp8_bmm_mfma(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
+                                       float w_scale, pw_u16* __restrict__ y, int m_total,
+                                       PwFp8Tile tile) {
+  __shared__ __attribute__((aligned(16))) pw_u8 qx[kPwRowsPad * PW_QROW];
+  __shared__ float sx[kPwRowsPad * PW_GROUPS];
+#if PW_MMA8_IMPL == PW_MMA_SIMT
+  __shared__ PwMma8Scratch scratch_of[kPwMfWaves];  // the emulated instruction's
+  PwMma8Scratch& scratch = scratch_of[threadIdx.x / 64];
+#else
+  PwMma8Scratch scratch;
+#endif
+  const int b = tile.b, n_block = tile.n_block, m0 = tile.m0;
+  const int wave = threadIdx.x / 64, lane = threadIdx.x % 64;
+  const int row = pw_mfma8_row(lane);            // of W (A), of X (B) and of Y (D)
+  const int kq = pw_fp8_bmm_mfma_k(lane, 0, 0);  // the lane's first byte of a group
+  const int n_sub = pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, 0);  // its first column of a tile
+#pragma unroll 1
+  for (int p0 = 0; p0 < kPwMfWaveTiles; p0 += kPwMfPass) {
+    // W of the pass's tiles: tile t's row `row` (zeros past N or the block), 32 bytes a group.
+    uint4 wf[kPwMfPass][PW_GROUPS][2];
+#pragma unroll
+    for (int t = 0; t < kPwMfPass; ++t) {
+      const int local = 16 * (wave * kPwMfWaveTiles + p0 + t) + row, n = n_block + local;
+      const bool real = p0 + t < kPwMfWaveTiles && local < PW_COLS && n < PW_N;
+      const uint4* src = reinterpret_cast<const uint4*>(
+          w + (static_cast<long long>(b) * PW_N + (real ? n : 0)) * PW_K + kq);
+#pragma unroll
+      for (int g = 0; g < PW_GROUPS; ++g) {
+        wf[t][g][0] = real ? src[8 * g] : make_uint4(0, 0, 0, 0);
+        wf[t][g][1] = real ? src[8 * g + 1] : make_uint4(0, 0, 0, 0);
+      }
+    }
+    for (int mc = 0; mc < PW_ROWS; mc += kPwChunk) {
+      if (m0 + mc >= m_total) break;  // the same for the whole block
+      const int rows = PW_ROWS - mc < kPwChunk ? PW_ROWS - mc : kPwChunk;
+      if (mc > 0 || p0 > 0) __syncthreads();  // the last chunk's qx and sx no longer read
+      pw_fp8_bmm_quantize(x, b, m0 + mc, rows, m_total, qx, sx);
+      __syncthreads();
+#pragma unroll 1
+      for (int mt = 0; mt < kPwTiles; ++mt) {
+        if (16 * mt >= rows) break;  // the same for the whole block
+        const int r = 16 * mt + row;
+        float acc[kPwMfPass][4];
+#pragma unroll
+        for (int g = 0; g < PW_GROUPS; ++g) {
+          // X of rows 16 mt + [0, 16), group g: the lane's 4 steps (8 bytes each).
+          const uint2* xq = reinterpret_cast<const uint2*>(qx + r * PW_QROW + PW_GROUP * g + kq);
+          pw_u64 xf[4];
+#pragma unroll
+          for (int st = 0; st < 4; ++st) {
+            const uint2 u = xq[st];
+            xf[st] = u.x | (static_cast<pw_u64>(u.y) << 32);
+          }
+          const float s = sx[r * PW_GROUPS + g];
+          float d[kPwMfPass][4] = {};
+#pragma unroll
+          for (int st = 0; st < 4; ++st) {
+#pragma unroll
+            for (int t = 0; t < kPwMfPass; ++t) {
+              const uint4& f = wf[t][g][st / 2];
+              const pw_u64 a = st % 2 == 0 ? (f.x | (static_cast<pw_u64>(f.y) << 32))
+                                           : (f.z | (static_cast<pw_u64>(f.w) << 32));
+              pw_mma8(d[t], a, xf[st], scratch);
+            }
+          }
+#pragma unroll
+          for (int t = 0; t < kPwMfPass; ++t) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[t][e] = g == 0 ? d[t][e] * s : acc[t][e] + d[t][e] * s;
+          }
+        }
+        const int m = m0 + mc + r;
+        if (r < rows && (PW_ROWS_EVEN || m < m_total)) {
+#pragma unroll
+          for (int t = 0; t < kPwMfPass; ++t) {
+            const int local = 16 * (wave * kPwMfWaveTiles + p0 + t) + n_sub;
+            if (p0 + t >= kPwMfWaveTiles || local >= PW_COLS) continue;
+            float v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = acc[t][e] * w_scale;
+            pw_fp8_bmm_store4(y, b, m, n_block + local, v);
+          }
+        }
+      }
+    }
+  }
+}
+#endif
+
+#if !PW_FP8_MMA && !PW_FP8_MFMA
 constexpr int kPwSimtCols = PW_COLS < 128 ? PW_COLS : 128;  // columns a pass
 __device__ inline void pw_fp8_bmm_simt(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
                                        float w_scale, pw_u16* __restrict__ y, int m_total,
@@ -795,15 +983,30 @@ __device__ inline void pw_fp8_bmm_tile_path(const pw_u16* __restrict__ x,
   } else {
     pw_fp8_bmm_exact(x, w, w_scale, y, m_total, t);
   }
+#elif PW_FP8_MFMA
+  pw_fp8_bmm_mfma(x, w, w_scale, y, m_total, t);
 #else
   pw_fp8_bmm_simt(x, w, w_scale, y, m_total, t);
 #endif
 }
 
 // The tiled path fits 128 registers a lane: 2 blocks an SM (in the persistent geometry one block
-// an SM is all its shared memory allows, and the streamed path's accumulators take more).
+// an SM is all its shared memory allows, and the streamed path's accumulators take more). The
+// mfma path asks for PW_FP8_BMM_MFMA_WAVES waves a SIMD (a block is one wave on each of a CU's 4
+// SIMDs; hipcc's second bound is waves per execution unit): left free, the compiler took up to
+// 192 VGPRs and 36 AGPRs (2 waves) for the block_m keys; at 3 none spills (at most 158 VGPRs, no
+// AGPRs); at 4 block_m 128 q_absorb spills 24 VGPRs.
+// (A preprocessor choice: a namespace-scope constexpr would be a global symbol of every
+// NVIDIA cubin, which must stay byte-identical.)
+#ifndef PW_FP8_BMM_MFMA_WAVES
+#define PW_FP8_BMM_MFMA_WAVES 3
+#endif
+#if PW_FP8_MFMA && PW_MMA8_IMPL == PW_MMA_MFMA
+extern "C" __global__ void __launch_bounds__(PW_THREADS, PW_FP8_BMM_MFMA_WAVES)
+#else
 extern "C" __global__ void __launch_bounds__(PW_THREADS,
                                              kPwTiled && !kPwGeometry.persistent ? 2 : 1)
+#endif
     pw_fp8_bmm(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w, float w_scale,
                pw_u16* __restrict__ y, int m_total) {
 #if PW_FP8_MMA && PW_WGMMA

@@ -548,6 +548,28 @@ TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   const int simt_failures = CheckFilled(simt_store, simt_items, simt_planned, simt_filled, limits,
                                         shape, "/simt", 104729u);
   std::printf("%d of %zu SIMT variants outside their bound\n", simt_failures, simt_items.size());
+
+  // fp8_bmm's MFMA path (what gfx942 and gfx950 run: v_mfma_f32_16x16x32_fp8_fp8) over
+  // common/mma.h's emulation of that instruction (PW_FORCE_SIMT=1 PW_FP8_BMM_MFMA=1): the AMD
+  // algorithm, its operands and its accumulators, checked here. Every fp8_bmm variant, a third
+  // cache.
+  testing::TempDir mfma_dir;
+  const CacheStore mfma_store(mfma_dir.path());
+  std::vector<FillItem> mfma_items;
+  std::vector<std::pair<std::string, PlannedKey>> mfma_planned;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (planned[i].first != "fp8_bmm") continue;
+    FillItem item = items[i];
+    item.job.defines.push_back("-DPW_FORCE_SIMT=1");
+    item.job.defines.push_back("-DPW_FP8_BMM_MFMA=1");
+    mfma_items.push_back(item);
+    mfma_planned.push_back(planned[i]);
+  }
+  const std::vector<FillResult> mfma_filled = FillCache(mfma_store, mfma_items, fo);
+  const int mfma_failures = CheckFilled(mfma_store, mfma_items, mfma_planned, mfma_filled, limits,
+                                        shape, "/mfma-emulated", 15485863u);
+  std::printf("%d of %zu emulated-MFMA fp8_bmm variants outside their bound\n", mfma_failures,
+              mfma_items.size());
 }
 
 // The serving side on the GPU: after `prewarm run` with the plan's limits, random in-range steps
