@@ -158,7 +158,8 @@ TEST(MmaLayoutTest, Fp8BmmMfmaPlanComputesTheProduct) {
     pw_u8 w[16][128], x[16][128];
     auto code = [&] {
       pw_u8 c;
-      do c = static_cast<pw_u8>(rng()); while (std::isnan(pw_fp8_decode_fmt(c, fnuz)));
+      do c = static_cast<pw_u8>(rng());
+      while (std::isnan(pw_fp8_decode_fmt(c, fnuz)));
       return c;
     };
     for (int r = 0; r < 16; ++r) {
