@@ -10,7 +10,7 @@ set -uo pipefail
 skip() { echo "skipped: $*" >&2; exit 77; }
 suite=sid
 mirror=http://deb.debian.org/debian
-packages="libhiprtc6 libhiprtc-builtins6 libamdhip64-dev libamd-comgr3"
+packages="libhiprtc6 libhiprtc-builtins6 libamdhip64-dev libamd-comgr3 llvm-21"
 recipe=2  # bump when the steps below change what the root holds
 key=$(printf '%s\n' "$suite" "$packages" "$recipe" | sha256sum | cut -c1-16)
 cache=${PREWARM_TEST_ROOTS:-/var/cache/prewarm-test-roots}

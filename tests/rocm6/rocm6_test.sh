@@ -5,7 +5,12 @@
 # `verify --format json` and an independent ELF reader (check_code_objects.py) check each code
 # object: the right machine in e_flags, every entry the launch code needs,
 # kernel descriptors that agree with the metadata, wave64, no scratch, LDS within the arch's
-# limit. Exit 77 (skipped) when the root cannot be made here (rocm6_root.sh says why).
+# limit; and LLVM's objdump from the same root disassembles every gfx942 and gfx950 key
+# (check_instructions.py): each kernel uses exactly the matrix instructions its launcher is
+# designed to use (fp8_bmm v_mfma_f32_16x16x32_fp8_fp8, the sparse attention and index kernels
+# v_mfma_f32_16x16x16_bf16, the others none), so a silent fall back to SIMT fails; the
+# instruction mix of each run is left in WORK_DIR/mix-N.tsv. Exit 77 (skipped) when the root
+# cannot be made here (rocm6_root.sh says why).
 #   rocm6_test.sh SOURCE_DIR PREWARM_BINARY WORK_DIR
 set -uo pipefail
 src=$1
@@ -18,6 +23,7 @@ set -e
 rm -rf "$work" && mkdir -p "$work"
 inroot() { "$src/tests/rocm6/inroot.sh" "$root" "$binary" "$work" "$@"; }
 fail=0
+n=0
 # Each run: a name, then its arguments. RDNA (gfx1100, gfx1200) is there for the wave width:
 # its kernels must be wave32 like the launch code's blocks.
 runs=(
@@ -42,6 +48,11 @@ for entry in "${runs[@]}"; do
   inroot verify "${args[@]}" --format json >"$work/verify.json" 2>"$work/verify.err" ||
     { echo "FAIL $name: verify failed"; tail -5 "$work/verify.err"; fail=1; continue; }
   python3 "$src/tests/rocm6/check_code_objects.py" "$work/verify.json" "$work/cache" || fail=1
+  n=$((n + 1))
+  if [[ $name != RDNA* ]]; then
+    python3 "$src/tests/rocm6/check_instructions.py" "$work/verify.json" "$work/cache" "$work/asm-$n" \
+      "$root" --mix "$work/mix-$n.tsv" || fail=1
+  fi
   [[ -f $work/first.json ]] || cp "$work/verify.json" "$work/first.json"
 done
 # The checker must be able to fail: a report claiming wave32, scratch and too much LDS.
@@ -56,6 +67,23 @@ if python3 "$src/tests/rocm6/check_code_objects.py" "$work/doctored.json" "$work
   echo "FAIL the checker accepted a doctored report"; fail=1
 elif [[ $(grep -c "^FAIL" "$work/doctored.out") != 3 ]]; then
   echo "FAIL the checker did not name the three doctored problems:"; cat "$work/doctored.out"; fail=1
+fi
+# And the instruction checker: one fp8_bmm key's disassembly with its MFMAs turned into VALU
+# multiply-adds (what a SIMT fall back looks like) must fail, naming that key.
+doctored=
+for f in "$work"/asm-1/fp8_bmm-*.s; do
+  grep -q v_mfma_f32_16x16x32_fp8_fp8 "$f" && { doctored=$f; break; }
+done
+if [[ -z $doctored ]]; then
+  echo "FAIL no fp8_bmm disassembly with an FP8 MFMA to doctor"; fail=1
+else
+  sed -i 's/v_mfma_f32_16x16x32_fp8_fp8/v_fma_f32/' "$doctored"
+  if python3 "$src/tests/rocm6/check_instructions.py" "$work/first.json" "$work/cache" "$work/asm-1" \
+    >"$work/doctored-asm.out"; then
+    echo "FAIL the instruction checker accepted an fp8_bmm key without MFMA"; fail=1
+  elif [[ $(grep -c "^FAIL fp8_bmm .*pw_fp8_bmm uses no MFMA" "$work/doctored-asm.out") != 1 ]]; then
+    echo "FAIL the instruction checker did not name the doctored key:"; cat "$work/doctored-asm.out"; fail=1
+  fi
 fi
 [[ $fail == 0 ]] && echo "rocm6: every key of every model compiled and checked for gfx942 and gfx950 (and RDNA's wave32)"
 exit $fail
