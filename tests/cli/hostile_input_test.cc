@@ -23,8 +23,6 @@
 #include "tests/testing/small_cache.h"
 #include "tests/testing/temp_dir.h"
 
-extern char** environ;
-
 namespace prewarm {
 namespace {
 
@@ -48,16 +46,8 @@ SubprocessResult Limited(
   if (as_bytes > 0) argv = {"prlimit", "--as=" + std::to_string(as_bytes)};
   argv.push_back(testing::PrewarmBinary());
   argv.insert(argv.end(), args.begin(), args.end());
-  SubprocessOptions options;
+  SubprocessOptions options = testing::PrewarmSubprocessOptions(env);
   options.timeout = kWatchdog;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "PREWARM_", 8) == 0) {
-      const char* eq = std::strchr(*e, '=');
-      options.env.emplace_back(std::string(*e, static_cast<size_t>(eq - *e)), std::nullopt);
-    }
-  }
-  options.env.emplace_back("PREWARM_KFD_ROOT", "/nonexistent/prewarm-test-kfd");
-  for (const auto& kv : env) options.env.push_back(kv);
   absl::StatusOr<SubprocessResult> r = RunSubprocess(argv, options);
   EXPECT_TRUE(r.ok()) << r.status();
   if (!r.ok()) return {};

@@ -9,11 +9,8 @@ extern char** environ;
 
 namespace prewarm::testing {
 
-SubprocessResult RunPrewarm(
-    const std::vector<std::string>& args,
+SubprocessOptions PrewarmSubprocessOptions(
     const std::vector<std::pair<std::string, std::optional<std::string>>>& env) {
-  std::vector<std::string> argv = {PrewarmBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
   SubprocessOptions options;
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::strncmp(*e, "PREWARM_", 8) == 0) {
@@ -23,7 +20,15 @@ SubprocessResult RunPrewarm(
   }
   options.env.emplace_back("PREWARM_KFD_ROOT", "/nonexistent/prewarm-test-kfd");
   for (const auto& kv : env) options.env.push_back(kv);
-  absl::StatusOr<SubprocessResult> result = RunSubprocess(argv, options);
+  return options;
+}
+
+SubprocessResult RunPrewarm(
+    const std::vector<std::string>& args,
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& env) {
+  std::vector<std::string> argv = {PrewarmBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  absl::StatusOr<SubprocessResult> result = RunSubprocess(argv, PrewarmSubprocessOptions(env));
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *result : SubprocessResult{};
 }

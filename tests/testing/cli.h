@@ -18,6 +18,11 @@ SubprocessResult RunPrewarm(
     const std::vector<std::string>& args,
     const std::vector<std::pair<std::string, std::optional<std::string>>>& env = {});
 
+// The options RunPrewarm runs the binary with (the environment above), for a caller that runs it
+// its own way (under prlimit, with a watchdog).
+SubprocessOptions PrewarmSubprocessOptions(
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& env = {});
+
 std::string TestDataPath(const std::string& relative);
 
 // The prewarm binary: $PREWARM_TEST_BINARY when set (the device machine runs a copied build),
