@@ -248,7 +248,8 @@ const planFlags = [
     (p) => p.limits.max_cudagraph_capture_size === 64],
   [["--hf-overrides", '{"index_topk":1024}'], ["--hf-overrides"], (p) => p.shape.index_topk === 1024],
   // An optimization level is not a compilation config: the chart's capture size stays.
-  [["-O3"], ["--compilation-config"], (p) => p.limits.max_cudagraph_capture_size === 512],
+  [["-O3"], ["--compilation-config"], (p) => p.limits.max_cudagraph_capture_size === 128,
+    ["limits.maxCudagraphCaptureSize=128"]],
 ];
 for (const [extra, spellings, planned, sets = []] of planFlags) {
   test(`vllm.extraArgs ${extra.join(" ")}: set once, in both containers, planned by the prewarmer`, () => {
@@ -270,7 +271,7 @@ test("NOTES print the one command line", () => {
     'vllm.extraArgs=["-dcp","2"]'], { encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
   const notes = r.stdout.slice(r.stdout.indexOf("NOTES:"));
-  assert.match(notes, /--kv-cache-dtype nvfp4 --compilation-config '\{"max_cudagraph_capture_size":512\}' --port 8000 -dcp 2\n/);
+  assert.match(notes, /vllm serve deepseek-ai\/DeepSeek-V3\.2 --tensor-parallel-size 8 --kv-cache-dtype nvfp4 --port 8000 -dcp 2\n/);
 });
 
 // The prewarmer of an image volume must be the prewarm image that packed it (issue 31 item 3).
@@ -457,7 +458,7 @@ const rejectedBySchema = (...sets) => {
 test("the schema takes every KV cache dtype the binary takes, and each reaches the plan", () => {
   const binary = listAfter(binaryRejects("--kv-cache-dtype", "int4"), "expected one of vLLM's: ");
   assert.ok(binary.length >= 10, binary.join(","));
-  assert.deepEqual([...schema.properties.limits.properties.kvCacheDtype.enum].sort(), [...binary].sort());
+  assert.deepEqual(schema.properties.limits.properties.kvCacheDtype.enum.filter((d) => d !== null).sort(), [...binary].sort());
   for (const dtype of binary) {
     const plan = planInPod(servingPod(render(`limits.kvCacheDtype=${dtype}`)).prewarm);
     if (dtype !== "auto") assert.equal(plan.limits.kv_cache_dtype, dtype);
@@ -513,6 +514,67 @@ test("maxModelLen takes auto, -1 and vLLM's 32K as the binary does; it refuses w
   }
 });
 
+// Issue 29: a limit the user does not set is not on the line, so vLLM and the prewarmer both take
+// vLLM's default (the binary follows vLLM's GPU-class defaults); the chart overrides none of them.
+// [value, its flags, the plan's field]
+const chartLimits = [["maxNumSeqs", ["--max-num-seqs"], "max_num_seqs"],
+  ["maxNumBatchedTokens", ["--max-num-batched-tokens"], "max_num_batched_tokens"],
+  ["maxModelLen", ["--max-model-len"], "max_model_len"],
+  ["numSpeculativeTokens", ["--speculative-config", "--num-speculative-tokens"], "num_speculative_tokens"],
+  ["maxCudagraphCaptureSize", ["--compilation-config"], "max_cudagraph_capture_size"],
+  ["tensorParallelSize", ["--tensor-parallel-size", "-tp"], "tensor_parallel_size"],
+  ["decodeContextParallelSize", ["--decode-context-parallel-size", "-dcp"], "decode_context_parallel_size"],
+  ["blockSize", ["--block-size"], "block_size"],
+  ["kvCacheDtype", ["--kv-cache-dtype"], "kv_cache_dtype"]];
+// The binary's own plan for a vLLM line with no limit flag at all.
+function binaryDefaults(arch) {
+  const r = spawnSync(prewarmBin, ["plan", "--format", "json", "--arch", arch, "--vllm-args", "vllm serve deepseek-ai/DeepSeek-V3.2"],
+    { env: { PATH: process.env.PATH }, encoding: "utf8", maxBuffer: 1 << 28 });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout).limits;
+}
+
+test("by default the chart sets only tp and the KV dtype; the rest are vLLM's GPU-class defaults, as the binary plans them", () => {
+  for (const [arch, seqs, tokens] of [["gfx942", 1024, 8192], ["gfx950", 1024, 8192], ["sm_90", 1024, 8192], ["gfx90a", 256, 2048]]) {
+    const { prewarm, vllm } = servingPod(render(`prewarm.arch=${arch}`));
+    assert.deepEqual(argv(vllm), ["vllm", "serve", "deepseek-ai/DeepSeek-V3.2", "--tensor-parallel-size", "8",
+      "--kv-cache-dtype", "nvfp4", "--port", "8000"], arch);
+    const { limits } = planInPod(prewarm);
+    const defaults = binaryDefaults(arch);
+    for (const [, , field] of chartLimits) {
+      if (field === "tensor_parallel_size") assert.equal(limits[field], 8);
+      else assert.equal(limits[field], defaults[field], `${arch}: ${field} is the binary's default`);
+    }
+    assert.deepEqual([limits.max_num_seqs, limits.max_num_batched_tokens, limits.max_model_len], [seqs, tokens, 163840], arch);
+  }
+});
+
+for (const [value, flags, field] of chartLimits) {
+  test(`limits.${value} unset (--set null, or null in a values file): no flag on either line, the binary's default planned`, () => {
+    const defaults = binaryDefaults("gfx942");
+    for (const sets of [[`limits.${value}=null`], ["--set-json", `limits.${value}=null`]]) {
+      const docs = render(...sets);
+      for (const d of docs) validate(d);
+      const { prewarm, vllm } = servingPod(docs);
+      for (const [who, w] of [["vllm", argv(vllm)], ["prewarm", shellWords(env(prewarm).PREWARM_VLLM_ARGS)]]) {
+        assert.equal(count(w, flags), 0, `${who}: ${JSON.stringify(w)}`);
+      }
+      const plan = planInPod(prewarm);
+      // tp 8 stays for the others; unset, tp is vLLM's 1.
+      if (field === "tensor_parallel_size") assert.equal(plan.limits[field], 1);
+      else assert.equal(plan.limits[field], defaults[field], sets.join(" "));
+    }
+  });
+}
+
+test("a dcp with tp unset is checked against vLLM's tp 1", () => {
+  const err = rejectedBySchema("limits.tensorParallelSize=null", "limits.decodeContextParallelSize=2");
+  assert.match(err || "", /decodeContextParallelSize \(2\) must divide limits\.tensorParallelSize \(1, vLLM's default: it is unset\)/);
+  binaryRejects("--vllm-args", "vllm serve m -dcp 2");
+  const { prewarm } = servingPod(render("limits.tensorParallelSize=null", "limits.decodeContextParallelSize=1"));
+  assert.equal(planInPod(prewarm).limits.decode_context_parallel_size, 1);
+});
+
 // Each integer limit's bounds, as the binary states them.
 const intLimits = { maxNumSeqs: "max-num-seqs", maxNumBatchedTokens: "max-num-batched-tokens",
   numSpeculativeTokens: "num-speculative-tokens", maxCudagraphCaptureSize: "max-cudagraph-capture-size",
@@ -544,7 +606,7 @@ test("decodeContextParallelSize reaches both containers; one that does not divid
     }
     assert.equal(err, null, `tp ${tp} dcp ${dcp}: the binary plans it, the chart must render it`);
     const { prewarm, vllm } = servingPod(render(...sets));
-    assert.equal(count(argv(vllm), ["--decode-context-parallel-size", "-dcp"]), dcp > 1 ? 1 : 0);
+    assert.equal(count(argv(vllm), ["--decode-context-parallel-size", "-dcp"]), 1, "set, so on the line");
     assert.equal(planInPod(prewarm).limits.decode_context_parallel_size, dcp);
   }
   // -dcp in extraArgs is the flag, once; the chart's own value then is not checked or given.

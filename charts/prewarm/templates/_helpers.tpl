@@ -136,7 +136,7 @@ chart's --speculative-config; -O/-cc/--compilation-config with a JSON object or 
 optimization level, -O3 or -O 3, does not).
 */}}
 {{- define "prewarm.vllmCommand" -}}
-{{- $l := .Values.limits -}}
+{{- $l := .Values.limits | default dict -}}
 {{- $extra := .Values.vllm.extraArgs | default list -}}
 {{- $alias := dict "tp" "tensor-parallel-size" "dcp" "decode-context-parallel-size"
   "O" "compilation-config" "cc" "compilation-config" "cuda-graph-sizes" "compilation-config"
@@ -160,24 +160,30 @@ optimization level, -O3 or -O 3, does not).
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- /* maxModelLen may be auto or 32K: a string goes on the line as it is. */ -}}
-{{- $maxModelLen := ternary $l.maxModelLen (int64 $l.maxModelLen | toString) (kindIs "string" $l.maxModelLen) -}}
-{{- $dcp := int64 (default 1 $l.decodeContextParallelSize) -}}
-{{- if and (not (hasKey $given "tensor-parallel-size")) (not (hasKey $given "decode-context-parallel-size")) (ne (mod (int64 $l.tensorParallelSize) $dcp) 0) -}}
-{{- fail (printf "limits.decodeContextParallelSize (%d) must divide limits.tensorParallelSize (%d): vLLM splits a decode's context over dcp of the tp ranks" $dcp (int64 $l.tensorParallelSize)) -}}
+{{- /* A limit the user leaves unset (null, the default) puts no flag on the line: vLLM and the
+prewarmer then both take vLLM's own default (the prewarmer follows vLLM's GPU-class defaults). */ -}}
+{{- $isSet := dict -}}
+{{- range $k, $v := $l -}}
+{{- if not (kindIs "invalid" $v) }}{{ $_ := set $isSet $k true }}{{ end -}}
 {{- end -}}
-{{- $own := list
-  (list "max-num-seqs" (int64 $l.maxNumSeqs | toString))
-  (list "max-num-batched-tokens" (int64 $l.maxNumBatchedTokens | toString))
-  (list "max-model-len" $maxModelLen)
-  (list "tensor-parallel-size" (int64 $l.tensorParallelSize | toString))
-  (list "block-size" (int64 $l.blockSize | toString))
-  (list "kv-cache-dtype" (toString $l.kvCacheDtype))
-  (list "compilation-config" (printf "{\"max_cudagraph_capture_size\":%d}" (int64 $l.maxCudagraphCaptureSize))) -}}
-{{- if gt $dcp 1 -}}
-{{- $own = append $own (list "decode-context-parallel-size" ($dcp | toString)) -}}
+{{- $tp := ternary (int64 (get $l "tensorParallelSize" | default 1)) 1 (hasKey $isSet "tensorParallelSize") -}}
+{{- $dcp := ternary (int64 (get $l "decodeContextParallelSize" | default 1)) 1 (hasKey $isSet "decodeContextParallelSize") -}}
+{{- if and (not (hasKey $given "tensor-parallel-size")) (not (hasKey $given "decode-context-parallel-size")) (ne (mod $tp $dcp) 0) -}}
+{{- fail (printf "limits.decodeContextParallelSize (%d) must divide limits.tensorParallelSize (%d%s): vLLM splits a decode's context over dcp of the tp ranks" $dcp $tp (ternary "" ", vLLM's default: it is unset" (hasKey $isSet "tensorParallelSize"))) -}}
 {{- end -}}
-{{- if gt (int64 $l.numSpeculativeTokens) 0 -}}
+{{- $own := list -}}
+{{- range (list (list "maxNumSeqs" "max-num-seqs") (list "maxNumBatchedTokens" "max-num-batched-tokens") (list "maxModelLen" "max-model-len") (list "tensorParallelSize" "tensor-parallel-size") (list "decodeContextParallelSize" "decode-context-parallel-size") (list "blockSize" "block-size") (list "kvCacheDtype" "kv-cache-dtype")) -}}
+{{- $v := get $l (index . 0) -}}
+{{- if hasKey $isSet (index . 0) -}}
+{{- /* Numbers a values file gives as floats (1e+06) go on the line as integers; maxModelLen may be
+auto or 32K, kvCacheDtype is a word: strings go on the line as they are. */ -}}
+{{- $own = append $own (list (index . 1) (ternary $v (int64 $v | toString) (kindIs "string" $v))) -}}
+{{- end -}}
+{{- end -}}
+{{- if hasKey $isSet "maxCudagraphCaptureSize" -}}
+{{- $own = append $own (list "compilation-config" (printf "{\"max_cudagraph_capture_size\":%d}" (int64 $l.maxCudagraphCaptureSize))) -}}
+{{- end -}}
+{{- if and (hasKey $isSet "numSpeculativeTokens") (gt (int64 (get $l "numSpeculativeTokens" | default 0)) 0) -}}
 {{- $own = append $own (list "speculative-config" (printf "{\"method\":\"mtp\",\"num_speculative_tokens\":%d}" (int64 $l.numSpeculativeTokens))) -}}
 {{- end -}}
 {{- $own = append $own (list "port" (int64 .Values.vllm.port | toString)) -}}
