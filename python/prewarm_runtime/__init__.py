@@ -22,38 +22,18 @@ Importing this module needs neither torch nor a GPU; opening a Runtime needs the
 
 import ctypes
 import json
+import os
+import stat
 
-from . import _lib
+from . import _errors, _lib
+from ._errors import (InvalidArgumentError, MissError, NoCompilerError, NoGpuError,
+                      PrewarmError)
 from ._msa import MsaLaunchers
 
 __all__ = ["Runtime", "PrewarmError", "NoGpuError", "MissError", "NoCompilerError",
-           "LAUNCHERS"]
+           "InvalidArgumentError", "LAUNCHERS"]
 
 LAUNCHERS = tuple(_lib.LAUNCH_ARGS)
-
-
-class PrewarmError(RuntimeError):
-    """An error from the runtime library; `code` is its PREWARM_E* value."""
-
-    def __init__(self, message, code=_lib.EFAIL):
-        super().__init__(message)
-        self.code = code
-
-
-class NoGpuError(PrewarmError):
-    """No GPU or driver (PREWARM_ENOGPU), or a launch on a runtime opened with device=-1."""
-
-
-class MissError(PrewarmError):
-    """Strict mode: a kernel is not in the cache, or the cache was filled for other archs."""
-
-
-class NoCompilerError(PrewarmError):
-    """The compiler this runtime needs (NVRTC, hipRTC) cannot be loaded; the message names it."""
-
-
-class InvalidArgumentError(PrewarmError, ValueError):
-    """A bad argument, or a launcher this cache's model and KV cache dtype never run."""
 
 
 _ERRORS = {_lib.ENOGPU: NoGpuError, _lib.EINVAL: InvalidArgumentError, _lib.EMISS: MissError,
@@ -78,6 +58,20 @@ def _torch():
     import torch  # only launches need it
 
     return torch
+
+
+def _check_cache_dir(given, path):
+    """A Runtime opens a directory that is there: the library would open a path that does not
+    exist (a typo, an unmounted volume) as an empty cache and plan the embedded example."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"cache_dir {_errors.shown(given)}: no such directory (the "
+                                "volume `prewarm run` filled; is it mounted?)") from None
+    except OSError as e:
+        raise type(e)(e.errno, f"cache_dir {_errors.shown(given)}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(f"cache_dir {_errors.shown(given)}: not a directory")
 
 
 class _Checker:
@@ -136,10 +130,31 @@ class Runtime(MsaLaunchers):
     the runtime then plans, checks and preloads entries (a pre-start check that the cache covers
     the plan) but cannot launch: a launch checks its tensors (on any device), picks its key and
     raises NoGpuError naming it. arch: required with device=-1 ("sm_90", "gfx942").
+
+    Every value that crosses into C is checked first: an integer past its C type (device
+    2**32 - 1, a tensor_parallel_size of 2**32 + 1), a str with a NUL, a float past float32's
+    range is an InvalidArgumentError (a ValueError) naming it, a value of the wrong kind a
+    TypeError; a cache_dir that does not exist is a FileNotFoundError (NotADirectoryError for a
+    file), never an empty cache planned from the embedded example.
     """
 
     def __init__(self, cache_dir, strict=True, *, model_config=None, tensor_parallel_size=0,
                  kv_cache_dtype=None, device=None, arch=None):
+        # Every value is checked before C sees it (the error names it); then the directory.
+        opts = _lib.Options(
+            _errors.c_string("cache_dir", cache_dir, path=True),
+            None if model_config is None else _errors.c_string("model_config", model_config,
+                                                               path=True),
+            _errors.integer("tensor_parallel_size", tensor_parallel_size, 0, _errors.INT_MAX,
+                            why=f"must be 1 to {_errors.INT_MAX} (or 0 for the manifest's)"),
+            None if kv_cache_dtype is None else _errors.c_string("kv_cache_dtype",
+                                                                 kv_cache_dtype),
+            None if arch is None else _errors.c_string("arch", arch),
+            1 if strict else 0,
+            -2 if device is None else _errors.integer(
+                "device", device, -1, _errors.INT_MAX,
+                why=f"must be a GPU ordinal (0 to {_errors.INT_MAX}) or -1 (no GPU)"))
+        _check_cache_dir(cache_dir, opts.cache_dir)
         lib = _library()
         if device is None:
             device = 0
@@ -149,9 +164,7 @@ class Runtime(MsaLaunchers):
                     device = torch.cuda.current_device()
             except ImportError:
                 pass
-        enc = lambda s: None if s is None else str(s).encode()  # noqa: E731
-        opts = _lib.Options(enc(cache_dir), enc(model_config), int(tensor_parallel_size),
-                            enc(kv_cache_dtype), enc(arch), 1 if strict else 0, int(device))
+            opts.device = device
         handle = ctypes.c_void_p()
         err = ctypes.create_string_buffer(4096)
         _raise_for(lib.prewarm_runtime_open_with(ctypes.byref(opts), ctypes.byref(handle), err,
@@ -217,9 +230,10 @@ class Runtime(MsaLaunchers):
         unused (index_decode needed it before its buffered variant was removed)."""
         out = (ctypes.c_size_t * 2)()
         err = ctypes.create_string_buffer(4096)
-        _raise_for(self._lib.prewarm_runtime_workspace(self._handle(), launcher.encode(),
-                                                       int(rows), int(ctx), int(stride), out,
-                                                       err, len(err)), err)
+        _raise_for(self._lib.prewarm_runtime_workspace(
+            self._handle(), _errors.c_string("launcher", launcher), _errors.c_int("rows", rows),
+            _errors.c_longlong("ctx", ctx), _errors.c_int("stride", stride), out, err, len(err)),
+            err)
         return out[0], out[1]
 
     def _checker(self, launcher):
@@ -261,7 +275,8 @@ class Runtime(MsaLaunchers):
         px = c("x", x, (torch.bfloat16,), (None, b, k))
         m = x.shape[0]
         py = c("y", y, (torch.bfloat16,), (m, b, n))
-        self._launch("fp8_bmm", _lib.Fp8BmmArgs(px, pw, py, float(w_scale), m, b, n, k), c)
+        self._launch("fp8_bmm",
+                     _lib.Fp8BmmArgs(px, pw, py, w_scale, m, b, n, k, where="fp8_bmm"), c)
 
     def norm_rope_insert(self, latent, rope, index_key, gamma, pos, slot, kv_cache, index_cache,
                          g_kv, g_idx):
@@ -281,10 +296,10 @@ class Runtime(MsaLaunchers):
             c("index_key", index_key, (torch.bfloat16,), (t, Di)),
             c("gamma", gamma, (torch.float32,), (L,)),
             c("pos", pos, (torch.int32,), (t,)),
-            c("slot", slot, (torch.int64,), (t,)), float(g_kv), float(g_idx), t,
+            c("slot", slot, (torch.int64,), (t,)), g_kv, g_idx, t,
             c("kv_cache", kv_cache, (torch.uint8,), (None, None, self._kv_record())),
             c("index_cache", index_cache, (torch.uint8,),
-                   (kv_cache.shape[0], kv_cache.shape[1], self._index_record())))
+                   (kv_cache.shape[0], kv_cache.shape[1], self._index_record())), where=n)
         self._launch(n, args, c)
 
     def _kv_record(self):
@@ -308,8 +323,8 @@ class Runtime(MsaLaunchers):
             pq, c("w", w, (torch.float32,), (rows, self._Hi)),
             c("row_req", row_req, (torch.int32,), (rows,)),
             c("visible", visible, (torch.int32,), (rows,)), pt,
-            block_table.shape[1], index_cache.shape[1], pc, float(g_idx), po, stride, rows,
-            None, int(prefill_work), int(max_ctx))
+            block_table.shape[1], index_cache.shape[1], pc, g_idx, po, stride, rows,
+            None, prefill_work, max_ctx, where=n)
         self._launch(n, args, c)
 
     def index_prefill(self, q, w, row_req, visible, block_table, index_cache, out, g_idx, *,
@@ -338,7 +353,7 @@ class Runtime(MsaLaunchers):
         args = _lib.TopkArgs(ps, c("visible", visible, (torch.int32,), (rows,)), stride,
                              rows, c("out", out, (torch.int32,), (rows, self._Ktop)),
                              c.workspace("ws_key", ws_key, need),
-                             c.workspace("ws_idx", ws_idx, need), int(ctx))
+                             c.workspace("ws_idx", ws_idx, need), ctx, where=n)
         self._launch(n, args, c)
 
     def topk_prefill(self, scores, visible, out, *, ctx, ws_key=None, ws_idx=None):
@@ -367,9 +382,9 @@ class Runtime(MsaLaunchers):
         pl = c("lse", lse, (torch.float32,), (rows, heads))
         need = self.workspace(n, rows) if n == "sparse_decode" else (0, 0)
         args = _lib.SparseArgs(pq, pr, pk, preq, pt, block_table.shape[1], kv_cache.shape[1], pc,
-                               float(g_kv), float(scale), po, pl, rows,
+                               g_kv, scale, po, pl, rows,
                                c.workspace("ws_o", ws_o, need[0]),
-                               c.workspace("ws_lse", ws_lse, need[1]), int(ctx))
+                               c.workspace("ws_lse", ws_lse, need[1]), ctx, where=n)
         self._launch(n, args, c)
 
     def sparse_prefill(self, q_latent, q_rope, topk, row_req, block_table, kv_cache, out, lse, *,

@@ -10,7 +10,11 @@ import ctypes
 import os
 import pathlib
 
-OK, ENOGPU, EINVAL, EMISS, EFAIL, ENOCOMPILER = 0, 1, 2, 3, 4, 5
+from . import _errors
+# The return codes, as _lib.OK etc.
+OK, ENOGPU, EINVAL, EMISS, EFAIL, ENOCOMPILER = (_errors.OK, _errors.ENOGPU, _errors.EINVAL,
+                                                 _errors.EMISS, _errors.EFAIL, _errors.ENOCOMPILER)
+
 
 _vp = ctypes.c_void_p
 _int = ctypes.c_int
@@ -18,7 +22,25 @@ _float = ctypes.c_float
 _ll = ctypes.c_longlong
 
 
-class Options(ctypes.Structure):
+_CHECKS = {_int: _errors.c_int, _ll: _errors.c_longlong, _float: _errors.c_float,
+           _vp: _errors.pointer, ctypes.c_char_p: lambda name, v, where: None if v is None else
+           _errors.c_string(name, v, where, path=True)}
+
+
+class _Checked(ctypes.Structure):
+    """A structure whose every field is checked as it is given (positionally, in _fields_ order):
+    ctypes would truncate an int to the field's width, a str at a NUL and a double past float32's
+    range to inf without a word. `where` (a keyword) prefixes the errors (the launcher)."""
+
+    def __init__(self, *values, where=None):
+        if len(values) > len(self._fields_):
+            raise TypeError(f"{type(self).__name__} takes {len(self._fields_)} fields, got "
+                            f"{len(values)}")
+        super().__init__(*(_CHECKS[ctype](name, v, where)
+                           for (name, ctype), v in zip(self._fields_, values)))
+
+
+class Options(_Checked):
     _fields_ = [("cache_dir", ctypes.c_char_p), ("model_config", ctypes.c_char_p),
                 ("tensor_parallel_size", _int), ("kv_cache_dtype", ctypes.c_char_p),
                 ("arch", ctypes.c_char_p), ("strict", _int), ("device", _int)]
@@ -29,30 +51,30 @@ class Stats(ctypes.Structure):
                 ("load_seconds", ctypes.c_double), ("compile_seconds", ctypes.c_double)]
 
 
-class Fp8BmmArgs(ctypes.Structure):
+class Fp8BmmArgs(_Checked):
     _fields_ = [("x", _vp), ("w", _vp), ("y", _vp), ("w_scale", _float), ("m", _int),
                 ("batch", _int), ("n", _int), ("k", _int)]
 
 
-class NormRopeInsertArgs(ctypes.Structure):
+class NormRopeInsertArgs(_Checked):
     _fields_ = [("latent", _vp), ("rope", _vp), ("index_key", _vp), ("gamma", _vp),
                 ("pos", _vp), ("slot", _vp), ("g_kv", _float), ("g_idx", _float),
                 ("num_tokens", _int), ("kv_cache", _vp), ("index_cache", _vp)]
 
 
-class IndexArgs(ctypes.Structure):
+class IndexArgs(_Checked):
     _fields_ = [("q", _vp), ("w", _vp), ("row_req", _vp), ("visible", _vp),
                 ("block_table", _vp), ("max_blocks", _int), ("block_size", _int),
                 ("index_cache", _vp), ("g_idx", _float), ("out", _vp), ("stride", _int),
                 ("rows", _int), ("ws", _vp), ("prefill_work", _ll), ("max_ctx", _ll)]
 
 
-class TopkArgs(ctypes.Structure):
+class TopkArgs(_Checked):
     _fields_ = [("scores", _vp), ("visible", _vp), ("stride", _int), ("rows", _int),
                 ("out", _vp), ("ws_key", _vp), ("ws_idx", _vp), ("ctx", _ll)]
 
 
-class SparseArgs(ctypes.Structure):
+class SparseArgs(_Checked):
     _fields_ = [("q_latent", _vp), ("q_rope", _vp), ("topk", _vp), ("row_req", _vp),
                 ("block_table", _vp), ("max_blocks", _int), ("block_size", _int),
                 ("kv_cache", _vp), ("g_kv", _float), ("scale", _float), ("out", _vp),
@@ -60,7 +82,7 @@ class SparseArgs(ctypes.Structure):
 
 
 # MiniMax-M3's msa_* launchers (MSA.md).
-class MsaNormRopeInsertArgs(ctypes.Structure):
+class MsaNormRopeInsertArgs(_Checked):
     _fields_ = [("q", _vp), ("k", _vp), ("v", _vp), ("index_q", _vp), ("index_k", _vp),
                 ("q_norm", _vp), ("k_norm", _vp), ("index_q_norm", _vp), ("index_k_norm", _vp),
                 ("pos", _vp), ("slot", _vp), ("eps", _float), ("theta", _float),
@@ -68,18 +90,18 @@ class MsaNormRopeInsertArgs(ctypes.Structure):
                 ("index_q_out", _vp), ("kv_cache", _vp), ("index_cache", _vp)]
 
 
-class MsaIndexArgs(ctypes.Structure):
+class MsaIndexArgs(_Checked):
     _fields_ = [("index_q", _vp), ("row_req", _vp), ("visible", _vp), ("block_table", _vp),
                 ("max_blocks", _int), ("index_cache", _vp), ("scores", _vp), ("stride", _int),
                 ("rows", _int), ("prefill_work", _ll)]
 
 
-class MsaTopkArgs(ctypes.Structure):
+class MsaTopkArgs(_Checked):
     _fields_ = [("scores", _vp), ("visible", _vp), ("stride", _int), ("rows", _int),
                 ("topk", _vp), ("workspace", _vp), ("ctx", _ll)]
 
 
-class MsaSparseArgs(ctypes.Structure):
+class MsaSparseArgs(_Checked):
     _fields_ = [("q", _vp), ("topk", _vp), ("row_req", _vp), ("visible", _vp),
                 ("block_table", _vp), ("max_blocks", _int), ("kv_cache", _vp),
                 ("k_scale", _float), ("v_scale", _float), ("scale", _float), ("o", _vp),

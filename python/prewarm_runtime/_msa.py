@@ -62,10 +62,10 @@ class MsaLaunchers:
             c("q_norm", q_norm, f32, (d,)), c("k_norm", k_norm, f32, (d,)),
             c("index_q_norm", index_q_norm, f32, (di,)),
             c("index_k_norm", index_k_norm, f32, (di,)), c("pos", pos, (torch.int32,), (t,)),
-            c("slot", slot, (torch.int64,), (t,)), float(eps), float(theta), float(k_scale),
-            float(v_scale), t, c("q_out", q_out, bf16, (t, hq, d)),
+            c("slot", slot, (torch.int64,), (t,)), eps, theta, k_scale,
+            v_scale, t, c("q_out", q_out, bf16, (t, hq, d)),
             c("index_q_out", index_q_out, bf16, (t, hi, di)), self._msa_kv(c, kv_cache),
-            self._msa_index_cache(c, index_cache, kv_cache.shape[0]))
+            self._msa_index_cache(c, index_cache, kv_cache.shape[0]), where=n)
         self._launch(n, args, c)
 
     def _msa_index(self, n, index_q, row_req, visible, block_table, index_cache, scores,
@@ -81,7 +81,7 @@ class MsaLaunchers:
             c("block_table", block_table, i32, (None, None)), block_table.shape[1],
             self._msa_index_cache(c, index_cache),
             c("scores", scores, (torch.float32,), (hi, rows, None)), scores.shape[2], rows,
-            int(prefill_work))
+            prefill_work, where=n)
         self._launch(n, args, c)
 
     def msa_index_prefill(self, index_q, row_req, visible, block_table, index_cache, scores, *,
@@ -109,7 +109,7 @@ class MsaLaunchers:
         need = self.workspace(n, rows, ctx)[0] if n == "msa_topk_prefill" else 0
         args = _lib.MsaTopkArgs(ps, c("visible", visible, i32, (rows,)), stride, rows,
                                 c("topk", topk, i32, (hi, rows, kb)),
-                                c.workspace("workspace", workspace, need), int(ctx))
+                                c.workspace("workspace", workspace, need), ctx, where=n)
         self._launch(n, args, c)
 
     def msa_topk_prefill(self, scores, visible, topk, *, ctx, workspace=None):
@@ -142,9 +142,9 @@ class MsaLaunchers:
         pl = c("lse", lse, (torch.float32,), (rows, hq))
         need = self.workspace(n, rows) if n == "msa_sparse_decode" else (0, 0)
         args = _lib.MsaSparseArgs(pq, ptk, preq, pvis, pt, block_table.shape[1], pkv,
-                                  float(k_scale), float(v_scale), float(scale), po, pl, rows,
+                                  k_scale, v_scale, scale, po, pl, rows,
                                   c.workspace("ws_o", ws_o, need[0]),
-                                  c.workspace("ws_lse", ws_lse, need[1]), int(ctx))
+                                  c.workspace("ws_lse", ws_lse, need[1]), ctx, where=n)
         self._launch(n, args, c)
 
     def msa_sparse_prefill(self, q, topk, row_req, visible, block_table, kv_cache, o, lse, *,
