@@ -1,5 +1,6 @@
-"""serve_warm.py's step for MiniMax-M3 (MSA.md): one sparse layer's attention path through the
-seven msa_* launchers of prewarm_runtime, on random inputs of the runtime's per-rank shape.
+"""serve_warm.py's step for MiniMax-M3 (docs/kernels.md): one sparse layer's attention path
+through the seven msa_* launchers of prewarm_runtime, on random inputs of the runtime's per-rank
+shape.
 
 Per step (rows: the step's tokens, decode rows first, then each prefill request's chunk):
   msa_norm_rope_insert  every token of the step (q, k, v, index q and key; K/V into the NVFP4

@@ -1,4 +1,4 @@
-// What a run did, written as {root}/prewarm/manifest.json (DESIGN.md section 6):
+// What a run did, written as {root}/prewarm/manifest.json (docs/cache-format.md):
 // {"format":1,"started":ISO-8601,"finished":ISO-8601,"limits":{...},"shape":{...},"arch":[...],
 //  "counts":{"planned":N,"cached":N,"compiled":N,"failed":N},
 //  "keys":[{"launcher":...,"key":...,"file":<relative to root>,"state":"cached|compiled|failed",

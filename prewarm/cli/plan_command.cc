@@ -1,4 +1,4 @@
-// prewarm plan: the reachable keys, as a table for people or JSON (DESIGN.md section 7).
+// prewarm plan: the reachable keys, as a table for people or JSON (docs/cli.md).
 #include <algorithm>
 #include <iomanip>
 

@@ -1,8 +1,8 @@
 // A compile key: the launcher and the values its kernel is compiled with (the rule's own
 // fields, the arch and the shape constants).
 //
-// Canonical text form (DESIGN.md section 6), used in the cache entry and its file name:
-// the params sorted by name, "name=value" joined by ",", booleans as true/false:
+// Canonical text form (docs/keys.md, "Key strings and defines"), used in the cache entry and its
+// file name: the params sorted by name, "name=value" joined by ",", booleans as true/false:
 //   arch=gfx942,batch=64,block_m=32,even_m=true,gemm=q_absorb,k=128,n=512
 #ifndef PREWARM_LAUNCHERS_KEY_H_
 #define PREWARM_LAUNCHERS_KEY_H_

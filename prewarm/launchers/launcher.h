@@ -1,4 +1,4 @@
-// The launchers and their key rules (DESIGN.md section 5).
+// The launchers and their key rules (docs/keys.md).
 //
 // Each launcher has exactly one implementation of its rule, used by both sides: Dispatch maps
 // an in-range step to the keys it reaches (the runtime), and Enumerate returns every key some
@@ -64,9 +64,9 @@ struct LaunchContext {
   const Thresholds& thresholds;
 };
 
-// Every launcher belongs to one attention family (DESIGN.md section 5): the MLA launchers
-// (fp8_bmm and the seven NVFP4 ones) and MiniMax-M3's msa_* launchers (MSA.md). The seven NVFP4
-// rules are one implementation each, constructed per family: the family gives the name
+// Every launcher belongs to one attention family (docs/keys.md): the MLA launchers
+// (fp8_bmm and the seven NVFP4 ones) and MiniMax-M3's msa_* launchers (docs/kernels.md). The seven
+// NVFP4 rules are one implementation each, constructed per family: the family gives the name
 // ("msa_" prefix), where it applies, its key's shape constants and its thresholds.
 class Launcher {
  public:

@@ -1,5 +1,5 @@
 // norm_rope_insert: every step; RMSNorm + RoPE + NVFP4 insert of the T new tokens.
-// Key: small = (T <= 512). msa_norm_rope_insert: MSA.md's per-head norm, RoPE and insert of
+// Key: small = (T <= 512). msa_norm_rope_insert: MiniMax-M3's per-head norm, RoPE and insert of
 // q, k, v, index q and index key; the same rule.
 #include "prewarm/launchers/launcher.h"
 

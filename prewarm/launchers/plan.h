@@ -48,7 +48,7 @@ std::vector<DispatchedLauncher> DispatchStep(const Step& step, const Limits& lim
 
 nlohmann::json LimitsToJson(const Limits& limits);
 nlohmann::json ShapeToJson(const ModelConfig& model, const Shape& shape, const Limits& limits);
-// DESIGN.md section 7's schema.
+// The schema of docs/cli.md, "prewarm plan".
 nlohmann::json PlanToJson(const Plan& plan);
 
 }  // namespace prewarm

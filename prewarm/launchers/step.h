@@ -1,4 +1,4 @@
-// A scheduler step (DESIGN.md section 5) and the rules that say whether it is in range.
+// A scheduler step (docs/keys.md) and the rules that say whether it is in range.
 //
 // A step is a set of requests, each (phase, q_len, ctx): q_len new tokens this step, ctx the
 // context length after it. Trace format (JSON Lines, one step per line):

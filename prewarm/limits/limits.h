@@ -1,4 +1,4 @@
-// Scheduler limits (DESIGN.md section 5) and where each value came from.
+// Scheduler limits (docs/keys.md, "Scheduler limits") and where each value came from.
 //
 // Sources, highest precedence first (ResolveLimits is the one place that applies this order):
 //   1. a command-line flag            (--max-num-seqs 256)

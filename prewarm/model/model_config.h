@@ -1,12 +1,13 @@
-// The model's shape, read from a Hugging Face config.json (DESIGN.md section 5).
+// The model's shape, read from a Hugging Face config.json (docs/keys.md, "Model families
+// and shapes").
 //
 // MLA fields: num_attention_heads (H), kv_lora_rank (L), qk_nope_head_dim (Dn),
 // qk_rope_head_dim (Dr), v_head_dim (Dv). Indexer (present when index_n_heads is):
 // index_n_heads (Hi), index_head_dim (Di), index_topk (Ktop). A config whose fields sit under
 // "text_config" (multimodal wrappers) is read from there.
 //
-// MSA (MiniMax-M3, ../shared/MSA.md): grouped-query attention whose sparse layers attend to the
-// best blocks an indexer selects; recognized by text_config.sparse_attention_config with
+// MSA (MiniMax-M3, docs/kernels.md "MSA"): grouped-query attention whose sparse layers attend to
+// the best blocks an indexer selects; recognized by text_config.sparse_attention_config with
 // use_sparse_attention true. Fields: num_attention_heads (Hq), num_key_value_heads (Hkv),
 // head_dim (D), rotary_dim (or head_dim * partial_rotary_factor), rope_theta, rms_norm_eps and
 // sparse_attention_config's sparse_block_size, sparse_topk_blocks (Kb), sparse_num_index_heads,
@@ -23,11 +24,11 @@
 
 namespace prewarm {
 
-// Which attention the model has, so which launchers can apply (DESIGN.md section 5).
+// Which attention the model has, so which launchers can apply (docs/keys.md).
 enum class AttentionFamily { kNone, kMla, kMsa };
 std::string_view AttentionFamilyName(AttentionFamily f);  // "none", "MLA", "MSA"
 
-// MSA's fields (MSA.md, "The config"), whole model.
+// MSA's fields (docs/keys.md, "Model families and shapes"), whole model.
 struct MsaConfig {
   int64_t num_kv_heads = 0;  // Hkv
   int64_t head_dim = 0;      // D (q, k and v)
@@ -69,7 +70,7 @@ struct ModelConfig {
   MsaConfig msa;  // family kMsa only
 };
 
-// The per-rank shape the kernels are compiled for (DESIGN.md section 5: divided by tp).
+// The per-rank shape the kernels are compiled for (docs/keys.md: divided by tp).
 // The indexer is replicated on every rank, so Hi is not divided.
 struct Shape {
   AttentionFamily family = AttentionFamily::kMla;
@@ -83,8 +84,8 @@ struct Shape {
   int64_t index_n_heads = 0;
   int64_t index_head_dim = 0;
   int64_t index_topk = 0;
-  // MSA per rank (MSA.md, "Tensor parallelism"): kv_heads = max(1, Hkv / tp), index heads
-  // (index_n_heads above) = kv_heads, the index key replicated; the rest as the model's.
+  // MSA per rank (docs/keys.md, "Model families and shapes"): kv_heads = max(1, Hkv / tp), index
+  // heads (index_n_heads above) = kv_heads, the index key replicated; the rest as the model's.
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
   int64_t rope_dim = 0;

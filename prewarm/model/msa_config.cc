@@ -1,4 +1,4 @@
-// MiniMax-M3's MSA fields (../shared/MSA.md, "The config" and "Tensor parallelism").
+// MiniMax-M3's MSA fields and their per-rank division (docs/keys.md, "Model families and shapes").
 #include <algorithm>
 #include <cmath>
 
@@ -27,8 +27,8 @@ constexpr int64_t kMsaMaxForcedBlocks = 4;
 absl::Status NotBuilt(std::string_view origin, std::string_view field, int64_t value,
                       std::string_view what) {
   return absl::InvalidArgumentError(StrCat(origin, ": field \"", field, "\" is ", value, ": ", what,
-                                           " (the msa_* kernels are built for MSA.md's "
-                                           "MiniMax-M3 layout)"));
+                                           " (the msa_* kernels are built for MiniMax-M3's "
+                                           "layout: docs/kernels.md)"));
 }
 
 }  // namespace

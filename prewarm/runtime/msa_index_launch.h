@@ -1,4 +1,4 @@
-// How to launch MiniMax-M3's indexer-side msa_* launchers (MSA.md): msa_norm_rope_insert,
+// How to launch MiniMax-M3's indexer-side msa_* launchers (docs/kernels.md): msa_norm_rope_insert,
 // msa_index_prefill, msa_index_decode, msa_topk_prefill and msa_topk_decode. Entry names, grids,
 // block sizes, dynamic shared memory and argument order, matching the comments at the top of each
 // kernels/nvfp4_msa/ file and its geometry header. The key decides the compile-time part (small,

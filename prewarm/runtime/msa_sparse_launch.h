@@ -1,5 +1,5 @@
 // How to launch MiniMax-M3's MSA sparse attention (kernels/nvfp4_msa/msa_sparse_{prefill,decode}
-// .hip; ../shared/MSA.md): entry names, grids and argument order. The key decides the
+// .hip; docs/kernels.md): entry names, grids and argument order. The key decides the
 // compile-time part (rounds, splits, heads, kv_heads, topk_blocks); the arguments carry the
 // run-time sizes. Nothing here allocates device memory: the caller passes the workspace of
 // splits > 1, sized by MsaSparseWorkspaceBytes / MsaSparseLseWorkspaceBytes.

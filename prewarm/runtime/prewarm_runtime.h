@@ -10,7 +10,7 @@
  *   char err[512];
  *   if (prewarm_runtime_open_with(&o, &rt, err, sizeof err) != PREWARM_OK) { ... err ... }
  *   prewarm_runtime_preload(rt, NULL, err, sizeof err);
- *   prewarm_sparse_args a = {...};  (device pointers and sizes, KERNELS.md)
+ *   prewarm_sparse_args a = {...};  (device pointers and sizes, docs/kernels.md)
  *   prewarm_runtime_sparse_decode(rt, &a, stream, err, sizeof err);
  *   prewarm_runtime_close(rt);
  * A launch picks its kernel from the values marked "key" below, by the same rules `prewarm plan`
@@ -86,7 +86,7 @@ size_t prewarm_runtime_info(const prewarm_runtime* rt, char* buf, size_t buf_len
 /* Loads every planned kernel (the warm start); `loaded` (may be NULL) receives how many. */
 int prewarm_runtime_preload(prewarm_runtime* rt, long long* loaded, char* err, size_t err_len);
 
-/* The modules of `launcher` in one step (trace JSON, DESIGN.md section 5), in key order. */
+/* The modules of `launcher` in one step (trace JSON, docs/keys.md), in key order. */
 int prewarm_runtime_get(prewarm_runtime* rt, const char* launcher, const char* step_json,
                         void** modules, size_t max_modules, size_t* count, char* err,
                         size_t err_len);
@@ -95,8 +95,8 @@ void prewarm_runtime_get_stats(const prewarm_runtime* rt, prewarm_runtime_stats*
 
 void prewarm_runtime_close(prewarm_runtime* rt);
 
-/* ---- Launches. Pointers are device addresses (KERNELS.md gives each tensor's layout); stream is
- * a cudaStream_t / hipStream_t, NULL for the default stream. rows 0 launches nothing. ---- */
+/* ---- Launches. Pointers are device addresses (docs/kernels.md gives each tensor's layout); stream
+ * is a cudaStream_t / hipStream_t, NULL for the default stream. rows 0 launches nothing. ---- */
 
 /* Y[m][b][n] = X[m][b][:] . W[b][n][:] with X quantized to FP8 per 128-wide group. x, w, y
  * 16-byte aligned. */
@@ -182,8 +182,8 @@ int prewarm_runtime_sparse_decode(prewarm_runtime* rt, const prewarm_sparse_args
                                   char* err, size_t err_len);
 
 /* ---- MiniMax-M3's MSA launchers (an MSA cache: --kv-cache-dtype nvfp4 --block-size 128;
- * MSA.md). Per rank: Hq query heads, Hkv KV heads, Hi = Hkv index heads, D = Di = 128, Kb the
- * blocks a row selects (prewarm_runtime_info's shape: heads_per_rank, kv_heads_per_rank,
+ * docs/kernels.md). Per rank: Hq query heads, Hkv KV heads, Hi = Hkv index heads, D = Di = 128, Kb
+ * the blocks a row selects (prewarm_runtime_info's shape: heads_per_rank, kv_heads_per_rank,
  * index_heads_per_rank, head_dim, index_dim, sparse_topk_blocks). Caches (kernels/nvfp4_msa/
  * msa_layout.h): kv_cache uint8 [blocks][2][Hkv][128][D/2 + D/16] (K then V, NVFP4 with the
  * global scales k_scale and v_scale), index_cache bf16 [blocks][128][Di]; block_table int32

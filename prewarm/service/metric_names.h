@@ -1,4 +1,4 @@
-// Metric names: append-only constants, registered here and nowhere else (DESIGN.md section 8).
+// Metric names: append-only constants, registered here and nowhere else (docs/metrics.md).
 // Labels never carry keys or hashes.
 #ifndef PREWARM_SERVICE_METRIC_NAMES_H_
 #define PREWARM_SERVICE_METRIC_NAMES_H_

@@ -1,4 +1,4 @@
-// What a run reports while it goes: the metrics of DESIGN.md section 8 (a prometheus-cpp
+// What a run reports while it goes: the metrics of docs/metrics.md (a prometheus-cpp
 // registry, scraped by the exposer, written to metrics.prom, pushed to a Pushgateway) and the
 // progress that prewarm.v1.Status/Get returns. The run updates it; the servers only read it.
 //

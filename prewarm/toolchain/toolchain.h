@@ -2,7 +2,7 @@
 // dlopen so the binary starts on a machine that has neither (and needs no GPU driver).
 //
 // Thread safety: a Toolchain is immutable after Open; Compile may be called from several
-// threads, but the compilers serialize internally (DESIGN.md section 3), which is why the pool
+// threads, but the compilers serialize internally (docs/architecture.md), which is why the pool
 // compiles in child processes (worker.h).
 #ifndef PREWARM_TOOLCHAIN_TOOLCHAIN_H_
 #define PREWARM_TOOLCHAIN_TOOLCHAIN_H_

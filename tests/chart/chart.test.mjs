@@ -81,7 +81,7 @@ for (const mode of ["sidecar", "init"]) {
       const gpuKeys = (r) => Object.keys({ ...(r?.limits || {}), ...(r?.requests || {}) }).filter((k) => k.includes("gpu"));
       assert.deepEqual(gpuKeys(prewarm.resources), []);
       assert.equal(vllm.resources.limits["amd.com/gpu"], 8);
-      // Security contexts (DESIGN.md section 9).
+      // Security contexts (docs/chart.md, "The pod").
       const sc = prewarm.securityContext;
       assert.equal(sc.runAsNonRoot, true);
       assert.equal(sc.readOnlyRootFilesystem, true);

@@ -1,8 +1,8 @@
-// CPU references of MiniMax-M3's indexer-side msa_* launchers (MSA.md): msa_norm_rope_insert,
-// msa_index_prefill / msa_index_decode and msa_topk_prefill / msa_topk_decode, in double
-// precision, written for clarity. Where a kernel quantizes (the NVFP4 KV cache), the reference
-// quantizes its double result with the kernels' own codec (kernels/common/nvfp4.h), so a
-// comparison measures the kernel's arithmetic, not the format.
+// CPU references of MiniMax-M3's indexer-side msa_* launchers (docs/kernels.md):
+// msa_norm_rope_insert, msa_index_prefill / msa_index_decode and msa_topk_prefill /
+// msa_topk_decode, in double precision, written for clarity. Where a kernel quantizes (the NVFP4 KV
+// cache), the reference quantizes its double result with the kernels' own codec
+// (kernels/common/nvfp4.h), so a comparison measures the kernel's arithmetic, not the format.
 #ifndef TESTS_GPU_MSA_INDEX_REFERENCE_H_
 #define TESTS_GPU_MSA_INDEX_REFERENCE_H_
 

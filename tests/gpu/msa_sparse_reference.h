@@ -1,4 +1,4 @@
-// CPU reference of MiniMax-M3's MSA sparse attention (../shared/MSA.md), in double precision,
+// CPU reference of MiniMax-M3's MSA sparse attention (docs/kernels.md), in double precision,
 // written for clarity, and the host NVFP4 quantizer that fills its KV cache
 // (kernels/nvfp4_msa/msa_layout.h). Dequantization is exact: e2m1 * e4m3 * g in double.
 #ifndef PREWARM_TESTS_GPU_MSA_SPARSE_REFERENCE_H_
@@ -11,8 +11,8 @@ namespace prewarm::reference {
 using u8 = unsigned char;
 using u16 = unsigned short;
 
-// One token's row of one head and side: d values quantized per MSA.md into d / 2 bytes of E2M1
-// (low nibble first) then d / 16 E4M3 (fn) scales, with global scale g.
+// One token's row of one head and side: d values quantized per docs/kernels.md into d / 2 bytes of
+// E2M1 (low nibble first) then d / 16 E4M3 (fn) scales, with global scale g.
 void QuantizeMsaKvRow(const float* x, int d, float g, u8* row);
 // Value i of such a row, exactly.
 double MsaKvValue(const u8* row, int d, int i, float g);

@@ -1,4 +1,4 @@
-// CPU references for every launcher (KERNELS.md), in double precision, written for clarity.
+// CPU references for every launcher (docs/kernels.md), in double precision, written for clarity.
 // Quantized inputs are dequantized with the same functions the kernels use (kernels/common/),
 // and where a kernel quantizes (fp8_bmm's activations, the cache insert) the reference applies
 // the same quantization, so the comparison measures the kernel's arithmetic, not the format.

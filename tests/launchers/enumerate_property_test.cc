@@ -1,4 +1,4 @@
-// Enumeration is exact (DESIGN.md section 5), checked both ways over many seeds:
+// Enumeration is exact (docs/keys.md, "Enumeration"), checked both ways over many seeds:
 //   - nothing extra: every witness is in range and dispatches to its own key;
 //   - nothing missing: random in-range steps, biased to the edges, dispatch only to
 //     enumerated keys.

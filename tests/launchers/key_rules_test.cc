@@ -1,4 +1,4 @@
-// Each rule of DESIGN.md section 5's table at its boundaries, through Dispatch.
+// Each rule of docs/keys.md's tables at its boundaries, through Dispatch.
 #include "gtest/gtest.h"
 #include "prewarm/launchers/plan.h"
 #include "tests/testing/cli.h"
@@ -159,8 +159,8 @@ TEST(KeyStringTest, ParsesWhatStringWritesAndRefusesAnythingElse) {
   }
 }
 
-// MiniMax-M3 at tp 4 (MSA.md): the msa_* launchers' rules at their boundaries, their keys'
-// shape constants, and none of MLA's launchers.
+// MiniMax-M3 at tp 4 (docs/keys.md, "MSA"): the msa_* launchers' rules at their boundaries, their
+// keys' shape constants, and none of MLA's launchers.
 class MsaKeyRulesTest : public KeyRulesTest {
  protected:
   MsaKeyRulesTest() {

@@ -1,4 +1,4 @@
-// MiniMax-M3's config (MSA.md): the published text_config form, its per-rank shape, and every
+// MiniMax-M3's config (docs/keys.md): the published text_config form, its per-rank shape, and every
 // field our kernels depend on refused clearly when missing, mistyped or not built.
 #include <fstream>
 #include <ostream>

@@ -1,7 +1,7 @@
-"""What MiniMax-M3's msa_* launchers compute, in PyTorch, written from MSA.md and
+"""What MiniMax-M3's msa_* launchers compute, in PyTorch, written from docs/kernels.md (MSA) and
 kernels/nvfp4_msa/msa_layout.h (not from the C++ references of tests/gpu/msa_*_reference.cc):
 the caches decoded from their bit layouts, then plain tensor math in float64. The NVFP4 row is
-KERNELS.md's (reference.py decodes and rounds it). Used by test_msa_gpu.py.
+docs/kernels.md's (reference.py decodes and rounds it). Used by test_msa_gpu.py.
 
 Layouts: kv_cache uint8 [blocks, 2, Hkv, 128, D/2 + D/16] (K then V); index_cache bf16
 [blocks, 128, Di]; block_table int32 [requests, max_blocks], slot = block * 128 + offset.

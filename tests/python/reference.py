@@ -1,5 +1,5 @@
-"""What each launcher computes, in PyTorch, written from KERNELS.md (not from the C++ reference
-of tests/gpu/reference.cc): the number formats decoded from their bit layouts, then plain
+"""What each launcher computes, in PyTorch, written from docs/kernels.md (not from the C++
+reference of tests/gpu/reference.cc): the number formats decoded from their bit layouts, then plain
 tensor math in float64. Used by test_gpu.py and examples/serve_warm.py on the GPU; the format
 helpers are checked on the CPU by test_runtime.py.
 """
@@ -8,7 +8,7 @@ import math
 
 import torch
 
-# ---- number formats (KERNELS.md "Number formats") --------------------------------------------
+# ---- number formats (docs/kernels.md "Conventions") ------------------------------------------
 
 E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 
@@ -89,7 +89,7 @@ def nvfp4_dequant(record, n, g):
 
 
 def nvfp4_quantize(x, g):
-    """float64 [..., n] -> the values an NVFP4 encoding of x decodes to (KERNELS.md): per 16
+    """float64 [..., n] -> the values an NVFP4 encoding of x decodes to (docs/kernels.md): per 16
     values s = e4m3(amax / 6 / g), q = rne(x / (s g)) on the E2M1 grid."""
     shape = x.shape
     b = x.reshape(*shape[:-1], shape[-1] // 16, 16)
@@ -98,7 +98,7 @@ def nvfp4_quantize(x, g):
     return (q * s * g).reshape(shape)
 
 
-# ---- paged caches (KERNELS.md "KV cache") ----------------------------------------------------
+# ---- paged caches (docs/kernels.md "MLA") ----------------------------------------------------
 
 def slots(block_table, req, pos, block_size):
     """The cache slot of position pos of request req (both int64 tensors of one shape)."""
@@ -115,7 +115,7 @@ def kv_records(kv_cache, slot, L, Dr, g_kv):
     return latent, rope
 
 
-# ---- launchers (KERNELS.md "Launchers") ------------------------------------------------------
+# ---- launchers (docs/kernels.md "MLA") -------------------------------------------------------
 
 def fp8_bmm(x, w_codes, w_scale, fnuz=False):
     """x bf16 [M, B, K], w uint8 codes [B, N, K] -> float64 [M, B, N]: X quantized per 128-wide

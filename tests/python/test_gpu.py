@@ -1,6 +1,6 @@
 """The PyTorch package on a GPU: every launcher against reference.py (an independent PyTorch
-implementation of KERNELS.md) on fresh random inputs, a decode step captured in a CUDA graph and
-replayed with new inputs, and no compile in strict mode. Skipped where torch sees no GPU; a GPU
+implementation of docs/kernels.md) on fresh random inputs, a decode step captured in a CUDA graph
+and replayed with new inputs, and no compile in strict mode. Skipped where torch sees no GPU; a GPU
 torch sees that the runtime cannot open is a failure.
 
 Needs PREWARM_BINARY (the prewarm binary, to fill the cache) and the library

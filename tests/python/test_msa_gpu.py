@@ -1,8 +1,8 @@
 """MiniMax-M3's msa_* launchers through the PyTorch package on a GPU: each against
-msa_reference.py (an independent PyTorch implementation of MSA.md, float64) on fresh random
-inputs, outputs poisoned first, at tp 4 (16 query heads, 1 KV head) and tp 1 (64, 4), every key
-variant the calls reach. Skipped where torch sees no GPU; a GPU torch sees that the runtime cannot
-open is a failure.
+msa_reference.py (an independent PyTorch implementation of docs/kernels.md's MSA, float64) on
+fresh random inputs, outputs poisoned first, at tp 4 (16 query heads, 1 KV head) and tp 1 (64, 4),
+every key variant the calls reach. Skipped where torch sees no GPU; a GPU torch sees that the
+runtime cannot open is a failure.
 
 Needs PREWARM_BINARY (the prewarm binary, to fill the cache) and the library
 (PREWARM_RUNTIME_LIB or an installed package).

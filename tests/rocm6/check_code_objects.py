@@ -25,7 +25,7 @@ NO_SCRATCH = ("gfx942", "gfx950")
 
 
 def payload(path):
-    """The code object of a cache entry (format: DESIGN.md section 6)."""
+    """The code object of a cache entry (format: docs/cache-format.md)."""
     b = open(path, "rb").read()
     assert b[:8] == b"PREWARM\0", path
     o = 12

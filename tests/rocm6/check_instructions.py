@@ -47,7 +47,7 @@ LDS_PER_CU = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
 
 
 def payload(path):
-    """The code object of a cache entry (format: DESIGN.md section 6)."""
+    """The code object of a cache entry (format: docs/cache-format.md)."""
     b = open(path, "rb").read()
     assert b[:8] == b"PREWARM\0", path
     o = 12
