@@ -255,7 +255,7 @@ class Runtime(MsaLaunchers):
         _raise_for(f(self._handle(), ctypes.byref(args), ctypes.c_void_p(stream), err, len(err)),
                    err)
 
-    # ---- launchers (KERNELS.md) ---------------------------------------------------------
+    # ---- launchers (docs/kernels.md) ----------------------------------------------------
     def fp8_bmm(self, x, w, y, w_scale):
         """Y[m][b][n] = X[m][b][:] . W[b][n][:], X quantized to FP8 per 128-wide K group.
         x bf16 [M, B, K]; w fp8 (float8_e4m3fn, float8_e4m3fnuz on gfx942, or uint8) [B, N, K]

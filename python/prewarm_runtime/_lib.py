@@ -81,7 +81,7 @@ class SparseArgs(_Checked):
                 ("lse", _vp), ("rows", _int), ("ws_o", _vp), ("ws_lse", _vp), ("ctx", _ll)]
 
 
-# MiniMax-M3's msa_* launchers (MSA.md).
+# MiniMax-M3's msa_* launchers (docs/kernels.md).
 class MsaNormRopeInsertArgs(_Checked):
     _fields_ = [("q", _vp), ("k", _vp), ("v", _vp), ("index_q", _vp), ("index_k", _vp),
                 ("q_norm", _vp), ("k_norm", _vp), ("index_q_norm", _vp), ("index_k_norm", _vp),

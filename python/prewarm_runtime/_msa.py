@@ -1,5 +1,5 @@
-"""MiniMax-M3's msa_* launchers (MSA.md; prewarm_runtime.h) as Runtime methods, a mixin beside
-the MLA launchers of __init__.py. Each checks its tensors as those do (type, dtype, shape,
+"""MiniMax-M3's msa_* launchers (docs/kernels.md; prewarm_runtime.h) as Runtime methods, a mixin
+beside the MLA launchers of __init__.py. Each checks its tensors as those do (type, dtype, shape,
 contiguity, then device; the error names the argument), picks its kernel from its key-deciding
 host values and launches on torch.cuda.current_stream(), allocating nothing.
 

@@ -258,7 +258,7 @@ def test_a_strict_runtime_over_a_manifest_needs_no_compiler(filled, tmp_path):
     assert "NVRTC cannot be loaded" in r.stderr and "manifest.json is absent" in r.stderr
 
 
-# ---- MiniMax-M3's msa_* launchers (MSA.md) ------------------------------------------------------
+# ---- MiniMax-M3's msa_* launchers (docs/kernels.md) ---------------------------------------------
 
 MSA_MODEL = HERE.parent / "data" / "models" / "minimax-m3.json"
 MSA_LAUNCHERS = ["msa_norm_rope_insert", "msa_index_prefill", "msa_index_decode",
