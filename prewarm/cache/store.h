@@ -1,4 +1,4 @@
-// The on-disk cache (DESIGN.md section 6), laid out like FlyDSL's:
+// The on-disk cache (docs/cache-format.md), laid out like FlyDSL's:
 //   {root}/{launcher}_{manager_key}/{sha256(key_string)[:16]}.co     entry (entry.h), mode 0444
 //   {root}/{launcher}_{manager_key}/{sha256(key_string)[:16]}.lock   flock(2) file, never deleted
 //   {root}/prewarm/manifest.json, {root}/prewarm/metrics.prom

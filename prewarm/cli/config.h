@@ -60,7 +60,7 @@ struct Config {
   double probe_timeout_s = 1;
 };
 
-// Process exit codes (DESIGN.md section 7).
+// Process exit codes (docs/cli.md, "Exit codes").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRunFailed = 1;
 inline constexpr int kExitBadInput = 2;
