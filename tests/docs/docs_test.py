@@ -24,6 +24,8 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 INLINE_CODE = re.compile(r"(`+)(?:.*?)\1")
 METRIC = re.compile(r'inline constexpr char k\w+\[\]\s*=\s*"([a-z_:][a-z0-9_:]*)"')
 FLAG_LINE = re.compile(r"^\s+(--[a-z][a-z0-9-]*)")
+USAGE_LINE = re.compile(r"^\s*(?:usage:\s*)?prewarm\b")
+LONG_OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 COMMAND_LINE = re.compile(r"^  ([a-z][a-z-]*)\s{2,}\S")
 
 
@@ -129,7 +131,8 @@ def run_help(binary, *args):
 
 
 def binary_flags(binary):
-    """Every long flag the binary's help pages define (a line that starts with the flag)."""
+    """Every long flag the binary's help pages define (a line that starts with the flag), and the
+    long options of its usage lines (`prewarm --version`)."""
     top = run_help(binary)
     pages = [top]
     in_commands = False
@@ -148,6 +151,8 @@ def binary_flags(binary):
             m = FLAG_LINE.match(line)
             if m:
                 flags.add(m.group(1))
+            elif USAGE_LINE.match(line):
+                flags.update(o for o in LONG_OPTION.findall(line.split("#")[0]))
     if len(pages) < 2 or not flags:
         raise SystemExit(f"docs_test: `{binary} --help` lists no commands or no flags:\n{top}")
     return sorted(flags)
