@@ -46,10 +46,15 @@ class KernelTimer {
   // flushed before each.
   template <typename Launch>
   double MedianMs(Launch launch, int reps) {
+    return Median(TimesMs(launch, reps));
+  }
+  // Each launch's time in ms (in launch order), measured as MedianMs measures them.
+  template <typename Launch>
+  std::vector<float> TimesMs(Launch launch, int reps) {
     OrDie(launch());
     OrDie(gpu_.Synchronize());
     auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
-    return Median(Must(TimeEach(gpu_, launch, flush, reps_ > 0 ? reps_ : reps)));
+    return Must(TimeEach(gpu_, launch, flush, reps_ > 0 ? reps_ : reps));
   }
   Gpu& gpu() { return gpu_; }
 

@@ -1,31 +1,31 @@
-// Every launcher against the GPU's roofline (GPU only; elsewhere it says why and exits 0). For the
-// embedded example's shape (64 heads, L 512, Dr 64, Ktop 2048, NVFP4 KV; index: Hi 4, Di 128) and
-// each (launcher, variant, rows, context): the median device time of many launches after warm-up
-// (events around each launch, the L2 flushed before each), the FLOPs and the fewest bytes the
-// launch must do and move, the achieved TFLOP/s and TB/s, and their share of the device's copy
-// bandwidth (measured here, first) and of its bf16 matrix peak (--bf16-tflops, measured by the
-// caller; 790 is the H200's 8192^3 matmul on random data).
-//   kernel_bench [--bf16-tflops 790] [--reps N] [--simt] [--define NAME[=VALUE]]...
-//                [--launcher L] [--rows N] [--ctx N] [--variant V]
-// L: sparse_prefill, sparse_decode, index_prefill, index_decode, fp8_bmm, topk_prefill,
-// topk_decode or norm_rope_insert; V: the value of the variant's key field (rounds, splits,
-// large, strips, small; 0 and 1 for the booleans; fp8_bmm rows are the keys the rule
-// picks for M rows).
-// The variant the key rule picks for a shape is marked `*`; the other rows show what the rule
+// Every MLA launcher against the GPU's roofline (GPU only; elsewhere it says why and exits 0), at
+// DeepSeek-V3.2's shape per rank (tp 1 and tp 8) beside the seeds' 64-head stand-in, or at one
+// --model-config / --tensor-parallel-size / --dcp (kernel_bench_rows.h: which rows, which keys).
+// Each row: the device time of many launches after warm-up (events around each launch, the L2
+// flushed before each: median, p10, p90), the FLOPs and the fewest bytes the launch must do and
+// move (formulas printed once, in the header), the achieved TFLOP/s and GB/s, and their share
+// of the device's copy bandwidth (measured here, first) and of its bf16 matrix peak
+// (--bf16-tflops, measured by the caller; 790 is the H200's 8192^3 matmul on random data).
+// The key the plan's rule picks for a step is marked `*`; the other rows show what the rule
 // would lose by picking differently. --simt compiles the SIMT path of common/mma.h instead;
-// --define adds -DNAME[=VALUE] to every compile (an A/B of a kernel change in one run).
+// --define adds -DNAME[=VALUE] to every compile (an A/B of a kernel change in one run). --list
+// and --compile-only need no GPU. Usage: kernel_bench_args.cc.
 #include <algorithm>
-#include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 
 #include "bench/bench_util.h"
 #include "bench/gpu_bench.h"
+#include "bench/kernel_bench_args.h"
+#include "bench/kernel_bench_rows.h"
 #include "prewarm/catalog/catalog.h"
-#include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/launch.h"
 #include "prewarm/toolchain/toolchain.h"
 
@@ -34,71 +34,143 @@ namespace {
 
 constexpr int kBlockSize = 64;
 constexpr float kGKv = 0.05f;
+// The device time a row spends in its timed launches, about: a long launch gets fewer of them
+// (never under 10), so a default run stays within minutes.
+constexpr double kRowBudgetMs = 400;
 
-struct Options {
-  double bf16_tflops = 790;
-  int reps = 0;  // 0: by shape
-  bool simt = false;
-  std::vector<std::string> defines;  // extra -D flags
-  // Filters (0 / empty: all), to profile one row under Nsight Compute.
-  std::string launcher;
-  int rows = 0, ctx = 0, variant = -1;
+// What one row did: its work and traffic (printed as rates of the median time).
+struct Work {
+  double flops = 0;  // 0: none counted
+  double bytes = 0;
 };
+
+// The key's parameters as the key string has them, less the arch (the header names it).
+std::string KeyText(const Key& key) {
+  std::string s;
+  for (const auto& [name, value] : key.params) {
+    if (name == "arch") continue;
+    Key one;
+    one.Set(name, value);
+    s += (s.empty() ? "" : ",") + one.String();
+  }
+  return s;
+}
+
+// Random NVFP4 records of `record` bytes whose `scales` scale bytes (at `scale_at`) are E4M3
+// 2^-3 .. 2^2, as real scales would be (random bytes could be NaN); the tail (rope) bf16.
+std::vector<uint8_t> RandomRecords(size_t slots, int record, int scale_at, int scales, int bf16_at,
+                                   uint64_t seed) {
+  std::vector<uint8_t> cache(slots * record);
+  FillRandom(cache, seed);
+  for (size_t s = 0; s < slots; ++s) {
+    uint8_t* r = &cache[s * record];
+    for (int i = 0; i < scales; ++i) {
+      r[scale_at + i] =
+          static_cast<uint8_t>(((4 + r[scale_at + i] % 6) << 3) | (r[scale_at + i] & 7));
+    }
+    // A bf16 of modest size, as RandomBf16's: sign and mantissa random, exponent 2^-3 .. 2^0.
+    for (int i = bf16_at; i + 1 < record; i += 2) {
+      const uint16_t v = static_cast<uint16_t>(r[i] | (r[i + 1] << 8));
+      const uint16_t b = static_cast<uint16_t>((v & 0x807f) | ((124 + (v >> 7) % 4) << 7));
+      r[i] = static_cast<uint8_t>(b & 0xff);
+      r[i + 1] = static_cast<uint8_t>(b >> 8);
+    }
+  }
+  return cache;
+}
+
+// A block table of `entries` blocks scattered over a pool of `num_blocks`.
+std::vector<int> ScatteredTable(int entries, int num_blocks) {
+  std::vector<int> table(static_cast<size_t>(entries));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int>((i * 7919) % num_blocks);
+  return table;
+}
 
 class Bench {
  public:
-  Bench(Gpu& gpu, const Arch& arch, const Options& o)
-      : gpu_(gpu), o_(o), timer_(gpu, arch, o.simt, o.defines, o.reps) {}
+  Bench(Gpu& gpu, const Arch& arch, const KernelBenchOptions& o)
+      : gpu_(gpu), o_(o), timer_(gpu, arch, o.simt, o.defines, 0) {}
 
-  double CopyTbs() { return timer_.CopyTbs(); }
-  void* Module(const Key& key) { return timer_.Module(key); }
+  double CopyTbs() { return copy_tbs_ = timer_.CopyTbs(); }
+  double FloorMs() { return timer_.FloorMs(); }
+  void Compile(const Key& key) { timer_.Module(key); }
 
-  // A block table of `entries` blocks scattered over a pool of `num_blocks`.
-  static std::vector<int> ScatteredTable(int entries, int num_blocks) {
-    std::vector<int> table(static_cast<size_t>(entries));
-    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int>((i * 7919) % num_blocks);
-    return table;
+  void Run(const BenchRow& row) {
+    const std::string& l = row.key.launcher;
+    Work w;
+    std::vector<float> ms;
+    if (l == "sparse_prefill" || l == "sparse_decode") ms = Sparse(row, w);
+    if (l == "index_prefill" || l == "index_decode") ms = Index(row, w);
+    if (l == "topk_prefill" || l == "topk_decode") ms = Topk(row, w);
+    if (l == "fp8_bmm") ms = Fp8Bmm(row, w);
+    if (l == "norm_rope_insert") ms = NormRope(row, w);
+    Print(row, ms, w);
   }
 
-  // Whether the filters leave out this row (the variant compared with key field `field`).
-  bool Skip(const Key& key, int rows, int ctx, const char* field) const {
-    return (!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.rows && o_.rows != rows) ||
-           (o_.ctx && ctx && o_.ctx != ctx) ||
-           (o_.variant >= 0 && field && o_.variant != KeyInt(key, field));
-  }
-
-  // The median time of `launch` over the reps (the option, else `reps`), after one checked
-  // launch, with the L2 flushed before each.
+ private:
+  // The row's launches timed: a first estimate over 3, then as many as the budget allows, at
+  // most the row's own count (--reps: exactly that many).
   template <typename Launch>
-  double MedianMs(Launch launch, int reps) {
-    return timer_.MedianMs(launch, reps);
+  std::vector<float> Time(const BenchRow& row, Launch launch) {
+    int reps = o_.reps;
+    if (reps == 0) {
+      const double first = Median(timer_.TimesMs(launch, 3));
+      reps = std::clamp(static_cast<int>(kRowBudgetMs / std::max(first, 1e-3)), 10, row.reps);
+    }
+    std::vector<float> ms = timer_.TimesMs(launch, reps);
+    std::sort(ms.begin(), ms.end());
+    return ms;
   }
 
-  static std::string VariantName(const Key& key, const char* field) {
-    return std::string(field) + "=" + std::to_string(KeyInt(key, field));
-  }
-
-  // One table row; ctx 0 and gflop 0 print as "-" (no context, no FLOPs counted).
-  void Row(const char* launcher, const std::string& variant, bool picked, int rows, int ctx,
-           double ms, double gflop, double bytes, double copy_tbs) const {
-    const double tbs = bytes / (ms * 1e-3) / 1e12, tflops = gflop / ms;  // GFLOP / ms = TFLOP/s
-    const std::string c = ctx ? std::to_string(ctx) : "-";
+  void Print(const BenchRow& row, const std::vector<float>& ms, const Work& w) const {
+    auto at = [&](double f) {
+      return 1e3 *
+             ms[std::min(ms.size() - 1, static_cast<size_t>(f * static_cast<double>(ms.size())))];
+    };
+    const double med_s = at(0.5) * 1e-6;
+    const double gbs = w.bytes / med_s / 1e9, tflops = w.flops / med_s / 1e12;
     char flop_s[32] = "-", peak_s[32] = "-";
-    if (gflop > 0) {
-      std::snprintf(flop_s, sizeof(flop_s), "%.2f", gflop);
+    if (w.flops > 0) {
+      std::snprintf(flop_s, sizeof(flop_s), "%.1f", tflops);
       std::snprintf(peak_s, sizeof(peak_s), "%.1f", 100 * tflops / o_.bf16_tflops);
     }
-    std::printf("%-15s %-10s %1s %6d %7s %11.4f %9s %8.2f %8.3f %7.1f %7s\n", launcher,
-                variant.c_str(), picked ? "*" : "", rows, c.c_str(), ms, flop_s, bytes / 1e6, tbs,
-                100 * tbs / copy_tbs, peak_s);
+    const std::string c = row.ctx ? std::to_string(row.ctx) : "-";
+    std::printf("%-26s %-16s %-14s %1s %6d %7s %10.1f %9.1f %9.1f %5zu %8s %8.1f %6.1f %6s  %s\n",
+                row.models.c_str(), row.key.launcher.c_str(), row.Variant().c_str(),
+                row.picked ? "*" : "", row.rows, c.c_str(), at(0.5), at(0.1), at(0.9), ms.size(),
+                flop_s, gbs, 100 * gbs / 1e3 / copy_tbs_, peak_s, KeyText(row.key).c_str());
     std::fflush(stdout);
   }
 
-  // One row: `rows` query rows of `requests` requests at context `ctx` (prefill: one chunk of
-  // `rows` tokens ending at ctx; decode: one token each), with the key's variant.
-  void Sparse(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
-    const char* field = prefill ? "rounds" : "splits";  // the variant's key field
-    if (Skip(key, rows, ctx, field)) return;
+  // A device buffer of at least `bytes`, made once by `make` at the size asked first and again
+  // only when a later row needs more: the inputs' content only needs to be plausible, so rows
+  // share it (a 436 MB KV pool is not made again for each row).
+  template <typename Make>
+  DevicePtr Pool(const std::string& name, size_t bytes, Make make) {
+    DeviceBuffer& b = pools_[name];
+    if (b.bytes() < bytes) {
+      b = DeviceBuffer();
+      b = Must(Upload(gpu_, make(bytes)));
+    }
+    return b.ptr();
+  }
+  // Random bf16 values (RandomBf16's) for inputs of `elems` values each, one pool at distinct
+  // offsets (two inputs of a row differ); reserved once per row, so no pointer of the row moves.
+  std::vector<DevicePtr> Bf16(std::initializer_list<size_t> elems) {
+    const size_t most = std::max(elems);
+    const size_t bytes = std::max<size_t>(2 * most + 4096 * elems.size(), size_t{256} << 20);
+    const DevicePtr base = Pool("bf16", bytes, [](size_t n) { return RandomBf16(n / 2 + 1, 1); });
+    std::vector<DevicePtr> out;
+    for (size_t i = 0; i < elems.size(); ++i) out.push_back(base + 4096 * i);
+    return out;
+  }
+
+  // `rows` query rows at context `ctx` (prefill: one chunk of `rows` tokens ending at ctx;
+  // decode: one token each of `rows` requests), each with min(Ktop, visible) random positions.
+  std::vector<float> Sparse(const BenchRow& row, Work& w) {
+    const Key& key = row.key;
+    const bool prefill = row.prefill;
+    const int rows = row.rows, ctx = row.ctx;
     const int hr = static_cast<int>(KeyInt(key, "heads")),
               l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
               dr = static_cast<int>(KeyInt(key, "rope_dim")),
@@ -108,7 +180,8 @@ class Bench {
     const int max_blocks = (ctx + kBlockSize - 1) / kBlockSize;
     // The block table scatters the requests' blocks over a pool of at most 16384 blocks (436 MB,
     // far past the L2), so long decode batches need no multi-GB cache.
-    const int num_blocks = std::min(max_blocks * requests, 16384);
+    constexpr int kPoolBlocks = 16384;
+    const int num_blocks = std::min(max_blocks * requests, kPoolBlocks);
     const std::vector<int> table = ScatteredTable(max_blocks * requests, num_blocks);
     std::vector<int> row_req(rows), sel(static_cast<size_t>(rows) * k, -1);
     std::mt19937 rng(rows * 31 + ctx);
@@ -117,67 +190,57 @@ class Bench {
       row_req[r] = prefill ? 0 : r;
       const int visible = prefill ? ctx - rows + r + 1 : ctx;
       const int n = std::min(k, visible);
-      for (int i = 0; i < n; ++i)
-        sel[static_cast<size_t>(r) * k + i] = static_cast<int>(rng() % visible);
-      std::sort(sel.begin() + static_cast<size_t>(r) * k,
-                sel.begin() + static_cast<size_t>(r) * k + n);
+      int* s = &sel[static_cast<size_t>(r) * k];
+      for (int i = 0; i < n; ++i) s[i] = static_cast<int>(rng() % visible);
+      std::sort(s, s + n);
       selected += n;
     }
-    std::vector<uint8_t> cache(static_cast<size_t>(num_blocks) * kBlockSize * record);
-    FillRandom(cache, 7);
-    // Scale bytes: E4M3 2^-3 .. 2^2, as real scales would be (random bytes could be NaN).
-    const size_t slots = cache.size() / record;
-    const std::vector<uint16_t> rope = RandomBf16(slots * dr, 3);
-    for (size_t s = 0; s < slots; ++s) {
-      for (int i = 0; i < l / 16; ++i) {
-        uint8_t& b = cache[s * record + l / 2 + i];
-        b = static_cast<uint8_t>(((4 + b % 6) << 3) | (b & 7));
-      }
-      std::memcpy(&cache[s * record + l / 2 + l / 16], &rope[s * dr], 2 * dr);
-    }
+    const DevicePtr cache =
+        Pool("kv" + std::to_string(record), static_cast<size_t>(kPoolBlocks) * kBlockSize * record,
+             [&](size_t bytes) {
+               return RandomRecords(bytes / record, record, l / 2, l / 16, l / 2 + l / 16, 7);
+             });
     const size_t q_elems = static_cast<size_t>(rows) * hr;
-    DeviceBuffer dql = Must(Upload(gpu_, RandomBf16(q_elems * l, 1)));
-    DeviceBuffer dqr = Must(Upload(gpu_, RandomBf16(q_elems * dr, 2)));
     DeviceBuffer dsel = Must(Upload(gpu_, sel)), dreq = Must(Upload(gpu_, row_req));
-    DeviceBuffer dtable = Must(Upload(gpu_, table)), dcache = Must(Upload(gpu_, cache));
+    DeviceBuffer dtable = Must(Upload(gpu_, table));
     DeviceBuffer dout = Must(AllocBuffer(gpu_, q_elems * l * 2));
     DeviceBuffer dlse = Must(AllocBuffer(gpu_, q_elems * 4));
     const size_t ws = SparseWorkspaceBytes(key, rows);
-    DeviceBuffer dws_o = Must(AllocBuffer(gpu_, ws)),
+    DeviceBuffer dws_o = Must(AllocBuffer(gpu_, ws + 4)),
                  dws_l = Must(AllocBuffer(gpu_, SparseLseWorkspaceBytes(key, rows) + 4));
-    const SparseArgs a{dql.ptr(),  dqr.ptr(),  dsel.ptr(),   dreq.ptr(),  dtable.ptr(),
-                       max_blocks, kBlockSize, dcache.ptr(), kGKv,        1.0f / std::sqrt(192.0f),
-                       dout.ptr(), dlse.ptr(), rows,         dws_o.ptr(), dws_l.ptr()};
-    void* module = Module(key);
-    auto launch = [&] {
+    const std::vector<DevicePtr> q = Bf16({q_elems * l, q_elems * dr});
+    const SparseArgs a{q[0],       q[1],       dsel.ptr(), dreq.ptr(),  dtable.ptr(),
+                       max_blocks, kBlockSize, cache,      kGKv,        1.0f / std::sqrt(192.0f),
+                       dout.ptr(), dlse.ptr(), rows,       dws_o.ptr(), dws_l.ptr()};
+    void* module = timer_.Module(key);
+    const std::vector<float> ms = Time(row, [&] {
       return prefill ? LaunchSparsePrefill(gpu_, module, key, a)
                      : LaunchSparseDecode(gpu_, module, key, a);
-    };
-    const double ms = MedianMs(launch, prefill && rows >= 2048 ? 15 : 100);
+    });
     // Work: S = Q Kᵀ over L + Dr and O = P V over L, per selected position and head.
-    const double flops = 2.0 * hr * static_cast<double>(selected) * (l + dr + l);
+    w.flops = 2.0 * hr * static_cast<double>(selected) * (l + dr + l);
     // Fewest bytes: Q, out and LSE once, the selected indices, each distinct record once (a
     // prefill chunk's rows share their request's records), the split-K workspace twice.
     const double records = prefill ? std::min<double>(static_cast<double>(selected), ctx)
                                    : static_cast<double>(selected);
-    const double bytes = static_cast<double>(q_elems) * (2.0 * (l + dr) + 2.0 * l + 4) +
-                         4.0 * rows * k + records * record +
-                         2.0 * static_cast<double>(ws) * (1 + 1.0 / l);
-    Row(prefill ? "sparse_prefill" : "sparse_decode", VariantName(key, field), picked, rows, ctx,
-        ms, flops / 1e9, bytes, copy_tbs);
+    w.bytes = static_cast<double>(q_elems) * (2.0 * (l + dr) + 2.0 * l + 4) + 4.0 * rows * k +
+              records * record + 2.0 * static_cast<double>(ws) * (1 + 1.0 / l);
+    return ms;
   }
 
-  // One row of index scores: `rows` query rows at context `ctx` (prefill: one chunk of `rows`
-  // tokens of one request ending at ctx, causal; decode: one token each of `rows` requests).
-  void Index(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
-    const char* field = prefill ? "large" : "rows_tile";
-    if (Skip(key, rows, ctx, field)) return;
+  // Index scores of `rows` query rows at context `ctx` (prefill: one chunk of `rows` tokens of
+  // one request ending at ctx, causal; decode: one token each of `rows` requests).
+  std::vector<float> Index(const BenchRow& row, Work& w) {
+    const Key& key = row.key;
+    const bool prefill = row.prefill;
+    const int rows = row.rows, ctx = row.ctx;
     const int hi = static_cast<int>(KeyInt(key, "index_heads")),
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
     const int requests = prefill ? 1 : rows;
     const int record = di / 2 + di / 16;
     const int max_blocks = (ctx + kBlockSize - 1) / kBlockSize;
-    const int num_blocks = std::min(max_blocks * requests, 65536);
+    constexpr int kPoolBlocks = 65536;
+    const int num_blocks = std::min(max_blocks * requests, kPoolBlocks);
     const std::vector<int> table = ScatteredTable(max_blocks * requests, num_blocks);
     std::vector<int> row_req(rows), visible(rows);
     double seen = 0;
@@ -186,85 +249,72 @@ class Bench {
       visible[r] = prefill ? ctx - rows + r + 1 : ctx;
       seen += visible[r];
     }
-    std::vector<uint8_t> cache(static_cast<size_t>(num_blocks) * kBlockSize * record);
-    FillRandom(cache, 11);
-    const size_t slots = cache.size() / record;
-    for (size_t s = 0; s < slots; ++s) {
-      for (int i = 0; i < di / 16; ++i) {
-        uint8_t& b = cache[s * record + di / 2 + i];
-        b = static_cast<uint8_t>(((4 + b % 6) << 3) | (b & 7));
-      }
-    }
+    const DevicePtr cache =
+        Pool("index" + std::to_string(record),
+             static_cast<size_t>(kPoolBlocks) * kBlockSize * record, [&](size_t bytes) {
+               return RandomRecords(bytes / record, record, di / 2, di / 16, record, 11);
+             });
     const int stride = ctx;
-    DeviceBuffer dq = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(rows) * hi * di, 4)));
-    std::vector<float> w(static_cast<size_t>(rows) * hi, 0.25f);
-    DeviceBuffer dw = Must(Upload(gpu_, w)), dreq = Must(Upload(gpu_, row_req));
+    std::vector<float> weights(static_cast<size_t>(rows) * hi, 0.25f);
+    DeviceBuffer dw = Must(Upload(gpu_, weights)), dreq = Must(Upload(gpu_, row_req));
     DeviceBuffer dvis = Must(Upload(gpu_, visible)), dtable = Must(Upload(gpu_, table));
-    DeviceBuffer dcache = Must(Upload(gpu_, cache));
     DeviceBuffer dout = Must(AllocBuffer(gpu_, static_cast<size_t>(rows) * stride * 4));
     IndexArgs a;
-    a.q = dq.ptr();
+    a.q = Bf16({static_cast<size_t>(rows) * hi * di})[0];
     a.w = dw.ptr();
     a.row_req = dreq.ptr();
     a.visible = dvis.ptr();
     a.block_table = dtable.ptr();
     a.max_blocks = max_blocks;
     a.block_size = kBlockSize;
-    a.index_cache = dcache.ptr();
+    a.index_cache = cache;
     a.g_idx = kGKv;
     a.out = dout.ptr();
     a.stride = stride;
     a.rows = rows;
-    void* module = Module(key);
-    auto launch = [&] {
+    void* module = timer_.Module(key);
+    const std::vector<float> ms = Time(row, [&] {
       return prefill ? LaunchIndexPrefill(gpu_, module, key, a)
                      : LaunchIndexDecode(gpu_, module, key, a);
-    };
-    const double ms = MedianMs(launch, 50);
-    const double flops = 2.0 * hi * di * seen;
+    });
+    w.flops = 2.0 * hi * di * seen;
     // Fewest bytes: Q and w, every score written, each distinct key record once.
     const double records = prefill ? ctx : static_cast<double>(rows) * ctx;
-    const double bytes = rows * (2.0 * hi * di + 4.0 * hi) + 4.0 * rows * stride + records * record;
-    Row(prefill ? "index_prefill" : "index_decode", VariantName(key, field), picked, rows, ctx, ms,
-        flops / 1e9, bytes, copy_tbs);
+    w.bytes = rows * (2.0 * hi * di + 4.0 * hi) + 4.0 * rows * stride + records * record;
+    return ms;
   }
 
-  // One FP8 batched GEMM (the key's shape: B, N, K) for M rows.
-  void Fp8Bmm(const Key& key, int m, double copy_tbs) {
-    if (Skip(key, m, 0, nullptr)) return;
+  // One FP8 batched GEMM (the key's B, N, K) for M rows.
+  std::vector<float> Fp8Bmm(const BenchRow& row, Work& w) {
+    const Key& key = row.key;
+    const int m = row.rows;
     const int batch = static_cast<int>(KeyInt(key, "batch")),
               n = static_cast<int>(KeyInt(key, "n")), k = static_cast<int>(KeyInt(key, "k"));
     const size_t xs = static_cast<size_t>(m) * batch * k, ws = static_cast<size_t>(batch) * n * k;
-    std::vector<uint8_t> w(ws);
-    FillRandom(w, 5);
-    for (uint8_t& v : w) v = static_cast<uint8_t>(v & 0xbf);  // finite e4m3 of modest size
-    DeviceBuffer dx = Must(Upload(gpu_, RandomBf16(xs, 6))), dw = Must(Upload(gpu_, w));
+    std::vector<uint8_t> wt(ws);
+    FillRandom(wt, 5);
+    for (uint8_t& v : wt) v = static_cast<uint8_t>(v & 0xbf);  // finite e4m3 of modest size
+    DeviceBuffer dw = Must(Upload(gpu_, wt));
     DeviceBuffer dy = Must(AllocBuffer(gpu_, static_cast<size_t>(m) * batch * n * 2));
     Fp8BmmArgs a;
-    a.x = dx.ptr();
+    a.x = Bf16({xs})[0];
     a.w = dw.ptr();
     a.y = dy.ptr();
     a.w_scale = 0.01f;
     a.m = m;
-    void* module = Module(key);
-    auto launch = [&] { return LaunchFp8Bmm(gpu_, module, key, a); };
-    const double ms = MedianMs(launch, 100);
-    const double flops = 2.0 * m * batch * static_cast<double>(n) * k;
-    const double bytes =
-        2.0 * static_cast<double>(xs) + static_cast<double>(ws) + 2.0 * m * batch * n;
-    const int64_t exact = KeyInt(key, "m_exact");
-    const auto gemm = key.params.find("gemm");
-    const std::string variant =
-        (gemm == key.params.end() ? "" : std::get<std::string>(gemm->second)) +
-        (exact ? ",m=" + std::to_string(exact) : ",bm=" + std::to_string(KeyInt(key, "block_m")));
-    Row("fp8_bmm", variant, m <= 512, m, 0, ms, flops / 1e9, bytes, copy_tbs);
+    void* module = timer_.Module(key);
+    const std::vector<float> ms = Time(row, [&] { return LaunchFp8Bmm(gpu_, module, key, a); });
+    w.flops = 2.0 * m * batch * static_cast<double>(n) * k;
+    w.bytes = 2.0 * static_cast<double>(xs) + static_cast<double>(ws) + 2.0 * m * batch * n;
+    return ms;
   }
 
-  // One top-k of `rows` score rows at context `ctx` (prefill: one chunk of `rows` tokens ending
-  // at ctx, causal; decode: every row sees ctx), random scores.
-  void Topk(const Key& key, bool prefill, int rows, int ctx, bool picked, double copy_tbs) {
-    const char* field = prefill ? "strips" : "topk";
-    if (Skip(key, rows, ctx, field)) return;
+  // A top-k of `rows` score rows at context `ctx` (prefill: one chunk of `rows` tokens ending
+  // at ctx, causal; decode: every row sees ctx), random scores in [0, 1).
+  std::vector<float> Topk(const BenchRow& row, Work& w) {
+    const Key& key = row.key;
+    const bool prefill = row.prefill;
+    const int rows = row.rows, ctx = row.ctx;
     const int k = static_cast<int>(KeyInt(key, "topk"));
     std::vector<int> visible(rows);
     double seen = 0;
@@ -272,43 +322,42 @@ class Bench {
       visible[r] = prefill ? ctx - rows + r + 1 : ctx;
       seen += visible[r];
     }
-    const size_t n = static_cast<size_t>(rows) * ctx;
-    std::vector<uint8_t> raw(n * 4);
-    FillRandom(raw, 9);
-    std::vector<float> scores(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t u;
-      std::memcpy(&u, &raw[4 * i], 4);
-      scores[i] = static_cast<float>(u >> 8) / 16777216.0f;  // [0, 1), 24 random bits
-    }
-    DeviceBuffer ds = Must(Upload(gpu_, scores)), dvis = Must(Upload(gpu_, visible));
+    const DevicePtr scores = Pool("scores", static_cast<size_t>(rows) * ctx * 4, [](size_t bytes) {
+      std::vector<uint32_t> v(bytes / 4);
+      std::vector<uint8_t> raw(v.size() * 4);
+      FillRandom(raw, 9);
+      std::memcpy(v.data(), raw.data(), raw.size());
+      std::vector<float> f(v.size());
+      for (size_t i = 0; i < v.size(); ++i) f[i] = static_cast<float>(v[i] >> 8) / 16777216.0f;
+      return f;
+    });
+    DeviceBuffer dvis = Must(Upload(gpu_, visible));
     DeviceBuffer dout = Must(AllocBuffer(gpu_, static_cast<size_t>(rows) * k * 4));
     const size_t ws = prefill ? TopkWorkspaceBytes(key, rows) : 0;
     DeviceBuffer dwk = Must(AllocBuffer(gpu_, std::max<size_t>(ws, 4)));
     DeviceBuffer dwi = Must(AllocBuffer(gpu_, std::max<size_t>(ws, 4)));
     TopkArgs a;
-    a.scores = ds.ptr();
+    a.scores = scores;
     a.visible = dvis.ptr();
     a.stride = ctx;
     a.rows = rows;
     a.out = dout.ptr();
     a.ws_key = dwk.ptr();
     a.ws_idx = dwi.ptr();
-    void* module = Module(key);
-    auto launch = [&] {
+    void* module = timer_.Module(key);
+    const std::vector<float> ms = Time(row, [&] {
       return prefill ? LaunchTopkPrefill(gpu_, module, key, a)
                      : LaunchTopkDecode(gpu_, module, key, a);
-    };
-    const double ms = MedianMs(launch, 50);
+    });
     // Fewest bytes: every visible score read once, the indices written.
-    const double bytes = 4.0 * seen + 4.0 * rows * k;
-    Row(prefill ? "topk_prefill" : "topk_decode", VariantName(key, field), picked, rows, ctx, ms, 0,
-        bytes, copy_tbs);
+    w.bytes = 4.0 * seen + 4.0 * rows * k;
+    return ms;
   }
 
-  // One cache insert of `tokens` new tokens into distinct random slots.
-  void NormRope(const Key& key, int tokens, bool picked, double copy_tbs) {
-    if (Skip(key, tokens, 0, "small")) return;
+  // One cache insert of `tokens` new tokens into distinct scattered slots.
+  std::vector<float> NormRope(const BenchRow& row, Work& w) {
+    const Key& key = row.key;
+    const int tokens = row.rows;
     const int l = static_cast<int>(KeyInt(key, "kv_lora_rank")),
               dr = static_cast<int>(KeyInt(key, "rope_dim")),
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
@@ -319,18 +368,17 @@ class Bench {
       slot[t] = (static_cast<long long>(t) * 7919) % slots;
       pos[t] = 100000 + t;
     }
-    DeviceBuffer dl = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(tokens) * l, 12)));
-    DeviceBuffer dr_ = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(tokens) * dr, 13)));
-    DeviceBuffer dk = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(tokens) * di, 14)));
     DeviceBuffer dg = Must(Upload(gpu_, std::vector<float>(l, 1.0f)));
     DeviceBuffer dpos = Must(Upload(gpu_, pos)), dslot = Must(Upload(gpu_, slot));
     const size_t record = l / 2 + l / 16 + 2 * dr, irecord = di / 2 + di / 16;
     DeviceBuffer dkv = Must(AllocBuffer(gpu_, slots * record));
     DeviceBuffer didx = Must(AllocBuffer(gpu_, slots * irecord));
+    const size_t t = static_cast<size_t>(tokens);
     NormRopeInsertArgs a;
-    a.latent = dl.ptr();
-    a.rope = dr_.ptr();
-    a.index_key = dk.ptr();
+    const std::vector<DevicePtr> in = Bf16({t * l, t * dr, t * di});
+    a.latent = in[0];
+    a.rope = in[1];
+    a.index_key = in[2];
     a.gamma = dg.ptr();
     a.pos = dpos.ptr();
     a.slot = dslot.ptr();
@@ -339,203 +387,139 @@ class Bench {
     a.num_tokens = tokens;
     a.kv_cache = dkv.ptr();
     a.index_cache = didx.ptr();
-    void* module = Module(key);
-    auto launch = [&] { return LaunchNormRopeInsert(gpu_, module, key, a); };
-    const double ms = MedianMs(launch, 100);
-    const double bytes =
-        tokens * (2.0 * (l + dr + di) + 4 + 8 + static_cast<double>(record + irecord));
-    Row("norm_rope_insert", VariantName(key, "small"), picked, tokens, 0, ms, 0, bytes, copy_tbs);
+    void* module = timer_.Module(key);
+    const std::vector<float> ms =
+        Time(row, [&] { return LaunchNormRopeInsert(gpu_, module, key, a); });
+    w.bytes = tokens * (2.0 * (l + dr + di) + 4 + 8 + static_cast<double>(record + irecord));
+    return ms;
   }
 
- private:
   Gpu& gpu_;
-  Options o_;
+  const KernelBenchOptions& o_;
   KernelTimer timer_;
+  double copy_tbs_ = 1;
+  std::map<std::string, DeviceBuffer> pools_;
 };
 
-constexpr char kUsage[] =
-    "usage: kernel_bench [--bf16-tflops T] [--reps N] [--simt] [--define NAME[=VALUE]]...\n"
-    "                    [--launcher sparse_prefill|sparse_decode|index_prefill|index_decode|\n"
-    "                                fp8_bmm|topk_prefill|topk_decode|norm_rope_insert]\n"
-    "                    [--rows N] [--ctx N] [--variant V]\n";
-
-// A positive number, the whole of `text`; 0 when it is not one.
-double PositiveNumber(const char* text) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  return end != text && *end == '\0' && v > 0 && v < 1e12 ? v : 0;
+void PrintModels(const std::vector<BenchModel>& models) {
+  for (const BenchModel& m : models) std::printf("  %s\n", m.Describe().c_str());
 }
 
-// Parses the flags into `o`; an error message naming the bad argument, or empty.
-std::string ParseArgs(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--simt") {
-      o.simt = true;
-      continue;
+constexpr char kFormulas[] =
+    "times in us: median, p10, p90 of `reps` launches, CUDA events around each, the L2 flushed "
+    "(512 MiB written) before each\n"
+    "TFLOP/s = FLOPs / median: sparse_* 2 Hr S (2L + Dr), S the selected positions of all rows; "
+    "index_* 2 Hi Di V, V the visible keys of all rows; fp8_bmm 2 M B N K; the rest none\n"
+    "GB/s = the fewest bytes the launch must move / median: sparse_* Q, out and LSE once, the "
+    "indices, each distinct NVFP4 record (L/2 + L/16 + 2 Dr bytes) once, the split-K workspace "
+    "twice; index_* Q and w, every score written, each distinct key record once; fp8_bmm X, W, "
+    "Y; topk_* every visible score, the indices; norm_rope_insert inputs and records\n"
+    "%copy: GB/s of the copy bandwidth; %bf16: TFLOP/s of the bf16 peak; * the key the plan's "
+    "rule picks; model: the shapes a row stands for (a row two shapes share is timed once)\n";
+
+void PrintHeader() {
+  std::printf("%-26s %-16s %-14s %1s %6s %7s %10s %9s %9s %5s %8s %8s %6s %6s  %s\n", "model",
+              "launcher", "variant", "", "rows", "ctx", "median_us", "p10_us", "p90_us", "reps",
+              "TFLOP/s", "GB/s", "%copy", "%bf16", "key");
+}
+
+// --list: the rows and their keys; --compile-only: each distinct key compiled (no GPU).
+int ListOrCompile(const KernelBenchOptions& o, const Arch& arch,
+                  const std::vector<BenchRow>& rows) {
+  std::set<std::string> keys;
+  for (const BenchRow& r : rows) keys.insert(r.key.launcher + " " + r.key.String());
+  if (o.list) {
+    std::printf("%-26s %-16s %-14s %1s %6s %7s %5s  %s\n", "model", "launcher", "variant", "",
+                "rows", "ctx", "reps", "key");
+    for (const BenchRow& r : rows) {
+      std::printf("%-26s %-16s %-14s %1s %6d %7s %5d  %s\n", r.models.c_str(),
+                  r.key.launcher.c_str(), r.Variant().c_str(), r.picked ? "*" : "", r.rows,
+                  r.ctx ? std::to_string(r.ctx).c_str() : "-", r.reps, KeyText(r.key).c_str());
     }
-    const bool known = a == "--bf16-tflops" || a == "--reps" || a == "--launcher" ||
-                       a == "--rows" || a == "--ctx" || a == "--variant" || a == "--define";
-    if (!known) return "unknown argument " + a;
-    if (i + 1 >= argc) return a + " needs a value";
-    const char* v = argv[++i];
-    if (a == "--define") {
-      const std::string d = v;
-      const size_t eq = d.find('=');
-      const std::string name = d.substr(0, eq);
-      const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-      }) && !std::isdigit(static_cast<unsigned char>(name[0]));
-      if (!ok) return "--define " + d + ": must be NAME or NAME=VALUE, NAME a C identifier";
-      o.defines.push_back(d);
-      continue;
-    }
-    if (a == "--launcher") {
-      o.launcher = v;
-      const std::vector<std::string> names = {"sparse_prefill", "sparse_decode",   "index_prefill",
-                                              "index_decode",   "fp8_bmm",         "topk_prefill",
-                                              "topk_decode",    "norm_rope_insert"};
-      if (std::find(names.begin(), names.end(), o.launcher) == names.end()) {
-        std::string list;
-        for (size_t j = 0; j < names.size(); ++j)
-          list += (j == 0 ? "" : j + 1 == names.size() ? " or " : ", ") + names[j];
-        return "--launcher " + o.launcher + ": must be " + list;
-      }
-      continue;
-    }
-    if (a == "--variant") {  // a key field's value: 0 is one
-      const double x = std::string(v) == "0" ? 0 : PositiveNumber(v);
-      if ((x == 0 && std::string(v) != "0") || x != static_cast<int>(x))
-        return a + " " + v + ": must be a non-negative integer";
-      o.variant = static_cast<int>(x);
-      continue;
-    }
-    const double x = PositiveNumber(v);
-    const bool integer = a != "--bf16-tflops";
-    if (x == 0 || (integer && (x != static_cast<int>(x))))
-      return a + " " + v + ": must be a positive " + (integer ? "integer" : "number");
-    if (a == "--bf16-tflops") o.bf16_tflops = x;
-    if (a == "--reps") o.reps = static_cast<int>(x);
-    if (a == "--rows") o.rows = static_cast<int>(x);
-    if (a == "--ctx") o.ctx = static_cast<int>(x);
+    std::printf("kernel_bench --list: %zu rows, %zu keys, arch %s\n", rows.size(), keys.size(),
+                arch.name.c_str());
+    return 0;
   }
-  return "";
+  const std::unique_ptr<Toolchain> tc = Must(OpenToolchain(arch.platform));
+  OrDie(tc->CheckArch(arch));
+  const auto start = std::chrono::steady_clock::now();
+  std::set<std::string> done;
+  for (const BenchRow& r : rows) {
+    if (!done.insert(r.key.launcher + " " + r.key.String()).second) continue;
+    CompileJob job = JobForKey(r.key, arch);
+    if (o.simt) job.defines.push_back("-DPW_FORCE_SIMT=1");
+    for (const std::string& d : o.defines) job.defines.push_back("-D" + d);
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<CompileOutput> out = tc->Compile(job);
+    if (!out.ok()) {
+      std::fprintf(stderr, "kernel_bench: %s %s: %s\n", r.key.launcher.c_str(),
+                   r.key.String().c_str(), std::string(out.status().message()).c_str());
+      return 1;
+    }
+    std::printf("compiled %-16s %-60s %7zu bytes %6.2f s\n", r.key.launcher.c_str(),
+                KeyText(r.key).c_str(), out->code.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf("kernel_bench --compile-only: %zu keys for %s in %.1f s\n", done.size(),
+              arch.name.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return 0;
 }
 
 int Main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      std::printf(
-          "kernel_bench: every launcher of the embedded example against the GPU's roofline "
-          "(median of many launches, L2 flushed before each; GPU only).\n%s",
-          kUsage);
-      return 0;
-    }
-  }
-  if (const std::string error = ParseArgs(argc, argv, o); !error.empty()) {
-    std::fprintf(stderr, "kernel_bench: %s\n%s", error.c_str(), kUsage);
+  KernelBenchOptions o;
+  if (const std::string error = ParseKernelBenchArgs(argc, argv, o); !error.empty()) {
+    std::fprintf(stderr, "kernel_bench: %s\n%s", error.c_str(), kKernelBenchUsage);
     return 2;
+  }
+  if (o.help) {
+    std::printf(
+        "kernel_bench: every MLA launcher against the GPU's roofline, DeepSeek-V3.2 at tp 1 and "
+        "tp 8 beside the 64-head stand-in (median, p10, p90 of many launches, L2 flushed before "
+        "each; GPU only, but for --list and --compile-only).\n%s",
+        kKernelBenchUsage);
+    return 0;
+  }
+  // The models are read before any GPU is touched, so a bad one is exit 2 everywhere; a GPU run
+  // plans them for its GPU's arch.
+  const Arch plan_arch = Must(ParseArch(o.arch.empty() ? "sm_90" : o.arch));
+  absl::StatusOr<std::vector<BenchModel>> models = MakeBenchModels(o.rows, plan_arch);
+  if (!models.ok()) {
+    std::fprintf(stderr, "kernel_bench: %s\n%s", std::string(models.status().message()).c_str(),
+                 kKernelBenchUsage);
+    return 2;
+  }
+  if (o.list || o.compile_only) {
+    std::printf("kernel_bench: arch %s\n", plan_arch.name.c_str());
+    PrintModels(*models);
+    return ListOrCompile(o, plan_arch, EnumerateRows(*models, plan_arch, o.rows));
   }
   const std::unique_ptr<Gpu> gpu = OpenGpuOrSayWhy("kernel_bench");
   if (gpu == nullptr) return 0;
   const Arch arch = Must(ParseArch(gpu->ArchName()));
+  models = MakeBenchModels(o.rows, arch);
+  if (!models.ok()) {
+    std::fprintf(stderr, "kernel_bench: %s\n", std::string(models.status().message()).c_str());
+    return 2;
+  }
+  const std::vector<BenchRow> rows = EnumerateRows(*models, arch, o.rows);
+  const auto start = std::chrono::steady_clock::now();
   Bench bench(*gpu, arch, o);
   const double copy = bench.CopyTbs();
-  std::printf("kernel_bench on %s%s: copy %.2f TB/s (measured), bf16 peak %.0f TFLOP/s (given)\n",
-              gpu->Name().c_str(), o.simt ? ", SIMT path" : "", copy, o.bf16_tflops);
-  std::printf("%-15s %-10s %1s %6s %7s %11s %9s %8s %8s %7s %7s\n", "launcher", "variant", "",
-              "rows", "ctx", "median_ms", "GFLOP", "MB", "TB/s", "%copy", "%bf16");
-  const ModelConfig model = SeedsModelConfig();
-  const Shape shape = *ShapeForRank(model, 1);
-  const Limits limits =
-      *ResolveLimits({}, {}, model, VllmBatchDefaults(LargeMemoryGpuArch(arch), arch.name));
-  auto key_of = [&](const char* launcher, const Step& step) {
-    for (const DispatchedLauncher& d : DispatchStep(step, limits, shape, arch)) {
-      if (d.name == launcher) return d.keys.front();
-    }
-    std::fprintf(stderr, "kernel_bench: %s not dispatched\n", launcher);
-    std::exit(1);
-  };
-  for (int c : {1024, 4096, 8192, 32768}) {
-    for (int rows : {512, 2048, 8192}) {
-      if (rows > c) continue;
-      const Key picked = key_of("sparse_prefill", Step{{{Phase::kPrefill, rows, c}}});
-      for (int rounds : {1, 2}) {
-        Key k = picked;
-        k.Set("rounds", static_cast<int64_t>(rounds));
-        bench.Sparse(k, true, rows, c, k == picked, copy);
-      }
-    }
-  }
-  for (int c : {4096, 32768}) {
-    for (int rows : {1, 16, 128}) {
-      Step step;
-      for (int r = 0; r < rows; ++r) step.requests.push_back({Phase::kDecode, 1, c});
-      const Key picked = key_of("sparse_decode", step);
-      for (int splits : {1, 2, 4, 8, 16}) {
-        Key k = picked;
-        k.Set("splits", static_cast<int64_t>(splits));
-        bench.Sparse(k, false, rows, c, k == picked, copy);
-      }
-    }
-  }
-  for (int tokens : {16, 8192}) {
-    const Key picked = key_of("norm_rope_insert", Step{{{Phase::kPrefill, tokens, tokens}}});
-    for (bool small : {false, true}) {
-      Key k = picked;
-      k.Set("small", small);
-      bench.NormRope(k, tokens, k == picked, copy);
-    }
-  }
-  // The FP8 GEMMs (both of a step): decode batches (m_exact) and prefill chunks (block_m).
-  for (int m : {1, 16, 128, 512}) {
-    Step step;
-    for (int r = 0; r < m; ++r) step.requests.push_back({Phase::kDecode, 1, 4096});
-    for (const DispatchedLauncher& d : DispatchStep(step, limits, shape, arch)) {
-      if (d.name != "fp8_bmm") continue;
-      for (const Key& k : d.keys) {
-        bench.Fp8Bmm(k, m, copy);
-        // The GEMM's throughput at a size no step of the example reaches (8192 decode
-        // tokens): the block_m = 128 variant the rule picks above 512 rows.
-        if (m != 128) continue;
-        Key big = k;
-        big.Set("block_m", int64_t{128}).Set("even_m", true);
-        bench.Fp8Bmm(big, 8192, copy);
-      }
-    }
-  }
-  for (int c : {8192, 32768}) {
-    for (int rows : {512, 8192}) {
-      if (c > 8192 && rows > 512) continue;  // 1 GiB of scores: the 512 rows say enough
-      const Key picked = key_of("topk_prefill", Step{{{Phase::kPrefill, rows, c}}});
-      for (int strips : {1, 2, 4, 8}) {
-        Key k = picked;
-        k.Set("strips", static_cast<int64_t>(strips));
-        bench.Topk(k, true, rows, c, k == picked, copy);
-      }
-    }
-    for (int rows : {1, 16, 128}) {
-      Step step;
-      for (int r = 0; r < rows; ++r) step.requests.push_back({Phase::kDecode, 1, c});
-      bench.Topk(key_of("topk_decode", step), false, rows, c, true, copy);
-    }
-  }
-  for (int c : {8192, 32768}) {
-    for (int rows : {512, 2048, 8192}) {
-      const Key picked = key_of("index_prefill", Step{{{Phase::kPrefill, rows, c}}});
-      for (bool large : {false, true}) {
-        Key k = picked;
-        k.Set("large", large);
-        bench.Index(k, true, rows, c, k == picked, copy);
-      }
-    }
-    for (int rows : {1, 16, 128, 1024}) {  // 1024: vLLM's decode batch on an H200
-      Step step;
-      for (int r = 0; r < rows; ++r) step.requests.push_back({Phase::kDecode, 1, c});
-      bench.Index(key_of("index_decode", step), false, rows, c, true, copy);
-    }
-  }
+  std::printf(
+      "kernel_bench on %s%s: copy %.2f TB/s (measured), bf16 peak %.0f TFLOP/s (given), floor "
+      "%.1f us (a 4-byte fill timed as the rows are)\n",
+      gpu->Name().c_str(), o.simt ? ", SIMT path" : "", copy, o.bf16_tflops, 1e3 * bench.FloorMs());
+  PrintModels(*models);
+  std::printf("%s", kFormulas);
+  for (const BenchRow& r : rows) bench.Compile(r.key);  // every compile before the first timing
+  const double compile_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  PrintHeader();
+  for (const BenchRow& r : rows) bench.Run(r);
+  std::printf("kernel_bench: %zu rows in %.0f s (%.0f s of it compiling)\n", rows.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              compile_s);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #   kernel_bench_test.sh PATH_TO_KERNEL_BENCH
 set -uo pipefail
 bench=$1
+models=$(cd "$(dirname "$0")/../data/models" && pwd)
 fail=0
 expect_bad() {  # expected message, then the arguments
   local want=$1
@@ -24,8 +25,26 @@ expect_bad "--rows 1.5: must be a positive integer" --rows 1.5
 expect_bad "--reps -3: must be a positive integer" --reps -3
 expect_bad "--ctx 0: must be a positive integer" --ctx 0
 expect_bad "--bf16-tflops x: must be a positive number" --bf16-tflops x
-expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, index_prefill, index_decode, fp8_bmm, topk_prefill, topk_decode or norm_rope_insert" \
+expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, norm_rope_insert, fp8_bmm, topk_prefill, topk_decode, index_prefill or index_decode" \
   --launcher topk
+expect_bad "--launcher topk: must be" --launcher topk_decode,topk
+expect_bad "--ctx 131073: must be at most 131072" --ctx 131073
+expect_bad "--tensor-parallel-size 0: must be a positive integer" --tensor-parallel-size 0
+expect_bad "--tensor-parallel-size 3: must divide num_attention_heads (128)" --tensor-parallel-size 3
+expect_bad "--tensor-parallel-size 128: must divide num_attention_heads (64) of $models/mla-64-heads.json" \
+  --model-config "$models/mla-64-heads.json" --tensor-parallel-size 128
+expect_bad "--dcp x: must be a positive integer" --dcp x
+expect_bad "--decode-context-parallel-size 3 (from --dcp) must divide --tensor-parallel-size 8" \
+  --tensor-parallel-size 8 --dcp 3
+expect_bad "--decode-context-parallel-size 2 (from --dcp) must divide --tensor-parallel-size 1 (from default)" \
+  --dcp 2
+expect_bad "--model-config $models/none.json: cannot open the file" --model-config "$models/none.json"
+expect_bad "minimax_m3_vl is MSA" --model-config "$models/minimax-m3.json"
+expect_bad "(llama) is not an MLA model" --model-config "$models/llama-like-not-mla.json"
+expect_bad "--shapes tp8: not a shape of this run (stand-in, v3.2-tp1, v3.2-tp8)" --shapes v3.2-tp1,tp8
+expect_bad "--arch sm_90: only with --list or --compile-only" --arch sm_90
+expect_bad "--arch gfx9999: not an arch prewarm knows" --list --arch gfx9999
+expect_bad "--list and --compile-only: give one" --list --compile-only
 expect_bad "--variant -1: must be a non-negative integer" --variant -1
 expect_bad "--variant 2.5: must be a non-negative integer" --variant 2.5
 expect_bad "--define 1X: must be NAME or NAME=VALUE, NAME a C identifier" --define 1X
@@ -37,6 +56,64 @@ rc=$?
 if [[ $rc -ne 0 ]] || ! grep -q "usage: kernel_bench" <<<"$out" || ! grep -q -- "--launcher" <<<"$out"; then
   echo "FAIL: --help: exit $rc, output: $out"
   fail=1
+fi
+# --list: the rows, from prewarm's own plan, without a GPU.
+list() { "$bench" --list "$@" 2>&1; }
+expect_rows() {  # what, expected count of rows matching the regex, regex, then the arguments
+  local what=$1 want=$2 re=$3
+  shift 3
+  local out got
+  out=$(list "$@")
+  got=$(grep -cE -- "$re" <<<"$out")
+  if [[ $got -ne $want ]]; then
+    echo "FAIL: $what: kernel_bench --list $*: $got rows match '$re', want $want; output: $out"
+    fail=1
+  fi
+}
+out=$(list)
+# The default run: every launcher, the stand-in's earlier rows, DeepSeek-V3.2 at tp 1 and tp 8.
+expect_rows "stand-in's 8192-token chunk at 32K" 2 '^stand-in +sparse_prefill +rounds=[12] +\*? +8192 +32768 .*heads=64,' 
+expect_rows "tp 8's 16 heads" 5 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* 32 +32768 .*heads=16,' --shapes v3.2-tp8
+expect_rows "tp 1's 128 heads at 64 rows" 5 '^v3\.2-tp1 +sparse_decode .* 64 +32768 .*heads=128,' --shapes v3.2-tp1
+expect_rows "long-context top-k, shared by both tps" 3 '^v3\.2-tp1,v3\.2-tp8 +topk_decode .* 131072 ' --launcher topk_decode
+expect_rows "top-k at 8K, shared by all three" 3 '^stand-in,v3\.2-tp1,v3\.2-tp8 +topk_decode .* 8192 ' --launcher topk_decode
+expect_rows "index_decode at 128K, 64 index heads" 3 'index_decode .* 131072 .*index_heads=64,' --launcher index_decode
+expect_rows "no stand-in row past its 32768 positions" 0 '^stand-in[^ ]* +[a-z_]+ +[^ ]+ +\*? +[0-9]+ +(65536|131072) '
+expect_rows "the rule's pick at 8192 rows of 32K" 1 'topk_prefill +strips=4 +\* +8192 +32768' --launcher topk_prefill
+for l in sparse_prefill sparse_decode norm_rope_insert fp8_bmm topk_prefill topk_decode index_prefill index_decode; do
+  expect_rows "$l in the default run" 1 "^kernel_bench --list: " --launcher "$l"
+  if ! grep -qE "^[^ ]+ +$l " <<<"$out"; then
+    echo "FAIL: the default --list has no $l row"
+    fail=1
+  fi
+done
+# --model-config is read by prewarm's own model code: DeepSeek-V3.2's published config at tp 8
+# gives the embedded example's rows and keys at tp 8, row for row.
+a=$(list --model-config "$models/deepseek-v3.2.json" --tensor-parallel-size 8 | grep -E '^deepseek_v32-tp8 ' | sed 's/^deepseek_v32-tp8 */X /')
+b=$(list --tensor-parallel-size 8 | grep -E '^v3\.2-tp8 ' | sed 's/^v3\.2-tp8 */X /')
+if [[ -z $a || $a != "$b" ]]; then
+  echo "FAIL: deepseek-v3.2.json at tp 8 and the embedded example at tp 8 list different rows"
+  fail=1
+fi
+# --dcp: sparse_decode gathers the dcp group's heads (16 x 2), the prefill keeps its 16.
+expect_rows "dcp 2's decode heads" 5 '^v3\.2-tp8-dcp2 +sparse_decode .*heads=32,' --tensor-parallel-size 8 --dcp 2 --rows 16
+expect_rows "dcp 2's prefill heads" 2 '^v3\.2-tp8-dcp2 +sparse_prefill .*heads=16,' --tensor-parallel-size 8 --dcp 2 --rows 8192 --ctx 8192
+# A model without an indexer runs fp8_bmm only.
+expect_rows "deepseek-v2-lite: fp8_bmm only" 0 '^deepseek_v2-tp1 +(sparse|index|topk|norm)' --model-config "$models/deepseek-v2-lite.json"
+# --compile-only: the keys compile with the arch's own compiler, no GPU (where NVRTC is).
+if compgen -G "/usr/local/cuda/lib64/libnvrtc.so*" >/dev/null; then
+  out=$("$bench" --compile-only --shapes v3.2-tp8 --launcher sparse_decode,index_decode --rows 16 --ctx 131072 2>&1)
+  rc=$?
+  if [[ $rc -ne 0 ]] || ! grep -q "^kernel_bench --compile-only: 1 keys for sm_90" <<<"$out"; then
+    echo "FAIL: --compile-only: exit $rc, output: $out"
+    fail=1
+  fi
+  out=$("$bench" --compile-only --shapes v3.2-tp8 --launcher sparse_decode --rows 16 --variant 4 --define int=struct 2>&1)
+  rc=$?
+  if [[ $rc -ne 1 ]] || ! grep -q "sparse_decode arch=sm_90,heads=16" <<<"$out"; then
+    echo "FAIL: --compile-only of a key that cannot compile: exit $rc (want 1 naming the key), output: $out"
+    fail=1
+  fi
 fi
 if ! [[ -e /dev/nvidiactl || -e /dev/kfd ]]; then
   out=$("$bench" --rows 16 --launcher index_decode --variant 0 2>&1)

@@ -1,0 +1,138 @@
+#include "bench/kernel_bench_args.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "prewarm/arch/arch.h"
+
+namespace prewarm {
+
+const char kKernelBenchUsage[] =
+    "usage: kernel_bench [--model-config FILE] [--tensor-parallel-size N] [--dcp N]\n"
+    "                    [--shapes LABEL[,LABEL...]] [--launcher L[,L...]]\n"
+    "                    [--rows N] [--ctx N] [--variant V] [--reps N] [--bf16-tflops T]\n"
+    "                    [--simt] [--define NAME[=VALUE]]... [--list | --compile-only]\n"
+    "                    [--arch A]\n"
+    "  default: the 64-head stand-in (RESULTS' earlier rows) and DeepSeek-V3.2 (the embedded\n"
+    "  example) at tp 1 and tp 8; --model-config FILE / --tensor-parallel-size / --dcp: that one\n"
+    "  model (the example without FILE) at that tp and dcp (default 1)\n"
+    "  --shapes: of the default set, stand-in, v3.2-tp1, v3.2-tp8\n"
+    "  --launcher: sparse_prefill, sparse_decode, norm_rope_insert, fp8_bmm, topk_prefill,\n"
+    "              topk_decode, index_prefill, index_decode\n"
+    "  --rows, --ctx (<= 131072), --variant (a key field's value): only those rows\n"
+    "  --reps: launches per row (default by row, fewer where one launch is long)\n"
+    "  --list: print the rows and keys, no GPU; --compile-only: compile every key with the\n"
+    "  arch's run-time compiler, no GPU; --arch (only with these two; default sm_90)\n";
+
+namespace {
+
+// A positive number, the whole of `text`; 0 when it is not one.
+double PositiveNumber(const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  return end != text && *end == '\0' && v > 0 && v < 1e12 ? v : 0;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool CIdentifier(const std::string& name) {
+  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
+}
+
+}  // namespace
+
+std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
+  RowOptions& r = o.rows;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (a == "--simt" || a == "--list" || a == "--compile-only") {
+      (a == "--simt" ? o.simt : a == "--list" ? o.list : o.compile_only) = true;
+      continue;
+    }
+    const std::vector<std::string> valued = {
+        "--bf16-tflops", "--reps",         "--launcher",
+        "--rows",        "--ctx",          "--variant",
+        "--define",      "--model-config", "--tensor-parallel-size",
+        "--dcp",         "--shapes",       "--arch"};
+    if (std::find(valued.begin(), valued.end(), a) == valued.end()) {
+      return "unknown argument " + a;
+    }
+    if (i + 1 >= argc) return a + " needs a value";
+    const std::string v = argv[++i];
+    if (a == "--define") {
+      if (!CIdentifier(v.substr(0, v.find('=')))) {
+        return "--define " + v + ": must be NAME or NAME=VALUE, NAME a C identifier";
+      }
+      o.defines.push_back(v);
+    } else if (a == "--launcher") {
+      const std::vector<std::string>& names = BenchLaunchers();
+      for (const std::string& l : SplitList(v)) {
+        if (std::find(names.begin(), names.end(), l) == names.end()) {
+          std::string list;
+          for (size_t j = 0; j < names.size(); ++j) {
+            list += (j == 0 ? "" : j + 1 == names.size() ? " or " : ", ") + names[j];
+          }
+          return "--launcher " + l + ": must be " + list;
+        }
+        r.launchers.push_back(l);
+      }
+    } else if (a == "--shapes") {
+      for (const std::string& s : SplitList(v)) {
+        if (s.empty()) return "--shapes " + v + ": an empty label";
+        r.shapes.push_back(s);  // checked against the run's models (MakeBenchModels)
+      }
+    } else if (a == "--model-config") {
+      if (v.empty()) return "--model-config: an empty path";
+      r.model_config = v;
+    } else if (a == "--arch") {
+      if (!ParseArch(v).ok()) return "--arch " + v + ": not an arch prewarm knows";
+      o.arch = v;
+    } else if (a == "--variant") {  // a key field's value: 0 is one
+      const double x = v == "0" ? 0 : PositiveNumber(v.c_str());
+      if ((x == 0 && v != "0") || x != static_cast<int>(x)) {
+        return a + " " + v + ": must be a non-negative integer";
+      }
+      r.variant = static_cast<int>(x);
+    } else {
+      const double x = PositiveNumber(v.c_str());
+      const bool integer = a != "--bf16-tflops";
+      if (x == 0 || (integer && x != static_cast<int>(x))) {
+        return a + " " + v + ": must be a positive " + (integer ? "integer" : "number");
+      }
+      if (a == "--ctx" && x > kBenchMaxCtx) {
+        return a + " " + v + ": must be at most " + std::to_string(kBenchMaxCtx);
+      }
+      if (a == "--bf16-tflops") o.bf16_tflops = x;
+      if (a == "--reps") o.reps = static_cast<int>(x);
+      if (a == "--rows") r.rows = static_cast<int>(x);
+      if (a == "--ctx") r.ctx = static_cast<int>(x);
+      if (a == "--tensor-parallel-size") r.tp = static_cast<int>(x);
+      if (a == "--dcp") r.dcp = static_cast<int>(x);
+    }
+  }
+  if (o.list && o.compile_only) return "--list and --compile-only: give one";
+  if (!o.arch.empty() && !o.list && !o.compile_only) {
+    return "--arch " + o.arch + ": only with --list or --compile-only (a GPU run uses its GPU's)";
+  }
+  return "";
+}
+
+}  // namespace prewarm
