@@ -20,8 +20,9 @@ const std::vector<std::string_view>& KnownArchNames() {
 absl::StatusOr<Arch> ParseArch(std::string_view name) {
   const auto& known = KnownArchNames();
   if (std::find(known.begin(), known.end(), name) == known.end()) {
-    return absl::InvalidArgumentError(StrCat(
-        "--arch ", name, ": unknown architecture; known: ", StrJoin(known, ", "), ", or auto"));
+    return absl::InvalidArgumentError(
+        StrCat("--arch ", ShownValue(name), ": unknown architecture; known: ", StrJoin(known, ", "),
+               ", or auto"));
   }
   return Arch{std::string(name), name.starts_with("sm_") ? Platform::kNvidia : Platform::kAmd};
 }
@@ -47,7 +48,8 @@ absl::StatusOr<std::vector<Arch>> ParseArchList(std::string_view list) {
   for (std::string_view part : StrSplit(list, ',')) {
     part = StripWhitespace(part);
     if (part.empty()) {
-      return absl::InvalidArgumentError(StrCat("--arch ", list, ": empty name in the list"));
+      return absl::InvalidArgumentError(
+          StrCat("--arch ", ShownValue(list), ": empty name in the list"));
     }
     absl::StatusOr<Arch> arch = ParseArch(part);
     if (!arch.ok()) return arch.status();

@@ -142,15 +142,26 @@ absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name
     return absl::OkStatus();
   }
   std::optional<int64_t> v = ParseSizedInt(text);
+  // All digits past int64 (2^64 - 1): out of range, not "not an integer", and shown as given.
+  const std::string_view digits = StripWhitespace(text);
+  const bool integer =
+      !digits.empty() &&
+      digits.find_first_not_of("0123456789", digits[0] == '-' ? 1 : 0) == std::string_view::npos &&
+      digits != "-";
+  if (!v.has_value() && integer) {
+    v = digits[0] == '-' ? std::numeric_limits<int64_t>::min()
+                         : std::numeric_limits<int64_t>::max();
+  }
   if (!v.has_value()) {
-    return absl::InvalidArgumentError(StrCat(origin, "=", text, ": not an integer; ", rule));
+    return absl::InvalidArgumentError(
+        StrCat(origin, "=", ShownValue(text), ": not an integer; ", rule));
   }
   if (*v < spec->min_value) {
-    return absl::InvalidArgumentError(StrCat(origin, "=", text, ": ", rule));
+    return absl::InvalidArgumentError(StrCat(origin, "=", ShownValue(text), ": ", rule));
   }
   if (*v > spec->max_value) {
-    return absl::InvalidArgumentError(StrCat(origin, "=", text, ": too large; --", spec->flag,
-                                             " must be at most ", spec->max_value));
+    return absl::InvalidArgumentError(StrCat(origin, "=", ShownValue(text), ": too large; --",
+                                             spec->flag, " must be at most ", spec->max_value));
   }
   values[spec->id] = Sourced<int64_t>{*v, std::string(origin)};
   return absl::OkStatus();
@@ -167,7 +178,7 @@ absl::Status SetKvCacheDtypeFromText(LimitValues& values, std::string_view text,
     names.push_back(KvCacheDtypeName(d));
   }
   return absl::InvalidArgumentError(
-      StrCat(origin, "=", text,
+      StrCat(origin, "=", ShownValue(text),
              ": unknown KV cache dtype; expected one of vLLM's: ", StrJoin(names, ", ")));
 }
 

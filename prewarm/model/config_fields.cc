@@ -8,10 +8,7 @@ namespace prewarm::config_fields {
 
 using nlohmann::json;
 
-std::string Shown(const json& v) {
-  std::string s = v.dump();
-  return s.size() <= 64 ? s : s.substr(0, 64) + "... (" + std::to_string(s.size()) + " characters)";
-}
+std::string Shown(const json& v) { return ShownValue(v.dump()); }
 
 bool Has(const json& j, std::string_view field) {
   auto it = j.find(field);

@@ -35,6 +35,30 @@ std::string FirstItems(const std::vector<std::string>& items, size_t max) {
   return list;
 }
 
+std::string ShownValue(std::string_view value) {
+  size_t keep = value.size();
+  if (keep > kShownValueBytes) {
+    keep = kShownValueBytes;
+    // Not inside a UTF-8 sequence: back up over continuation bytes to its first byte.
+    while (keep > 0 && (static_cast<unsigned char>(value[keep]) & 0xC0) == 0x80) --keep;
+  }
+  std::string out;
+  for (const char ch : value.substr(0, keep)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  if (keep < value.size()) StrAppend(out, "... (", value.size(), " bytes)");
+  return out;
+}
+
 std::string_view StripWhitespace(std::string_view text) {
   const size_t b = text.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return {};

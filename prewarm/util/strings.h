@@ -74,6 +74,13 @@ std::optional<int64_t> ParseInt64(std::string_view text);
 std::optional<double> ParseDouble(std::string_view text);
 inline std::string_view ToStd(absl::string_view s) { return {s.data(), s.size()}; }
 
+// A value from outside (a flag, a variable, a file's field) as an error message shows it: the
+// text as given, control bytes escaped (\n, \xNN) so it stays one log line, and past
+// kShownValueBytes cut (at a character boundary) with its size: "xxxx... (130000 bytes)". Every
+// message that names a bad value shows it through this, so a 130 KB value is never echoed whole.
+inline constexpr size_t kShownValueBytes = 160;
+std::string ShownValue(std::string_view value);
+
 }  // namespace prewarm
 
 #endif  // PREWARM_UTIL_STRINGS_H_

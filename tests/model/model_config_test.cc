@@ -128,7 +128,7 @@ TEST(ModelConfigTest, IntegersPastTheFlagCapAreRefusedAndHugeValuesAreCutInTheMe
   auto m = ParseModelConfig(head + "\"" + std::string(1 << 20, 'x') + "\"}", "cfg.json");
   ASSERT_FALSE(m.ok());
   EXPECT_LT(m.status().message().size(), 300u) << m.status().message().substr(0, 300);
-  EXPECT_NE(m.status().message().find("(1048578 characters)"), absl::string_view::npos);
+  EXPECT_NE(m.status().message().find("(1048578 bytes)"), absl::string_view::npos);
 }
 
 TEST(ModelConfigTest, MissingFileNamesThePath) {

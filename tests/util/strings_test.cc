@@ -24,6 +24,20 @@ TEST(StringsTest, FirstItemsListsAtMostSoManyAndCountsTheRest) {
   EXPECT_EQ(FirstItems({"a", "b", "c", "d"}, 2), "\n  a\n  b\n  ... and 2 more");
 }
 
+TEST(StringsTest, ShownValueIsTheTextAsGivenOnOneLineAndCut) {
+  EXPECT_EQ(ShownValue("-5"), "-5");
+  EXPECT_EQ(ShownValue("18446744073709551615"), "18446744073709551615");
+  EXPECT_EQ(ShownValue(""), "");
+  EXPECT_EQ(ShownValue("a\nb\tc\x7f"), "a\\nb\\x09c\\x7f");
+  const std::string shown = ShownValue(std::string(130000, 'x'));
+  EXPECT_EQ(shown, std::string(kShownValueBytes, 'x') + "... (130000 bytes)");
+  // Cut at a character boundary: a 2-byte character across the limit is left out whole.
+  const std::string head(kShownValueBytes - 1, 'a');
+  const std::string utf8 = head + "\xc3\xa9" + std::string(50, 'b');
+  EXPECT_EQ(ShownValue(utf8), head + "... (" + std::to_string(utf8.size()) + " bytes)");
+  EXPECT_EQ(ShownValue(std::string(kShownValueBytes, 'y')), std::string(kShownValueBytes, 'y'));
+}
+
 TEST(StringsTest, ParseInt64) {
   EXPECT_EQ(ParseInt64("90402"), 90402);
   EXPECT_EQ(ParseInt64("-3"), -3);
