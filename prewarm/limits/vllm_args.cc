@@ -61,14 +61,15 @@ const Known* FindKnown(std::string_view name) {
   return nullptr;
 }
 
-absl::StatusOr<json> ParseJsonArg(std::string_view flag, std::string_view text) {
+// `shown`: the flag as the line spells it ("-O", "--compilation-config").
+absl::StatusOr<json> ParseJsonArg(std::string_view shown, std::string_view text) {
   if (absl::Status depth = CheckJsonDepth(text); !depth.ok()) {
-    return absl::InvalidArgumentError(StrCat(kOrigin, "--", flag, ": ", depth.message()));
+    return absl::InvalidArgumentError(StrCat(kOrigin, shown, ": ", depth.message()));
   }
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(
-        StrCat(kOrigin, "--", flag, " '", text, "': malformed JSON (expected an object)"));
+        StrCat(kOrigin, shown, " '", ShownValue(text), "': malformed JSON (expected an object)"));
   }
   return j;
 }
@@ -108,43 +109,63 @@ json YamlToJson(const YAML::Node& v) {
   return !parsed.is_discarded() && parsed.is_number() ? parsed : json(text);
 }
 
-absl::Status ApplySpeculative(LimitValues& out, std::string_view flag, const json& config) {
+// Where a field of a JSON flag came from: "--vllm-args -O max_cudagraph_capture_size" for the
+// JSON form (`shown` "-O", `sep` " "), "--vllm-args -O.max_cudagraph_capture_size" for the dotted
+// one (`sep` ".").
+struct FieldOrigin {
+  std::string_view shown;
+  std::string_view sep;
+  std::string Of(std::string_view field) const { return StrCat(kOrigin, shown, sep, field); }
+};
+
+absl::Status ApplySpeculative(LimitValues& out, const FieldOrigin& from, const json& config) {
   auto it = config.find("num_speculative_tokens");
   if (it == config.end() || it->is_null()) {
     if (IsMtpMethod(config)) {
-      out.speculative_tokens_from_model = Sourced<bool>{true, StrCat(kOrigin, "--", flag)};
+      out.speculative_tokens_from_model = Sourced<bool>{true, StrCat(kOrigin, from.shown)};
       out[IntLimit::kNumSpeculativeTokens].reset();
       return absl::OkStatus();
     }
     return absl::InvalidArgumentError(
-        StrCat(kOrigin, "--", flag, " '", config.dump(),
+        StrCat(kOrigin, from.shown, " '", ShownValue(config.dump()),
                "': has no num_speculative_tokens (only method mtp takes it from the model); add "
                "it there or pass --num-speculative-tokens"));
   }
   out.speculative_tokens_from_model.reset();
   return SetIntLimitFromText(out, "num-speculative-tokens", JsonScalarText(*it),
-                             StrCat(kOrigin, "--", flag, " num_speculative_tokens"));
+                             from.Of("num_speculative_tokens"));
 }
 
-absl::Status ApplyCompilation(LimitValues& out, std::string_view flag, const json& config) {
-  const std::string origin = StrCat(kOrigin, "--", flag, " ");
+// vLLM's CompilationConfig takes cudagraph_capture_sizes as list[int] (pydantic): a value that
+// is not a list, or an entry that is not an integer, fails vLLM's start, so it is refused here
+// too, naming the entry as given; each entry must also be a valid capture size.
+absl::Status ApplyCompilation(LimitValues& out, const FieldOrigin& from, const json& config) {
   if (auto it = config.find("max_cudagraph_capture_size"); it != config.end() && !it->is_null()) {
     return SetIntLimitFromText(out, "max-cudagraph-capture-size", JsonScalarText(*it),
-                               origin + "max_cudagraph_capture_size");
+                               from.Of("max_cudagraph_capture_size"));
   }
-  if (auto it = config.find("cudagraph_capture_sizes");
-      it != config.end() && it->is_array() && !it->empty()) {
-    int64_t largest = 0;
-    for (const json& v : *it) {
-      if (!v.is_number_integer()) {
-        return absl::InvalidArgumentError(StrCat(origin, "cudagraph_capture_sizes ", it->dump(),
-                                                 ": expected a list of integers"));
-      }
-      largest = std::max(largest, v.get<int64_t>());
+  auto it = config.find("cudagraph_capture_sizes");
+  if (it == config.end() || it->is_null()) return absl::OkStatus();
+  const std::string origin = from.Of("cudagraph_capture_sizes");
+  if (!it->is_array()) {
+    return absl::InvalidArgumentError(StrCat(origin, "=", ShownValue(JsonScalarText(*it)),
+                                             ": expected a list of integers, e.g. [1,2,4,8]"));
+  }
+  if (it->empty()) return absl::OkStatus();
+  LimitValues largest;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& v = (*it)[i];
+    LimitValues one;
+    RETURN_IF_ERROR(SetIntLimitFromText(one, "max-cudagraph-capture-size", JsonScalarText(v),
+                                        StrCat(origin, "[", i, "]")));
+    if (!largest[IntLimit::kMaxCudagraphCaptureSize].has_value() ||
+        one[IntLimit::kMaxCudagraphCaptureSize]->value >
+            largest[IntLimit::kMaxCudagraphCaptureSize]->value) {
+      largest = one;
     }
-    return SetIntLimitFromText(out, "max-cudagraph-capture-size", StrCat(largest),
-                               origin + "cudagraph_capture_sizes");
   }
+  out[IntLimit::kMaxCudagraphCaptureSize] =
+      Sourced<int64_t>{largest[IntLimit::kMaxCudagraphCaptureSize]->value, origin};
   return absl::OkStatus();
 }
 
@@ -156,17 +177,17 @@ absl::Status Apply(LimitValues& out, const Known& known, std::string_view shown_
     case Kind::kKvDtype:
       return SetKvCacheDtypeFromText(out, value, StrCat(kOrigin, shown_flag));
     case Kind::kSpeculative: {
-      ASSIGN_OR_RETURN(json j, ParseJsonArg(known.name, value));
-      return ApplySpeculative(out, known.name, j);
+      ASSIGN_OR_RETURN(json j, ParseJsonArg(shown_flag, value));
+      return ApplySpeculative(out, {shown_flag, " "}, j);
     }
     case Kind::kCompilation: {
       // -O3 and -O 3 are optimization levels, not configs.
       if (!value.empty() && value.front() != '{') return absl::OkStatus();
-      ASSIGN_OR_RETURN(json j, ParseJsonArg(known.name, value));
-      return ApplyCompilation(out, known.name, j);
+      ASSIGN_OR_RETURN(json j, ParseJsonArg(shown_flag, value));
+      return ApplyCompilation(out, {shown_flag, " "}, j);
     }
     case Kind::kHfOverrides: {
-      ASSIGN_OR_RETURN(json j, ParseJsonArg(known.name, value));
+      ASSIGN_OR_RETURN(json j, ParseJsonArg(shown_flag, value));
       out.hf_overrides = Sourced<std::string>{j.dump(), StrCat(kOrigin, shown_flag)};
       return absl::OkStatus();
     }
@@ -191,8 +212,9 @@ absl::Status ApplyGraphSizes(LimitValues& out, std::string_view shown_flag,
     for (std::string_view part : StrSplit(text, ',')) {
       const std::optional<int64_t> n = ParseInt64(StripWhitespace(part));
       if (!n.has_value() || *n < 1) {
-        return absl::InvalidArgumentError(
-            StrCat(kOrigin, shown_flag, " ", StrJoin(values, " "), ": expected positive integers"));
+        return absl::InvalidArgumentError(StrCat(kOrigin, shown_flag, " ",
+                                                 ShownValue(StrJoin(values, " ")),
+                                                 ": expected positive integers"));
       }
       largest = std::max(largest, *n);
     }
@@ -218,7 +240,15 @@ struct ConfigRefused {
 
 class ConfigBounds final : public YAML::EventHandler {
  public:
-  void OnDocumentStart(const YAML::Mark&) override {}
+  // vLLM reads the file with yaml.safe_load, which refuses a stream of several documents
+  // ("expected a single document in the stream"); so does this, rather than read the first.
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ > 1) {
+      throw ConfigRefused{StrCat("line ", mark.line + 1,
+                                 ": a second YAML document (---); a config file is one document "
+                                 "(vLLM refuses more: expected a single document in the stream)")};
+    }
+  }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
@@ -257,6 +287,7 @@ class ConfigBounds final : public YAML::EventHandler {
   }
   int depth_ = 0;
   int64_t nodes_ = 0;
+  int documents_ = 0;
 };
 
 // vLLM's --config FILE (YAML; vllm/utils/argparse_utils.py, FlexibleArgumentParser's
@@ -274,7 +305,8 @@ absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path
       std::istringstream in(*file);
       YAML::Parser parser(in);
       ConfigBounds bounds;
-      parser.HandleNextDocument(bounds);
+      while (parser.HandleNextDocument(bounds)) {
+      }
     }
     const YAML::Node root = YAML::Load(*file);
     if (root.IsNull()) return words;
@@ -298,7 +330,7 @@ absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path
         for (const auto& e : v) {
           if (!e.IsScalar()) {
             return absl::InvalidArgumentError(
-                StrCat(origin, ": ", key, ": expected a list of scalars"));
+                StrCat(origin, ": ", ShownValue(key), ": expected a list of scalars"));
           }
           words.push_back(e.Scalar());
         }
@@ -329,7 +361,8 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
     std::string body = word.substr(word[1] == '-' ? 2 : 1);
     std::optional<std::string> inline_value;
     // -O3: a short flag glued to its value.
-    if (word[1] != '-' && body.size() > 1 && body[0] == 'O' && body[1] != '.') {
+    const bool glued = word[1] != '-' && body.size() > 1 && body[0] == 'O' && body[1] != '.';
+    if (glued) {
       inline_value = body.substr(1);
       body.resize(1);  // "O"
     }
@@ -346,7 +379,7 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
     }
     const Known* known = FindKnown(name);
     if (known == nullptr) continue;  // a flag prewarm does not use (--port 8000)
-    const std::string shown = word.substr(0, word.find('='));
+    const std::string shown = glued ? word.substr(0, 2) : word.substr(0, word.find('='));
     if (known->kind == Kind::kGraphSizes) {  // one or more values
       std::vector<std::string> values;
       if (inline_value.has_value()) values.push_back(*inline_value);
@@ -365,7 +398,7 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
     if (known->kind == Kind::kConfig) {
       if (config_file == nullptr) {
         return absl::InvalidArgumentError(
-            StrCat(kOrigin, "--config ", value, ": a config file cannot name another"));
+            StrCat(kOrigin, "--config ", ShownValue(value), ": a config file cannot name another"));
       }
       *config_file = value;
       continue;
@@ -392,9 +425,10 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
       }
       json config = json::object();
       config[sub_key] = parsed.is_discarded() ? json(value) : parsed;
-      RETURN_IF_ERROR(known->kind == Kind::kSpeculative
-                          ? ApplySpeculative(out, known->name, config)
-                          : ApplyCompilation(out, known->name, config));
+      const std::string base = word.substr(0, word.find('.'));
+      const FieldOrigin from{base, "."};
+      RETURN_IF_ERROR(known->kind == Kind::kSpeculative ? ApplySpeculative(out, from, config)
+                                                        : ApplyCompilation(out, from, config));
       continue;
     }
     RETURN_IF_ERROR(Apply(out, *known, shown, value));
@@ -439,7 +473,7 @@ absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
   absl::StatusOr<std::vector<std::string>> words = ShellSplit(command_line);
   if (!words.ok()) {
     return absl::InvalidArgumentError(
-        StrCat("--vllm-args \"", command_line, "\": ", words.status().message()));
+        StrCat("--vllm-args \"", ShownValue(command_line), "\": ", words.status().message()));
   }
   LimitValues line;
   std::string config_file;

@@ -222,6 +222,78 @@ TEST(VllmArgsTest, ConfigFileIsReadBelowTheCommandLine) {
   }
 }
 
+// vLLM reads a --config file with yaml.safe_load, which refuses several documents; so does
+// prewarm, naming the file and the line of the second (it read the first one alone before).
+TEST(VllmArgsTest, AConfigFileOfTwoYamlDocumentsIsRefused) {
+  testing::TempDir dir;
+  const std::string two = dir.WriteFile("two.yaml", "max-num-seqs: 8\n---\nmax-num-seqs: 16\n");
+  const std::string trailing = dir.WriteFile("trailing.yaml", "max-num-seqs: 8\n---\n");
+  for (const auto& [file, line] :
+       std::vector<std::pair<std::string, std::string>>{{two, "line 2"}, {trailing, "line 2"}}) {
+    auto v = ParseVllmArgs("vllm serve --config " + file);
+    ASSERT_FALSE(v.ok()) << file;
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(
+        v.status().message().find("--config " + file + ": " + line + ": a second YAML document"),
+        absl::string_view::npos)
+        << v.status();
+  }
+  // One document, with or without its markers, is read as before.
+  const std::string marked = dir.WriteFile("marked.yaml", "---\nmax-num-seqs: 8\n...\n");
+  auto v = ParseVllmArgs("vllm serve --config " + marked);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(Get(*v, IntLimit::kMaxNumSeqs), 8);
+}
+
+// A JSON flag's fields are named as the line spells the flag (-O, -cc, dotted or not), and a
+// list of capture sizes is read whole: every entry an integer capture size, or the line is
+// refused naming the entry as given.
+TEST(VllmArgsTest, CaptureSizesAreAllCheckedAndOriginsSpelledAsGiven) {
+  auto v = ParseVllmArgs(R"(-cc '{"cudagraph_capture_sizes":[4,1,96,2]}')");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(Get(*v, IntLimit::kMaxCudagraphCaptureSize), 96);
+  EXPECT_EQ((*v)[IntLimit::kMaxCudagraphCaptureSize]->origin,
+            "--vllm-args -cc cudagraph_capture_sizes");
+  v = ParseVllmArgs("-cc.cudagraph_capture_sizes=[1,2,48]");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(Get(*v, IntLimit::kMaxCudagraphCaptureSize), 48);
+  EXPECT_EQ((*v)[IntLimit::kMaxCudagraphCaptureSize]->origin,
+            "--vllm-args -cc.cudagraph_capture_sizes");
+  v = ParseVllmArgs("-O.max_cudagraph_capture_size=64");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ((*v)[IntLimit::kMaxCudagraphCaptureSize]->origin,
+            "--vllm-args -O.max_cudagraph_capture_size");
+  v = ParseVllmArgs(R"(-O '{"max_cudagraph_capture_size":64}')");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ((*v)[IntLimit::kMaxCudagraphCaptureSize]->origin,
+            "--vllm-args -O max_cudagraph_capture_size");
+}
+
+// A value past the limit's cap is shown as given, however long: 2^64 - 1 is not -1, and a
+// 130 KB value is cut to a line.
+TEST(VllmArgsTest, BadValuesAreShownAsGivenAndCut) {
+  auto v = ParseVllmArgs("--max-num-seqs 18446744073709551615");
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("--max-num-seqs=18446744073709551615: too large"),
+            absl::string_view::npos)
+      << v.status();
+  v = ParseVllmArgs("--max-num-seqs -18446744073709551615");
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("=-18446744073709551615: --max-num-seqs"),
+            absl::string_view::npos)
+      << v.status();
+  for (const std::string& line : {"--max-num-seqs " + std::string(130000, '7'),
+                                  "--kv-cache-dtype " + std::string(130000, 'x'),
+                                  "--speculative-config " + std::string(130000, '{'),
+                                  "--cuda-graph-sizes 1 " + std::string(130000, 'x'),
+                                  "--hf-overrides '" + std::string(130000, 'x') + "'",
+                                  "--max-num-seqs '" + std::string(130000, 'x')}) {
+    v = ParseVllmArgs(line);
+    ASSERT_FALSE(v.ok()) << line.substr(0, 30);
+    EXPECT_LT(v.status().message().size(), 600u) << v.status().message().substr(0, 600);
+  }
+}
+
 struct BadLine {
   const char* line;
   const char* must_mention;
@@ -255,7 +327,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadLine{"--cuda-graph-sizes 0 8", "expected positive integers"},
         BadLine{"-dcp 0", "-dcp=0"}, BadLine{"--max-model-len auto2", "auto or -1"},
         BadLine{"--hf-overrides '[1]'", "--hf-overrides"},
-        BadLine{R"(-cc '{"max_cudagraph_capture_size":-4}')", "max_cudagraph_capture_size=-4"}));
+        BadLine{R"(-cc '{"max_cudagraph_capture_size":-4}')", "max_cudagraph_capture_size=-4"},
+        BadLine{"-cc.cudagraph_capture_sizes=[1,2,x]",
+                "--vllm-args -cc.cudagraph_capture_sizes=[1,2,x]: expected a list of integers"},
+        BadLine{R"(-cc '{"cudagraph_capture_sizes":[1,2,"x"]}')",
+                "--vllm-args -cc cudagraph_capture_sizes[2]=x: not an integer"},
+        BadLine{R"(--compilation-config '{"cudagraph_capture_sizes":8}')",
+                "--vllm-args --compilation-config cudagraph_capture_sizes=8: expected a list"},
+        BadLine{R"(-O '{"cudagraph_capture_sizes":[1,2,-5]}')", "cudagraph_capture_sizes[2]=-5"},
+        BadLine{R"(-O '{"cudagraph_capture_sizes":[18446744073709551615]}')",
+                "cudagraph_capture_sizes[0]=18446744073709551615: too large"},
+        BadLine{R"(-O '{"max_cudagraph_capture_size":18446744073709551615}')",
+                "max_cudagraph_capture_size=18446744073709551615: too large"},
+        BadLine{R"(-O '{"max_cudagraph_capture_size":')", "--vllm-args -O '{"},
+        BadLine{"-O.max_cudagraph_capture_size=0", "-O.max_cudagraph_capture_size=0"}));
 
 }  // namespace
 }  // namespace prewarm
