@@ -24,6 +24,7 @@
 #include "prewarm/util/cpu.h"
 #include "prewarm/util/sha256.h"
 #include "prewarm/util/status_macros.h"
+#include "tests/gpu/random_inputs.h"
 #include "tests/gpu/reference.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
@@ -60,46 +61,10 @@ std::vector<int> Sample(int rows, int max) {
   return out;
 }
 
-class Inputs {
+// Fresh random inputs: the large arrays on every core (random_inputs.h), and a block table.
+class Inputs : public ref::RandomInputs {
  public:
-  explicit Inputs(uint64_t seed) : rng_(seed) {}
-  std::vector<u16> Bf16(size_t n, double sigma) {
-    std::normal_distribution<double> d(0, sigma);
-    std::vector<u16> v(n);
-    for (auto& x : v) x = pw_float_to_bf16(static_cast<float>(d(rng_)));
-    return v;
-  }
-  std::vector<float> Uniform(size_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng_);
-    return v;
-  }
-  std::vector<u8> Fp8(size_t n, bool fnuz) {
-    std::vector<u8> v(n);
-    for (auto& x : v) {
-      do x = static_cast<u8>(rng_() & 0xff);
-      while (std::isnan(pw_fp8_decode_fmt(x, fnuz)));
-    }
-    return v;
-  }
-  // Records of `values` NVFP4 values then `extra_bf16` random bf16 values.
-  std::vector<u8> Records(size_t count, int values, int extra_bf16) {
-    const size_t bytes = values / 2 + values / 16 + 2 * extra_bf16;
-    std::vector<u8> v(count * bytes);
-    std::normal_distribution<double> d(0, 1);
-    for (size_t r = 0; r < count; ++r) {
-      u8* rec = &v[r * bytes];
-      for (int i = 0; i < values / 2; ++i) rec[i] = static_cast<u8>(rng_() & 0xff);
-      // Scales 2^-3 .. 2^2: exponent field 4..9 of E4M3 fn, any mantissa, positive.
-      for (int i = 0; i < values / 16; ++i) {
-        rec[values / 2 + i] = static_cast<u8>(((4 + rng_() % 6) << 3) | (rng_() & 7));
-      }
-      u16* tail = reinterpret_cast<u16*>(rec + values / 2 + values / 16);
-      for (int i = 0; i < extra_bf16; ++i) tail[i] = pw_float_to_bf16(static_cast<float>(d(rng_)));
-    }
-    return v;
-  }
+  explicit Inputs(uint64_t seed) : RandomInputs(seed) {}
   // A block table giving each request ceil(ctx / block_size) distinct random blocks.
   std::vector<int> BlockTable(const Step& step, int* max_blocks, int* num_blocks) {
     *max_blocks = 1;
@@ -109,13 +74,9 @@ class Inputs {
     *num_blocks = *max_blocks * static_cast<int>(step.requests.size());
     std::vector<int> ids(*num_blocks);
     for (int i = 0; i < *num_blocks; ++i) ids[i] = i;
-    std::shuffle(ids.begin(), ids.end(), rng_);
+    std::shuffle(ids.begin(), ids.end(), rng());
     return ids;  // request r uses ids[r * max_blocks ...]
   }
-  std::mt19937_64& rng() { return rng_; }
-
- private:
-  std::mt19937_64 rng_;
 };
 
 // The witness with longer contexts where that keeps the same key: a one-token context checks
@@ -289,10 +250,12 @@ class GpuCheckTest : public ::testing::Test {
     const ref::Paged paged{&cache, di / 2 + di / 16, &table, max_blocks, kBlockSize};
     std::vector<double> got, want;
     int bad_tail = 0;
-    for (int r : Sample(n, 12)) {
-      const std::vector<double> s =
-          ref::IndexScores(&q[static_cast<size_t>(r) * hi * di], &w[static_cast<size_t>(r) * hi],
-                           hi, di, rows.visible[r], rows.req[r], paged, kGIdx);
+    const std::vector<int> sample = Sample(n, 12);
+    const std::vector<std::vector<double>> scores = ref::IndexScoresRows(
+        q.data(), w.data(), hi, di, sample, rows.visible.data(), rows.req.data(), paged, kGIdx);
+    for (size_t i = 0; i < sample.size(); ++i) {
+      const int r = sample[i];
+      const std::vector<double>& s = scores[i];
       for (int j = 0; j < stride; ++j) {
         const float o = out[static_cast<size_t>(r) * stride + j];
         if (j < rows.visible[r]) {
@@ -314,14 +277,7 @@ class GpuCheckTest : public ::testing::Test {
     const int k = static_cast<int>(KeyInt(key, "topk"));
     const int n = rows.Count(), stride = rows.MaxVisible();
     // Scores on a coarse grid, so ties are common and the tie rule is exercised.
-    std::normal_distribution<double> d(0, 1);
-    std::vector<float> scores(static_cast<size_t>(n) * stride, -INFINITY);
-    for (int r = 0; r < n; ++r) {
-      for (int j = 0; j < rows.visible[r]; ++j) {
-        scores[static_cast<size_t>(r) * stride + j] =
-            static_cast<float>(std::round(d(in.rng()) * 8) / 8);
-      }
-    }
+    const std::vector<float> scores = in.GridScores(n, stride, rows.visible);
     ASSIGN_OR_RETURN(auto ds, Upload(*gpu_, scores));
     ASSIGN_OR_RETURN(auto dvis, Upload(*gpu_, rows.visible));
     ASSIGN_OR_RETURN(auto dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * k * 4));
@@ -334,11 +290,13 @@ class GpuCheckTest : public ::testing::Test {
     RETURN_IF_ERROR(gpu_->Synchronize());
     ASSIGN_OR_RETURN(auto out, Download<int>(*gpu_, dout, static_cast<size_t>(n) * k));
     int64_t mismatches = 0, total = 0;
-    for (int r : Sample(n, 64)) {
-      const std::vector<int> want =
-          ref::TopK(&scores[static_cast<size_t>(r) * stride], rows.visible[r], k);
+    const std::vector<int> sample = Sample(n, 64);
+    const std::vector<std::vector<int>> wants =
+        ref::TopKRows(scores.data(), stride, sample, rows.visible.data(), k);
+    for (size_t s = 0; s < sample.size(); ++s) {
+      const int r = sample[s];
       for (int i = 0; i < k; ++i, ++total)
-        mismatches += out[static_cast<size_t>(r) * k + i] != want[i];
+        mismatches += out[static_cast<size_t>(r) * k + i] != wants[s][i];
     }
     return Result{static_cast<double>(mismatches) / static_cast<double>(total), 0,
                   "rows=" + std::to_string(n) + " keys<=" + std::to_string(stride) + " exact"};
@@ -356,19 +314,9 @@ class GpuCheckTest : public ::testing::Test {
     const std::vector<u8> cache = in.Records(static_cast<size_t>(num_blocks) * kBlockSize, l, dr);
     const std::vector<u16> ql = in.Bf16(static_cast<size_t>(n) * hr * l, 0.5);
     const std::vector<u16> qr = in.Bf16(static_cast<size_t>(n) * hr * dr, 0.5);
-    std::vector<int> sel(static_cast<size_t>(n) * k, -1);
-    for (int r = 0; r < n; ++r) {
-      std::vector<int> p(rows.visible[r]);
-      for (int j = 0; j < rows.visible[r]; ++j) p[j] = j;
-      std::shuffle(p.begin(), p.end(), in.rng());
-      p.resize(std::min(k, rows.visible[r]));
-      std::sort(p.begin(), p.end());
-      // A few holes (-1) inside the list too: the kernels must skip any unselected entry.
-      for (size_t i = 0; i + 1 < p.size(); ++i) {
-        if (in.rng()() % 29 == 0) p[i] = -1;
-      }
-      std::copy(p.begin(), p.end(), sel.begin() + static_cast<size_t>(r) * k);
-    }
+    // Each row's selection, ascending, with a few holes (-1) inside the list too: the kernels
+    // must skip any unselected entry.
+    const std::vector<int> sel = in.Selections(n, k, rows.visible, 29);
     const float scale = 1.0f / std::sqrt(192.0f);
     ASSIGN_OR_RETURN(auto dql, Upload(*gpu_, ql));
     ASSIGN_OR_RETURN(auto dqr, Upload(*gpu_, qr));
@@ -394,12 +342,15 @@ class GpuCheckTest : public ::testing::Test {
     const ref::Paged paged{&cache, l / 2 + l / 16 + 2 * dr, &table, max_blocks, kBlockSize};
     std::vector<double> got, want;
     double lse_err = 0;
-    for (int r : Sample(n, 3)) {
+    const std::vector<int> sample = Sample(n, 3);
+    const std::vector<ref::Attention> attention =
+        ref::SparseAttentionRows(ql.data(), qr.data(), sel.data(), k, sample, hr, rows.req.data(),
+                                 paged, kGKv, scale, l, dr);
+    for (size_t i = 0; i < sample.size(); ++i) {
+      const int r = sample[i];
       for (int h = 0; h < hr; ++h) {
         const size_t o = static_cast<size_t>(r) * hr + h;
-        const ref::Attention at =
-            ref::SparseAttention(&ql[o * l], &qr[o * dr], &sel[static_cast<size_t>(r) * k], k,
-                                 rows.req[r], paged, kGKv, scale, l, dr);
+        const ref::Attention& at = attention[i * hr + h];
         for (int d = 0; d < l; ++d) {
           got.push_back(pw_bf16_to_float(out[o * l + d]));
           want.push_back(at.out[d]);
