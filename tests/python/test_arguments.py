@@ -14,6 +14,7 @@ import hashlib
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -130,7 +131,7 @@ def test_a_cache_dir_that_does_not_exist_fails_at_open(tmp_path):
 
 def test_a_cache_dir_that_does_not_exist_fails_without_the_library_too(tmp_path):
     """The checks need no library: they run before it is loaded."""
-    r = subprocess.run(["python3", "-c", "import prewarm_runtime\n"
+    r = subprocess.run([sys.executable, "-c", "import prewarm_runtime\n"
                         f"prewarm_runtime.Runtime({str(tmp_path / 'nope')!r}, device=-1)"],
                        capture_output=True, text=True,
                        env={**os.environ, "PREWARM_RUNTIME_LIB": "/nonexistent/lib.so"})

@@ -54,7 +54,12 @@ def _run(cmd, env, cwd=None):
 
 
 def _venv(path):
-    """A plain venv (no system site-packages): pip and setuptools from ensurepip, no `wheel`."""
+    """A plain venv (no system site-packages): pip (and before Python 3.12 setuptools) from
+    ensurepip, no `wheel`. Skipped where this python has no ensurepip (scripts/setup installs
+    python3-venv, so never under CTest here; a device machine's python may lack it)."""
+    if subprocess.run([sys.executable, "-c", "import ensurepip"],
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"{sys.executable} has no ensurepip (Debian: python3-venv)")
     r = subprocess.run([sys.executable, "-m", "venv", str(path)], capture_output=True, text=True)
     assert r.returncode == 0, f"python3 -m venv failed (scripts/setup installs python3-venv): " \
                               f"{r.stderr}"
