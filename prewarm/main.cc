@@ -63,8 +63,11 @@ ABSL_FLAG(std::string, model_config, "",
           "DeepSeek-V3.2's shape (128 heads, L 512, Dr 64, indexer 64 x 128 with top-k 2048, "
           "163840 positions) with an NVFP4 KV cache.");
 ABSL_FLAG(std::string, arch, "auto",
-          "Target list: gfx942, gfx950,gfx942, gfx90a, sm_90, or auto (the GPUs under "
-          "/sys/class/kfd; plan falls back to gfx942 when none is visible).");
+          "The target archs: one (gfx942, gfx950, gfx90a, sm_90, ...), several comma-separated "
+          "(gfx950,gfx942), or auto: the GPUs under /sys/class/kfd. Not given, verify and replay "
+          "take the archs of "
+          "the cache's manifest when there is one. With no GPU visible, plan and replay fall back "
+          "to gfx942; run and verify refuse. gc --stale needs it.");
 ABSL_FLAG(std::string, format, "table", "plan, verify and inspect output: table or json.");
 ABSL_FLAG(std::string, trace, "", "replay: a JSON Lines file of scheduler steps.");
 ABSL_FLAG(bool, strict, false, "replay: exit 1 on any cache miss.");
@@ -129,24 +132,17 @@ ABSL_FLAG(std::string, log_format, "text", "Log lines on stderr: text or json.")
 
 namespace {
 
+constexpr char kThisFile[] = "prewarm/main.cc";
+
 constexpr char kUsage[] =
     "prewarm: compile the GPU kernel variants a vLLM server can reach, before it starts.\n"
     "\n"
-    "usage: prewarm COMMAND [flags]\n"
+    "usage: prewarm COMMAND [flags]      prewarm COMMAND --help: the command's own flags\n"
+    "       prewarm --version            the version and the compilers it uses\n"
     "\n"
-    "commands:\n"
-    "  run      compile every reachable key that is not in the cache yet (--cache-dir)\n"
-    "  plan     print the compile keys reachable under the scheduler limits (--format table|json)\n"
-    "  verify   check that the cache holds a valid entry for every planned key (--format json:\n"
-    "           each key's state and what its kernels use: registers, LDS, scratch, occupancy;\n"
-    "           --serve: keep serving health, SERVING while it does, compiling nothing)\n"
-    "  pack     the filled cache (--cache-dir) as an OCI image (--tag REF, --output DIR and/or\n"
-    "           --push) for a read-only Kubernetes image volume: one layer, deterministic\n"
-    "  inspect  ENTRY...: what a cache entry (a .co file) holds and what its kernels use\n"
-    "  replay   dispatch each step of --trace FILE and look its keys up in the cache\n"
-    "  gc       remove old temp files (and, with --stale, entries of other builds)\n"
-    "  probe    check a prewarm's gRPC health (--addr HOST:PORT): exit 0 serving, 2 cannot\n"
-    "           connect, 3 RPC failed, 4 not serving (grpc_health_probe's codes)\n"
+    "commands:\n";
+
+constexpr char kUsageTail[] =
     "\n"
     "examples:\n"
     "  prewarm plan                                  # the embedded example model\n"
@@ -158,13 +154,177 @@ constexpr char kUsage[] =
     "./cache-oci\n"
     "  prewarm verify --serve --arch gfx942 --cache-dir /cache   # sidecar of an image volume\n"
     "\n"
-    "Flags take hyphens or underscores; each also reads from PREWARM_<FLAG>. Precedence: flag,\n"
+    "Flags take hyphens or underscores; each also reads from PREWARM_<FLAG> (for the commands it\n"
+    "applies to; a flag given to a command it does not apply to is exit 2). Precedence: flag,\n"
     "PREWARM_* variable, --vllm-args, model config, default.\n"
-    "Exit codes: 0 done; 1 the run failed; 2 bad input (the message names the value).\n"
-    "\n"
-    "flags:\n";
+    "Exit codes: 0 done; 1 the run failed; 2 bad input (the message names the value).\n";
 
-constexpr char kThisFile[] = "prewarm/main.cc";
+constexpr char kCommandTail[] =
+    "\nFlags take hyphens or underscores; each also reads from PREWARM_<FLAG>. Precedence: flag,\n"
+    "PREWARM_* variable, --vllm-args, model config, default.\n";
+
+// The flags that decide the plan: the scheduler limits, the model and the targets.
+std::vector<std::string> PlanFlags(std::vector<std::string> more) {
+  std::vector<std::string> flags = {"max-num-seqs",
+                                    "max-num-batched-tokens",
+                                    "gpu-memory-gib",
+                                    "max-model-len",
+                                    "num-speculative-tokens",
+                                    "max-cudagraph-capture-size",
+                                    "tensor-parallel-size",
+                                    "block-size",
+                                    "decode-context-parallel-size",
+                                    "kv-cache-dtype",
+                                    "graph-only",
+                                    "vllm-args",
+                                    "model-config",
+                                    "arch",
+                                    "log-format"};
+  flags.insert(flags.end(), more.begin(), more.end());
+  return flags;
+}
+
+// Every command, what it does and the flags it takes. A flag lands here once for each command
+// that reads it; one that a command ignores is refused there (exit 2), not silently kept.
+const std::vector<prewarm::CommandSpec>& Commands() {
+  static const std::vector<prewarm::CommandSpec> commands = {
+      {"run", "compile every reachable key that is not in the cache yet (--cache-dir)",
+       "usage: prewarm run [flags]\n"
+       "\n"
+       "Plans the keys the server can reach (its limits: --vllm-args and the limit flags), "
+       "compiles\n"
+       "those the cache lacks in worker processes, and writes the manifest and metrics into the\n"
+       "cache. --serve keeps serving metrics and gRPC health until SIGTERM (the native sidecar);\n"
+       "--shard i/n splits the plan over the pods of an Indexed Job.\n"
+       "Exit 0 every key of this shard is in the cache; 1 a key failed; 2 bad input.\n"
+       "\n"
+       "examples:\n"
+       "  prewarm run --arch gfx90a --cache-dir ./prewarm-cache\n"
+       "  prewarm run --serve --arch gfx942 --cache-dir /cache\n",
+       PlanFlags({"cache-dir", "manifest", "jobs", "shard", "compile-timeout", "compile-memory-mb",
+                  "progress-interval", "quiet", "serve", "metrics-address", "grpc-address",
+                  "verify-interval", "pushgateway", "pushgateway-group"})},
+      {"plan", "print the compile keys reachable under the scheduler limits (--format table|json)",
+       "usage: prewarm plan [flags]\n"
+       "\n"
+       "Prints every compile key the server can reach under its limits, each with a witness (a\n"
+       "step in range that reaches it); compiles nothing. --arch auto with no GPU visible plans\n"
+       "for gfx942 and says so.\n"
+       "\n"
+       "examples:\n"
+       "  prewarm plan\n"
+       "  prewarm plan --model-config config.json --vllm-args \"vllm serve M -tp 8\" --format "
+       "json\n",
+       PlanFlags({"format"})},
+      {"verify",
+       "check that the cache holds a valid entry for every planned key (--format json: each key's\n"
+       "           state and what its kernels use; --serve: keep serving health, compiling "
+       "nothing)",
+       "usage: prewarm verify [flags]\n"
+       "\n"
+       "Checks that the cache (--cache-dir) holds a valid entry for every planned key: checksum\n"
+       "and code object. Writes nothing. Without --arch it verifies the archs the cache's "
+       "manifest\n"
+       "names (else the GPUs visible). --serve: serve metrics and gRPC health, SERVING while "
+       "every\n"
+       "planned key is valid, re-checking every --verify-interval (the sidecar of an image "
+       "volume).\n"
+       "Exit 0 every key valid; 1 one is missing or invalid; 2 bad input.\n"
+       "\n"
+       "examples:\n"
+       "  prewarm verify --cache-dir ./prewarm-cache\n"
+       "  prewarm verify --serve --arch gfx942 --cache-dir /cache\n",
+       PlanFlags(
+           {"cache-dir", "format", "serve", "metrics-address", "grpc-address", "verify-interval"})},
+      {"pack",
+       "the filled cache (--cache-dir) as an OCI image (--tag REF, --output DIR and/or --push)\n"
+       "           for a read-only Kubernetes image volume: one layer, deterministic",
+       "usage: prewarm pack --cache-dir DIR --tag REF [--output DIR] [--push]\n"
+       "\n"
+       "Packs the entries of every key the cache's own manifest plans (every arch it was filled\n"
+       "for) and the manifest into an OCI image of one deterministic layer, for a Kubernetes "
+       "image\n"
+       "volume. The limits and archs come from the manifest, so the planning flags do not apply.\n"
+       "Exit 0 packed; 1 a planned key is missing or damaged (nothing written); 2 bad input.\n"
+       "\n"
+       "example:\n"
+       "  prewarm pack --cache-dir ./prewarm-cache --tag registry.example.com/ml/cache:v1 "
+       "--output ./cache-oci\n",
+       {"cache-dir", "tag", "output", "push", "log-format"}},
+      {"inspect",
+       "ENTRY...: what a cache entry (a .co file) holds and what its kernels use",
+       "usage: prewarm inspect [--format table|json] ENTRY.co...\n"
+       "\n"
+       "What each cache entry holds (launcher, key, producer) and what its kernels use: "
+       "registers,\n"
+       "LDS, scratch, occupancy, with any problem. Exit 0 every entry read; 2 one is not a "
+       "readable\n"
+       "entry (the message names it).\n"
+       "\n"
+       "example:\n"
+       "  prewarm inspect prewarm-cache/sparse_decode_*/*.co\n",
+       {"format", "log-format"}},
+      {"replay", "dispatch each step of --trace FILE and look its keys up in the cache",
+       "usage: prewarm replay --trace FILE [flags]\n"
+       "\n"
+       "Dispatches each step of a JSON Lines trace under the limits, as the server would, and "
+       "looks\n"
+       "each key up in the cache: hit or MISS. Out-of-range and malformed steps are listed with "
+       "the\n"
+       "rule they break (exit 2 after the rest is replayed). One arch: without --arch, the one "
+       "the\n"
+       "cache's manifest names (several: name one), else the GPU visible, else gfx942.\n"
+       "--strict: exit 1 on any miss.\n"
+       "\n"
+       "example:\n"
+       "  prewarm replay --trace steps.jsonl --cache-dir ./prewarm-cache\n",
+       PlanFlags({"cache-dir", "trace", "strict"})},
+      {"gc",
+       "remove old temp files (and, with --stale, entries of other builds)",
+       "usage: prewarm gc [--cache-dir DIR] [--stale --arch LIST] [--dry-run]\n"
+       "\n"
+       "Removes prewarm's temp files older than an hour; --stale also its launcher directories of\n"
+       "the --arch archs that this build would not produce (old compilers, old kernel sources).\n"
+       "Never touches another arch's entries, nor anything that is not prewarm's.\n"
+       "\n"
+       "example:\n"
+       "  prewarm gc --stale --arch gfx950 --dry-run\n",
+       {"cache-dir", "arch", "stale", "dry-run", "log-format"}},
+      {"probe",
+       "check a prewarm's gRPC health (--addr HOST:PORT): exit 0 serving, 2 cannot\n"
+       "           connect, 3 RPC failed, 4 not serving (grpc_health_probe's codes)",
+       "usage: prewarm probe --addr HOST:PORT [--service NAME] [--timeout SECONDS]\n"
+       "\n"
+       "Asks a prewarm's grpc.health.v1.Health: exit 0 serving, 2 cannot connect (or bad input),\n"
+       "3 the RPC failed, 4 not serving (grpc_health_probe's codes).\n"
+       "\n"
+       "example:\n"
+       "  prewarm probe --addr 127.0.0.1:9401\n",
+       {"addr", "service", "timeout", "log-format"}},
+  };
+  return commands;
+}
+
+// "  run      compile every ...", a line (or two) per command.
+std::string CommandList() {
+  std::string out;
+  for (const prewarm::CommandSpec& c : Commands()) {
+    prewarm::StrAppend(out, "  ", c.name, std::string(9 - std::min<size_t>(c.name.size(), 8), ' '),
+                       c.summary, "\n");
+  }
+  return out;
+}
+
+std::string Help(const prewarm::CommandSpec* command) {
+  if (command != nullptr) {
+    return prewarm::StrCat(command->usage, "\nflags:\n",
+                           prewarm::FlagsHelp(kThisFile, command, Commands()), kCommandTail);
+  }
+  std::string out = prewarm::StrCat(kUsage, CommandList());
+  prewarm::StrAppend(out, kUsageTail, "\nflags (the commands each applies to):\n",
+                     prewarm::FlagsHelp(kThisFile, nullptr, Commands()));
+  return out;
+}
 
 }  // namespace
 
@@ -175,20 +335,25 @@ int main(int argc, char** argv) {
     return prewarm::CompileWorkerMain();
   }
   const std::vector<std::string> args_vec(argv, argv + argc);
-  absl::StatusOr<prewarm::ParsedArgs> args = prewarm::ParseArgs(args_vec, kThisFile);
+  absl::StatusOr<prewarm::ParsedArgs> args = prewarm::ParseArgs(args_vec, kThisFile, Commands());
   if (!args.ok()) return prewarm::ReportError(args.status());
-  if (args->help || args->command == "help") {
-    std::cout << kUsage << prewarm::FlagsHelp(kThisFile);
+  if (args->version) return prewarm::RunVersion(std::cout);
+  const prewarm::CommandSpec* command = nullptr;
+  for (const prewarm::CommandSpec& c : Commands()) {
+    if (c.name == args->command) command = &c;
+  }
+  if (args->help) {
+    std::cout << Help(command);
     return prewarm::kExitOk;
   }
-  if (args->command.empty()) {
-    std::cerr << kUsage << "(run prewarm --help for the flags)\n";
+  if (command == nullptr) {
+    std::cerr << kUsage << CommandList() << "(prewarm --help: every command and flag)\n";
     return prewarm::kExitBadInput;
   }
   if (!args->positionals.empty() && args->command != "inspect") {
     return prewarm::ReportError(absl::InvalidArgumentError(
-        prewarm::StrCat("unexpected argument \"", args->positionals.front(), "\" after ",
-                        args->command, " (flags start with --)")));
+        prewarm::StrCat("unexpected argument \"", prewarm::ShownValue(args->positionals.front()),
+                        "\" after ", args->command, " (flags start with --)")));
   }
   absl::StatusOr<prewarm::Config> config = prewarm::BuildConfig(*args);
   if (!config.ok()) return prewarm::ReportError(config.status());

@@ -19,6 +19,8 @@ int RunGc(const Config& config, std::ostream& out);
 int RunProbe(const Config& config, std::ostream& out);
 int RunInspect(const Config& config, std::ostream& out);
 int RunPack(const Config& config, std::ostream& out);
+// --version: the version and each compiler's identity (or why it cannot be opened); exit 0.
+int RunVersion(std::ostream& out);
 
 // Logs the error and maps it to an exit code: InvalidArgument is bad input (2), anything else
 // a failed run (1).

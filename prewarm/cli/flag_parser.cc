@@ -30,16 +30,40 @@ std::vector<absl::CommandLineFlag*> OwnedFlags(std::string_view owned_file) {
 absl::Status SetFlag(absl::CommandLineFlag& flag, std::string_view value, std::string_view shown) {
   std::string error;
   if (!flag.ParseFrom(absl::string_view(value.data(), value.size()), &error)) {
-    return absl::InvalidArgumentError(StrCat(shown, "=", value, ": ", error));
+    // absl's message quotes the value whole: cut too.
+    return absl::InvalidArgumentError(
+        StrCat(shown, "=", ShownValue(value), ": ", ShownValue(error)));
   }
   return absl::OkStatus();
 }
 
+const CommandSpec* FindCommand(const std::vector<CommandSpec>& commands, std::string_view name) {
+  for (const CommandSpec& c : commands) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+bool Applies(const CommandSpec* command, std::string_view flag) {
+  return command == nullptr ||
+         std::find(command->flags.begin(), command->flags.end(), flag) != command->flags.end();
+}
+
+// One flag of the command line, resolved but not yet set.
+struct Given {
+  absl::CommandLineFlag* flag;
+  std::string name;   // hyphenated
+  std::string shown;  // as written, without its value: "--dry_run", "-jobs"
+  std::string value;
+};
+
 }  // namespace
 
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv,
-                                     std::string_view owned_file) {
+                                     std::string_view owned_file,
+                                     const std::vector<CommandSpec>& commands) {
   ParsedArgs out;
+  std::vector<Given> given;
   bool only_positionals = false;
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string& word = argv[i];
@@ -57,6 +81,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv,
     }
     if (word == "-h" || word == "--help" || word == "-help") {
       out.help = true;
+      continue;
+    }
+    if (word == "--version" || word == "-version") {
+      out.version = true;
       continue;
     }
     std::string body = word.substr(word[1] == '-' ? 2 : 1);
@@ -78,42 +106,88 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv,
         name = name.substr(2);
       }
     }
+    const std::string shown = word.substr(0, word.find('='));
     if (flag == nullptr) {
-      return absl::InvalidArgumentError(StrCat("unknown flag ", word, " (see prewarm --help)"));
+      return absl::InvalidArgumentError(
+          StrCat("unknown flag ", ShownValue(shown), " (see prewarm --help)"));
     }
-    const std::string shown = StrCat("--", name);
     if (flag->IsOfType<bool>()) {
       if (!has_value) value = negated ? "false" : "true";
     } else if (!has_value) {
       if (i + 1 >= argv.size()) {
-        return absl::InvalidArgumentError(StrCat(shown, ": the flag needs a value"));
+        return absl::InvalidArgumentError(StrCat("--", name, ": the flag needs a value"));
       }
       value = argv[++i];
     }
-    if (absl::Status s = SetFlag(*flag, value, shown); !s.ok()) return s;
-    out.origins[name] = shown;
+    given.push_back({flag, name, shown, std::move(value)});
   }
+  // "help COMMAND" is COMMAND --help.
+  if (out.command == "help") {
+    out.help = true;
+    out.command.clear();
+    if (!out.positionals.empty()) {
+      out.command = out.positionals.front();
+      out.positionals.erase(out.positionals.begin());
+    }
+  }
+  const CommandSpec* command = nullptr;
+  if (!commands.empty() && !out.command.empty()) {
+    command = FindCommand(commands, out.command);
+    if (command == nullptr) {
+      std::vector<std::string> names;
+      for (const CommandSpec& c : commands) names.push_back(c.name);
+      return absl::InvalidArgumentError(StrCat("unknown command \"", ShownValue(out.command),
+                                               "\" (commands: ", StrJoin(names, ", "),
+                                               "; see prewarm --help)"));
+    }
+  }
+  for (const Given& g : given) {
+    if (!Applies(command, g.name)) {
+      return absl::InvalidArgumentError(StrCat(g.shown, " does not apply to prewarm ",
+                                               command->name, " (prewarm ", command->name,
+                                               " --help lists the flags it takes)"));
+    }
+  }
+  for (const Given& g : given) {
+    // A repeated flag: the last one wins, as the value it leaves set.
+    if (absl::Status s = SetFlag(*g.flag, g.value, StrCat("--", g.name)); !s.ok()) return s;
+    out.origins[g.name] = StrCat("--", g.name);
+    out.texts[g.name] = g.value;
+  }
+  // No command, or only its help: nothing runs, and no variable can be wrong.
+  if ((!commands.empty() && command == nullptr) || out.help || out.version) return out;
   for (absl::CommandLineFlag* flag : OwnedFlags(owned_file)) {
     const std::string name = Hyphenated(ToStd(flag->Name()));
-    if (out.origins.count(name) != 0) continue;
+    if (out.origins.count(name) != 0 || !Applies(command, name)) continue;
     std::optional<std::string> env = GetFlagEnv(name);
     if (!env.has_value()) continue;
     const std::string env_name = FlagEnvName(name);
     if (absl::Status s = SetFlag(*flag, *env, env_name); !s.ok()) return s;
     out.origins[name] = env_name;
+    out.texts[name] = *env;
   }
   return out;
 }
 
-std::string FlagsHelp(std::string_view owned_file) {
+std::string FlagsHelp(std::string_view owned_file, const CommandSpec* command,
+                      const std::vector<CommandSpec>& commands) {
   std::string out;
   for (absl::CommandLineFlag* flag : OwnedFlags(owned_file)) {
     const std::string name = Hyphenated(ToStd(flag->Name()));
+    if (!Applies(command, name)) continue;
     StrAppend(out, "  --", name);
     if (!flag->IsOfType<bool>()) StrAppend(out, " VALUE");
     StrAppend(out, "\n      ", flag->Help(), "\n      env ", FlagEnvName(name));
     const std::string def = flag->DefaultValue();
     if (!def.empty()) StrAppend(out, "; default ", def);
+    if (command == nullptr && !commands.empty()) {
+      std::vector<std::string> takers;
+      for (const CommandSpec& c : commands) {
+        if (Applies(&c, name)) takers.push_back(c.name);
+      }
+      StrAppend(out, takers.size() == commands.size() ? "; every command"
+                                                      : StrCat("; ", StrJoin(takers, ", ")));
+    }
     StrAppend(out, "\n");
   }
   return out;

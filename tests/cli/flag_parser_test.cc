@@ -19,6 +19,7 @@ class FlagParserTest : public ::testing::Test {
     absl::SetFlag(&FLAGS_test_value, "d");
     absl::SetFlag(&FLAGS_test_switch, false);
     ::unsetenv("PREWARM_TEST_VALUE");
+    ::unsetenv("PREWARM_TEST_SWITCH");
   }
 };
 
@@ -57,6 +58,80 @@ TEST_F(FlagParserTest, FlagsOfOtherFilesAreNotOurs) {
   auto a = ParseArgs({"prewarm", "--flagfile=/etc/passwd"}, kFile);
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("unknown flag --flagfile"), absl::string_view::npos);
+}
+
+const std::vector<CommandSpec> kCommands = {
+    {"plan", "", "", {"test-value"}},
+    {"run", "", "", {"test-value", "test-switch"}},
+};
+
+TEST_F(FlagParserTest, AFlagGivenToACommandItDoesNotApplyToIsRefusedAndNothingIsSet) {
+  auto a = ParseArgs({"prewarm", "plan", "--test-value=x", "--test_switch"}, kFile, kCommands);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(a.status().message().find("--test_switch does not apply to prewarm plan"),
+            absl::string_view::npos)
+      << a.status();
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_value), "d") << "nothing set from a refused line";
+  // Before the command too, and in its negated form.
+  a = ParseArgs({"prewarm", "--notest-switch", "plan"}, kFile, kCommands);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("--notest-switch does not apply to prewarm plan"),
+            absl::string_view::npos)
+      << a.status();
+  // A flag of several commands works on each.
+  for (const char* command : {"plan", "run"}) {
+    a = ParseArgs({"prewarm", "--test-value", "y", command}, kFile, kCommands);
+    ASSERT_TRUE(a.ok()) << command << ": " << a.status();
+    EXPECT_EQ(a->command, command);
+    EXPECT_EQ(a->texts.at("test-value"), "y");
+  }
+}
+
+TEST_F(FlagParserTest, VariablesAreReadOnlyForTheFlagsOfTheCommand) {
+  ::setenv("PREWARM_TEST_SWITCH", "not-a-bool", 1);
+  ::setenv("PREWARM_TEST_VALUE", "from-env", 1);
+  auto a = ParseArgs({"prewarm", "plan"}, kFile, kCommands);
+  ASSERT_TRUE(a.ok()) << a.status();  // PREWARM_TEST_SWITCH is run's, not read for plan
+  EXPECT_EQ(a->origins.count("test-switch"), 0u);
+  EXPECT_EQ(a->origins.at("test-value"), "PREWARM_TEST_VALUE");
+  a = ParseArgs({"prewarm", "run"}, kFile, kCommands);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("PREWARM_TEST_SWITCH=not-a-bool"), absl::string_view::npos)
+      << a.status();
+  ::unsetenv("PREWARM_TEST_SWITCH");
+  ::unsetenv("PREWARM_TEST_VALUE");
+}
+
+TEST_F(FlagParserTest, UnknownCommandsHelpAndVersion) {
+  auto a = ParseArgs({"prewarm", "compile", "--test-value", "x"}, kFile, kCommands);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("unknown command \"compile\" (commands: plan, run;"),
+            absl::string_view::npos)
+      << a.status();
+  a = ParseArgs({"prewarm", "help", "run"}, kFile, kCommands);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->help);
+  EXPECT_EQ(a->command, "run");
+  EXPECT_TRUE(a->positionals.empty());
+  a = ParseArgs({"prewarm", "--version"}, kFile, kCommands);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->version);
+  // A huge unknown flag is named, cut.
+  a = ParseArgs({"prewarm", "plan", "--" + std::string(100000, 'z')}, kFile, kCommands);
+  ASSERT_FALSE(a.ok());
+  EXPECT_LT(a.status().message().size(), 300u);
+  EXPECT_NE(a.status().message().find("(100002 bytes)"), absl::string_view::npos);
+}
+
+TEST_F(FlagParserTest, CommandHelpListsOnlyItsFlagsAndFullHelpSaysWhichTakeEach) {
+  const std::string plan = FlagsHelp(kFile, &kCommands[0], kCommands);
+  EXPECT_NE(plan.find("--test-value VALUE"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("--test-switch"), std::string::npos) << plan;
+  const std::string all = FlagsHelp(kFile, nullptr, kCommands);
+  EXPECT_NE(all.find("env PREWARM_TEST_VALUE; default d; every command\n"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("env PREWARM_TEST_SWITCH; default false; run\n"), std::string::npos) << all;
 }
 
 TEST_F(FlagParserTest, HelpListsOurFlagsWithTheirVariables) {
