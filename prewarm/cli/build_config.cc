@@ -1,10 +1,15 @@
 #include "prewarm/cli/build_config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,22 +54,22 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PushGroup(
     return group;
   }
   auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(
-        StrCat(origin, "=", text, ": ", why, "; expected LABEL=VALUE[,LABEL=VALUE...]"));
+    return absl::InvalidArgumentError(StrCat(origin, "=", ShownValue(text), ": ", why,
+                                             "; expected LABEL=VALUE[,LABEL=VALUE...]"));
   };
   for (std::string_view rest = text; !rest.empty();) {
     const size_t comma = rest.find(',');
     const std::string_view pair = StripWhitespace(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     const size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) return bad(StrCat("\"", pair, "\" has no ="));
+    if (eq == std::string_view::npos) return bad(StrCat("\"", ShownValue(pair), "\" has no ="));
     const std::string name(StripWhitespace(pair.substr(0, eq)));
     const std::string value(StripWhitespace(pair.substr(eq + 1)));
     const bool valid_name = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
                             std::all_of(name.begin(), name.end(), [](char ch) {
                               return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
                             });
-    if (!valid_name) return bad(StrCat("\"", name, "\" is not a label name"));
+    if (!valid_name) return bad(StrCat("\"", ShownValue(name), "\" is not a label name"));
     if (name.rfind("__", 0) == 0)
       return bad(StrCat(name, ": names that start with __ are reserved"));
     if (name == "job") return bad("job is prewarm's own (job=\"prewarm\")");
@@ -77,6 +82,105 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PushGroup(
   return group;
 }
 
+// Why `host` is not a host a server can bind or a client reach ("" when it is): a name or IPv4
+// address, or an IPv6 address in brackets. What civetweb, gRPC and libcurl would each refuse
+// (or misread) in their own words is refused here first, naming the flag.
+std::string BadHost(std::string_view host) {
+  if (host.empty()) return "no host before the port";
+  if (host.front() == '[' || host.back() == ']') {
+    if (host.size() < 2 || host.front() != '[' || host.back() != ']') {
+      return "an unclosed [ (an IPv6 address is written [::1]:PORT)";
+    }
+    const std::string inner(host.substr(1, host.size() - 2));
+    in6_addr addr{};
+    if (::inet_pton(AF_INET6, inner.c_str(), &addr) != 1) return "not an IPv6 address in [ ]";
+    return "";
+  }
+  if (host.find(':') != std::string_view::npos) {
+    return "an IPv6 address goes in brackets ([::1]:PORT)";
+  }
+  const bool name_chars = std::all_of(host.begin(), host.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' || ch == '_';
+  });
+  if (!name_chars || host.size() > 253) return "not a host name or IP address";
+  return "";
+}
+
+// HOST:PORT, the port 0 to 65535 (`port_required` false: it may be left out, as in a URL).
+// `value`: the flag's whole value, for the message (a URL around `text`).
+absl::Status CheckHostPort(std::string_view origin, std::string_view text, bool port_required,
+                           std::string_view expected, std::string_view value) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        StrCat(origin, "=", ShownValue(value), ": ", why, "; expected ", expected));
+  };
+  std::string_view host = text;
+  const size_t colon = text.rfind(':');
+  const bool has_port =
+      colon != std::string_view::npos && text.find(']', colon) == std::string_view::npos;
+  if (has_port) {
+    host = text.substr(0, colon);
+    const std::string_view port = text.substr(colon + 1);
+    const std::optional<int64_t> n = ParseInt64(port);
+    if (port.empty() ||
+        !std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
+        !n.has_value() || *n > 65535) {
+      return bad(StrCat("port \"", ShownValue(port), "\" is not a number from 0 to 65535"));
+    }
+  } else if (port_required) {
+    return bad("no :PORT");
+  }
+  if (const std::string why = BadHost(host); !why.empty()) return bad(why);
+  return absl::OkStatus();
+}
+
+// --pushgateway: [http:// or https://]HOST[:PORT][/PATH].
+absl::Status CheckPushgatewayUrl(std::string_view origin, std::string_view url) {
+  std::string_view rest = url;
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (rest.starts_with(scheme)) rest.remove_prefix(scheme.size());
+  }
+  if (rest.find("://") != std::string_view::npos) {
+    return absl::InvalidArgumentError(StrCat(origin, "=", ShownValue(url),
+                                             ": not http:// or https://; expected "
+                                             "http://HOST:PORT (e.g. http://pushgateway:9091)"));
+  }
+  return CheckHostPort(origin, rest.substr(0, rest.find('/')), false,
+                       "http://HOST:PORT (e.g. http://pushgateway:9091)", url);
+}
+
+// pack --output: checked before the cache is read, so a path pack cannot write is exit 2 at once
+// (nothing written): a symlink whose target does not exist (mkdir through it is EEXIST), or a
+// path that is there and is not a directory. A symlink to a directory is that directory.
+template <typename Origin>
+absl::Status CheckPackOutput(const Origin& origin, const Config& c) {
+  const std::string shown = StrCat(origin("output"), " ", ShownValue(c.output));
+  struct stat link {};
+  if (::lstat(c.output.c_str(), &link) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();  // made by pack (with its parents)
+    return absl::InvalidArgumentError(StrCat(shown, ": ", std::strerror(errno)));
+  }
+  struct stat target {};
+  if (S_ISLNK(link.st_mode) && ::stat(c.output.c_str(), &target) != 0) {
+    const int err = errno;
+    std::string to(4096, '\0');
+    const ssize_t n = ::readlink(c.output.c_str(), to.data(), to.size());
+    to.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return absl::InvalidArgumentError(
+        StrCat(shown, ": a symbolic link to ", ShownValue(to), ", which ",
+               err == ENOENT ? "does not exist" : std::strerror(err),
+               "; give a directory (new, empty, or an earlier layout), or remove the link"));
+  }
+  const struct stat& st = S_ISLNK(link.st_mode) ? target : link;
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        StrCat(shown,
+               ": exists and is not a directory; give a directory (new, empty, or an earlier "
+               "OCI image layout)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
@@ -85,6 +189,11 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   auto origin = [&](const std::string& flag) {
     auto it = args.origins.find(flag);
     return it == args.origins.end() ? std::string() : it->second;
+  };
+  // A flag's value as given (not as parsed: 1e-7 stays 1e-7), for the message that refuses it.
+  auto given = [&](const std::string& flag) {
+    auto it = args.texts.find(flag);
+    return ShownValue(it == args.texts.end() ? std::string() : it->second);
   };
   const std::pair<const char*, const char*> limit_flags[] = {
       {"max-num-seqs", "max_num_seqs"},
@@ -120,19 +229,20 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   c.gpu_memory_gib = Flag<std::string>("gpu_memory_gib");
   c.gpu_memory_gib_origin = origin("gpu-memory-gib");
   c.arch = Flag<std::string>("arch");
+  c.arch_origin = origin("arch");
   const std::string format = Flag<std::string>("format");
   if (format == "json") {
     c.format = OutputFormat::kJson;
   } else if (format != "table") {
     return absl::InvalidArgumentError(
-        StrCat(origin("format"), "=", format, ": expected table or json"));
+        StrCat(origin("format"), "=", ShownValue(format), ": expected table or json"));
   }
   const std::string log_format = Flag<std::string>("log_format");
   if (log_format == "json") {
     SetLogFormat(LogFormat::kJson);
   } else if (log_format != "text") {
     return absl::InvalidArgumentError(
-        StrCat(origin("log-format"), "=", log_format, ": expected text or json"));
+        StrCat(origin("log-format"), "=", ShownValue(log_format), ": expected text or json"));
   }
   c.trace = Flag<std::string>("trace");
   c.strict = Flag<bool>("strict");
@@ -143,8 +253,8 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   }
   const int32_t jobs = Flag<int32_t>("jobs");
   if (jobs < 0 || jobs > 256) {
-    return absl::InvalidArgumentError(
-        StrCat(origin("jobs"), "=", jobs, ": must be 0 to 256 (0: one per available CPU)"));
+    return absl::InvalidArgumentError(StrCat(origin("jobs"), "=", given("jobs"),
+                                             ": must be 0 to 256 (0: one per available CPU)"));
   }
   c.jobs = jobs > 0 ? jobs : AvailableCpus();
   const std::string shard = Flag<std::string>("shard");
@@ -156,7 +266,8 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   const int64_t i = index.value_or(-1), n = count.value_or(0);
   if (n < 1 || i < 0 || i >= n || n > 100000) {
     return absl::InvalidArgumentError(
-        StrCat(origin("shard"), "=", shard, ": expected i/n with 0 <= i < n (e.g. 0/4)"));
+        StrCat(origin("shard"), "=", ShownValue(shard),
+               ": expected i/n with 0 <= i < n <= 100000 (e.g. 0/4)"));
   }
   c.shard_index = static_cast<int>(i);
   c.shard_count = static_cast<int>(n);
@@ -170,7 +281,7 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   // Seconds: finite, in (0, max] or [0, max]; inf, nan and the absurd are refused, not obeyed.
   auto seconds = [&](const char* flag, double v, bool zero_ok, double max) -> absl::Status {
     if ((zero_ok ? v >= 0 : v > 0) && v <= max) return absl::OkStatus();
-    return absl::InvalidArgumentError(StrCat(origin(flag), "=", v, ": must be ",
+    return absl::InvalidArgumentError(StrCat(origin(flag), "=", given(flag), ": must be ",
                                              zero_ok ? ">= 0" : "> 0", " and at most ", max,
                                              " seconds"));
   };
@@ -184,9 +295,12 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   c.compile_timeout_s = Flag<double>("compile_timeout");
   RETURN_IF_ERROR(seconds("compile-timeout", c.compile_timeout_s, false, 86400));
   c.compile_memory_mb = Flag<int64_t>("compile_memory_mb");
-  if (c.compile_memory_mb < 0) {
-    return absl::InvalidArgumentError(StrCat(origin("compile-memory-mb"), "=", c.compile_memory_mb,
-                                             ": must be >= 0 (0: no limit)"));
+  // In bytes it must fit RLIMIT_AS: 2^44 MiB wrapped to a limit of 0, failing every compile.
+  constexpr int64_t kMaxCompileMemoryMb = int64_t{1} << 24;  // 16 TiB
+  if (c.compile_memory_mb < 0 || c.compile_memory_mb > kMaxCompileMemoryMb) {
+    return absl::InvalidArgumentError(StrCat(origin("compile-memory-mb"), "=",
+                                             given("compile-memory-mb"), ": must be 0 to ",
+                                             kMaxCompileMemoryMb, " MiB (0: no limit)"));
   }
   c.progress_interval_s = Flag<double>("progress_interval");
   RETURN_IF_ERROR(seconds("progress-interval", c.progress_interval_s, true, 3600));
@@ -195,9 +309,19 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   c.grpc_address = Flag<std::string>("grpc_address");
   c.metrics_address_given = !origin("metrics-address").empty();
   c.grpc_address_given = !origin("grpc-address").empty();
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string*>{"metrics-address", &c.metrics_address},
+        {"grpc-address", &c.grpc_address}}) {
+    if (origin(flag).empty()) continue;  // the default is good
+    RETURN_IF_ERROR(
+        CheckHostPort(origin(flag), *value, true, "HOST:PORT (port 0 picks a free one)", *value));
+  }
   c.verify_interval_s = Flag<double>("verify_interval");
   RETURN_IF_ERROR(seconds("verify-interval", c.verify_interval_s, false, 86400));
   c.pushgateway = Flag<std::string>("pushgateway");
+  if (!c.pushgateway.empty()) {
+    RETURN_IF_ERROR(CheckPushgatewayUrl(origin("pushgateway"), c.pushgateway));
+  }
   {
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> group =
         PushGroup(Flag<std::string>("pushgateway_group"), origin("pushgateway-group"));
@@ -205,6 +329,9 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
     c.pushgateway_group = *std::move(group);
   }
   c.probe_addr = Flag<std::string>("addr");
+  if (!c.probe_addr.empty()) {
+    RETURN_IF_ERROR(CheckHostPort(origin("addr"), c.probe_addr, true, "HOST:PORT", c.probe_addr));
+  }
   c.probe_service = Flag<std::string>("service");
   c.probe_timeout_s = Flag<double>("timeout");
   RETURN_IF_ERROR(seconds("timeout", c.probe_timeout_s, false, 3600));
@@ -218,6 +345,14 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
     return absl::InvalidArgumentError(
         "pack needs --tag REF, the image's name (e.g. registry.example.com/ml/prewarm-cache:v1)");
   }
+  // A reference is a registry, a name of at most 255 characters and a tag of at most 128 (the
+  // distribution spec); a longer one is refused here, before its parser quotes it whole.
+  if (c.tag.size() > 512) {
+    return absl::InvalidArgumentError(
+        StrCat(origin("tag"), "=", ShownValue(c.tag),
+               ": longer than an image reference can be (512 bytes)"));
+  }
+  if (args.command == "pack" && !c.output.empty()) RETURN_IF_ERROR(CheckPackOutput(origin, c));
   return c;
 }
 

@@ -24,6 +24,7 @@ struct Config {
   std::string gpu_memory_gib;    // the GPU's memory for vLLM's batch defaults, "" from the arch
   std::string gpu_memory_gib_origin;
   std::string arch = "auto";
+  std::string arch_origin;  // "--arch", "PREWARM_ARCH", or "" when not given
   OutputFormat format = OutputFormat::kTable;
   std::string trace;               // replay: JSON Lines file
   bool strict = false;             // replay: a miss is a failure

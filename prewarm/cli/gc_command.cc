@@ -6,6 +6,7 @@
 #include "prewarm/cache/store.h"
 #include "prewarm/catalog/catalog.h"
 #include "prewarm/cli/commands.h"
+#include "prewarm/cli/inputs.h"
 #include "prewarm/toolchain/toolchain.h"
 #include "prewarm/util/strings.h"
 
@@ -20,7 +21,7 @@ int RunGc(const Config& config, std::ostream& out) {
       return ReportError(absl::InvalidArgumentError(
           "gc --stale needs --arch: the list of archs whose current entries to keep"));
     }
-    absl::StatusOr<std::vector<Arch>> archs = ParseArchList(config.arch);
+    absl::StatusOr<std::vector<Arch>> archs = ParseArchFlag(config);
     if (!archs.ok()) return ReportError(archs.status());
     Toolchains toolchains;
     ManagerKeys keys;

@@ -1,6 +1,7 @@
 #include "prewarm/cli/inputs.h"
 
 #include "prewarm/arch/arch.h"
+#include "prewarm/cache/manifest.h"
 #include "prewarm/limits/vllm_args.h"
 #include "prewarm/util/env.h"
 #include "prewarm/util/status_macros.h"
@@ -9,21 +10,48 @@
 namespace prewarm {
 namespace {
 
+// The archs the cache's manifest names, for a command that reads the cache and was given no
+// --arch: the run that filled it planned for them. Empty when there is no manifest (or it names
+// none); where it cannot be read, `note` says why and the caller goes on as without one.
+std::vector<std::string> ManifestArchs(const Config& config, std::string& note) {
+  absl::StatusOr<std::optional<FillRecord>> record = ReadFillRecord(config.cache_dir);
+  if (!record.ok()) {
+    note = StrCat("the cache's manifest could not be read (", record.status().message(), "); ");
+    return {};
+  }
+  if (!record->has_value() || (*record)->archs.empty()) return {};
+  note = StrCat(StrJoin((*record)->archs, ","), ", from the cache's manifest ", (*record)->path,
+                " (no --arch given)");
+  return (*record)->archs;
+}
+
 absl::StatusOr<std::vector<Arch>> ResolveArchs(const Config& config, AutoArchPolicy policy,
-                                               std::string& note) {
-  if (config.arch != "auto") return ParseArchList(config.arch);
+                                               bool from_manifest, std::string& note) {
+  if (config.arch != "auto") return ParseArchFlag(config);
+  if (from_manifest && config.arch_origin.empty()) {
+    const std::vector<std::string> recorded = ManifestArchs(config, note);
+    if (!recorded.empty()) {
+      absl::StatusOr<std::vector<Arch>> archs = ParseArchList(StrJoin(recorded, ","));
+      if (archs.ok()) return archs;
+      return absl::InvalidArgumentError(
+          StrCat(note, ": ", archs.status().message(), "; pass --arch"));
+    }
+  }
+  const std::string manifest_note = note;
   const std::string kfd_root = GetEnv("PREWARM_KFD_ROOT").value_or("/sys/class/kfd/kfd");
   std::vector<std::string> found = DetectKfdArchNames(kfd_root);
   if (found.empty()) {
     if (policy == AutoArchPolicy::kRequireGpu) {
       return absl::InvalidArgumentError(
-          StrCat("--arch auto: no GPU visible under ", kfd_root,
+          StrCat(manifest_note, "--arch auto: no GPU visible under ", kfd_root,
+                 from_manifest ? " and no manifest in the cache to take the archs from" : "",
                  "; pass the target explicitly, e.g. --arch gfx942 or --arch gfx950,gfx942"));
     }
-    note = StrCat("no GPU visible under ", kfd_root, "; --arch auto planned for gfx942");
+    note = StrCat(manifest_note, "no GPU visible under ", kfd_root,
+                  "; --arch auto planned for gfx942");
     return std::vector<Arch>{*ParseArch("gfx942")};
   }
-  note = StrCat("--arch auto found ", StrJoin(found, ","), " under ", kfd_root);
+  note = StrCat(manifest_note, "--arch auto found ", StrJoin(found, ","), " under ", kfd_root);
   absl::StatusOr<std::vector<Arch>> archs = ParseArchList(StrJoin(found, ","));
   if (!archs.ok()) {
     return absl::InvalidArgumentError(StrCat("--arch auto found ", StrJoin(found, ","), " under ",
@@ -44,7 +72,7 @@ absl::StatusOr<BatchDefaults> BatchDefaultsFor(const Config& config,
     const std::optional<double> gib = ParseDouble(config.gpu_memory_gib);
     if (!gib.has_value() || !(*gib > 0) || *gib > 1e6) {
       return absl::InvalidArgumentError(StrCat(config.gpu_memory_gib_origin, "=",
-                                               config.gpu_memory_gib,
+                                               ShownValue(config.gpu_memory_gib),
                                                ": expected the GPU's memory in GiB, e.g. 192"));
     }
     const bool large = *gib >= 70 && !a100;
@@ -59,7 +87,15 @@ absl::StatusOr<BatchDefaults> BatchDefaultsFor(const Config& config,
 
 }  // namespace
 
-absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy) {
+absl::StatusOr<std::vector<Arch>> ParseArchFlag(const Config& config) {
+  absl::StatusOr<std::vector<Arch>> archs = ParseArchList(config.arch);
+  if (archs.ok() || config.arch_origin.empty() || config.arch_origin == "--arch") return archs;
+  return absl::InvalidArgumentError(
+      StrCat(archs.status().message(), " (from ", config.arch_origin, ")"));
+}
+
+absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy,
+                                     bool archs_from_manifest) {
   Inputs in;
   LimitValues vllm;
   if (!config.vllm_args.empty()) {
@@ -86,7 +122,7 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
   if (in.model.family == AttentionFamily::kNone) {
     return ShapeForRank(in.model, 1).status();  // names the model
   }
-  ASSIGN_OR_RETURN(in.archs, ResolveArchs(config, policy, in.arch_note));
+  ASSIGN_OR_RETURN(in.archs, ResolveArchs(config, policy, archs_from_manifest, in.arch_note));
   ASSIGN_OR_RETURN(const BatchDefaults defaults, BatchDefaultsFor(config, in.archs));
   ASSIGN_OR_RETURN(in.limits, ResolveLimits(config.explicit_limits, vllm, in.model, defaults));
   absl::StatusOr<Shape> shape = ShapeForRank(in.model, in.limits.tensor_parallel_size,

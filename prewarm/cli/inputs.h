@@ -17,7 +17,7 @@ struct Inputs {
   Limits limits;
   Shape shape;
   std::vector<Arch> archs;
-  std::string arch_note;  // how --arch auto was resolved, "" when given explicitly
+  std::string arch_note;  // how the archs were found (auto, the manifest), "" when given
 };
 
 enum class AutoArchPolicy {
@@ -25,7 +25,14 @@ enum class AutoArchPolicy {
   kRequireGpu,        // run: no GPU visible is an error
 };
 
-absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy);
+// The --arch list as given (not auto); an error names the variable when it came from one.
+absl::StatusOr<std::vector<Arch>> ParseArchFlag(const Config& config);
+
+// `archs_from_manifest` (verify, replay: commands that read a filled cache): with no --arch
+// given (flag or variable), the archs the cache's manifest names, when it has one; arch_note
+// says so. Otherwise, and for an explicit --arch auto, `policy` decides.
+absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy,
+                                     bool archs_from_manifest = false);
 
 }  // namespace prewarm
 

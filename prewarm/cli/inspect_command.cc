@@ -1,6 +1,10 @@
 // prewarm inspect ENTRY...: what each cache entry holds and what its kernels use (registers,
 // LDS, scratch, occupancy) with any problem; --format json for the same as data. Exit 0 when
 // every entry was read, 2 when one is not a readable entry (the message names it).
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "prewarm/cache/entry.h"
@@ -29,13 +33,23 @@ struct Inspected {
 absl::StatusOr<std::string> LauncherOf(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().filename().string();
   if (IsOurLauncherDir(dir)) return dir.substr(0, dir.rfind('_'));
-  return absl::InvalidArgumentError(
-      StrCat(path, ": not in a launcher directory of a cache ({launcher}_{manager key}/)"));
+  return absl::InvalidArgumentError(StrCat(
+      ShownValue(path), ": not in a launcher directory of a cache ({launcher}_{manager key}/)"));
 }
 
 absl::StatusOr<Inspected> Inspect(const std::string& path) {
   Inspected in;
   in.path = path;
+  // A path that is not there is said so first (a typo, or a glob that matched nothing), not
+  // blamed on its directory.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    return absl::InvalidArgumentError(
+        StrCat(ShownValue(path), ": ",
+               err == ENOENT ? "no such file (give the path of a .co entry of a cache)"
+                             : std::strerror(err)));
+  }
   ASSIGN_OR_RETURN(in.launcher, LauncherOf(path));
   absl::StatusOr<std::string> bytes = ReadOwnFile(path, kMaxEntryBytes, -1, nullptr);
   if (!bytes.ok()) return absl::InvalidArgumentError(bytes.status().message());
@@ -48,13 +62,16 @@ absl::StatusOr<Inspected> Inspect(const std::string& path) {
   // A key string is under 200 bytes; one from a forged entry could be 64 MiB (a map node per
   // parameter, and the error would quote it whole).
   if (in.entry.key.size() > kMaxKeyStringBytes) {
-    return absl::InvalidArgumentError(StrCat(path, ": its key string of ", in.entry.key.size(),
-                                             " bytes is longer than ", kMaxKeyStringBytes));
+    return absl::InvalidArgumentError(StrCat(ShownValue(path), ": its key string of ",
+                                             in.entry.key.size(), " bytes is longer than ",
+                                             kMaxKeyStringBytes));
   }
   absl::StatusOr<Key> key = ParseKeyString(in.launcher, in.entry.key);
-  if (!key.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", key.status().message()));
+  if (!key.ok())
+    return absl::InvalidArgumentError(StrCat(ShownValue(path), ": ", key.status().message()));
   absl::StatusOr<VariantResources> r = CheckVariantResources(*key, in.entry.payload);
-  if (!r.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", r.status().message()));
+  if (!r.ok())
+    return absl::InvalidArgumentError(StrCat(ShownValue(path), ": ", r.status().message()));
   in.resources = std::move(*r);
   return in;
 }

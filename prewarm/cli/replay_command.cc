@@ -95,11 +95,17 @@ int RunReplay(const Config& config, std::ostream& out) {
   if (config.trace.empty()) {
     return ReportError(absl::InvalidArgumentError("replay needs --trace FILE (JSON Lines)"));
   }
-  absl::StatusOr<Inputs> in = ResolveInputs(config, AutoArchPolicy::kFallBackToGfx942);
+  // Without --arch, the arch the cache was filled for (its manifest), else a visible GPU's.
+  absl::StatusOr<Inputs> in =
+      ResolveInputs(config, AutoArchPolicy::kFallBackToGfx942, /*archs_from_manifest=*/true);
   if (!in.ok()) return ReportError(in.status());
   if (in->archs.size() != 1) {
-    return ReportError(absl::InvalidArgumentError(
-        StrCat("--arch ", config.arch, ": replay dispatches for one arch; name one")));
+    std::vector<std::string> names;
+    for (const Arch& a : in->archs) names.push_back(a.name);
+    return ReportError(absl::InvalidArgumentError(StrCat(
+        config.arch_origin.empty() ? in->arch_note
+                                   : StrCat(config.arch_origin, "=", ShownValue(config.arch)),
+        ": replay dispatches for one arch; pass --arch with one of ", StrJoin(names, ", "))));
   }
   const Arch& arch = in->archs.front();
   // A trace is a line per step; 1 GB holds millions of them.

@@ -29,13 +29,16 @@ namespace prewarm {
 namespace {
 
 struct Counts {
-  int64_t valid = 0, missing = 0, rejected = 0, problems = 0;
+  int64_t valid = 0, missing = 0, rejected = 0, problems = 0, unread = 0;
 };
 
 struct Verified {
   std::map<std::string, Counts> counts;  // by launcher
   nlohmann::json keys = nlohmann::json::array();
   std::vector<std::string> problem;  // per entry: "" when valid (LookupProblem)
+  // Per entry: not read for want of this process's resources (file descriptors, memory; the
+  // store's kError). No verdict on the entry: an I/O error, never counted as rejected.
+  std::vector<bool> unread;
 };
 
 // With `stoppable` (serving), a stop signal ends the check between two entries; the caller sees
@@ -49,6 +52,7 @@ Verified Check(const std::vector<PlannedEntry>& entries, const CacheStore& store
     Counts& c = v.counts[e.launcher];
     nlohmann::json k = {{"launcher", e.launcher}, {"key", e.ref.key_string}};
     v.problem.push_back(LookupProblem(l));
+    v.unread.push_back(l.state == CacheStore::State::kError);
     if (l.state == CacheStore::State::kHit) {
       ++c.valid;
       k["state"] = "valid";
@@ -61,6 +65,13 @@ Verified Check(const std::vector<PlannedEntry>& entries, const CacheStore& store
           out << "problem  " << e.launcher << " " << e.ref.key_string << ": " << p << "\n";
         }
       }
+    } else if (l.state == CacheStore::State::kError) {
+      ++c.unread;
+      k["state"] = "error";
+      k["detail"] = l.detail;
+      if (!json)
+        out << "error    " << e.launcher << " " << e.ref.key_string << ": " << v.problem.back()
+            << "\n";
     } else if (l.state == CacheStore::State::kMissing) {
       ++c.missing;
       k["state"] = "missing";
@@ -120,8 +131,18 @@ int RunVerify(const Config& config, std::ostream& out) {
   if (config.serve) {
     if (absl::Status s = InstallStopHandlers(); !s.ok()) return ReportError(s);
   }
-  absl::StatusOr<Inputs> in = ResolveInputs(config, AutoArchPolicy::kRequireGpu);
+  // Without --arch, every arch the cache's manifest names (the run that filled it planned them).
+  absl::StatusOr<Inputs> in =
+      ResolveInputs(config, AutoArchPolicy::kRequireGpu, /*archs_from_manifest=*/true);
   if (!in.ok()) return ReportError(in.status());
+  if (!in->arch_note.empty()) {
+    // Table output says it on stdout, as plan and replay do; JSON keeps stdout one document.
+    if (config.format == OutputFormat::kJson) {
+      LogInfo(StrCat("verify: ", in->arch_note));
+    } else {
+      out << "arch: " << in->arch_note << "\n";
+    }
+  }
   Toolchains toolchains;
   const Plan plan = BuildPlan(in->limits, in->model, in->shape, in->archs);
   absl::StatusOr<std::vector<PlannedEntry>> entries = EntriesForPlan(plan, toolchains);
@@ -147,22 +168,25 @@ int RunVerify(const Config& config, std::ostream& out) {
     servers.Stop();
     return kExitOk;
   }
-  std::vector<std::string> bad;  // "launcher key: problem", for the error and the log
+  std::vector<std::string> bad;     // "launcher key: problem", for the error and the log
+  std::vector<std::string> unread;  // the same, for entries an I/O error kept from being read
   for (size_t i = 0; i < entries->size(); ++i) {
     const PlannedEntry& e = (*entries)[i];
     const std::string& why = v.problem[i];
     telemetry.KeyDone(e.launcher, why.empty() ? KeyState::kCached : KeyState::kFailed, 0,
                       why.empty() ? "" : StrCat(e.ref.key_string, ": ", why));
-    if (!why.empty()) bad.push_back(StrCat(e.launcher, " ", e.ref.key_string, ": ", why));
+    if (why.empty()) continue;
+    (v.unread[i] ? unread : bad).push_back(StrCat(e.launcher, " ", e.ref.key_string, ": ", why));
   }
   for (int r = 0; r < kNumRejectReasons; ++r) {
     telemetry.SetRejected(static_cast<RejectReason>(r),
                           store.rejected(static_cast<RejectReason>(r)));
   }
   telemetry.SetCacheBytes(CacheBytes(config.cache_dir));
-  const size_t valid = entries->size() - bad.size();
+  const size_t valid = entries->size() - bad.size() - unread.size();
   if (json) {
     out << nlohmann::json{{"cache_dir", config.cache_dir},
+                          {"arch", arch_names},
                           {"planned", entries->size()},
                           {"valid", valid},
                           {"keys", v.keys}}
@@ -172,6 +196,7 @@ int RunVerify(const Config& config, std::ostream& out) {
     for (const auto& [launcher, c] : v.counts) {
       out << launcher << ": " << c.valid << " valid, " << c.missing << " missing, " << c.rejected
           << " rejected";
+      if (c.unread > 0) out << ", " << c.unread << " not read (I/O error)";
       if (c.problems > 0) out << " (" << c.problems << " with problems)";
       out << "\n";
     }
@@ -184,8 +209,21 @@ int RunVerify(const Config& config, std::ostream& out) {
                   : StrCat(bad.size(), " of ", entries->size(),
                            " planned keys are missing or invalid in ", config.cache_dir, mismatch,
                            bad.size() == entries->size() ? "" : FirstItems(bad, 5));
-  telemetry.SetReady(bad.empty());
+  // Entries this process could not read are an I/O error (exit 1), not a damaged cache: nothing
+  // says they are bad, and `prewarm run` is not the cure.
+  const std::string io_error =
+      unread.empty()
+          ? ""
+          : StrCat(unread.size(), " of ", entries->size(), " planned entries in ", config.cache_dir,
+                   " could not be read: an I/O error of this process (too few file "
+                   "descriptors or too little memory), not a verdict on the cache",
+                   FirstItems(unread, 3));
+  telemetry.SetReady(bad.empty() && unread.empty());
   if (!config.serve) {
+    if (!unread.empty()) {
+      return ReportError(absl::ResourceExhaustedError(
+          bad.empty() ? io_error : StrCat(io_error, "; besides, ", error)));
+    }
     if (!bad.empty()) {
       return ReportError(absl::InternalError(
           StrCat(error, mismatch.empty() ? "; run prewarm run with the same limits" : "")));
@@ -193,9 +231,10 @@ int RunVerify(const Config& config, std::ostream& out) {
     return kExitOk;
   }
   // Serving: nothing compiles here; the cache is what it is, and health says so.
+  if (!unread.empty()) LogError(StrCat(io_error, "; NOT_SERVING"));
   if (!bad.empty()) {
     LogError(StrCat(error, "; NOT_SERVING (nothing is compiled in verify mode)"));
-  } else {
+  } else if (unread.empty()) {
     LogInfo("every planned key is valid; SERVING");
   }
   ServeUntilStopped(config, store, *entries, telemetry);

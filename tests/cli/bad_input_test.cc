@@ -1,17 +1,22 @@
 // Every bad input exits 2 with a message that names the value (and writes no plan to stdout).
 #include <sys/stat.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "prewarm/util/strings.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prewarm {
 namespace {
 
+namespace fs = std::filesystem;
 using testing::RunPrewarm;
 using testing::TestDataPath;
 
@@ -116,7 +121,81 @@ INSTANTIATE_TEST_SUITE_P(
                   "--cache-dir", "/tmp/prewarm-bad-input-never-created", "--metrics-address",
                   "localhost"},
                  {},
-                 {"--metrics-address=localhost", "HOST:PORT"}}));
+                 {"--metrics-address=localhost", "HOST:PORT"}},
+        // Addresses are checked as flags (exit 2 naming flag and value), before any server or
+        // compile starts: civetweb's own message was exit 1 and named neither.
+        BadInput{"MetricsAddressUnclosedBracket",
+                 {"run", "--arch", "gfx90a", "--cache-dir", "/tmp/prewarm-bad-input-never-created",
+                  "--metrics-address", "[::1"},
+                 {},
+                 {"--metrics-address=[::1: an unclosed ["}},
+        BadInput{"MetricsAddressBareIpv6",
+                 {"run", "--arch", "gfx90a", "--cache-dir", "/tmp/prewarm-bad-input-never-created",
+                  "--metrics-address", "::1:9400"},
+                 {},
+                 {"--metrics-address=::1:9400", "brackets"}},
+        BadInput{"MetricsAddressNoHost",
+                 {"verify", "--arch", "gfx90a", "--metrics-address", ":9400"},
+                 {},
+                 {"--metrics-address=:9400: no host"}},
+        BadInput{"MetricsAddressNotIpv6",
+                 {"verify", "--arch", "gfx90a", "--metrics-address", "[::g]:9400"},
+                 {},
+                 {"--metrics-address=[::g]:9400: not an IPv6 address"}},
+        BadInput{"GrpcAddressPortRange",
+                 {"verify", "--arch", "gfx90a", "--grpc-address", "localhost:70000"},
+                 {},
+                 {"--grpc-address=localhost:70000", "0 to 65535"}},
+        BadInput{"GrpcAddressFromVariable",
+                 {"verify", "--arch", "gfx90a"},
+                 {{"PREWARM_GRPC_ADDRESS", "my host:9401"}},
+                 {"PREWARM_GRPC_ADDRESS=my host:9401", "not a host name"}},
+        BadInput{"ProbeAddrUnclosedBracket", {"probe", "--addr", "[::1"}, {}, {"--addr=[::1"}},
+        BadInput{"PushgatewayUnclosedBracket",
+                 {"run", "--arch", "gfx90a", "--cache-dir", "/tmp/prewarm-bad-input-never-created",
+                  "--pushgateway", "http://[::1"},
+                 {},
+                 {"--pushgateway=http://[::1", "unclosed ["}},
+        BadInput{"PushgatewayScheme",
+                 {"run", "--arch", "gfx90a", "--cache-dir", "/tmp/prewarm-bad-input-never-created",
+                  "--pushgateway", "ftp://pg:21"},
+                 {},
+                 {"--pushgateway=ftp://pg:21", "not http:// or https://"}},
+        // Values as given (a parsed double or a wrapped integer named something else).
+        BadInput{"ProgressIntervalAsGiven",
+                 {"run", "--progress-interval", "-0.5e0"},
+                 {},
+                 {"--progress-interval=-0.5e0: must be >= 0"}},
+        BadInput{"SeqsPastInt64",
+                 {"plan", "--max-num-seqs", "18446744073709551615"},
+                 {},
+                 {"--max-num-seqs=18446744073709551615: too large"}},
+        BadInput{"CaptureSizeNegative",
+                 {"plan", "--vllm-args", R"(-O '{"cudagraph_capture_sizes":[1,2,-5]}')"},
+                 {},
+                 {"--vllm-args -O cudagraph_capture_sizes[2]=-5"}},
+        BadInput{"CaptureSizePastInt64",
+                 {"plan", "--vllm-args",
+                  R"(-cc '{"cudagraph_capture_sizes":[1,18446744073709551615]}')"},
+                 {},
+                 {"--vllm-args -cc cudagraph_capture_sizes[1]=18446744073709551615: too large"}},
+        BadInput{"CaptureSizesNotIntegers",
+                 {"plan", "--vllm-args",
+                  R"(--compilation-config '{"cudagraph_capture_sizes":[1,2,"x"]}')"},
+                 {},
+                 {"cudagraph_capture_sizes[2]=x: not an integer"}},
+        BadInput{"CaptureSizesDottedNotAList",
+                 {"plan", "--vllm-args", "vllm serve m -cc.cudagraph_capture_sizes=[1,2,x]"},
+                 {},
+                 {"-cc.cudagraph_capture_sizes=[1,2,x]: expected a list of integers"}},
+        BadInput{"ArchFromVariable",
+                 {"plan"},
+                 {{"PREWARM_ARCH", "gfx9000"}},
+                 {"--arch gfx9000: unknown architecture", "(from PREWARM_ARCH)"}},
+        BadInput{"InspectMissingEntry",
+                 {"inspect", "/nonexistent/sparse_decode_x/1c99.co"},
+                 {},
+                 {"/nonexistent/sparse_decode_x/1c99.co: no such file"}}));
 
 // Nesting that would overflow the JSON parser's stack (SIGSEGV before) is a clear exit 2, in a
 // model config and in the JSON values of --vllm-args.
@@ -160,6 +239,102 @@ TEST(BadInputFileTest, InputsThatAreNotRegularFilesAreExitTwoWithoutBlocking) {
               std::string::npos)
         << r.stderr_text;
   }
+}
+
+// A bad value is named as given but cut: a 130 KB flag, variable or path was echoed whole.
+TEST(BadInputFileTest, HugeBadValuesAreCutToALine) {
+  const std::string huge(130000, 'x');
+  const std::vector<std::pair<std::vector<std::string>,
+                              std::vector<std::pair<std::string, std::optional<std::string>>>>>
+      cases = {{{"plan", "--max-num-seqs", huge}, {}},
+               {{"plan", "--arch", huge}, {}},
+               {{"plan", "--format", huge}, {}},
+               {{"plan", "--vllm-args", "--kv-cache-dtype " + huge}, {}},
+               {{"plan", "--vllm-args", "-O '" + huge}, {}},
+               {{"plan", "--vllm-args", "--hf-overrides " + huge}, {}},
+               {{"plan", "--gpu-memory-gib", huge}, {}},
+               {{"plan"}, {{"PREWARM_KV_CACHE_DTYPE", huge}}},
+               {{"plan", "--graph-only=" + huge}, {}},
+               {{"plan", "--" + huge}, {}},
+               {{"plan", huge}, {}},
+               {{huge}, {}},
+               {{"run", "--jobs", huge}, {}},
+               {{"run", "--shard", huge}, {}},
+               {{"run", "--pushgateway-group", huge}, {}},
+               {{"run", "--metrics-address", huge + ":1"}, {}},
+               {{"probe", "--addr", huge}, {}},
+               {{"pack", "--tag", huge, "--output", "/nonexistent/o"}, {}},
+               {{"inspect", "/" + huge}, {}}};
+  for (const auto& [args, env] : cases) {
+    const SubprocessResult r = RunPrewarm(args, env);
+    EXPECT_EQ(r.exit_code, 2) << ShownValue(args[0]) << " "
+                              << ShownValue(args.size() > 1 ? args[1] : "");
+    EXPECT_LT(r.stderr_text.size(), 1000u)
+        << ShownValue(args[0]) << " " << ShownValue(args.size() > 1 ? args[1] : "") << ": "
+        << r.stderr_text.substr(0, 1000);
+    EXPECT_NE(r.stderr_text.find("xxxx... ("), std::string::npos) << r.stderr_text.substr(0, 500);
+  }
+}
+
+// vLLM refuses a --config file of several YAML documents (yaml.safe_load); prewarm read the
+// first and planned from it.
+TEST(BadInputFileTest, AConfigFileOfTwoDocumentsIsExitTwoNamingIt) {
+  testing::TempDir dir;
+  const std::string two = dir.WriteFile("serve.yaml", "max-num-seqs: 8\n---\nmax-num-seqs: 16\n");
+  SubprocessResult r = RunPrewarm({"plan", "--vllm-args", "vllm serve m --config " + two});
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("--config " + two + ": line 2: a second YAML document"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "");
+  const std::string one = dir.WriteFile("one.yaml", "---\nmax-num-seqs: 8\n");
+  r = RunPrewarm({"plan", "--vllm-args", "vllm serve m --config " + one});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("--vllm-args --config " + one + ": --max-num-seqs"),
+            std::string::npos)
+      << r.stdout_text;
+}
+
+// pack --output is checked before the cache is read: a symlink whose target does not exist was
+// exit 1 "File exists"; it is exit 2 naming the link, which is left as it was.
+TEST(BadInputFileTest, PackOutputThatCannotBeALayoutIsExitTwoNamingIt) {
+  testing::TempDir dir;
+  const std::string link = dir.path() + "/layout";
+  const std::string target = dir.path() + "/gone";
+  fs::create_symlink(target, link);
+  const std::string file = dir.WriteFile("file", "mine");
+  for (const auto& [output, message] : std::vector<std::pair<std::string, std::string>>{
+           {link, "--output " + link + ": a symbolic link to " + target + ", which does not exist"},
+           {file, "--output " + file + ": exists and is not a directory"}}) {
+    const SubprocessResult r = RunPrewarm({"pack", "--cache-dir", dir.path() + "/cache", "--tag",
+                                           "registry.example.com/c:1", "--output", output});
+    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(message), std::string::npos) << r.stderr_text;
+    EXPECT_EQ(r.stdout_text, "");
+  }
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_FALSE(fs::exists(target)) << "nothing made through the link";
+  std::ifstream in(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "mine");
+  // A symlink to a directory is that directory: pack goes on (to the missing manifest).
+  fs::create_directory(target);
+  const SubprocessResult r = RunPrewarm({"pack", "--cache-dir", dir.path() + "/cache", "--tag",
+                                         "registry.example.com/c:1", "--output", link});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("has no manifest"), std::string::npos) << r.stderr_text;
+  EXPECT_TRUE(fs::is_empty(target));
+}
+
+// A bad address is refused before the run writes anything.
+TEST(BadInputFileTest, ABadServerAddressWritesNothing) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  const SubprocessResult r =
+      RunPrewarm({"run", "--serve", "--arch", "gfx90a", "--cache-dir", cache, "--metrics-address",
+                  "[::1", "--grpc-address", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("--metrics-address=[::1"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(fs::exists(cache));
 }
 
 TEST(BadInputFileTest, MalformedModelConfigNamesFileAndField) {

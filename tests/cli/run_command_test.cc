@@ -270,6 +270,8 @@ TEST(RunCommandTest, BadRunFlagsAreExitTwo) {
                                              {"--compile-timeout", "inf"},
                                              {"--compile-timeout", "nan"},
                                              {"--compile-memory-mb", "-5"},
+                                             {"--compile-memory-mb", "17592186044416"},
+                                             {"--shard", "0/100001"},
                                              {"--progress-interval", "-1"},
                                              {"--progress-interval", "inf"},
                                              {"--verify-interval", "100000"}}) {

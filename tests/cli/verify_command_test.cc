@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/background.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/small_cache.h"
@@ -104,6 +105,77 @@ TEST(VerifyCommandTest, ACacheFilledForAnotherArchIsRefusedNamingBoth) {
       << more.stderr_text;
   EXPECT_NE(more.stderr_text.find("run prewarm run with the same limits"), std::string::npos);
   EXPECT_EQ(more.stderr_text.find("says it was"), std::string::npos) << more.stderr_text;
+}
+
+// Without --arch, verify and replay take the archs the cache was filled for from its manifest,
+// and say so (replay fell back to gfx942 and reported every key a miss). verify checks every
+// one; replay dispatches for one, so several is exit 2 asking for --arch.
+TEST(ArchFromManifestTest, VerifyTakesEveryArchReplayOneAndBothSaySo) {
+  testing::TempDir dir;
+  const std::string one = dir.path() + "/one", two = dir.path() + "/two";
+  ASSERT_EQ(Fill(one).exit_code, 0);
+  const std::vector<std::string> limits = {"--kv-cache-dtype", "fp8", "--max-num-seqs", "4"};
+  const SubprocessResult filled = RunPrewarm(With(
+      {"run", "--cache-dir", two, "--jobs", "2", "--quiet", "--arch", "gfx90a,gfx908"}, limits));
+  ASSERT_EQ(filled.exit_code, 0) << filled.stderr_text;
+  const std::string trace =
+      dir.WriteFile("t.jsonl", R"({"requests":[{"phase":"decode","q_len":1,"ctx":4097}]})"
+                               "\n");
+
+  SubprocessResult r = RunPrewarm(With({"verify", "--cache-dir", two}, limits));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("arch: gfx90a,gfx908, from the cache's manifest " + two +
+                               "/prewarm/manifest.json (no --arch given)\n"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("prewarm verify: 16/16 keys valid"), std::string::npos);
+  // JSON on stdout stays one document; the note goes to the log.
+  r = RunPrewarm(With({"verify", "--cache-dir", two, "--format", "json"}, limits));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  EXPECT_EQ(j["arch"], nlohmann::json({"gfx90a", "gfx908"}));
+  EXPECT_EQ(j["valid"], 16);
+  EXPECT_NE(r.stderr_text.find("gfx90a,gfx908, from the cache's manifest"), std::string::npos);
+
+  r = RunPrewarm(With({"replay", "--cache-dir", two, "--trace", trace}, limits));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("gfx90a,gfx908, from the cache's manifest " + two +
+                               "/prewarm/manifest.json (no --arch given): replay dispatches for "
+                               "one arch; pass --arch with one of gfx90a, gfx908"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "");
+  // Given, by flag or variable, --arch decides.
+  r = RunPrewarm(
+      With({"replay", "--cache-dir", two, "--trace", trace, "--arch", "gfx908"}, limits));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("hit  fp8_bmm arch=gfx908"), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find("arch: "), std::string::npos) << r.stdout_text;
+  r = RunPrewarm(With({"replay", "--cache-dir", two, "--trace", trace}, limits),
+                 {{"PREWARM_ARCH", "gfx90a"}});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("hit  fp8_bmm arch=gfx90a"), std::string::npos) << r.stdout_text;
+
+  // One arch in the manifest: replay uses it, and every key is a hit.
+  r = RunPrewarm(With({"replay", "--cache-dir", one, "--trace", trace, "--strict"}, limits));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text.rfind("arch: gfx90a, from the cache's manifest " + one +
+                                    "/prewarm/manifest.json (no --arch given)\n",
+                                0),
+            0u)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find(" 0 misses in " + one), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find("MISS"), std::string::npos) << r.stdout_text;
+
+  // No manifest: as before (no GPU visible: replay plans for gfx942, verify refuses).
+  r = RunPrewarm(With({"replay", "--cache-dir", dir.path() + "/none", "--trace", trace}, limits));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("--arch auto planned for gfx942"), std::string::npos);
+  r = RunPrewarm(With({"verify", "--cache-dir", dir.path() + "/none"}, limits));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("no manifest in the cache to take the archs from"),
+            std::string::npos)
+      << r.stderr_text;
 }
 
 }  // namespace
