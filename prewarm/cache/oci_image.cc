@@ -1,16 +1,20 @@
 #include "prewarm/cache/oci_image.h"
 
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "nlohmann/json.hpp"
 #include "prewarm/util/files.h"
+#include "prewarm/util/json.h"
 #include "prewarm/util/sha256.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
@@ -229,6 +233,66 @@ OciImage BuildOciImage(std::string layer, const std::map<std::string, std::strin
   return image;
 }
 
+namespace {
+
+// The largest index.json an existing layout may have: one descriptor is a few hundred bytes, so
+// this holds tens of thousands of images; anything larger is not read into memory.
+constexpr int64_t kMaxIndexBytes = int64_t{16} << 20;
+
+// The index of the layout at `dir` with `image` named `tag` in it: every other manifest the
+// index holds is kept, in its place (packing :v2 after :v1 keeps v1); one already named `tag` is
+// replaced where it stood, else the new one goes last. `existing` is the old index.json, or
+// nullopt for a new layout. InvalidArgument naming the file when it is not an image index.
+absl::StatusOr<nlohmann::json> MergedIndex(const std::string& index_path,
+                                           const std::optional<std::string>& existing,
+                                           const OciImage& image, const std::string& tag) {
+  const nlohmann::json descriptor = {{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                                     {"digest", image.manifest_digest},
+                                     {"size", image.manifest.size()},
+                                     {"annotations", {{"org.opencontainers.image.ref.name", tag}}}};
+  nlohmann::json index = {{"schemaVersion", 2},
+                          {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                          {"manifests", nlohmann::json::array()}};
+  if (existing.has_value()) {
+    auto bad = [&](std::string_view why) {
+      return absl::InvalidArgumentError(
+          StrCat("--output: ", index_path, " is not an OCI image index (", why,
+                 "); give a new directory, or repair or remove that layout"));
+    };
+    absl::StatusOr<nlohmann::json> old = ParseJson(*existing);
+    if (!old.ok()) return bad(std::string(old.status().message()));
+    if (!old->is_object()) return bad("not a JSON object");
+    const auto m = old->find("manifests");
+    if (m == old->end() || !m->is_array()) return bad("no \"manifests\" array");
+    for (const nlohmann::json& d : *m) {
+      if (!d.is_object() || !d.contains("digest") || !d["digest"].is_string()) {
+        return bad("a manifest without a \"digest\"");
+      }
+    }
+    index = *std::move(old);  // its other fields (annotations, ...) stay as they were
+  }
+  nlohmann::json& manifests = index["manifests"];
+  bool placed = false;
+  nlohmann::json kept = nlohmann::json::array();
+  for (nlohmann::json& d : manifests) {
+    const nlohmann::json name =
+        d.contains("annotations") && d["annotations"].is_object()
+            ? d["annotations"].value("org.opencontainers.image.ref.name", nlohmann::json())
+            : nlohmann::json();
+    if (name.is_string() && name.get<std::string>() == tag) {
+      if (!placed) kept.push_back(descriptor);  // the tag names this image now, once
+      placed = true;
+      continue;
+    }
+    kept.push_back(std::move(d));
+  }
+  if (!placed) kept.push_back(descriptor);
+  manifests = std::move(kept);
+  return index;
+}
+
+}  // namespace
+
 absl::Status WriteOciLayout(const std::string& dir, const OciImage& image, const std::string& tag) {
   std::error_code ec;
   if (std::filesystem::exists(dir, ec)) {
@@ -246,6 +310,24 @@ absl::Status WriteOciLayout(const std::string& dir, const OciImage& image, const
   }
   const std::string blobs = StrCat(dir, "/blobs/sha256");
   RETURN_IF_ERROR(MakeDirs(blobs));
+  // One writer of the index at a time: two packs into one layout would each read the old index
+  // and the second rename would drop the first one's image. flock(2) on the layout directory
+  // itself, so the layout holds no file of ours besides what the OCI spec names.
+  ASSIGN_OR_RETURN(const DirFd layout, DirFd::Open(dir));
+  while (::flock(layout.fd(), LOCK_EX) != 0) {
+    if (errno != EINTR) return ErrnoStatus("cannot lock", dir, errno);
+  }
+  // The index is read (and refused when it is not one) before any blob is written.
+  const std::string index_path = StrCat(dir, "/index.json");
+  std::optional<std::string> existing;
+  if (absl::StatusOr<std::string> old = layout.ReadFile("index.json", kMaxIndexBytes, -1, nullptr);
+      old.ok()) {
+    existing = *std::move(old);
+  } else if (!absl::IsNotFound(old.status())) {
+    return absl::InvalidArgumentError(
+        StrCat("--output: cannot read the layout's index (", old.status().message(), ")"));
+  }
+  ASSIGN_OR_RETURN(const nlohmann::json index, MergedIndex(index_path, existing, image, tag));
   auto write = [](const std::string& path, std::string_view data, mode_t mode) -> absl::Status {
     ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path, mode));
     RETURN_IF_ERROR(f.Write(data));
@@ -258,16 +340,8 @@ absl::Status WriteOciLayout(const std::string& dir, const OciImage& image, const
     RETURN_IF_ERROR(write(StrCat(blobs, "/", digest.substr(7)), data, 0444));
   }
   RETURN_IF_ERROR(write(StrCat(dir, "/oci-layout"), R"({"imageLayoutVersion":"1.0.0"})", 0644));
-  const nlohmann::json index = {
-      {"schemaVersion", 2},
-      {"mediaType", "application/vnd.oci.image.index.v1+json"},
-      {"manifests",
-       {{{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
-         {"digest", image.manifest_digest},
-         {"size", image.manifest.size()},
-         {"annotations", {{"org.opencontainers.image.ref.name", tag}}}}}}};
   // index.json last: a reader never sees an index naming blobs not yet written.
-  return write(StrCat(dir, "/index.json"), index.dump(), 0644);
+  return write(index_path, index.dump(), 0644);
 }
 
 std::string HostImageArchitecture() {

@@ -52,10 +52,13 @@ struct OciImage {
 OciImage BuildOciImage(std::string layer, const std::map<std::string, std::string>& annotations,
                        const std::string& architecture);
 
-// Writes `image` into the OCI image layout at `dir` (made when absent) as the only image of its
-// index.json, named `tag` (org.opencontainers.image.ref.name). Blobs are written atomically; an
-// existing layout's other blobs are left alone. InvalidArgument when `dir` exists and is neither
-// empty nor an OCI layout (nothing is written then).
+// Writes `image` into the OCI image layout at `dir` (made when absent), named `tag`
+// (org.opencontainers.image.ref.name) in its index.json. An existing layout keeps its other
+// images: every other manifest of its index stays, in its place, and one already named `tag` is
+// replaced by this one (as skopeo and podman do). Blobs are written atomically, the index last
+// and under an exclusive flock(2) of `dir` (two packs into one layout both land); an existing
+// layout's other blobs are left alone. InvalidArgument when `dir` exists and is neither empty nor
+// an OCI layout, or its index.json is not an image index (nothing is written then).
 absl::Status WriteOciLayout(const std::string& dir, const OciImage& image, const std::string& tag);
 
 // The Go architecture name of this machine (uname's machine: x86_64 -> amd64, aarch64 -> arm64).

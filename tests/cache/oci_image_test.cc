@@ -158,6 +158,79 @@ TEST(OciImageTest, LayoutBlobsAreNamedByTheirSha256AndTheIndexNamesTheTag) {
   EXPECT_EQ(nlohmann::json::parse(*ReadFile(layout + "/index.json")), index);
 }
 
+std::vector<std::string> RefNames(const std::string& layout) {
+  std::vector<std::string> names;
+  const nlohmann::json index = nlohmann::json::parse(*ReadFile(layout + "/index.json"));
+  for (const nlohmann::json& d : index["manifests"]) {
+    names.push_back(d["annotations"]["org.opencontainers.image.ref.name"].get<std::string>() + "=" +
+                    d["digest"].get<std::string>());
+  }
+  return names;
+}
+
+// Issue 29 item 7: packing :v2 into the layout of :v1 keeps v1 (and anything else the index
+// holds, in its place); packing a tag again replaces that tag's image only.
+TEST(OciImageTest, AnExistingLayoutKeepsItsOtherImages) {
+  testing::TempDir dir;
+  const std::string layout = dir.path() + "/oci";
+  const OciImage v1 = BuildOciImage(*TarLayer(SomeFiles()), {{"dev.prewarm.keys", "4"}}, "amd64");
+  std::vector<ImageFile> more = SomeFiles();
+  more.push_back({"fp8_bmm_0123/eeee.co", "more"});
+  const OciImage v2 = BuildOciImage(*TarLayer(more), {{"dev.prewarm.keys", "5"}}, "amd64");
+  ASSERT_NE(v1.manifest_digest, v2.manifest_digest);
+  ASSERT_TRUE(WriteOciLayout(layout, v1, "v1").ok());
+  // Another tool's image in the same index, with a field of the index we do not know.
+  nlohmann::json index = nlohmann::json::parse(*ReadFile(layout + "/index.json"));
+  index["manifests"].push_back({{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                                {"digest", "sha256:" + std::string(64, 'a')},
+                                {"size", 7},
+                                {"annotations", {{"org.opencontainers.image.ref.name", "x"}}}});
+  index["annotations"] = {{"made.by", "someone else"}};
+  testing::TempDir::WriteFileAt(layout + "/index.json", index.dump());
+
+  ASSERT_TRUE(WriteOciLayout(layout, v2, "v2").ok());
+  const std::string other = "x=sha256:" + std::string(64, 'a');
+  EXPECT_EQ(RefNames(layout), (std::vector<std::string>{"v1=" + v1.manifest_digest, other,
+                                                        "v2=" + v2.manifest_digest}));
+  EXPECT_EQ(nlohmann::json::parse(*ReadFile(layout + "/index.json"))["annotations"]["made.by"],
+            "someone else");
+  // v1 again, now as the bigger image: replaced where it stood, nothing else touched.
+  ASSERT_TRUE(WriteOciLayout(layout, v2, "v1").ok());
+  EXPECT_EQ(RefNames(layout), (std::vector<std::string>{"v1=" + v2.manifest_digest, other,
+                                                        "v2=" + v2.manifest_digest}));
+  // Every blob of both images is there (v1's first image stays: a layout keeps its blobs).
+  for (const OciImage* image : {&v1, &v2}) {
+    for (const std::string& d :
+         {image->layer_digest, image->config_digest, image->manifest_digest}) {
+      EXPECT_TRUE(fs::exists(layout + "/blobs/sha256/" + d.substr(7))) << d;
+    }
+  }
+}
+
+// An index.json that is not an image index is refused naming it, before anything is written.
+TEST(OciImageTest, ADamagedIndexIsRefusedAndNothingIsWritten) {
+  testing::TempDir dir;
+  const std::string layout = dir.path() + "/oci";
+  const OciImage v1 = BuildOciImage(*TarLayer(SomeFiles()), {}, "amd64");
+  std::vector<ImageFile> more = SomeFiles();
+  more.push_back({"fp8_bmm_0123/eeee.co", "more"});
+  const OciImage v2 = BuildOciImage(*TarLayer(more), {}, "amd64");
+  ASSERT_TRUE(WriteOciLayout(layout, v1, "v1").ok());
+  for (const std::string& bad :
+       {std::string("{\"manifests\":"), std::string("[1,2]"), std::string("{\"schemaVersion\":2}"),
+        std::string("{\"manifests\":[{\"size\":1}]}")}) {
+    testing::TempDir::WriteFileAt(layout + "/index.json", bad);
+    const absl::Status s = WriteOciLayout(layout, v2, "v2");
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad << ": " << s;
+    EXPECT_NE(s.message().find(layout + "/index.json is not an OCI image index"),
+              absl::string_view::npos)
+        << s;
+    EXPECT_EQ(*ReadFile(layout + "/index.json"), bad);
+    EXPECT_FALSE(fs::exists(layout + "/blobs/sha256/" + v2.layer_digest.substr(7)))
+        << "a blob was written before the index was read";
+  }
+}
+
 TEST(OciImageTest, ADirectoryThatIsNotALayoutIsRefusedAndLeftAlone) {
   testing::TempDir dir;
   const OciImage image = BuildOciImage(*TarLayer(SomeFiles()), {}, "amd64");
