@@ -1,6 +1,7 @@
 #include "prewarm/launchers/step.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "prewarm/util/strings.h"
 
@@ -91,6 +92,12 @@ absl::StatusOr<Step> StepFromJson(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("requests") || !j["requests"].is_array()) {
     return absl::InvalidArgumentError("expected {\"requests\":[...]}");
   }
+  // The bounds replay applies to a trace line, for every caller (the runtime's C ABI too): no
+  // more requests than the largest max_num_seqs, and no integer that int64 cannot hold.
+  if (j["requests"].size() > static_cast<size_t>(kMaxNumSeqsCap)) {
+    return absl::InvalidArgumentError(StrCat(j["requests"].size(), " requests, more than ",
+                                             kMaxNumSeqsCap, " (the largest max_num_seqs)"));
+  }
   Step step;
   size_t i = 0;
   for (const nlohmann::json& r : j["requests"]) {
@@ -111,6 +118,12 @@ absl::StatusOr<Step> StepFromJson(const nlohmann::json& j) {
         return absl::InvalidArgumentError(StrCat(who, ".", field, ": ",
                                                  it == r.end() ? "missing" : it->dump(),
                                                  "; expected an integer"));
+      }
+      // An unsigned number past int64 would wrap to a negative one.
+      if (it->is_number_unsigned() &&
+          it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return absl::InvalidArgumentError(
+            StrCat(who, ".", field, ": ", it->dump(), "; expected an integer below 2^63"));
       }
       *out = it->get<int64_t>();
     }

@@ -58,7 +58,9 @@ QueryRows QueryRowsOf(const Step& step, Phase phase, int only_request = -1);
 absl::Status CheckStep(const Step& step, const Limits& limits);
 
 nlohmann::json StepToJson(const Step& step);
-// InvalidArgument naming the field when the JSON is not a step.
+// InvalidArgument naming the field when the JSON is not a step, holds more requests than
+// kMaxNumSeqsCap, or a q_len or ctx that int64 cannot hold. It does not say whether the step is
+// in range (CheckStep): a caller that dispatches it checks that too.
 absl::StatusOr<Step> StepFromJson(const nlohmann::json& j);
 // A one-line human summary: "2 decode (q 1, ctx 1..4097) + 1 prefill (q 512, ctx 8192)".
 std::string DescribeStep(const Step& step);

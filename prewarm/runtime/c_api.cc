@@ -226,6 +226,12 @@ extern "C" int prewarm_runtime_get(prewarm_runtime* rt, const char* launcher, co
     const absl::StatusOr<nlohmann::json> j = prewarm::ParseJson(step_json);
     if (!j.ok()) return absl::InvalidArgumentError(StrCat("step_json: ", j.status().message()));
     ASSIGN_OR_RETURN(const prewarm::Step step, prewarm::StepFromJson(*j));
+    // The rules replay applies to a trace's step, against the cache's own limits: a step out of
+    // range reaches no planned key, and its sums (q_len * ctx) could overflow int64.
+    if (absl::Status range = prewarm::CheckStep(step, rt->rt->kernel_cache().limits());
+        !range.ok()) {
+      return absl::InvalidArgumentError(StrCat("step_json: out of range: ", range.message()));
+    }
     ASSIGN_OR_RETURN(const std::vector<prewarm::LoadedKernel> k, rt->rt->ForStep(launcher, step));
     *count = k.size();
     for (size_t i = 0; i < k.size() && i < max_modules && modules != nullptr; ++i) {

@@ -3,7 +3,8 @@
  *                              with one, a strict miss on an empty cache is PREWARM_EMISS.
  *   c_abi_test CACHE ARCH      a runtime without a GPU (device -1) over a cache `prewarm run`
  *                              filled for ARCH: info, preload, a NULL argument named, a launch
- *                              refused for want of a GPU after its key was found.
+ *                              refused for want of a GPU after its key was found, a step out
+ *                              of range refused by prewarm_runtime_get.
  *   c_abi_test --layout        sizeof and offsetof of every structure, as JSON, for the Python
  *                              package's ctypes mirror (tests/python/test_runtime.py). */
 #include <stddef.h>
@@ -289,6 +290,61 @@ static int MsaLaunches(prewarm_runtime* rt, int msa) {
 }
 
 /* device -1 over a filled cache. */
+/* prewarm_runtime_get range-checks a step as replay does (issue 29 item 15): a step out of the
+ * cache's limits, an integer past int64 and more requests than any max_num_seqs are EINVAL naming
+ * the rule, never dispatched (q_len * ctx of the first would overflow int64). An in-range step
+ * passes the check (and then needs a GPU). */
+static int GetChecksTheStep(prewarm_runtime* rt) {
+  char err[1024] = "";
+  void* modules[8];
+  size_t n = 0;
+  int failed = 0;
+  int rc =
+      prewarm_runtime_get(rt, "fp8_bmm",
+                          "{\"requests\":[{\"phase\":\"prefill\",\"q_len\":4611686018427387904,"
+                          "\"ctx\":4611686018427387904}]}",
+                          modules, 8, &n, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "out of range") != NULL &&
+                       strstr(err, "ctx 4611686018427387904 > max_model_len") != NULL,
+                   "a step whose q_len * ctx overflows int64 is out of range, named", err);
+  rc = prewarm_runtime_get(
+      rt, "fp8_bmm",
+      "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":18446744073709551615}]}", modules,
+      8, &n, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "requests[0].ctx: 18446744073709551615") &&
+                       strstr(err, "below 2^63") != NULL,
+                   "a ctx past int64 is named as given, not wrapped", err);
+  rc = prewarm_runtime_get(rt, "fp8_bmm",
+                           "{\"requests\":[{\"phase\":\"decode\",\"q_len\":-4,\"ctx\":9}]}",
+                           modules, 8, &n, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "q_len -4 < 1") != NULL,
+                   "a negative q_len is named", err);
+  {
+    /* 70000 requests: more than the largest max_num_seqs (65536). */
+    static const char head[] = "{\"requests\":[";
+    static const char one[] = "{\"phase\":\"decode\",\"q_len\":1,\"ctx\":9},";
+    static char big[sizeof head + 70000 * (sizeof one - 1) + 4];
+    size_t at = 0;
+    memcpy(big, head, sizeof head - 1);
+    at = sizeof head - 1;
+    for (int i = 0; i < 70000; ++i) {
+      memcpy(big + at, one, sizeof one - 1);
+      at += sizeof one - 1;
+    }
+    big[at - 1] = ']';
+    big[at] = '}';
+    big[at + 1] = '\0';
+    rc = prewarm_runtime_get(rt, "fp8_bmm", big, modules, 8, &n, err, sizeof err);
+    failed += Expect(rc == PREWARM_EINVAL && strstr(err, "70000 requests, more than 65536") != NULL,
+                     "a step of 70000 requests is refused, named", err);
+  }
+  rc = prewarm_runtime_get(rt, "fp8_bmm",
+                           "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":9}]}", modules,
+                           8, &n, err, sizeof err);
+  failed += Expect(rc != PREWARM_EINVAL, "an in-range step passes the check", err);
+  return failed;
+}
+
 static int WithoutGpu(const char* cache, const char* arch) {
   prewarm_runtime_options o;
   memset(&o, 0, sizeof o);
@@ -315,6 +371,7 @@ static int WithoutGpu(const char* cache, const char* arch) {
                    "stats count the entries read", "");
   const int msa = strstr(info, "\"family\":\"MSA\"") != NULL;
   failed += MsaLaunches(rt, msa);
+  failed += GetChecksTheStep(rt);
   prewarm_sparse_args a;
   memset(&a, 0, sizeof a);
   a.rows = 1;
