@@ -61,8 +61,9 @@ constexpr int kPwMsaStages =
 constexpr int kPwMsaStages = kPwMg.stages;
 #endif
 // The warpgroup path (msa_sparse_attend.h): where the geometry has it and the build multiplies
-// with mma.sync (not the SIMT check build); PW_MSA_NO_WGMMA keeps mma.sync for A/B runs.
-#if PW_WGMMA && PW_MMA_IMPL == PW_MMA_SYNC && !defined(PW_MSA_NO_WGMMA)
+// with mma.sync (not the SIMT check build); PW_MSA_NO_WGMMA keeps mma.sync for A/B runs. Prefill
+// only (decode on mma.sync is msa_sparse_decode.h's).
+#if PW_WGMMA && PW_MMA_IMPL == PW_MMA_SYNC && PW_MSA_PREFILL && !defined(PW_MSA_NO_WGMMA)
 #define PW_MSA_WG_BUILD 1
 constexpr bool kPwMsaWg = kPwMg.wg;
 #else

@@ -35,6 +35,8 @@ struct PwMsaSparseGeometry {
   int warps, threads, min_blocks;
   bool staged;
   bool wg;      // Hopper's warpgroup path: whole warpgroups of m tiles (msa_sparse_attend.h)
+  bool direct;  // decode on NVIDIA's mma.sync: fragments straight from raw bytes
+                // (msa_sparse_decode.h)
   int stages;   // staged: raw buffers (tiles loaded stages - 1 ahead)
   int entries;  // rows * topk: the list's capacity
   // Shared memory, bytes from the start of the dynamic allocation.
@@ -122,9 +124,54 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 // registers into P V) from K and V tiles double-buffered in wgmma's layout, so that one tile's
 // P V runs on the tensor cores while the next tile is dequantized; its registers (O, S, Q's
 // fragments) allow one block an SM.
-// decode: one row; a tile of 64 keys (32 where the shared memory is smaller) split over
-// 4 / m_tiles warps (at least 1, at most tile / 16): small blocks, several an SM, each with its
-// loads in flight (decode is bound by memory): staged, 4 raw buffers, 3 tiles ahead.
+// decode, AMD: one row; a tile of 64 keys (32 where the shared memory is smaller) split over
+// 4 / m_tiles wavefronts (at least 1, at most tile / 16): small blocks, several a CU, loaded
+// through registers.
+// decode, NVIDIA (mma.sync; msa_sparse_decode.h): PW_MSA_DEC_WARPS warps a block, one row x
+// up to 16 heads (the M of mma.m16n8k16) of one group; each warp takes 16-key chunks of the
+// row's selection on its own and copies their raw bytes (K then V, 16 x 72 bytes each) into its
+// own ring of PW_MSA_DEC_STAGES chunks in shared memory (cp.async); after the loop the same
+// bytes hold every warp's rescaled O for the block's LSE combine (16 rows of pw_msa_dec_o_row
+// f32, padded so that a warp's stores of its fragments hit 32 different banks). Then each
+// warp's list of selected blocks (logical, physical: 64 ints), the warps' row max and sum
+// (16 x 2 f32) and Q's fragments.
+#define PW_MSA_DEC_WARPS 8
+#define PW_MSA_DEC_STAGES 4
+#define PW_MSA_DEC_KEYS 16
+PW_HD constexpr int pw_msa_dec_raw(int d) { return PW_MSA_DEC_KEYS * (d / 2 + d / 16); }
+PW_HD constexpr int pw_msa_dec_ring_bytes(int d) {
+  return PW_MSA_DEC_WARPS * PW_MSA_DEC_STAGES * 2 * pw_msa_dec_raw(d);
+}
+// A warp's O in the combine: physical dim 16 n + t of row m at m * pw_msa_dec_o_row(d) +
+// pw_msa_dec_o_n * n + t (n, t < 16: the fragment's column and n tile). Lane (r, c) stores
+// rows r (+ 8) and columns n = 2c (+ 1) at once: r + 40c (+ const) mod 32, 32 banks.
+#define PW_MSA_DEC_O_N 20
+PW_HD constexpr int pw_msa_dec_o_row(int d) { return (d / 16 - 1) * PW_MSA_DEC_O_N + 16 + 1 + 4; }
+PW_HD constexpr int pw_msa_dec_o_bytes(int d) {
+  return PW_MSA_DEC_WARPS * 16 * pw_msa_dec_o_row(d) * 4;
+}
+PW_HD constexpr int pw_msa_dec_list_offset(int d) {
+  return pw_msa_dec_ring_bytes(d) > pw_msa_dec_o_bytes(d) ? pw_msa_dec_ring_bytes(d)
+                                                          : pw_msa_dec_o_bytes(d);
+}
+PW_HD constexpr int pw_msa_dec_ml_offset(int d) {
+  return pw_msa_dec_list_offset(d) + PW_MSA_DEC_WARPS * 64 * 4;
+}
+// Then Q's A fragments, shared by the warps: step kk's of lane l at 16 (32 kk + l) (16 bytes).
+PW_HD constexpr int pw_msa_dec_q_offset(int d) {
+  return pw_msa_dec_ml_offset(d) + PW_MSA_DEC_WARPS * 16 * 2 * 4;
+}
+PW_HD constexpr int pw_msa_dec_bytes(int d) { return pw_msa_dec_q_offset(d) + (d / 16) * 32 * 16; }
+
+// decode's splits > 1: on Hopper (sm_90a builds, PW_WGMMA) a row's splits (2 to 8, the portable
+// cluster size) run as one thread block cluster and, after a cluster barrier, combine the
+// partials themselves, each block a share of the (head, dim) outputs; elsewhere (and for 16
+// splits) the second kernel, pw_msa_sparse_decode_combine, does.
+#define PW_MSA_DEC_CLUSTER_MAX 8
+PW_HD constexpr bool pw_msa_dec_cluster(int splits, bool nvidia, bool wgmma) {
+  return nvidia && wgmma && splits > 1 && splits <= PW_MSA_DEC_CLUSTER_MAX;
+}
+
 // Bytes of one K or V tile of `keys` keys in the wgmma layout (msa_sparse_attend.h).
 PW_HD constexpr int pw_msa_wg_tile_bytes(int keys, int d) { return keys * d * 2; }
 
@@ -159,6 +206,18 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, 
     }
     return pw_msa_sparse_layout(group, group < 16 ? group : 16, 1, 1, 16, 16, warp, topk, d, nvidia,
                                 2);
+  }
+  if (nvidia) {
+    // mma.sync builds take the direct path (msa_sparse_decode.h); the SIMT check build runs the
+    // tile path with the same block: 8 warps, each a 16-key slice of a 128-key tile, loaded
+    // through registers.
+    const int hb = group < 16 ? group : 16;
+    PwMsaSparseGeometry g =
+        pw_msa_sparse_layout(group, hb, 1, PW_MSA_DEC_WARPS, 16, 16, warp, topk, d, false, 0);
+    g.direct = true;
+    const int direct = pw_msa_dec_bytes(d);
+    if (direct > g.smem_bytes) g.smem_bytes = direct;
+    if (g.smem_bytes <= limit && g.threads <= 1024) return g;
   }
   const int hb = group < 64 ? group : 64;
   const int m_tiles = (hb + 15) / 16;

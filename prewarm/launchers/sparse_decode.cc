@@ -1,6 +1,8 @@
 // sparse_decode: MLA attention of the decode rows over the selected positions, split-K with a
 // combine. Key: splits = min(16, max(1, largest power of two <= 256 / R)). msa_sparse_decode:
-// GQA over the selected blocks; the same rule.
+// GQA over the selected blocks, its own bounds and the blocks a row takes unsplit, G = Hkv_r x
+// ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV group):
+// splits = min(8, max(1, largest power of two <= 128 / (R x G))).
 #include <algorithm>
 
 #include "prewarm/launchers/launcher.h"
@@ -8,10 +10,25 @@
 namespace prewarm {
 namespace {
 
-int64_t Splits(int64_t r, const Thresholds& t) {
+// The rule's inputs besides R: the blocks a row takes unsplit, the work bound and the cap.
+struct SplitRule {
+  int64_t row_blocks, work, cap;
+};
+
+SplitRule RuleFor(AttentionFamily family, const LaunchContext& ctx) {
+  const Thresholds& t = ctx.thresholds;
+  if (family != AttentionFamily::kMsa) return {1, t.sparse_splits_work, t.sparse_splits_cap};
+  const Shape& s = ctx.shape;
+  const int64_t kv = std::max<int64_t>(1, s.kv_heads);
+  const int64_t group = std::max<int64_t>(1, s.heads / kv);
+  return {kv * ((group + 15) / 16), t.msa_sparse_splits_work, t.msa_sparse_splits_cap};
+}
+
+int64_t Splits(int64_t r, const SplitRule& rule) {
   int64_t p = 1;
-  while (p * 2 * r <= t.sparse_splits_work) p *= 2;  // largest p with p * R <= work, else 1
-  return std::min(t.sparse_splits_cap, p);
+  // largest p with p * R * G <= work, else 1
+  while (p * 2 * r * rule.row_blocks <= rule.work) p *= 2;
+  return std::min(rule.cap, p);
 }
 
 class SparseDecodeLauncher final : public Launcher {
@@ -24,16 +41,16 @@ class SparseDecodeLauncher final : public Launcher {
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
     if (step.decode_tokens < 1) return {};
-    return {KeyFor(Splits(step.decode_tokens, ctx.thresholds), ctx)};
+    return {KeyFor(Splits(step.decode_tokens, RuleFor(family_, ctx)), ctx)};
   }
 
   std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
-    const Thresholds& t = ctx.thresholds;
+    const SplitRule t = RuleFor(family_, ctx);
     const int64_t rmax = limits.MaxDecodeTokens();
     // Splits(R) does not grow with R. The values it can take: the cap and the powers of two
     // below it. For each, binary-search the smallest R whose splits are at most it.
-    std::vector<int64_t> values = {t.sparse_splits_cap};
-    for (int64_t p = 1; p < t.sparse_splits_cap; p *= 2) values.push_back(p);
+    std::vector<int64_t> values = {t.cap};
+    for (int64_t p = 1; p < t.cap; p *= 2) values.push_back(p);
     std::sort(values.rbegin(), values.rend());
     std::vector<PlannedKey> out;
     for (int64_t v : values) {

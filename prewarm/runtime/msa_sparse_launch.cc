@@ -11,6 +11,9 @@ namespace {
 
 unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
+// sm_90 compiles as sm_90a (toolchain.cc): the kernel's PW_WGMMA.
+bool Wgmma(const Arch& arch) { return arch.platform == Platform::kNvidia && arch.name == "sm_90"; }
+
 // The block shape msa_sparse_geometry.h gives the kernel compiled for this key.
 absl::StatusOr<PwMsaSparseGeometry> Geometry(const Key& key) {
   const bool prefill = key.launcher == "msa_sparse_prefill";
@@ -23,16 +26,22 @@ absl::StatusOr<PwMsaSparseGeometry> Geometry(const Key& key) {
     return absl::InvalidArgumentError(
         StrCat(key.launcher, ": needs kv_heads dividing heads and head_dim 128: ", key.String()));
   }
-  return pw_msa_sparse_geometry(
-      static_cast<int>(heads / kv_heads), WarpWidth(arch), SharedMemoryKib(arch), prefill,
-      prefill ? static_cast<int>(KeyInt(key, "rounds")) : 0,
-      static_cast<int>(KeyInt(key, "topk_blocks")), arch.platform == Platform::kNvidia,
-      // sm_90 compiles as sm_90a (toolchain.cc): the kernel's PW_WGMMA.
-      arch.platform == Platform::kNvidia && arch.name == "sm_90");
+  return pw_msa_sparse_geometry(static_cast<int>(heads / kv_heads), WarpWidth(arch),
+                                SharedMemoryKib(arch), prefill,
+                                prefill ? static_cast<int>(KeyInt(key, "rounds")) : 0,
+                                static_cast<int>(KeyInt(key, "topk_blocks")),
+                                arch.platform == Platform::kNvidia, Wgmma(arch));
 }
 
 int64_t Splits(const Key& key) {
   return key.launcher == "msa_sparse_decode" ? std::max<int64_t>(1, KeyInt(key, "splits")) : 1;
+}
+
+// Whether a decode key's splits combine inside their cluster (no combine kernel).
+absl::StatusOr<bool> ClusterCombines(const Key& key) {
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  return pw_msa_dec_cluster(static_cast<int>(std::min<int64_t>(Splits(key), 1 << 20)),
+                            arch.platform == Platform::kNvidia, Wgmma(arch));
 }
 
 absl::Status CheckAligned(const char* launcher, const MsaSparseArgs& a) {
@@ -61,7 +70,10 @@ absl::StatusOr<std::vector<EntryLaunch>> MsaSparseEntryLaunches(const Key& key) 
     return std::vector<EntryLaunch>{{"pw_msa_sparse_prefill", threads, smem}};
   }
   std::vector<EntryLaunch> e = {{"pw_msa_sparse_decode", threads, smem}};
-  if (Splits(key) > 1) e.push_back({"pw_msa_sparse_decode_combine", PW_MSA_COMBINE_THREADS, 0});
+  ASSIGN_OR_RETURN(const bool cluster, ClusterCombines(key));
+  if (Splits(key) > 1 && !cluster) {
+    e.push_back({"pw_msa_sparse_decode_combine", PW_MSA_COMBINE_THREADS, 0});
+  }
   return e;
 }
 

@@ -60,8 +60,8 @@ TEST(MsaPlanCommandTest, TheSeedsCommandLinePlansTheSevenMsaLaunchers) {
                                                             {"msa_topk_prefill", 4},
                                                             {"msa_topk_decode", 1},
                                                             {"msa_sparse_prefill", 1},
-                                                            {"msa_sparse_decode", 5}}));
-  EXPECT_EQ(plan["total_keys"], 22);
+                                                            {"msa_sparse_decode", 4}}));
+  EXPECT_EQ(plan["total_keys"], 21);
   EXPECT_FALSE(plan.contains("note"));
 }
 

@@ -28,6 +28,8 @@ Thresholds Tiny() {
   t.msa_index_prefill_large_work = 10;
   t.msa_topk_strip_blocks = 1;
   t.msa_sparse_one_round_max = 2;
+  t.msa_sparse_splits_work = 8;
+  t.msa_sparse_splits_cap = 4;
   return t;
 }
 
@@ -70,14 +72,14 @@ KeySet BruteForce(const Limits& l, const Shape& shape, const Arch& arch, const T
 
 // MiniMax-M3's shape with its sparse block scaled down to 2 tokens (so contexts of a few tokens
 // span several blocks, and several top-k strips of Tiny's one block) and `topk` keys attended.
-std::pair<ModelConfig, Shape> TinyMsa(int64_t topk) {
+std::pair<ModelConfig, Shape> TinyMsa(int64_t topk, int64_t tp = 4) {
   ModelConfig model = *ParseModelConfig(
       R"({"model_type":"minimax_m3_vl","text_config":{"num_attention_heads":64,
           "num_key_value_heads":4,"head_dim":128,"rotary_dim":64,"max_position_embeddings":7,
           "sparse_attention_config":{"use_sparse_attention":true,"sparse_block_size":128,
           "sparse_topk_blocks":16,"sparse_num_index_heads":4,"sparse_index_dim":128}}})",
       "tiny msa");
-  Shape shape = *ShapeForRank(model, 4);
+  Shape shape = *ShapeForRank(model, tp);
   shape.sparse_block_size = 2;
   shape.index_topk = topk;
   return {model, shape};
@@ -95,6 +97,7 @@ TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
     models.emplace_back(model, *ShapeForRank(model, 1));
     models.push_back(TinyMsa(topk));
   }
+  models.push_back(TinyMsa(2, 1));  // 4 KV groups a rank: msa_sparse_decode's G = 4
   std::set<std::string> launchers_seen;
   for (const auto& [model, shape] : models) {
     const int64_t topk = shape.index_topk;
@@ -135,7 +138,7 @@ TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
       }
     }
   }
-  EXPECT_EQ(configs, 2 * 2 * 3 * 4 * 5 * 2 * 3);
+  EXPECT_EQ(configs, (2 * 2 + 1) * 3 * 4 * 5 * 2 * 3);
   EXPECT_GT(steps, 200000);  // the cross-check really covered the step space
   // Both families' launchers were compared: the eight MLA ones and MSA's seven.
   EXPECT_EQ(launchers_seen.size(), 15u);

@@ -194,7 +194,7 @@ TEST_F(MsaKeyRulesTest, KeysCarryTheRankShape) {
             "arch=gfx942,head_dim=128,heads=16,index_dim=128,index_heads=1,kv_heads=1,rope_dim=64,"
             "small=true");
   EXPECT_EQ(One("msa_sparse_decode", Decodes(1, 10)).String(),
-            "arch=gfx942,head_dim=128,heads=16,kv_heads=1,splits=16,topk_blocks=16");
+            "arch=gfx942,head_dim=128,heads=16,kv_heads=1,splits=8,topk_blocks=16");
   EXPECT_EQ(One("msa_topk_decode", Decodes(1, 10)).String(),
             "arch=gfx942,init_blocks=0,local_blocks=1,topk_blocks=16");
   EXPECT_EQ(One("msa_index_decode", Decodes(1, 10)).String(),
@@ -230,10 +230,19 @@ TEST_F(MsaKeyRulesTest, SparseRoundsAndSplits) {
   EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(1, 1024)), "rounds"), 1);
   EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(1, 1025)), "rounds"), 1);
   EXPECT_EQ(Param<int64_t>(One("msa_sparse_prefill", Prefill(8192, 1 << 20)), "rounds"), 1);
-  EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(16, 8192)), "splits"), 16);
-  EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(17, 8192)), "splits"), 8);
-  EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(128, 8192)), "splits"), 2);
-  EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(257, 8192)), "splits"), 1);
+  // splits: largest pow2 <= 128 / (R x G), at most 8; tp 4 has one KV group (G 1).
+  for (const auto& [rows, splits] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 8}, {16, 8}, {17, 4}, {32, 4}, {33, 2}, {64, 2}, {65, 1}, {1024, 1}}) {
+    EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(rows, 8192)), "splits"), splits)
+        << rows << " rows";
+  }
+  // tp 1: 4 KV groups of 16 heads, G 4.
+  shape_ = *ShapeForRank(model_, 1);
+  for (const auto& [rows, splits] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 8}, {4, 8}, {5, 4}, {16, 2}, {17, 1}, {128, 1}}) {
+    EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(rows, 8192)), "splits"), splits)
+        << rows << " rows at tp 1";
+  }
 }
 
 }  // namespace

@@ -266,7 +266,7 @@ def test_msa_sparse_prefill(rt, q_len, ctx):
     check_sparse(rt, lambda *a, **k: rt.msa_sparse_prefill(*a, **k, ctx=ctx), req, vis, p, g)
 
 
-@pytest.mark.parametrize("rows", [1, 16, 100])  # splits 16, 16, 2
+@pytest.mark.parametrize("rows", [1, 16, 100])  # splits 8, 8, 1 at tp 4
 def test_msa_sparse_decode(rt, rows):
     g = gen(rows + 1000)
     ctxs = [3000 + 37 * i for i in range(rows)]
