@@ -103,7 +103,9 @@ void RemoveStale(const DirFd& root, const std::string& name, const GcOptions& op
     if (!st.ok()) continue;
     if (S_ISREG(st->st_mode)) bytes += static_cast<int64_t>(st->st_size);
     if (!f.ends_with(".lock") || !S_ISREG(st->st_mode)) continue;
-    absl::StatusOr<FileLock> lock = FileLock::TryAcquire(*dir, f, FileLock::Mode::kExclusive);
+    // The lock file it just listed, never made again (one gone since the listing needs none).
+    absl::StatusOr<FileLock> lock =
+        FileLock::AcquireExisting(*dir, f, FileLock::Mode::kExclusive, /*wait=*/false);
     if (absl::IsUnavailable(lock.status())) {
       report.busy.push_back(StrCat(name, ": ", f));
       return;

@@ -36,9 +36,15 @@ std::string CacheStore::RelativeEntryPath(const EntryRef& ref) const {
 namespace {
 
 // A failed open or read of an entry as a rejection: what is not a regular file (a symlink, FIFO,
-// directory, device, or a launcher directory that is a link) by its own reason.
+// directory, device, or a launcher directory that is a link) by its own reason. This process's
+// own limits (file descriptors, memory) are an I/O error instead: nothing is wrong with the entry.
 CacheStore::Lookup Refused(const absl::Status& s) {
   CacheStore::Lookup out;
+  if (absl::IsResourceExhausted(s)) {
+    out.state = CacheStore::State::kError;
+    out.detail = std::string(s.message());
+    return out;
+  }
   out.state = CacheStore::State::kRejected;
   out.reason = absl::IsFailedPrecondition(s) ? RejectReason::kNotAFile : RejectReason::kUnreadable;
   out.detail = std::string(s.message());
@@ -62,19 +68,19 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
   if (dir.ok()) {
     absl::StatusOr<struct stat> st = dir->Stat(name);
     if (absl::IsNotFound(st.status())) return out;
+    // A reader never creates a lock file (it writes nothing, and one made as root would keep
+    // the volume's owner from locking the entry to repair it): it takes the shared lock only
+    // where a writer made one. Without a lock (none there yet, a read-only volume without lock
+    // files) the rename discipline still makes the read safe: the old file or the new one.
     std::optional<absl::StatusOr<FileLock>> lock;
-    const std::string lock_name = LockName(ref);
-    if (mode == ReadLock::kWait) {
-      lock.emplace(FileLock::Acquire(*dir, lock_name, FileLock::Mode::kShared));
-    } else if (mode == ReadLock::kTry) {
-      lock.emplace(FileLock::TryAcquire(*dir, lock_name, FileLock::Mode::kShared));
+    if (mode == ReadLock::kWait || mode == ReadLock::kTry) {
+      lock.emplace(FileLock::AcquireExisting(*dir, LockName(ref), FileLock::Mode::kShared,
+                                             /*wait=*/mode == ReadLock::kWait));
     }
     if (lock.has_value() && !lock->ok() && absl::IsUnavailable(lock->status())) {
       out.state = State::kBusy;
       return out;
     }
-    // Without a lock (a read-only volume without lock files) the rename discipline still makes
-    // the read safe: a reader sees the old file or the new one, never a mix.
     absl::StatusOr<std::string> bytes = dir->ReadFile(name, kMaxEntryBytes, -1, nullptr);
     if (absl::IsNotFound(bytes.status())) return out;
     if (bytes.ok()) {
@@ -95,6 +101,7 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
   } else {
     out = Refused(dir.status());
   }
+  if (out.state == State::kError) return out;  // not the entry's fault: not counted
   // The re-check under the writer's lock sees the same bad file again: count it once.
   if (mode != ReadLock::kHeld) rejected_[static_cast<int>(out.reason)].fetch_add(1);
   return out;
@@ -191,6 +198,8 @@ std::string LookupProblem(const CacheStore::Lookup& lookup) {
       return "missing";
     case CacheStore::State::kBusy:
       return "busy";
+    case CacheStore::State::kError:
+      return StrCat("cannot read (", lookup.detail, ")");
     case CacheStore::State::kRejected:
       break;
   }

@@ -63,13 +63,18 @@ class CacheStore {
   // The path relative to the root (for the manifest).
   std::string RelativeEntryPath(const EntryRef& ref) const;
 
-  enum class State { kHit, kMissing, kRejected, kBusy };
+  // kError: the entry could not be read for a reason that is this process's, not the entry's
+  // (too few file descriptors, no memory: ResourceExhausted from util/files.h). It is no verdict
+  // on the entry: not counted as a rejection, never compiled over, reported as an I/O error.
+  enum class State { kHit, kMissing, kRejected, kBusy, kError };
   struct Lookup {
     State state = State::kMissing;
     RejectReason reason = RejectReason::kUnreadable;  // for kRejected
     std::string detail;
     std::string payload;  // for kHit
   };
+  // A reader takes the shared lock only where its lock file exists (a writer made it), never
+  // creating one: a read writes nothing to the volume.
   enum class ReadLock {
     kWait,  // take the shared lock, waiting for a writer
     kTry,   // take it if free, else return kBusy
@@ -144,8 +149,8 @@ class EntryWatch {
   int64_t full_reads_ = 0;
 };
 
-// What a lookup found, for messages: "" for a hit, "missing", "busy", or the rejection's reason
-// and detail ("bad_magic (fp8_bmm_.../ab.co: ...)").
+// What a lookup found, for messages: "" for a hit, "missing", "busy", "cannot read (...)" for
+// kError, or the rejection's reason and detail ("bad_magic (fp8_bmm_.../ab.co: ...)").
 std::string LookupProblem(const CacheStore::Lookup& lookup);
 
 // The producer string written into entries: "prewarm <version> (<toolchain identity>)".

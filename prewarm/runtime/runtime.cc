@@ -207,6 +207,13 @@ absl::StatusOr<std::string> KernelCache::Code(const std::string& launcher, const
     stats_.load_seconds += Seconds(t0);
     return std::move(entry.payload);
   }
+  // Not read for want of descriptors or memory: an error, neither a miss nor a compile.
+  if (entry.state == CacheStore::State::kError) {
+    return absl::ResourceExhaustedError(StrCat(launcher, " key ", key.String(),
+                                               ": cannot read "
+                                               "its entry: ",
+                                               entry.detail));
+  }
   ++stats_.misses;
   if (options_.strict) {
     return absl::NotFoundError(StrCat("strict: ", launcher, " key ", key.String(), " is not in ",

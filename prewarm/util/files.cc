@@ -30,6 +30,10 @@ absl::Status ErrnoStatus(std::string_view what, std::string_view path, int err) 
     case ENOSPC:
     case EDQUOT:
     case EFBIG:
+    // This process's resources, not the file's: too few descriptors, no memory.
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
       return absl::ResourceExhaustedError(msg);
     default:
       return absl::InternalError(msg);
@@ -326,14 +330,43 @@ absl::Status AtomicFile::Commit() {
 }
 
 absl::StatusOr<FileLock> FileLock::Take(int dir_fd, const std::string& name,
-                                        const std::string& path, Mode mode, bool wait) {
+                                        const std::string& path, Mode mode, bool wait,
+                                        bool create) {
   // O_NOFOLLOW: a lock that is a symlink (dangling or not) would create or lock its target,
-  // wherever it points.
-  int fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0 && mode == Mode::kShared && (errno == EROFS || errno == EACCES)) {
-    fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // wherever it points. O_NONBLOCK: a FIFO in its place opened read-only would wait for a writer.
+  constexpr int kFlags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  // Read-write where it can (NFS emulates flock with fcntl locks, whose exclusive kind needs a
+  // descriptor open for writing); a shared lock that must not create needs only reading.
+  int fd = -1;
+  if (create) {
+    fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | kFlags, 0644);
+  } else if (mode == Mode::kExclusive) {
+    fd = ::openat(dir_fd, name.c_str(), O_RDWR | kFlags);
   }
-  if (fd < 0) return ErrnoStatus("cannot open lock file", path, errno);
+  // Read-only: a reader's lock (never created), a read-only volume, or a lock file another user
+  // made (root's, 0644), which flock(2) locks all the same on a local file system.
+  if ((!create && mode == Mode::kShared) || (fd < 0 && (errno == EROFS || errno == EACCES))) {
+    fd = ::openat(dir_fd, name.c_str(), O_RDONLY | kFlags);
+  }
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ELOOP) {
+      return absl::FailedPreconditionError(
+          StrCat("lock file ", path, ": a symlink (not followed)"));
+    }
+    return ErrnoStatus("cannot open lock file", path, err);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus("cannot stat lock file", path, err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        StrCat("lock file ", path, ": ", FileKindName(st.st_mode), ", not a regular file"));
+  }
   const int op = (mode == Mode::kShared ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB);
   while (::flock(fd, op) != 0) {
     const int err = errno;
@@ -343,6 +376,11 @@ absl::StatusOr<FileLock> FileLock::Take(int dir_fd, const std::string& name,
     return ErrnoStatus("cannot lock", path, err);
   }
   return FileLock(fd);
+}
+
+absl::StatusOr<FileLock> FileLock::AcquireExisting(const DirFd& dir, std::string_view name,
+                                                   Mode mode, bool wait) {
+  return Take(dir.fd(), std::string(name), dir.PathOf(name), mode, wait, /*create=*/false);
 }
 
 absl::StatusOr<FileLock> FileLock::Acquire(const std::string& path, Mode mode) {

@@ -26,6 +26,8 @@
 namespace prewarm {
 
 // Errors name the path and the system's reason (errno text); ENOSPC and EDQUOT say "disk full".
+// ResourceExhausted for a full disk and for this process's own limits (EMFILE, ENFILE, ENOMEM:
+// too few file descriptors, no memory), which say nothing about the file.
 absl::Status ErrnoStatus(std::string_view what, std::string_view path, int err);
 
 absl::StatusOr<std::string> ReadFile(const std::string& path);
@@ -130,13 +132,21 @@ class FileLock {
  public:
   enum class Mode { kShared, kExclusive };
   // Blocks until the lock is held. Creates the lock file when it can; on a read-only volume a
-  // shared lock is taken on the existing file, or NotFound/PermissionDenied is returned.
+  // shared lock is taken on the existing file, or NotFound/PermissionDenied is returned. An
+  // existing lock file this user cannot open for writing (another user's, 0644) is locked through
+  // a read-only descriptor (flock(2) does not need write access on a local file system).
   static absl::StatusOr<FileLock> Acquire(const std::string& path, Mode mode);
   // Like Acquire but returns Unavailable at once when another holder has it.
   static absl::StatusOr<FileLock> TryAcquire(const std::string& path, Mode mode);
   // The lock file `name` in `dir`, opened (created) through the directory, never a symlink.
   static absl::StatusOr<FileLock> Acquire(const DirFd& dir, std::string_view name, Mode mode);
   static absl::StatusOr<FileLock> TryAcquire(const DirFd& dir, std::string_view name, Mode mode);
+  // A reader's lock: `name` in `dir` only where that lock file exists, opened read-only and
+  // never created (a reader writes nothing: a lock file it made as root would later keep the
+  // volume's owner from locking the entry to repair it). NotFound when there is none (the
+  // rename discipline still makes the read whole); Unavailable when busy and `wait` is false.
+  static absl::StatusOr<FileLock> AcquireExisting(const DirFd& dir, std::string_view name,
+                                                  Mode mode, bool wait);
   FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   FileLock& operator=(FileLock&&) = delete;
   ~FileLock();
@@ -144,7 +154,7 @@ class FileLock {
  private:
   explicit FileLock(int fd) : fd_(fd) {}
   static absl::StatusOr<FileLock> Take(int dir_fd, const std::string& name, const std::string& path,
-                                       Mode mode, bool wait);
+                                       Mode mode, bool wait, bool create = true);
   int fd_ = -1;
 };
 

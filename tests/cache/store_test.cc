@@ -69,6 +69,28 @@ TEST(StoreTest, AMissingEntryIsAMissThatCreatesNothing) {
   EXPECT_FALSE(fs::exists(store.LockPath(other))) << "no lock file for an entry not there";
 }
 
+// Issue 29 item 8: a reader writes nothing. An entry without its lock file (an unpacked image,
+// a cache copied without them) is read without one, and none is made; where a writer's lock file
+// is there, the reader takes it shared (and a writer holding it makes a try-read busy).
+TEST(StoreTest, AReaderCreatesNoLockFile) {
+  testing::TempDir dir;
+  const CacheStore store(dir.path());
+  WriteEntry(store, kRef, "payload");
+  ASSERT_TRUE(fs::remove(store.LockPath(kRef)));
+  for (CacheStore::ReadLock mode :
+       {CacheStore::ReadLock::kWait, CacheStore::ReadLock::kTry, CacheStore::ReadLock::kNone}) {
+    const CacheStore::Lookup l = store.Read(kRef, mode);
+    EXPECT_EQ(l.state, CacheStore::State::kHit) << l.detail;
+    EXPECT_EQ(l.payload, "payload");
+  }
+  EXPECT_EQ(store.QuickCheck(kRef).state, CacheStore::State::kHit);
+  EXPECT_FALSE(fs::exists(store.LockPath(kRef))) << "a read made a lock file";
+  absl::StatusOr<FileLock> writer = store.LockForWrite(kRef, /*wait=*/true);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_TRUE(fs::exists(store.LockPath(kRef))) << "the writer makes it";
+  EXPECT_EQ(store.Read(kRef, CacheStore::ReadLock::kTry).state, CacheStore::State::kBusy);
+}
+
 TEST(StoreTest, ADamagedEntryIsRejectedByReasonAndCountedOnce) {
   testing::TempDir dir;
   const CacheStore store(dir.path());

@@ -1,7 +1,11 @@
 #include "prewarm/util/files.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -91,6 +95,79 @@ TEST(FileLockTest, SharedLocksCoexistAndReleaseOnDestruction) {
   }
   EXPECT_TRUE(FileLock::TryAcquire(path, FileLock::Mode::kExclusive).ok());
   EXPECT_TRUE(std::filesystem::exists(path)) << "lock files are never deleted";
+}
+
+// A reader's lock (issue 29 item 8): taken where the lock file exists, never creating one, and
+// never waiting on a FIFO or following a link in its place.
+TEST(FileLockTest, AcquireExistingCreatesNothingAndLocksWhatIsThere) {
+  testing::TempDir dir;
+  absl::StatusOr<DirFd> d = DirFd::Open(dir.path());
+  ASSERT_TRUE(d.ok()) << d.status();
+  for (FileLock::Mode mode : {FileLock::Mode::kShared, FileLock::Mode::kExclusive}) {
+    const absl::StatusOr<FileLock> none = FileLock::AcquireExisting(*d, "x.lock", mode, true);
+    EXPECT_TRUE(absl::IsNotFound(none.status())) << none.status();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "no lock file was made";
+
+  const std::string path = dir.path() + "/x.lock";
+  testing::TempDir::WriteFileAt(path, "");
+  ::chmod(path.c_str(), 0444);  // read-only, as another user's lock is to us
+  {
+    auto writer = FileLock::Acquire(path, FileLock::Mode::kExclusive);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    std::thread([&] {
+      auto reader = FileLock::AcquireExisting(*d, "x.lock", FileLock::Mode::kShared, false);
+      EXPECT_TRUE(absl::IsUnavailable(reader.status())) << reader.status();
+    }).join();
+  }
+  auto a = FileLock::AcquireExisting(*d, "x.lock", FileLock::Mode::kShared, true);
+  auto b = FileLock::AcquireExisting(*d, "x.lock", FileLock::Mode::kShared, false);
+  EXPECT_TRUE(a.ok() && b.ok()) << a.status() << " " << b.status();
+  auto r = RunSubprocess({"flock", "-n", "-x", path, "true"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 1) << "the shared lock is real: flock(1) cannot take it exclusively";
+
+  ASSERT_EQ(::mkfifo((dir.path() + "/fifo.lock").c_str(), 0644), 0);
+  ASSERT_EQ(::symlink("x.lock", (dir.path() + "/link.lock").c_str()), 0);
+  for (const char* name : {"fifo.lock", "link.lock"}) {
+    // A FIFO opened read-only would wait for a writer for ever: refused at once instead.
+    const absl::StatusOr<FileLock> l =
+        FileLock::AcquireExisting(*d, name, FileLock::Mode::kShared, true);
+    EXPECT_TRUE(absl::IsFailedPrecondition(l.status())) << name << ": " << l.status();
+    EXPECT_NE(l.status().message().find(name), absl::string_view::npos) << l.status();
+  }
+}
+
+// A lock file another user left (root's, 0644) does not keep this user from the exclusive lock
+// a write takes: it is opened read-only and flock(2) locks it all the same.
+TEST(FileLockTest, AnotherUsersLockFileIsStillLockedForWriting) {
+  testing::TempDir dir;
+  ::chmod(dir.path().c_str(), 0777);
+  const std::string path = dir.path() + "/x.lock";
+  testing::TempDir::WriteFileAt(path, "");
+  ::chmod(path.c_str(), 0644);
+  ASSERT_EQ(::getuid(), 0u) << "the test drops to nobody from root";
+  // In a child that became nobody: the lock file is root's, 0644, so not writable there.
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(10);
+    if (::access(path.c_str(), W_OK) == 0) ::_exit(11);
+    auto lock = FileLock::Acquire(path, FileLock::Mode::kExclusive);
+    ::_exit(lock.ok() ? 0 : 12);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setuid, 11: writable after all, 12: not locked";
+}
+
+TEST(ErrnoStatusTest, OurOwnLimitsAreResourceExhaustedNamingTheReason) {
+  for (int err : {EMFILE, ENFILE, ENOMEM}) {
+    const absl::Status s = ErrnoStatus("cannot open", "/x/y", err);
+    EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+    EXPECT_NE(s.message().find(std::strerror(err)), absl::string_view::npos) << s;
+  }
 }
 
 TEST(ErrnoStatusTest, FullDiskIsSaidPlainly) {
