@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -79,7 +80,14 @@ class Progress {
   Progress(const std::vector<PlannedEntry>& entries, const Config& config)
       : entries_(entries), quiet_(config.quiet), interval_(config.progress_interval_s) {
     for (const PlannedEntry& e : entries) ++remaining_[e.launcher];
-    if (!quiet_ && interval_ > 0) ticker_ = std::thread([this] { Tick(); });
+    if (quiet_ || interval_ <= 0) return;
+    // The progress lines are not worth a run: without memory for the ticker's stack (an
+    // address-space limit), the run goes on without them.
+    try {
+      ticker_ = std::thread([this] { Tick(); });
+    } catch (const std::system_error& e) {
+      LogWarning(StrCat("no progress lines: cannot start a thread (", e.code().message(), ")"));
+    }
   }
   ~Progress() {
     {

@@ -3,11 +3,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 
 #include "prewarm/util/log.h"
+#include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
@@ -39,11 +43,35 @@ absl::Status StartServer(const std::string& address, T& telemetry, std::string_v
   return absl::OkStatus();
 }
 
+// gRPC aborts the process (an unchecked StatusOr inside its event engine) when it cannot make its
+// epoll and eventfd descriptors, and both servers need one per connection: with fewer than this
+// many descriptors the servers are refused up front, naming the limit.
+constexpr rlim_t kServerDescriptors = 64;
+
+absl::Status EnsureServerDescriptors() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= kServerDescriptors) {
+    return absl::OkStatus();
+  }
+  // The soft limit may be raised up to the hard one without privilege.
+  if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max >= kServerDescriptors) {
+    const rlimit raised{kServerDescriptors, lim.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(StrCat(
+      "too few file descriptors for the metrics and gRPC servers: the limit "
+      "(RLIMIT_NOFILE, ulimit -n) is ",
+      lim.rlim_cur, ", hard limit ", lim.rlim_max, "; they need at least ", kServerDescriptors));
+}
+
 }  // namespace
 
 absl::Status InstallStopHandlers() {
   if (g_stop_pipe[0] < 0 && ::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return absl::InternalError("cannot create the signal pipe");
+    const int err = errno;
+    return absl::Status(err == EMFILE || err == ENFILE ? absl::StatusCode::kResourceExhausted
+                                                       : absl::StatusCode::kInternal,
+                        StrCat("cannot create the signal pipe: ", std::strerror(err)));
   }
   ::signal(SIGTERM, OnStopSignal);
   ::signal(SIGINT, OnStopSignal);
@@ -59,6 +87,9 @@ bool WaitForStop(double seconds) {
 bool StopRequested() { return g_stop.load(); }
 
 absl::Status StartServers(const Config& config, Telemetry& telemetry, Servers& out) {
+  if (config.serve || config.metrics_address_given || config.grpc_address_given) {
+    RETURN_IF_ERROR(EnsureServerDescriptors());
+  }
   if (config.serve || config.metrics_address_given) {
     absl::Status s = StartServer<MetricsServer>(config.metrics_address, telemetry, "metrics on ",
                                                 "/metrics", out.metrics);

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include "prewarm/util/strings.h"
@@ -25,7 +27,16 @@ class Filler {
   std::vector<FillResult> Run() {
     std::vector<std::thread> threads;
     const int n = std::max(1, std::min<int>(options_.jobs, static_cast<int>(items_.size())));
-    for (int t = 0; t < n; ++t) threads.emplace_back([this] { Work(); });
+    // A thread that cannot start (no memory for its stack under an address-space limit) means
+    // fewer of them, and none at all the calling thread's work: slower, never an abort.
+    for (int t = 0; t < n; ++t) {
+      try {
+        threads.emplace_back([this] { Work(); });
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
+    if (threads.empty()) Work();
     for (std::thread& t : threads) t.join();
     return std::move(results_);
   }
@@ -40,7 +51,15 @@ class Filler {
         q = queue_.front();
         queue_.pop_front();
       }
-      std::optional<FillResult> r = Process(q.index, /*may_defer=*/!q.deferred);
+      std::optional<FillResult> r;
+      // Out of memory inside one key (an entry read, a compile's output) fails that key, naming
+      // the resource; it must not end the process from a pool thread (std::terminate).
+      try {
+        r = Process(q.index, /*may_defer=*/!q.deferred);
+      } catch (const std::bad_alloc&) {
+        r.emplace();
+        r->error = "out of memory (std::bad_alloc) while reading or writing this entry";
+      }
       if (!r.has_value()) {
         std::lock_guard<std::mutex> lock(mu_);
         queue_.push_back({q.index, true});
@@ -74,6 +93,12 @@ class Filler {
       return r;
     }
     if (before.state == CacheStore::State::kBusy) return std::nullopt;
+    // Unread for want of descriptors or memory: the entry may well be valid, so it is not
+    // compiled over; the key fails with the reason (a rerun with the resource completes it).
+    if (before.state == CacheStore::State::kError) {
+      r.error = StrCat("cannot read the entry: ", before.detail);
+      return r;
+    }
     absl::StatusOr<FileLock> lock = store_.LockForWrite(item.ref, /*wait=*/!may_defer);
     if (!lock.ok() && absl::IsUnavailable(lock.status())) return std::nullopt;
     if (!lock.ok()) {

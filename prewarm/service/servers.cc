@@ -1,6 +1,12 @@
 #include "prewarm/service/servers.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -45,6 +51,36 @@ std::optional<std::pair<std::string, int>> SplitAddress(const std::string& addre
   std::optional<int64_t> port = ParseInt64(std::string_view(address).substr(colon + 1));
   if (!port || *port < 0 || *port > 65535) return std::nullopt;
   return std::make_pair(address.substr(0, colon), static_cast<int>(*port));
+}
+
+// Why binding `address` fails, as the kernel says it ("Address already in use", "Cannot assign
+// requested address"), from one bind of our own; "" when that bind works. gRPC's server builder
+// only says that no address was added (its log line holds the reason, deep in a status dump).
+std::string BindError(const std::string& address) {
+  const std::optional<std::pair<std::string, int>> split = SplitAddress(address);
+  if (!split) return "";
+  std::string host = split->first;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(split->second);
+  if (const int rc =
+          ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
+      rc != 0) {
+    return StrCat("cannot resolve ", host, ": ", ::gai_strerror(rc));
+  }
+  std::string error;
+  for (addrinfo* a = found; a != nullptr && error.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::bind(fd, a->ai_addr, a->ai_addrlen) != 0) error = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return error;
 }
 
 }  // namespace
@@ -100,7 +136,9 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::str
   builder.RegisterService(hs->impl_->status.get());
   hs->impl_->server = builder.BuildAndStart();
   if (hs->impl_->server == nullptr || port == 0) {
-    return absl::UnavailableError(StrCat("cannot serve gRPC on ", address));
+    const std::string why = BindError(address);
+    return absl::UnavailableError(
+        StrCat("cannot serve gRPC on ", address, ": ", why.empty() ? "gRPC refused it" : why));
   }
   hs->port_ = port;
   // Both names start NOT_SERVING (gRPC's default starts the empty name SERVING).

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <set>
 #include <thread>
 
@@ -85,6 +86,13 @@ void SetMemoryLimit(int64_t memory_mb) {
   ::setrlimit(RLIMIT_AS, &lim);
 }
 
+// " under an address-space limit of N MiB (RLIMIT_AS)" when this process has one, else "".
+std::string AddressSpaceLimitNote() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return "";
+  return StrCat(" under an address-space limit of ", lim.rlim_cur >> 20, " MiB (RLIMIT_AS)");
+}
+
 bool ReadExactly(int fd, char* buf, size_t n) {
   while (n > 0) {
     const ssize_t r = ::read(fd, buf, n);
@@ -116,7 +124,14 @@ int CompileWorkerMain() {
       if (req.is_object()) SetMemoryLimit(req.value("memory_limit_mb", int64_t{0}));
       limited = true;
     }
-    const JobResult r = RunJob(input);
+    JobResult r;
+    try {
+      r = RunJob(input);
+    } catch (const std::bad_alloc&) {
+      // Out of memory outside the compiler (its own LLVM aborts instead: the parent names the
+      // limit then): this job's failure, said as such; the worker goes on.
+      r = {1, StrCat("out of memory (std::bad_alloc)", AddressSpaceLimitNote()), ""};
+    }
     std::string frame;
     PutLittleEndian(frame, static_cast<uint64_t>(r.code), 4);
     PutLittleEndian(frame, r.message.size(), 4);
@@ -142,10 +157,25 @@ std::string What(const CompileJob& job) { return job.name; }
 
 // The worker's stderr is the parent's (a persistent worker's log goes to the run's), so the
 // status names the signal only.
-absl::Status SignalStatus(const CompileJob& job, int sig) {
+// A worker under an address-space limit (the run's own, which it inherits, or
+// --compile-memory-mb) that aborts has most likely run out of memory: LLVM aborts ("LLVM ERROR:
+// out of memory") when an allocation fails, and so does the C++ runtime. The limit is named.
+absl::Status SignalStatus(const CompileJob& job, int sig, const WorkerOptions& options) {
   std::string reason = StrCat("compile worker for ", What(job), " was killed by signal ", sig, " (",
                               ::strsignal(sig), ")");
-  if (sig == SIGKILL) StrAppend(reason, "; out of memory?");
+  rlimit own{};
+  uint64_t limit_mb =
+      ::getrlimit(RLIMIT_AS, &own) == 0 && own.rlim_cur != RLIM_INFINITY ? own.rlim_cur >> 20 : 0;
+  if (options.memory_limit_mb > 0 &&
+      (limit_mb == 0 || static_cast<uint64_t>(options.memory_limit_mb) < limit_mb)) {
+    limit_mb = static_cast<uint64_t>(options.memory_limit_mb);
+  }
+  if (limit_mb > 0 && (sig == SIGABRT || sig == SIGSEGV || sig == SIGKILL || sig == SIGBUS)) {
+    StrAppend(reason, "; it ran under an address-space limit of ", limit_mb,
+              " MiB (RLIMIT_AS): out of memory, most likely");
+  } else if (sig == SIGKILL) {
+    StrAppend(reason, "; out of memory?");
+  }
   return absl::AbortedError(reason);
 }
 
@@ -296,7 +326,7 @@ absl::StatusOr<CompileOutput> PersistentWorker::Compile(const CompileJob& job) {
     ::close(from_child_);
     to_child_ = from_child_ = -1;
     const int status = WaitAndReap();
-    if (WIFSIGNALED(status)) return SignalStatus(job, WTERMSIG(status));
+    if (WIFSIGNALED(status)) return SignalStatus(job, WTERMSIG(status), options_);
     return absl::InternalError(
         StrCat("compile worker for ", What(job), " exited with ", WEXITSTATUS(status), " mid-job"));
   };
