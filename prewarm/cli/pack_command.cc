@@ -6,8 +6,12 @@
 // every planned key of every arch the run compiled, plus the manifest; a planned key that is
 // missing or damaged refuses the pack (exit 1) naming it. Nothing else of the volume goes in
 // (locks, temp files, metrics, other builds' directories). Exit 2 for bad flags, 1 otherwise.
+#include <signal.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include "prewarm/cache/manifest.h"
 #include "prewarm/cache/oci_image.h"
@@ -15,6 +19,7 @@
 #include "prewarm/cli/commands.h"
 #include "prewarm/runtime/runtime.h"
 #include "prewarm/toolchain/code_object.h"
+#include "prewarm/util/env.h"
 #include "prewarm/util/files.h"
 #include "prewarm/util/log.h"
 #include "prewarm/util/status_macros.h"
@@ -81,6 +86,48 @@ absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& r
   return p;
 }
 
+// The layout --push writes when no --output is given: a fresh "prewarm-pack-XXXXXX" in $TMPDIR
+// (/tmp when it is unset or empty, as skopeo and Go take it), removed with everything in it
+// however pack ends (an error, a failed push).
+class TempLayout {
+ public:
+  static absl::StatusOr<TempLayout> Make() {
+    TempLayout t;
+    const std::optional<std::string> env = GetEnv("TMPDIR");
+    t.parent_ = env.has_value() && !env->empty() ? *env : "/tmp";
+    t.from_ = env.has_value() && !env->empty() ? "TMPDIR" : "the default, TMPDIR being unset";
+    std::string pattern = StrCat(t.parent_, "/prewarm-pack-XXXXXX");
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      const absl::Status why =
+          ErrnoStatus("cannot create a temporary directory in", t.parent_, errno);
+      return absl::Status(why.code(), StrCat("--push: ", why.message(), " (", t.from_,
+                                             "); set TMPDIR to a writable directory, or give "
+                                             "--output DIR"));
+    }
+    t.path_ = pattern;
+    return t;
+  }
+  TempLayout(TempLayout&& o) noexcept
+      : parent_(std::move(o.parent_)),
+        from_(std::move(o.from_)),
+        path_(std::exchange(o.path_, "")) {}
+  TempLayout& operator=(TempLayout&&) = delete;
+  ~TempLayout() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    // The blobs are 0444 in a 0755 directory: removable by their owner.
+    std::filesystem::remove_all(path_, ec);
+    if (ec) LogWarning(StrCat("cannot remove the temporary layout ", path_, ": ", ec.message()));
+  }
+  const std::string& path() const { return path_; }
+  const std::string& parent() const { return parent_; }
+  const std::string& from() const { return from_; }
+
+ private:
+  TempLayout() = default;
+  std::string parent_, from_, path_;
+};
+
 }  // namespace
 
 int RunPack(const Config& config, std::ostream& out) {
@@ -115,16 +162,26 @@ int RunPack(const Config& config, std::ostream& out) {
       {"dev.prewarm.shape", r.shape.dump()},
       {"dev.prewarm.limits", r.limits.dump()}};
   const OciImage image = BuildOciImage(*std::move(layer), annotations, HostImageArchitecture());
+  // A full disk under RLIMIT_FSIZE must be an EFBIG error we report (removing the temporary
+  // layout), not a SIGXFSZ death that leaves it behind.
+  ::signal(SIGXFSZ, SIG_IGN);
   std::string dir = config.output;
-  std::optional<std::string> temp;
+  std::optional<TempLayout> temp;
   if (dir.empty()) {
-    char pattern[] = "/tmp/prewarm-pack-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) {
-      return ReportError(ErrnoStatus("cannot create a temporary directory", "/tmp", errno));
-    }
-    temp = dir = pattern;
+    absl::StatusOr<TempLayout> made = TempLayout::Make();
+    if (!made.ok()) return ReportError(made.status());
+    temp.emplace(*std::move(made));
+    dir = temp->path();
   }
-  if (absl::Status s = WriteOciLayout(dir, image, ref->tag); !s.ok()) return ReportError(s);
+  if (absl::Status s = WriteOciLayout(dir, image, ref->tag); !s.ok()) {
+    if (temp.has_value()) {
+      return ReportError(absl::Status(
+          s.code(), StrCat("cannot write the image for --push to a temporary layout in ",
+                           temp->parent(), " (", temp->from(), "): ", s.message(),
+                           "; set TMPDIR to a directory with room, or give --output DIR")));
+    }
+    return ReportError(s);
+  }
   out << "prewarm pack: " << packed->entries << " entries (" << packed->entry_bytes
       << " bytes) for " << StrJoin(r.archs, ", ") << " from " << config.cache_dir << "\n"
       << "  image " << ref->repository << ":" << ref->tag << ", manifest " << image.manifest_digest
@@ -149,7 +206,6 @@ int RunPack(const Config& config, std::ostream& out) {
       out << "  pushed " << destination << "\n";
     }
   }
-  if (temp.has_value()) std::filesystem::remove_all(*temp);
   return rc;
 }
 

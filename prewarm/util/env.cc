@@ -16,7 +16,9 @@ const std::vector<EnvVar>& RegisteredEnvVars() {
        "where NVRTC is found (its version is in the manager key)"},
       // hipRTC's comgr writes its temporary files in the first of these that is set (LLVM's
       // system_temp_directory), else /tmp; prewarm run checks that directory before compiling.
-      {"TMPDIR", EnvKind::kNeutral, "where hipRTC writes temporary files while it compiles"},
+      {"TMPDIR", EnvKind::kNeutral,
+       "where hipRTC writes temporary files while it compiles, and pack --push its temporary "
+       "layout"},
       {"TMP", EnvKind::kNeutral, "hipRTC's temporary directory when TMPDIR is unset"},
       {"TEMP", EnvKind::kNeutral, "hipRTC's temporary directory when TMPDIR and TMP are unset"},
       {"TEMPDIR", EnvKind::kNeutral,
