@@ -264,6 +264,13 @@ TEST(BadInputFileTest, HugeBadValuesAreCutToALine) {
                {{"run", "--metrics-address", huge + ":1"}, {}},
                {{"probe", "--addr", huge}, {}},
                {{"pack", "--tag", huge, "--output", "/nonexistent/o"}, {}},
+               {{"plan", "--model-config", huge}, {}},
+               {{"replay", "--trace", huge}, {}},
+               {{"run", "--arch", "gfx90a", "--cache-dir", huge}, {}},
+               {{"verify", "--arch", "gfx90a"}, {{"PREWARM_CACHE_DIR", huge}}},
+               {{"gc", "--cache-dir", huge}, {}},
+               {{"run", "--arch", "gfx90a", "--manifest", huge}, {}},
+               {{"pack", "--cache-dir", "c", "--tag", "r/x:1", "--output", huge}, {}},
                {{"inspect", "/" + huge}, {}}};
   for (const auto& [args, env] : cases) {
     const SubprocessResult r = RunPrewarm(args, env);
