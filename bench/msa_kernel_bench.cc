@@ -1,5 +1,5 @@
-// MiniMax-M3's msa_* launchers (MSA.md) against the GPU's roofline (GPU only; elsewhere it says
-// why and exits 0), at the model's per-rank shape for --tp (4: 16 query heads, 1 KV head, the
+// MiniMax-M3's msa_* launchers (docs/kernels.md) against the GPU's roofline (GPU only; elsewhere it
+// says why and exits 0), at the model's per-rank shape for --tp (4: 16 query heads, 1 KV head, the
 // seed's deployment; 1: 64 and 4). Each row: the median device time of many launches after
 // warm-up (events around each launch, the L2 flushed before each), the FLOPs and fewest bytes the
 // launch must do and move, and their share of the copy bandwidth (measured here) and of the bf16

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch peers of the MSA launchers (MiniMax-M3, ../shared/MSA.md), timed on the GPU.
+"""PyTorch peers of the MSA launchers (MiniMax-M3, docs/kernels.md), timed on the GPU.
 
 What a PyTorch user would run instead of our msa_* kernels, with a bf16 KV cache (the peers have
 no NVFP4), at MiniMax-M3's shape per rank: --tp 4 (default: 16 query heads, 1 KV head, 1 index
@@ -34,7 +34,7 @@ These plain launches include the host's launch gaps as the events see them (eage
 small ops are host-bound); the graph columns time, the same way, replays of a CUDA graph of one
 launch: the device time, comparable with kernel_bench's single-kernel rows. Each case draws fresh
 random inputs (--seed to repeat). Correctness: first every peer, eager, at a small size against
-a dense float64 reference of MSA.md; then each timed peer's output at the timed size against the
+a dense float64 reference of docs/kernels.md's MSA; then each timed peer's output at the timed size against the
 same reference (sampled rows where the dense reference is large): column `check`.
 Nothing is asserted: a bad check prints BAD and the timing goes on. (The small check of eager
 flex uses a mask_mod that holds the whole selection, since eager flex applies mask_mod alone;
@@ -727,7 +727,7 @@ def case_wanted(only, cls):
 
 def small_checks(heads, dev, only):
     """Every peer, eager, at a small size against the dense fp64 reference."""
-    print("# small-size checks (eager, vs dense float64 reference of MSA.md):")
+    print("# small-size checks (eager, vs dense float64 reference of docs/kernels.md's MSA):")
     torch.manual_seed(1234)
     for make in cases(heads, dev, smoke=True):
         try:

@@ -331,10 +331,10 @@ class MlaLayer final : public Layer {
   int64_t num_blocks_ = 0, num_slots_ = 0;
 };
 
-// One MiniMax-M3 sparse layer at the runtime's per-rank shape (MSA.md; msa_layout.h's caches),
-// examples/serve_warm_msa.py's step: the step's rows are its decode tokens, then each prefill
-// request's chunk. Buffers are sized for the trace (its longest context and most requests; the
-// model's max_model_len, 1M tokens, would not fit) and the limits' token budget.
+// One MiniMax-M3 sparse layer at the runtime's per-rank shape (docs/kernels.md; msa_layout.h's
+// caches), examples/serve_warm_msa.py's step: the step's rows are its decode tokens, then each
+// prefill request's chunk. Buffers are sized for the trace (its longest context and most requests;
+// the model's max_model_len, 1M tokens, would not fit) and the limits' token budget.
 class MsaLayer final : public Layer {
  public:
   MsaLayer(Launches& x, const Limits& l, const std::vector<Step>& steps)

@@ -1,7 +1,7 @@
 // fp8_bmm: Y[m][b][n] = sum over 128-wide K groups g of sx[m][b][g] * w_s *
 //                         sum_{k in g} qx[m][b][k] * W[b][n][k]
 // X bf16 [M][B][K] is quantized here per row and group: sx = max|X| / FP8_MAX, qx = fp8(X / sx).
-// W fp8 [B][N][K] with one FP32 scale w_s; Y bf16 [M][B][N]. (KERNELS.md)
+// W fp8 [B][N][K] with one FP32 scale w_s; Y bf16 [M][B][N]. (docs/kernels.md)
 //
 // Compile-time parameters (from the key): PW_BATCH, PW_N, PW_K, PW_FP8_FNUZ, and either
 // PW_M_EXACT = M (M <= 16: every row in one block, one 16-row tile, accumulators in registers)
@@ -790,7 +790,7 @@ constexpr int kPwMfWaveTiles = (kPwMfTiles + kPwMfWaves - 1) / kPwMfWaves;
 #ifdef PW_FP8_BMM_MFMA_PASS
 constexpr int kPwMfPassMax = PW_FP8_BMM_MFMA_PASS;
 #else
-constexpr int kPwMfPassMax = PW_K < 1024 ? 1024 / PW_K : 1;  // 256 bytes of W a lane
+constexpr int kPwMfPassMax = PW_K < 1024 ? 1024 / PW_K : 1;           // 256 bytes of W a lane
 #endif
 constexpr int kPwMfPass = kPwMfWaveTiles < kPwMfPassMax ? kPwMfWaveTiles : kPwMfPassMax;
 
@@ -821,8 +821,8 @@ __device__ inline void pw_fp8_bmm_mfma(const pw_u16* __restrict__ x, const pw_u8
 #endif
   const int b = tile.b, n_block = tile.n_block, m0 = tile.m0;
   const int wave = threadIdx.x / 64, lane = threadIdx.x % 64;
-  const int row = pw_mfma8_row(lane);            // of W (A), of X (B) and of Y (D)
-  const int kq = pw_fp8_bmm_mfma_k(lane, 0, 0);  // the lane's first byte of a group
+  const int row = pw_mfma8_row(lane);                           // of W (A), of X (B) and of Y (D)
+  const int kq = pw_fp8_bmm_mfma_k(lane, 0, 0);                 // the lane's first byte of a group
   const int n_sub = pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, 0);  // its first column of a tile
 #pragma unroll 1
   for (int p0 = 0; p0 < kPwMfWaveTiles; p0 += kPwMfPass) {

@@ -1,4 +1,4 @@
-// FP8 E4M3 as raw bytes, in the two encodings of KERNELS.md:
+// FP8 E4M3 as raw bytes, in the two encodings of docs/kernels.md:
 //   e4m3fn   (gfx950, NVIDIA): bias 7, max 448, S.1111.111 is NaN, no infinities.
 //   e4m3fnuz (gfx942):         bias 8, max 240, 0x80 is the only NaN, no negative zero.
 // Encoding rounds to nearest even and saturates to the largest finite value (as the GEMM's

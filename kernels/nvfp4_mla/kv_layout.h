@@ -1,4 +1,4 @@
-// The paged NVFP4 caches (KERNELS.md):
+// The paged NVFP4 caches (docs/kernels.md):
 //   kv_cache[num_blocks][block_size][PW_KV_RECORD]: latent (L values) as NVFP4 (L/2 bytes of
 //     values, then L/16 scale bytes), then the rope part (Dr values) as bf16.
 //   index_cache[num_blocks][block_size][PW_INDEX_RECORD]: the index key (Di values) as NVFP4.

@@ -1,4 +1,4 @@
-// Sparse MLA attention over the selected positions (KERNELS.md), part 1 of 3: the shapes,
+// Sparse MLA attention over the selected positions (docs/kernels.md), part 1 of 3: the shapes,
 // arguments and shared-memory layout (sparse_load.h loads, sparse_attend.h computes).
 // For query row t, head h:
 //   q = [q_latent (L) ; q_rope (Dr)] (bf16);  for each selected position j (topk[t][*] >= 0):
@@ -43,14 +43,14 @@ constexpr bool kPwStaged =
 constexpr PwSparseGeometry kPwSg =
     pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStaged);
 constexpr int kPwRecord = PW_KV_RECORD(PW_L, PW_DR);
-constexpr int kPwRow = pw_sparse_row(PW_L, PW_DR);              // Q and K rows in shared memory
-constexpr int kPwSRow = pw_sparse_s_row(kPwSg.keys);           // S rows (floats)
-constexpr int kPwPRow = kPwSg.keys + 8;                         // P rows (bf16)
-constexpr int kPwMTiles = kPwSg.warp_heads / 16;                // 16-head tiles per warp
-constexpr int kPwPartDims = PW_L / kPwSg.parts;                 // output dims per warp
-constexpr int kPwOutTiles = kPwPartDims / 16;                   // 16-dim output tiles per warp
-constexpr int kPwGroup = kPwSg.threads / kPwSg.head_tile;       // threads per softmax row
-constexpr int kPwItems = PW_L / 8 + PW_DR / 4;                  // dequant items a record
+constexpr int kPwRow = pw_sparse_row(PW_L, PW_DR);         // Q and K rows in shared memory
+constexpr int kPwSRow = pw_sparse_s_row(kPwSg.keys);       // S rows (floats)
+constexpr int kPwPRow = kPwSg.keys + 8;                    // P rows (bf16)
+constexpr int kPwMTiles = kPwSg.warp_heads / 16;           // 16-head tiles per warp
+constexpr int kPwPartDims = PW_L / kPwSg.parts;            // output dims per warp
+constexpr int kPwOutTiles = kPwPartDims / 16;              // 16-dim output tiles per warp
+constexpr int kPwGroup = kPwSg.threads / kPwSg.head_tile;  // threads per softmax row
+constexpr int kPwItems = PW_L / 8 + PW_DR / 4;             // dequant items a record
 constexpr int kPwPerThread = (kPwSg.keys * kPwItems + kPwSg.threads - 1) / kPwSg.threads;
 static_assert(PW_L % (16 * kPwSg.parts) == 0 && PW_DR % 16 == 0,
               "L must be a multiple of 16 * parts, Dr of 16");
@@ -82,16 +82,16 @@ struct PwSparseOut {
 };
 
 struct PwSparseSmem {
-  pw_u16* q;       // [head_tile][kPwRow]
-  pw_u16* k;       // [keys][kPwRow]
-  float* s;        // [head_tile][kPwSRow], scores in log2 units
-  pw_u16* p;       // [head_tile][kPwPRow]
-  float* alpha;    // [head_tile] rescale of the running output
-  float* m;        // [head_tile] final running max (log2 units)
-  float* l;        // [head_tile] final running sum
-  int* last;       // one int: 1 + the last selected index
-  int* slots;      // [range] the cache slot of each selected entry, -1 for none
-  pw_u8* stage;    // [keys][record] raw records of the next tile (staged blocks)
+  pw_u16* q;     // [head_tile][kPwRow]
+  pw_u16* k;     // [keys][kPwRow]
+  float* s;      // [head_tile][kPwSRow], scores in log2 units
+  pw_u16* p;     // [head_tile][kPwPRow]
+  float* alpha;  // [head_tile] rescale of the running output
+  float* m;      // [head_tile] final running max (log2 units)
+  float* l;      // [head_tile] final running sum
+  int* last;     // one int: 1 + the last selected index
+  int* slots;    // [range] the cache slot of each selected entry, -1 for none
+  pw_u8* stage;  // [keys][record] raw records of the next tile (staged blocks)
 };
 
 __device__ inline float pw_sparse_neg_inf() { return -__int_as_float(0x7f800000); }

@@ -1,4 +1,4 @@
-// MiniMax-M3's MSA caches and tensors (../shared/MSA.md), read by the msa_* kernels, the host's
+// MiniMax-M3's MSA caches and tensors (docs/kernels.md), read by the msa_* kernels, the host's
 // launch code and the CPU references, so the three cannot disagree.
 //
 // KV cache, NVFP4, per layer: kv[num_blocks][2][Hkv_r][PW_MSA_BLOCK][PW_MSA_KV_ROW] bytes; 2 is K

@@ -1,6 +1,6 @@
-// msa_norm_rope_insert: per new token t (MSA.md), for each head vector of the token (D values):
-// RMSNorm over D with its weight (Gemma form: x * rsqrt(mean(x^2) + eps) * (1 + w)) and NeoX RoPE
-// on the first rope_dim dims at pos[t] (pairs (i, i + rope_dim / 2), inv_freq_i =
+// msa_norm_rope_insert: per new token t (docs/kernels.md), for each head vector of the token (D
+// values): RMSNorm over D with its weight (Gemma form: x * rsqrt(mean(x^2) + eps) * (1 + w)) and
+// NeoX RoPE on the first rope_dim dims at pos[t] (pairs (i, i + rope_dim / 2), inv_freq_i =
 // theta^(-2i / rope_dim)), for the query heads, the keys, the index queries and the index key;
 // the values as given. Out: q_out and index_q_out (bf16); the keys and values quantized to NVFP4
 // with k_scale / v_scale at slot[t] of the KV cache (msa_layout.h), the index key (bf16) at

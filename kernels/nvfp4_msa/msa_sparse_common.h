@@ -1,4 +1,4 @@
-// MSA sparse attention (../shared/MSA.md), part 1 of 2: the key's shape, the arguments, the
+// MSA sparse attention (docs/kernels.md), part 1 of 2: the key's shape, the arguments, the
 // shared-memory layout, the block's list of selected KV blocks and the tile loads
 // (msa_sparse_attend.h computes). For query row t and query head h of KV group g = h / group:
 //   out = softmax(scale * q . k_j) . v_j over the keys j of the blocks topk[g][t] (-1 skipped),

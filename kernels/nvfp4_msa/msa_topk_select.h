@@ -1,5 +1,5 @@
-// Top-k over block scores by one warp (wavefront): MSA.md's selection rule, for msa_topk_prefill
-// and msa_topk_decode.
+// Top-k over block scores by one warp (wavefront): docs/kernels.md's selection rule, for
+// msa_topk_prefill and msa_topk_decode.
 //
 // Every candidate is an order key and a block id. The key orders scores as unsigned integers
 // (pw_msa_order_key; -0 and +0 are one score); a block that is always taken (b < init_blocks or
