@@ -177,6 +177,7 @@ std::vector<std::string> EntryWatch::Check() {
       const CacheStore::Lookup l = store_.Read(ref, CacheStore::ReadLock::kNone);
       ++full_reads_;
       k.problem = LookupProblem(l);
+      k.state = l.state;
       k.read = st.ok();
       if (st.ok()) {
         k.st = *st;
@@ -188,6 +189,17 @@ std::vector<std::string> EntryWatch::Check() {
       bad.push_back(StrCat(ref.launcher, " ", ref.key_string, ": ", k.problem));
   }
   return bad;
+}
+
+std::vector<size_t> EntryWatch::Damaged() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < known_.size(); ++i) {
+    if (!known_[i].problem.empty() && (known_[i].state == CacheStore::State::kMissing ||
+                                       known_[i].state == CacheStore::State::kRejected)) {
+      out.push_back(i);
+    }
+  }
+  return out;
 }
 
 std::string LookupProblem(const CacheStore::Lookup& lookup) {

@@ -132,6 +132,9 @@ class EntryWatch {
              absl::Duration racy = absl::Seconds(2));
   // "launcher key: problem" (LookupProblem) of each entry that is not valid now, in `refs` order.
   std::vector<std::string> Check();
+  // The indexes (into `refs`) of the entries the last Check found missing or rejected: damaged,
+  // for a writer to compile again. Not those it could not read (kError: no verdict).
+  std::vector<size_t> Damaged() const;
   // Full reads so far (Read with its checksum), for tests.
   int64_t full_reads() const { return full_reads_; }
 
@@ -141,6 +144,7 @@ class EntryWatch {
     bool racy = false;  // read again next time
     struct stat st {};
     std::string problem;  // "" when the full read found it valid
+    CacheStore::State state = CacheStore::State::kMissing;
   };
   const CacheStore& store_;
   std::vector<EntryRef> refs_;

@@ -481,9 +481,23 @@ int RunRun(const Config& config, std::ostream& out) {
     return config.serve ? kExitOk : kExitRunFailed;
   }
 
-  // Serve.
+  // Serve. An entry found missing or damaged meanwhile is the sidecar's to compile again: in
+  // the same workers, quietly, its counts kept out of the run's (which reported the fill).
   if (config.serve) {
-    ServeUntilStopped(config, store, mine, telemetry);
+    const RepairFn repair = [&](const std::vector<size_t>& which) {
+      std::vector<PlannedEntry> some;
+      for (size_t i : which) some.push_back(mine[i]);
+      Config quiet = config;
+      quiet.quiet = true;
+      Telemetry scratch(kPrewarmVersion, "", "");
+      const Filled again = Fill(quiet, store, some, report.toolchains, scratch);
+      std::vector<std::string> why;
+      for (const FillResult& r : again.results) {
+        why.push_back(r.state == KeyState::kFailed ? (r.error.empty() ? "failed" : r.error) : "");
+      }
+      return why;
+    };
+    ServeUntilStopped(config, store, mine, telemetry, repair);
     servers.Stop();
     return kExitOk;
   }

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -103,7 +104,8 @@ absl::Status StartServers(const Config& config, Telemetry& telemetry, Servers& o
 }
 
 void ServeUntilStopped(const Config& config, const CacheStore& store,
-                       const std::vector<PlannedEntry>& entries, Telemetry& telemetry) {
+                       const std::vector<PlannedEntry>& entries, Telemetry& telemetry,
+                       const RepairFn& repair) {
   telemetry.SetPhase("serving");
   LogInfo(StrCat("serving until SIGTERM; re-checking the cache every ", config.verify_interval_s,
                  " s"));
@@ -111,8 +113,52 @@ void ServeUntilStopped(const Config& config, const CacheStore& store,
   refs.reserve(entries.size());
   for (const PlannedEntry& e : entries) refs.push_back(e.ref);
   EntryWatch watch(store, std::move(refs));
+  // Per entry: when its repair may be tried again, and the back-off after a failed one.
+  const absl::Duration interval = absl::Seconds(config.verify_interval_s);
+  std::vector<absl::Time> retry_at(entries.size(), absl::InfinitePast());
+  std::vector<absl::Duration> backoff(entries.size(), absl::ZeroDuration());
+  auto name = [&](size_t i) { return StrCat(entries[i].launcher, " ", entries[i].ref.key_string); };
   while (!WaitForStop(config.verify_interval_s)) {
-    const std::vector<std::string> bad = watch.Check();
+    std::vector<std::string> bad = watch.Check();
+    std::vector<size_t> due;
+    if (repair) {
+      for (size_t i : watch.Damaged()) {
+        if (absl::Now() >= retry_at[i]) due.push_back(i);
+      }
+    }
+    if (!due.empty()) {
+      // The damage is named where an operator looks (the log, Status' last_error), health says
+      // NOT_SERVING while the entries compile, and SERVING again once they are whole.
+      std::vector<std::string> named;
+      for (size_t i : due) {
+        for (const std::string& b : bad) {
+          if (b.starts_with(name(i) + ": ")) named.push_back(b);
+        }
+      }
+      telemetry.SetLastError(named.empty() ? name(due.front()) : named.front());
+      telemetry.SetReady(false);
+      LogWarning(StrCat(due.size(), " planned ", due.size() == 1 ? "entry is" : "entries are",
+                        " missing or damaged while serving; NOT_SERVING, compiling ",
+                        due.size() == 1 ? "it" : "them", " again", FirstItems(named, 5)));
+      const std::vector<std::string> failed = repair(due);
+      for (size_t k = 0; k < due.size(); ++k) {
+        const size_t i = due[k];
+        const std::string why = k < failed.size() ? failed[k] : "not compiled";
+        if (why.empty()) {
+          backoff[i] = absl::ZeroDuration();
+          retry_at[i] = absl::InfinitePast();
+          LogInfo(StrCat("compiled again: ", name(i)));
+          continue;
+        }
+        backoff[i] = std::min(std::max(backoff[i] * 2, interval), absl::Minutes(10));
+        retry_at[i] = absl::Now() + backoff[i];
+        telemetry.SetLastError(StrCat(name(i), ": cannot compile it again: ", why));
+        LogError(StrCat(name(i), ": cannot compile it again: ", why, "; next try in ",
+                        absl::FormatDuration(backoff[i])));
+      }
+      if (StopRequested()) break;
+      bad = watch.Check();
+    }
     const bool ready = bad.empty();
     if (ready == telemetry.Snapshot().ready) continue;
     if (ready) {

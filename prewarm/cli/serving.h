@@ -6,9 +6,11 @@
 #ifndef PREWARM_CLI_SERVING_H_
 #define PREWARM_CLI_SERVING_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "prewarm/cache/store.h"
@@ -38,12 +40,21 @@ struct Servers {
 };
 absl::Status StartServers(const Config& config, Telemetry& telemetry, Servers& out);
 
+// Compiles the entries at `indexes` (into ServeUntilStopped's `entries`) again; returns, for
+// each, "" when it was written, else why not.
+using RepairFn = std::function<std::vector<std::string>(const std::vector<size_t>& indexes)>;
+
 // Until SIGTERM: every --verify-interval the re-check of `entries` (cache/store.h EntryWatch: a
 // stat of each, and the full check, checksum included, of the first time and of what changed);
 // health follows it, and each change is logged (NOT_SERVING naming how many are bad, and the
-// first few with why).
+// first few with why). With `repair` (run --serve: keeping the cache whole is the sidecar's job),
+// each entry found missing or damaged is named in the log and in Status' last_error, health
+// goes NOT_SERVING, the entry is compiled again, and health is SERVING again once every entry
+// is valid; one whose repair fails is tried again after a back-off (doubling from the interval
+// up to 10 minutes), so a key that cannot compile does not recompile every interval.
 void ServeUntilStopped(const Config& config, const CacheStore& store,
-                       const std::vector<PlannedEntry>& entries, Telemetry& telemetry);
+                       const std::vector<PlannedEntry>& entries, Telemetry& telemetry,
+                       const RepairFn& repair = nullptr);
 
 }  // namespace prewarm
 

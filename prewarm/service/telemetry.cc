@@ -93,6 +93,11 @@ void Telemetry::KeyDone(const std::string& launcher, KeyState state, double comp
   if (!error.empty()) progress_.last_error = launcher + ": " + error;
 }
 
+void Telemetry::SetLastError(const std::string& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_.last_error = error;
+}
+
 void Telemetry::SetPhaseSeconds(const std::string& phase, double seconds) {
   run_seconds_.Add({{"phase", phase}}).Set(seconds);
 }

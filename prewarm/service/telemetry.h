@@ -48,6 +48,9 @@ class Telemetry {
   void SetPlan(const std::map<std::string, int64_t>& planned);
   void KeyDone(const std::string& launcher, KeyState state, double compile_seconds,
                const std::string& error);
+  // The Status RPC's last_error, for an error that is no key's result (an entry found damaged
+  // while serving: "fp8_bmm arch=...: bad_checksum (...)"). The counts stay as they are.
+  void SetLastError(const std::string& error);
   void SetPhaseSeconds(const std::string& phase, double seconds);  // plan | compile | total
   void SetCacheBytes(int64_t bytes);
   // Variants of `launcher` whose code object spills (a launcher of the plan not named: 0).
