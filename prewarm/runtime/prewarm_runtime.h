@@ -139,7 +139,8 @@ typedef struct {
   int stride, rows;
   void* ws;               /* reserved (was index_decode's buffer): ignored, may be NULL */
   long long prefill_work; /* index_prefill key: sum over prefill requests of q_len * ctx */
-  long long max_ctx;      /* index_decode key: the largest context among the rows */
+  long long max_ctx; /* the largest context among the decode rows: no key reads it (index_decode's
+                      * key, rows_tile, comes from rows); checked >= 0, else ignored */
 } prewarm_index_args;
 int prewarm_runtime_index_prefill(prewarm_runtime* rt, const prewarm_index_args* a, void* stream,
                                   char* err, size_t err_len);
