@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 
 #include "prewarm/util/log.h"
 #include "prewarm/util/status_macros.h"
@@ -176,6 +177,31 @@ absl::StatusOr<std::vector<Key>> KernelCache::KeysForStats(const std::string& la
         KvCacheDtypeName(limits_.kv_cache_dtype), " and an ", AttentionFamilyName(shape_.family),
         " model ", shape_.has_indexer ? "with" : "without", " an indexer (model: ", model_.source,
         ")"));
+  }
+  // A caller's key values past the cache's limits reach no planned key, and sizes computed from
+  // them (a workspace: rows x strips x topk) overflow; refused as replay refuses such a step.
+  std::vector<std::string> out_of_range;
+  const int64_t b = limits_.max_num_batched_tokens, lmax = limits_.max_model_len;
+  if (stats.decode_tokens > b) {
+    out_of_range.push_back(StrCat("rows ", stats.decode_tokens, " > max_num_batched_tokens ", b));
+  }
+  if (stats.total_tokens > b) {
+    out_of_range.push_back(StrCat("tokens ", stats.total_tokens, " > max_num_batched_tokens ", b));
+  }
+  for (const int64_t ctx : stats.prefill_ctx) {
+    if (ctx > lmax) out_of_range.push_back(StrCat("ctx ", ctx, " > max_model_len ", lmax));
+  }
+  // W = sum of q_len * ctx is at most B * Lmax (saturating: both are far below 2^31 in practice).
+  const int64_t max_work = lmax > 0 && b > std::numeric_limits<int64_t>::max() / lmax
+                               ? std::numeric_limits<int64_t>::max()
+                               : b * lmax;
+  if (stats.prefill_work > max_work) {
+    out_of_range.push_back(StrCat("prefill_work ", stats.prefill_work,
+                                  " > max_num_batched_tokens x max_model_len ", max_work));
+  }
+  if (!out_of_range.empty()) {
+    return absl::InvalidArgumentError(StrCat(launcher, ": ", StrJoin(out_of_range, "; "),
+                                             " (the cache's limits: no planned key serves it)"));
   }
   return DispatchOne(*l, stats, shape_, arch_);
 }

@@ -294,13 +294,17 @@ static int MsaLaunches(prewarm_runtime* rt, int msa) {
  * cache's limits, an integer past int64 and more requests than any max_num_seqs are EINVAL naming
  * the rule, never dispatched (q_len * ctx of the first would overflow int64). An in-range step
  * passes the check (and then needs a GPU). */
-static int GetChecksTheStep(prewarm_runtime* rt) {
+static int GetChecksTheStep(prewarm_runtime* rt, int msa) {
+  /* A launcher of the cache's model: the step's checks come before its dispatch either way. */
+  const char* step_launcher = msa ? "msa_topk_decode" : "fp8_bmm";
+  const char* topk_prefill = msa ? "msa_topk_prefill" : "topk_prefill";
+  const char* sparse_decode = msa ? "msa_sparse_decode" : "sparse_decode";
   char err[1024] = "";
   void* modules[8];
   size_t n = 0;
   int failed = 0;
   int rc =
-      prewarm_runtime_get(rt, "fp8_bmm",
+      prewarm_runtime_get(rt, step_launcher,
                           "{\"requests\":[{\"phase\":\"prefill\",\"q_len\":4611686018427387904,"
                           "\"ctx\":4611686018427387904}]}",
                           modules, 8, &n, err, sizeof err);
@@ -308,13 +312,13 @@ static int GetChecksTheStep(prewarm_runtime* rt) {
                        strstr(err, "ctx 4611686018427387904 > max_model_len") != NULL,
                    "a step whose q_len * ctx overflows int64 is out of range, named", err);
   rc = prewarm_runtime_get(
-      rt, "fp8_bmm",
+      rt, step_launcher,
       "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":18446744073709551615}]}", modules,
       8, &n, err, sizeof err);
   failed += Expect(rc == PREWARM_EINVAL && strstr(err, "requests[0].ctx: 18446744073709551615") &&
                        strstr(err, "below 2^63") != NULL,
                    "a ctx past int64 is named as given, not wrapped", err);
-  rc = prewarm_runtime_get(rt, "fp8_bmm",
+  rc = prewarm_runtime_get(rt, step_launcher,
                            "{\"requests\":[{\"phase\":\"decode\",\"q_len\":-4,\"ctx\":9}]}",
                            modules, 8, &n, err, sizeof err);
   failed += Expect(rc == PREWARM_EINVAL && strstr(err, "q_len -4 < 1") != NULL,
@@ -334,14 +338,28 @@ static int GetChecksTheStep(prewarm_runtime* rt) {
     big[at - 1] = ']';
     big[at] = '}';
     big[at + 1] = '\0';
-    rc = prewarm_runtime_get(rt, "fp8_bmm", big, modules, 8, &n, err, sizeof err);
+    rc = prewarm_runtime_get(rt, step_launcher, big, modules, 8, &n, err, sizeof err);
     failed += Expect(rc == PREWARM_EINVAL && strstr(err, "70000 requests, more than 65536") != NULL,
                      "a step of 70000 requests is refused, named", err);
   }
-  rc = prewarm_runtime_get(rt, "fp8_bmm",
+  rc = prewarm_runtime_get(rt, step_launcher,
                            "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":9}]}", modules,
                            8, &n, err, sizeof err);
   failed += Expect(rc != PREWARM_EINVAL, "an in-range step passes the check", err);
+  /* The workspace sizes: key values past the cache's limits are refused, never a size that
+   * wrapped (ctx 2^62 gave 0 bytes for topk_prefill's strips, and the kernel wrote past it). */
+  size_t bytes[2] = {1, 1};
+  rc = prewarm_runtime_workspace(rt, topk_prefill, 1000, 4611686018427387904LL, 0, bytes, err,
+                                 sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "ctx 4611686018427387904 > max_model_len") &&
+                       bytes[0] == 0,
+                   "a workspace for a ctx past max_model_len is refused", err);
+  rc = prewarm_runtime_workspace(rt, sparse_decode, 2147483647, 100, 0, bytes, err, sizeof err);
+  failed += Expect(
+      rc == PREWARM_EINVAL && strstr(err, "rows 2147483647 > max_num_batched_tokens") != NULL,
+      "a workspace for more rows than a step holds is refused", err);
+  rc = prewarm_runtime_workspace(rt, sparse_decode, 2, 0, 0, bytes, err, sizeof err);
+  failed += Expect(rc == PREWARM_OK && bytes[0] > 0, "an in-range workspace has a size", err);
   return failed;
 }
 
@@ -371,7 +389,7 @@ static int WithoutGpu(const char* cache, const char* arch) {
                    "stats count the entries read", "");
   const int msa = strstr(info, "\"family\":\"MSA\"") != NULL;
   failed += MsaLaunches(rt, msa);
-  failed += GetChecksTheStep(rt);
+  failed += GetChecksTheStep(rt, msa);
   prewarm_sparse_args a;
   memset(&a, 0, sizeof a);
   a.rows = 1;
