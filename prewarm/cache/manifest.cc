@@ -72,10 +72,11 @@ absl::StatusOr<FillRecord> ReadOneManifest(const DirFd& own, const std::string& 
       return absl::InvalidArgumentError(StrCat(path, ": field \"", field, "\" holds ", it->size(),
                                                " values, more than ", kMaxManifestList));
     }
-    for (const nlohmann::json& v : *it) {
-      if (!v.is_string()) {
-        return absl::InvalidArgumentError(
-            StrCat(path, ": field \"", field, "\" holds a non-string"));
+    for (size_t i = 0; i < it->size(); ++i) {
+      const nlohmann::json& v = (*it)[i];
+      if (!v.is_string()) {  // named by its path in the file: arch[1]
+        return absl::InvalidArgumentError(StrCat(path, ": field \"", field, "[", i, "]\" is ",
+                                                 ShownValue(v.dump()), ", not a string"));
       }
       out.push_back(v.get<std::string>());
     }

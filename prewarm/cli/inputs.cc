@@ -99,16 +99,10 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
   Inputs in;
   LimitValues vllm;
   if (!config.vllm_args.empty()) {
-    absl::StatusOr<LimitValues> parsed = ParseVllmArgs(config.vllm_args);
-    if (!parsed.ok()) {
-      // The message names "--vllm-args ..." already; say so again only for the variable.
-      const std::string message(parsed.status().message());
-      if (config.vllm_args_origin == "--vllm-args" && message.rfind("--vllm-args", 0) == 0) {
-        return parsed.status();
-      }
-      return absl::InvalidArgumentError(StrCat(config.vllm_args_origin, ": ", message));
-    }
-    vllm = *std::move(parsed);
+    // Values and messages name the line's origin: the flag, or PREWARM_VLLM_ARGS.
+    ASSIGN_OR_RETURN(vllm, ParseVllmArgs(config.vllm_args, config.vllm_args_origin.empty()
+                                                               ? "--vllm-args"
+                                                               : config.vllm_args_origin));
   }
   ConfigOverrides overrides;
   if (vllm.hf_overrides.has_value()) {

@@ -467,9 +467,8 @@ void MarkConfigOrigins(LimitValues& v, const std::string& path) {
   if (v.speculative_tokens_from_model.has_value()) mark(v.speculative_tokens_from_model->origin);
 }
 
-}  // namespace
-
-absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
+// ParseVllmArgs with every origin and message in terms of "--vllm-args" (kOrigin).
+absl::StatusOr<LimitValues> ParseVllmArgsLine(std::string_view command_line) {
   absl::StatusOr<std::vector<std::string>> words = ShellSplit(command_line);
   if (!words.ok()) {
     return absl::InvalidArgumentError(
@@ -483,10 +482,41 @@ absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line) {
   ASSIGN_OR_RETURN(const std::vector<std::string> file_words, ConfigFileWords(config_file));
   LimitValues from_file;
   if (absl::Status s = ParseWords(file_words, from_file, nullptr); !s.ok()) {
-    return absl::InvalidArgumentError(StrCat(kOrigin, "--config ", config_file, ": ", s.message()));
+    // The flag was a key of the file, not a word of --vllm-args: named once, after the file.
+    std::string_view message(s.message().data(), s.message().size());
+    if (message.starts_with(kOrigin)) message.remove_prefix(kOrigin.size());
+    return absl::InvalidArgumentError(StrCat(kOrigin, "--config ", config_file, ": ", message));
   }
   MarkConfigOrigins(from_file, config_file);
   return Overlay(std::move(from_file), line);
+}
+
+// `text` with a leading "--vllm-args" replaced by `origin` (a value from PREWARM_VLLM_ARGS is
+// named by the variable, never by a flag it did not come from).
+std::string Reorigin(std::string_view text, std::string_view origin) {
+  constexpr std::string_view kFlag = "--vllm-args";
+  if (origin == kFlag || !text.starts_with(kFlag)) return std::string(text);
+  return StrCat(origin, text.substr(kFlag.size()));
+}
+
+}  // namespace
+
+absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line, std::string_view origin) {
+  absl::StatusOr<LimitValues> v = ParseVllmArgsLine(command_line);
+  if (!v.ok())
+    return absl::Status(v.status().code(), Reorigin(std::string(v.status().message()), origin));
+  for (auto& i : v->ints) {
+    if (i.has_value()) i->origin = Reorigin(i->origin, origin);
+  }
+  for (std::string* o :
+       {v->kv_cache_dtype.has_value() ? &v->kv_cache_dtype->origin : nullptr,
+        v->graph_only.has_value() ? &v->graph_only->origin : nullptr,
+        v->hf_overrides.has_value() ? &v->hf_overrides->origin : nullptr,
+        v->speculative_tokens_from_model.has_value() ? &v->speculative_tokens_from_model->origin
+                                                     : nullptr}) {
+    if (o != nullptr) *o = Reorigin(*o, origin);
+  }
+  return v;
 }
 
 }  // namespace prewarm

@@ -29,7 +29,11 @@ namespace prewarm {
 
 // InvalidArgument naming the vLLM flag, its value and the rule: bad quoting, a value that is not
 // a valid limit, malformed JSON, a speculative config without num_speculative_tokens.
-absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line);
+// `origin` is where the line came from ("--vllm-args", or "PREWARM_VLLM_ARGS"): every value's
+// origin and every message name it ("PREWARM_VLLM_ARGS --max-num-seqs", "PREWARM_VLLM_ARGS
+// --config serve.yaml: --max-num-seqs"), never a flag the line did not come from.
+absl::StatusOr<LimitValues> ParseVllmArgs(std::string_view command_line,
+                                          std::string_view origin = "--vllm-args");
 
 }  // namespace prewarm
 

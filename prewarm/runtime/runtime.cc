@@ -22,41 +22,65 @@ std::string_view IdentityPrefix(Platform p) {
 }
 
 // The manifest's limits as one more source of values, below the options given explicitly.
+// Each value's origin is its field's path in the file, "PATH limits.max_num_seqs"; a value of
+// the wrong type is named by that path and shown as the file holds it.
 absl::Status AddRecordedLimits(const FillRecord& r, LimitValues& values) {
-  const std::string origin = StrCat(r.path, " \"limits\"");
+  const auto wrong = [&](std::string_view field, const nlohmann::json& v, std::string_view want) {
+    return absl::InvalidArgumentError(
+        StrCat(r.path, ": field \"limits.", field, "\" is ", ShownValue(v.dump()), ", not ", want));
+  };
   for (const IntLimitSpec& spec : IntLimitSpecs()) {
     const auto it = r.limits.find(std::string(spec.field));
     if (it == r.limits.end()) continue;
-    if (!it->is_number_integer()) {
-      return absl::InvalidArgumentError(
-          StrCat(origin, ": field \"", spec.field, "\" is not an integer"));
-    }
-    RETURN_IF_ERROR(SetIntLimitFromText(values, spec.flag, StrCat(it->get<int64_t>()), origin));
+    if (!it->is_number_integer()) return wrong(spec.field, *it, "an integer");
+    RETURN_IF_ERROR(
+        SetIntLimitFromText(values, spec.flag, it->dump(), StrCat(r.path, " limits.", spec.field)));
   }
   if (const auto it = r.limits.find("kv_cache_dtype"); it != r.limits.end()) {
-    if (!it->is_string()) {
-      return absl::InvalidArgumentError(
-          StrCat(origin, ": field \"kv_cache_dtype\" is not a string"));
-    }
-    RETURN_IF_ERROR(SetKvCacheDtypeFromText(values, it->get<std::string>(), origin));
+    if (!it->is_string()) return wrong("kv_cache_dtype", *it, "a string");
+    RETURN_IF_ERROR(SetKvCacheDtypeFromText(values, it->get<std::string>(),
+                                            StrCat(r.path, " limits.kv_cache_dtype")));
   }
-  if (const auto it = r.limits.find("graph_only"); it != r.limits.end() && it->is_boolean()) {
-    values.graph_only = Sourced<bool>{it->get<bool>(), origin};
+  if (const auto it = r.limits.find("graph_only"); it != r.limits.end()) {
+    if (!it->is_boolean()) return wrong("graph_only", *it, "true or false");
+    values.graph_only = Sourced<bool>{it->get<bool>(), StrCat(r.path, " limits.graph_only")};
   }
   return absl::OkStatus();
+}
+
+// `message` (of ParseModelConfig over the config RecordedModel built) with the config.json names
+// of its fields back to their paths in the manifest: field "sparse_index_dim" is
+// "shape.index_dim", "max_position_embeddings" is "limits.max_model_len".
+std::string ManifestFieldNames(std::string message, const FillRecord& r,
+                               const std::vector<std::pair<std::string, std::string>>& names) {
+  const std::string sparse = StrCat(r.path, " sparse_attention_config: ");
+  if (message.starts_with(sparse)) message = StrCat(r.path, ": ", message.substr(sparse.size()));
+  for (const auto& [config_name, manifest_path] : names) {
+    const std::string from = StrCat("field \"", config_name, "\"");
+    if (const size_t at = message.find(from); at != std::string::npos) {
+      return message.replace(at, from.size(), StrCat("field \"", manifest_path, "\""));
+    }
+  }
+  return message;
 }
 
 // The model whose shape the manifest recorded, read back through the config parser (the same
 // field names and checks); max_position_embeddings is the recorded max_model_len.
 absl::StatusOr<ModelConfig> RecordedModel(const FillRecord& r) {
   nlohmann::json config = nlohmann::json::object();
+  // Each config.json field set here, with the manifest path it came from (for messages).
+  std::vector<std::pair<std::string, std::string>> names;
+  const auto copy = [&](nlohmann::json& to, const char* from, const char* as) {
+    names.emplace_back(as, StrCat("shape.", from));  // also when missing: "required field"
+    if (r.shape.contains(from)) to[as] = r.shape[from];
+  };
   const auto family = r.shape.find("family");  // a hostile manifest's may be any JSON
   if (family != r.shape.end() && family->is_string() && *family == "MSA") {
     // ShapeToJson's MSA fields, back under the names of MiniMax-M3's config.
     for (const char* field : {"num_attention_heads", "num_key_value_heads", "head_dim"}) {
-      if (r.shape.contains(field)) config[field] = r.shape[field];
+      copy(config, field, field);
     }
-    if (r.shape.contains("rotary_dim")) config["rotary_dim"] = r.shape["rotary_dim"];
+    copy(config, "rotary_dim", "rotary_dim");
     nlohmann::json sparse = {{"use_sparse_attention", true}};
     for (const auto& [from, to] : std::initializer_list<std::pair<const char*, const char*>>{
              {"sparse_block_size", "sparse_block_size"},
@@ -65,23 +89,27 @@ absl::StatusOr<ModelConfig> RecordedModel(const FillRecord& r) {
              {"num_key_value_heads", "sparse_num_index_heads"},
              {"sparse_init_block", "sparse_init_block"},
              {"sparse_local_block", "sparse_local_block"}}) {
-      if (r.shape.contains(from)) sparse[to] = r.shape[from];
+      copy(sparse, from, to);
     }
     config["sparse_attention_config"] = sparse;
   }
   for (const char* field :
        {"num_attention_heads", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
         "index_n_heads", "index_head_dim", "index_topk"}) {
-    if (r.shape.contains(field) && !config.contains("sparse_attention_config")) {
-      config[field] = r.shape[field];
-    }
+    if (!config.contains("sparse_attention_config")) copy(config, field, field);
   }
   if (r.shape.contains("model") && r.shape["model"].is_string()) {
     config["model_type"] = r.shape["model"];
   }
   if (r.limits.contains("max_model_len"))
     config["max_position_embeddings"] = r.limits["max_model_len"];
-  ASSIGN_OR_RETURN(ModelConfig m, ParseModelConfig(config.dump(), StrCat(r.path, " \"shape\"")));
+  names.emplace_back("max_position_embeddings", "limits.max_model_len");
+  absl::StatusOr<ModelConfig> parsed = ParseModelConfig(config.dump(), r.path);
+  if (!parsed.ok()) {
+    return absl::Status(parsed.status().code(),
+                        ManifestFieldNames(std::string(parsed.status().message()), r, names));
+  }
+  ModelConfig m = *std::move(parsed);
   const auto source = r.shape.find("source");
   m.source = StrCat(
       r.path, " (the shape of ",
@@ -97,6 +125,10 @@ absl::StatusOr<std::unique_ptr<KernelCache>> KernelCache::Open(const RuntimeOpti
   kc->options_ = options;
   ASSIGN_OR_RETURN(kc->filled_by_, ReadFillRecord(options.cache_dir));
   const FillRecord* rec = kc->filled_by_.has_value() ? &*kc->filled_by_ : nullptr;
+  // The recorded limits first: a bad limits.max_model_len is named as that, not as the model's
+  // max_position_embeddings RecordedModel takes it for.
+  LimitValues recorded, given;
+  if (rec != nullptr) RETURN_IF_ERROR(AddRecordedLimits(*rec, recorded));
   if (!options.model_config.empty()) {
     ASSIGN_OR_RETURN(kc->model_, LoadModelConfig(options.model_config));
   } else if (rec != nullptr) {
@@ -104,8 +136,6 @@ absl::StatusOr<std::unique_ptr<KernelCache>> KernelCache::Open(const RuntimeOpti
   } else {
     kc->model_ = ExampleModelConfig();
   }
-  LimitValues recorded, given;
-  if (rec != nullptr) RETURN_IF_ERROR(AddRecordedLimits(*rec, recorded));
   if (options.tensor_parallel_size != 0) {
     RETURN_IF_ERROR(SetIntLimitFromText(given, "tensor-parallel-size",
                                         StrCat(options.tensor_parallel_size),
@@ -118,8 +148,19 @@ absl::StatusOr<std::unique_ptr<KernelCache>> KernelCache::Open(const RuntimeOpti
   ASSIGN_OR_RETURN(kc->limits_,
                    ResolveLimits(given, recorded, kc->model_,
                                  VllmBatchDefaults(LargeMemoryGpuArch(kc->arch_), kc->arch_.name)));
-  ASSIGN_OR_RETURN(kc->shape_, ShapeForRank(kc->model_, kc->limits_.tensor_parallel_size,
-                                            kc->limits_.decode_context_parallel_size));
+  absl::StatusOr<Shape> shape = ShapeForRank(kc->model_, kc->limits_.tensor_parallel_size,
+                                             kc->limits_.decode_context_parallel_size);
+  if (!shape.ok()) {
+    // Name where the refused limit came from (the manifest's field, or the option), as
+    // cli/inputs.cc does for a command's.
+    const std::string message(shape.status().message());
+    const bool dcp = message.starts_with("--decode-context-parallel-size");
+    if (!dcp && !message.starts_with("--tensor-parallel-size")) return shape.status();
+    const IntLimit id = dcp ? IntLimit::kDecodeContextParallelSize : IntLimit::kTensorParallelSize;
+    return absl::InvalidArgumentError(StrCat(message, " (", SpecOf(id).field, " from ",
+                                             kc->limits_.origins[static_cast<int>(id)], ")"));
+  }
+  kc->shape_ = *std::move(shape);
   const Platform platform = kc->arch_.platform;
   if (options.strict && rec != nullptr) {
     if (std::find(rec->archs.begin(), rec->archs.end(), kc->arch_.name) == rec->archs.end()) {

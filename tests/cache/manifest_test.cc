@@ -96,6 +96,41 @@ TEST(ManifestTest, ABadManifestIsNamedAndASymlinkIsNotFollowed) {
   EXPECT_TRUE(CheckReplaceable(dir.path() + "/prewarm/absent.json").ok());
 }
 
+// Issue 29 item 11: a value of the wrong type in a list is named by its path in the file, index
+// included, and shown as the file holds it (cut); reading the manifest changes nothing.
+TEST(ManifestTest, AWrongListEntryIsNamedByItsPathAndIndex) {
+  struct Case {
+    const char* field;
+    nlohmann::json value;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"arch", {"gfx90a", 5}, "manifest.json: field \"arch[1]\" is 5, not a string"},
+           {"toolchain",
+            {nlohmann::json::object({{"id", 1}}), "hiprtc test-1"},
+            "manifest.json: field \"toolchain[0]\" is {\"id\":1}, not a string"},
+           {"arch",
+            {"gfx90a", "gfx942", std::vector<int>(100, 7)},
+            "manifest.json: field \"arch[2]\" is [7,7,7,"},
+       }) {
+    testing::TempDir dir;
+    nlohmann::json j = ManifestJson(Report({"gfx90a"}, 4));
+    j[c.field] = c.value;
+    const std::string path = dir.WriteFile("prewarm/manifest.json", j.dump());
+    absl::StatusOr<std::optional<FillRecord>> r = ReadFillRecord(dir.path());
+    ASSERT_FALSE(r.ok()) << c.message;
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    const std::string message(r.status().message());
+    EXPECT_EQ(message.rfind(path + ": field", 0), 0u) << message;
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    EXPECT_LT(message.size(), path.size() + 250) << "the value is cut: " << message;
+    EXPECT_EQ(*ReadFile(path), j.dump()) << "nothing written";
+    EXPECT_EQ(
+        std::distance(fs::directory_iterator(dir.path() + "/prewarm"), fs::directory_iterator()), 1)
+        << "nothing written beside it";
+  }
+}
+
 // The manifest lives in the volume, writable by others: its reading is bounded. Lists of archs
 // and toolchains, the number of shards and their bytes together each have a limit, every one an
 // InvalidArgument naming the directory or file; nlohmann's value bound (util/json.h) holds too.

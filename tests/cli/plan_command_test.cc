@@ -191,9 +191,67 @@ TEST(PlanCommandTest, VllmArgsReachTheKeys) {
       << r.stderr_text;
   r = RunPrewarm({"plan"}, {{"PREWARM_VLLM_ARGS", "vllm serve m --max-num-seqs 0"}});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.stderr_text.find("error: PREWARM_VLLM_ARGS: --vllm-args --max-num-seqs=0: "),
-            std::string::npos)
+  EXPECT_NE(r.stderr_text.find("error: PREWARM_VLLM_ARGS --max-num-seqs=0: "), std::string::npos)
       << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("--vllm-args"), std::string::npos)
+      << "the value did not come from --vllm-args: " << r.stderr_text;
+}
+
+// Issue 29 item 11: a limit that PREWARM_VLLM_ARGS (or a --config file it names) set is named by
+// the variable in every later message and in plan's table, not as the --vllm-args flag; a value
+// from a --config file is named by the file once.
+TEST(PlanCommandTest, ValuesFromTheVariableAndItsConfigFileAreNamedByThem) {
+  testing::TempDir dir;
+  const std::string tp = dir.WriteFile("tp.yaml", "tensor-parallel-size: 3\n");
+  const std::string seqs = dir.WriteFile("seqs.yaml", "max-num-seqs: -5\n");
+  struct Case {
+    std::vector<std::pair<std::string, std::optional<std::string>>> env;
+    std::vector<std::string> args;
+    int exit_code;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"PREWARM_VLLM_ARGS", "vllm serve m -dcp 3"}},
+            {},
+            2,
+            "--decode-context-parallel-size 3 (from PREWARM_VLLM_ARGS -dcp) must divide "
+            "--tensor-parallel-size 1 (from default)"},
+           {{{"PREWARM_VLLM_ARGS", "vllm serve m --config " + tp}},
+            {},
+            2,
+            "(tensor_parallel_size from PREWARM_VLLM_ARGS --config " + tp +
+                ": --tensor-parallel-size)"},
+           {{{"PREWARM_VLLM_ARGS", "vllm serve m --config " + seqs}},
+            {},
+            2,
+            "error: PREWARM_VLLM_ARGS --config " + seqs + ": --max-num-seqs=-5: "},
+           {{{"PREWARM_VLLM_ARGS", R"(vllm serve m --hf-overrides '{"num_attention_heads":-3}')"}},
+            {},
+            2,
+            "embedded example with PREWARM_VLLM_ARGS --hf-overrides: field "
+            "\"num_attention_heads\" is -3"},
+           {{{"PREWARM_VLLM_ARGS", "vllm serve m --max-num-seqs 12"}},
+            {},
+            0,
+            "max_num_seqs                  12        (PREWARM_VLLM_ARGS --max-num-seqs)"},
+           {{},
+            {"--vllm-args", "vllm serve m --config " + seqs},
+            2,
+            "error: --vllm-args --config " + seqs + ": --max-num-seqs=-5: "},
+       }) {
+    std::vector<std::string> args = {"plan", "--arch", "gfx90a"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const SubprocessResult r = RunPrewarm(args, c.env);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.message << ": " << r.stderr_text;
+    const std::string text = r.stdout_text + r.stderr_text;
+    EXPECT_NE(text.find(c.message), std::string::npos) << c.message << ": " << text;
+    const size_t flag = text.find("--vllm-args");
+    if (c.args.empty()) {
+      EXPECT_EQ(flag, std::string::npos) << text;
+    } else {
+      EXPECT_EQ(text.find("--vllm-args", flag + 1), std::string::npos) << "named once: " << text;
+    }
+  }
 }
 
 // A non-MLA model is exit 2 naming its model_type, also when the text model is nested under

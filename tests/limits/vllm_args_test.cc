@@ -222,6 +222,67 @@ TEST(VllmArgsTest, ConfigFileIsReadBelowTheCommandLine) {
   }
 }
 
+// Issue 29 item 11: a value is named by where it came from. A line read from PREWARM_VLLM_ARGS
+// names the variable (values and messages), never the --vllm-args flag it did not come from; a
+// flag that is a key of a --config file is named once, after the file, not as a word of the line.
+TEST(VllmArgsTest, OriginsNameTheVariableAndTheConfigFileTheyCameFrom) {
+  testing::TempDir dir;
+  const std::string yaml = dir.WriteFile("serve.yaml", "block-size: 32\n");
+  auto v = ParseVllmArgs(
+      "vllm serve m --max-num-seqs 8 -tp 2 --kv-cache-dtype fp8 -O.max_cudagraph_capture_size=16 "
+      "--hf-overrides '{\"index_topk\":1024}' --config " +
+          yaml,
+      "PREWARM_VLLM_ARGS");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ((*v)[IntLimit::kMaxNumSeqs]->origin, "PREWARM_VLLM_ARGS --max-num-seqs");
+  EXPECT_EQ((*v)[IntLimit::kTensorParallelSize]->origin, "PREWARM_VLLM_ARGS -tp");
+  EXPECT_EQ((*v)[IntLimit::kMaxCudagraphCaptureSize]->origin,
+            "PREWARM_VLLM_ARGS -O.max_cudagraph_capture_size");
+  EXPECT_EQ((*v)[IntLimit::kBlockSize]->origin,
+            "PREWARM_VLLM_ARGS --config " + yaml + ": --block-size");
+  EXPECT_EQ(v->kv_cache_dtype->origin, "PREWARM_VLLM_ARGS --kv-cache-dtype");
+  EXPECT_EQ(v->hf_overrides->origin, "PREWARM_VLLM_ARGS --hf-overrides");
+  // The default origin is the flag, as before.
+  v = ParseVllmArgs("--max-num-seqs 8");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ((*v)[IntLimit::kMaxNumSeqs]->origin, "--vllm-args --max-num-seqs");
+
+  const std::string seqs = dir.WriteFile("seqs.yaml", "max-num-seqs: -5\n");
+  const std::string cc =
+      dir.WriteFile("cc.yaml", "compilation-config:\n  max_cudagraph_capture_size: -3\n");
+  struct Case {
+    std::string line, origin, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--max-num-seqs -5", "PREWARM_VLLM_ARGS",
+            "PREWARM_VLLM_ARGS --max-num-seqs=-5: --max-num-seqs (requests in one step) must be "
+            "an integer >= 1"},
+           {R"(-O '{"cudagraph_capture_sizes":[1,2,-4]}')", "PREWARM_VLLM_ARGS",
+            "PREWARM_VLLM_ARGS -O cudagraph_capture_sizes[2]=-4: "},
+           {"--max-num-seqs '4", "PREWARM_VLLM_ARGS",
+            "PREWARM_VLLM_ARGS \"--max-num-seqs '4\": unterminated single quote"},
+           {"--config " + seqs, "--vllm-args",
+            "--vllm-args --config " + seqs + ": --max-num-seqs=-5: "},
+           {"--config " + seqs, "PREWARM_VLLM_ARGS",
+            "PREWARM_VLLM_ARGS --config " + seqs + ": --max-num-seqs=-5: "},
+           {"--config " + cc, "--vllm-args",
+            "--vllm-args --config " + cc +
+                ": --compilation-config max_cudagraph_capture_size=-3: "},
+       }) {
+    auto r = ParseVllmArgs(c.line, c.origin);
+    ASSERT_FALSE(r.ok()) << c.line;
+    const std::string message(r.status().message());
+    EXPECT_EQ(message.rfind(c.message, 0), 0u) << c.line << ": " << message;
+    // Named once: a value of the variable never says --vllm-args, nor a file's key twice.
+    const size_t flag = message.find("--vllm-args");
+    if (c.origin == "PREWARM_VLLM_ARGS") {
+      EXPECT_EQ(flag, std::string::npos) << message;
+    } else {
+      EXPECT_EQ(message.find("--vllm-args", flag + 1), std::string::npos) << message;
+    }
+  }
+}
+
 // vLLM reads a --config file with yaml.safe_load, which refuses several documents; so does
 // prewarm, naming the file and the line of the second (it read the first one alone before).
 TEST(VllmArgsTest, AConfigFileOfTwoYamlDocumentsIsRefused) {

@@ -4,6 +4,7 @@
 #include "prewarm/runtime/runtime.h"
 
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -246,6 +247,91 @@ TEST_F(FilledCacheTest, ABadManifestIsAnErrorNamingIt) {
   ASSERT_FALSE(kc.ok());
   EXPECT_NE(kc.status().message().find("symlink"), absl::string_view::npos) << kc.status();
   EXPECT_EQ(*ReadFile(elsewhere), good) << "the link's target is untouched";
+}
+
+// Issue 29 item 11: a bad manifest value is named by its JSON path in the file (limits.X,
+// shape.X, arch[i]), never by the config.json name it is read back under (max_position_embeddings,
+// sparse_index_dim) nor only as "limits"; a limit it sets that the model refuses names the field
+// it came from. Opening writes nothing.
+TEST_F(FilledCacheTest, ABadManifestValueIsNamedByItsPathInTheFile) {
+  testing::TempDir dir;
+  const nlohmann::json good = nlohmann::json::parse(*ReadFile(*cache_ + "/prewarm/manifest.json"));
+  const std::string cache = dir.path() + "/cache";
+  const std::string manifest = cache + "/prewarm/manifest.json";
+  ASSERT_TRUE(MakeDirs(cache + "/prewarm").ok());
+  const nlohmann::json msa = {{"family", "MSA"},          {"num_attention_heads", 64},
+                              {"num_key_value_heads", 4}, {"head_dim", 128},
+                              {"sparse_block_size", 128}, {"sparse_topk_blocks", 16},
+                              {"index_dim", 128}};
+  struct Case {
+    std::function<void(nlohmann::json&)> damage;
+    std::string message;  // after "{manifest}"
+  };
+  const std::vector<Case> cases = {
+      {[](nlohmann::json& m) { m["limits"]["max_num_seqs"] = "x"; },
+       ": field \"limits.max_num_seqs\" is \"x\", not an integer"},
+      {[](nlohmann::json& m) { m["limits"]["max_num_seqs"] = -5; },
+       " limits.max_num_seqs=-5: --max-num-seqs (requests in one step) must be an integer >= 1"},
+      {[](nlohmann::json& m) { m["limits"]["max_num_seqs"] = ~uint64_t{0}; },
+       " limits.max_num_seqs=18446744073709551615: too large"},
+      {[](nlohmann::json& m) { m["limits"]["max_model_len"] = "x"; },
+       ": field \"limits.max_model_len\" is \"x\", not an integer"},
+      {[](nlohmann::json& m) { m["limits"]["kv_cache_dtype"] = "int3"; },
+       " limits.kv_cache_dtype=int3: unknown KV cache dtype"},
+      {[](nlohmann::json& m) { m["limits"]["graph_only"] = "yes"; },
+       ": field \"limits.graph_only\" is \"yes\", not true or false"},
+      {[](nlohmann::json& m) { m["shape"]["qk_rope_head_dim"] = 0; },
+       ": field \"shape.qk_rope_head_dim\" is 0, expected a positive integer"},
+      {[&](nlohmann::json& m) {
+         m["shape"] = msa;
+         m["shape"]["index_dim"] = 64;
+       },
+       ": field \"shape.index_dim\" is 64: must be 128"},
+      {[&](nlohmann::json& m) {
+         m["shape"] = msa;
+         m["shape"].erase("index_dim");
+       },
+       ": required field \"shape.index_dim\" is missing"},
+      {[&](nlohmann::json& m) {
+         m["shape"] = msa;
+         m["shape"]["num_key_value_heads"] = "four";
+       },
+       ": field \"shape.num_key_value_heads\" is \"four\""},
+      {[](nlohmann::json& m) {
+         m["arch"] = {"gfx90a", 5};
+       },
+       ": field \"arch[1]\" is 5, not a string"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json m = good;
+    c.damage(m);
+    testing::TempDir::WriteFileAt(manifest, m.dump());
+    auto kc = KernelCache::Open(Options(cache, true));
+    ASSERT_FALSE(kc.ok()) << c.message;
+    EXPECT_TRUE(absl::IsInvalidArgument(kc.status())) << kc.status();
+    EXPECT_EQ(kc.status().message().rfind(manifest + c.message, 0), 0u) << c.message << "\n"
+                                                                        << kc.status();
+    EXPECT_EQ(kc.status().message().find("max_position_embeddings"), absl::string_view::npos);
+    EXPECT_EQ(kc.status().message().find("sparse_"), absl::string_view::npos) << kc.status();
+    EXPECT_EQ(*ReadFile(manifest), m.dump()) << "nothing written";
+  }
+  // A limit the model refuses names the manifest field that set it.
+  for (const auto& [field, message] : std::vector<std::pair<std::string, std::string>>{
+           {"tensor_parallel_size",
+            "(tensor_parallel_size from " + manifest + " limits.tensor_parallel_size)"},
+           {"decode_context_parallel_size", "--decode-context-parallel-size 3 (from " + manifest +
+                                                " limits.decode_context_parallel_size)"}}) {
+    nlohmann::json m = good;
+    m["limits"][field] = 3;
+    testing::TempDir::WriteFileAt(manifest, m.dump());
+    auto kc = KernelCache::Open(Options(cache, true));
+    ASSERT_FALSE(kc.ok()) << field;
+    EXPECT_NE(kc.status().message().find(message), absl::string_view::npos) << kc.status();
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(cache),
+                          std::filesystem::directory_iterator()),
+            1)
+      << "nothing but prewarm/ in the cache";
 }
 
 // A "family" that is not a string (any JSON a hostile manifest holds) is no family: the shape's
