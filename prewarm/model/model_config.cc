@@ -27,6 +27,33 @@ void MergeInto(json& base, const json& over) {
   for (auto it = over.begin(); it != over.end(); ++it) MergeInto(base[it.key()], it.value());
 }
 
+// `s` (an error of a field read from text_config) with the field named by its whole path in the
+// file: field "text_config.num_attention_heads", not "num_attention_heads" (issue 29 item 11).
+absl::Status InTextConfig(const absl::Status& s, std::string_view origin, std::string_view where) {
+  if (s.ok() || where.empty()) return s;
+  std::string message(s.message());
+  std::string prefix(where);
+  const std::string sparse = StrCat(origin, " sparse_attention_config: ");
+  std::string rest;
+  if (message.starts_with(sparse)) {
+    rest = message.substr(sparse.size());
+    prefix += "sparse_attention_config.";
+  } else if (message.starts_with(StrCat(origin, ": "))) {
+    rest = message.substr(origin.size() + 2);
+  } else {
+    return s;
+  }
+  for (const std::string_view field : {"field \"", "required field \""}) {
+    if (rest.starts_with(field)) {
+      return absl::Status(s.code(), StrCat(origin, ": ", field, prefix, rest.substr(field.size())));
+    }
+  }
+  if (message.starts_with(sparse)) {
+    return absl::Status(s.code(), StrCat(origin, " ", where, "sparse_attention_config: ", rest));
+  }
+  return s;
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_view origin,
@@ -85,14 +112,14 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
     if (use == sparse->end() || !use->get<bool>()) return m;  // dense GQA: no launchers of ours
     m.family = AttentionFamily::kMsa;
     m.family_reason = StrCat(where, "sparse_attention_config.use_sparse_attention true");
-    RETURN_IF_ERROR(ParseMsaFields(*j, *sparse, origin, m));
+    RETURN_IF_ERROR(InTextConfig(ParseMsaFields(*j, *sparse, origin, m), origin, where));
     return m;
   }
   m.family = AttentionFamily::kMla;
   m.family_reason = StrCat(where, "kv_lora_rank ", (*j)["kv_lora_rank"].dump());
   auto get = [&](std::string_view field, int64_t& out) -> absl::Status {
     absl::StatusOr<int64_t> v = PositiveInt(*j, field, origin);
-    if (!v.ok()) return v.status();
+    if (!v.ok()) return InTextConfig(v.status(), origin, where);
     out = *v;
     return absl::OkStatus();
   };

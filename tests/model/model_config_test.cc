@@ -69,6 +69,19 @@ TEST(ModelConfigTest, ReadsNestedTextConfig) {
       "nested.json");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->num_heads, 8);
+  // A bad field there is named by its path in the file (issue 29 item 11).
+  m = ParseModelConfig(
+      R"({"model_type":"wrapper","text_config":{"num_attention_heads":"a","kv_lora_rank":64}})",
+      "nested.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "nested.json: field \"text_config.num_attention_heads\" is \"a\", expected a "
+            "positive integer up to 2147483647");
+  m = ParseModelConfig(R"({"text_config":{"num_attention_heads":8,"kv_lora_rank":64}})",
+                       "nested.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "nested.json: required field \"text_config.qk_nope_head_dim\" is missing");
 }
 
 struct BadConfig {
