@@ -11,11 +11,14 @@
 //   pw_mma_load_b_nk(b, p, stride)  B[k][n] = p[n * stride + k]   (K stored by rows: Q · Kᵀ)
 //   pw_mma_load_b_kn(b, p, stride)  B[k][n] = p[k * stride + n]   (V stored by rows: P · V)
 //   pw_mma(c, a, b)                 c += a · b
+//   pw_mma2(c, a0, b0, a1, b1)      c += a0 · b0 + a1 · b1 (two k steps: one instruction on gfx950)
+//   pw_mma_k<n>(c, a, b)            c += a[0] · b[0] (+ a[1] · b[1]), n = pw_mma_ksteps(steps)
 //
 // `p` must be 16-byte aligned and `stride` (in bf16) a multiple of 8. Implementations, chosen at
 // compile time (PW_MMA_IMPL says which):
 //   PW_MMA_SYNC  NVIDIA sm_80+: two mma.sync.m16n8k16 bf16, operands through ldmatrix.
-//   PW_MMA_MFMA  AMD gfx90a, gfx942, gfx950: one v_mfma_f32_16x16x16bf16_1k.
+//   PW_MMA_MFMA  AMD gfx90a, gfx942, gfx950: one v_mfma_f32_16x16x16bf16_1k (gfx950's pw_mma2:
+//                one v_mfma_f32_16x16x32_bf16 for the two steps; elsewhere pw_mma2 is two pw_mma).
 //   PW_MMA_SIMT  everywhere else, or where the compile defines PW_FORCE_SIMT=1: FMAs reading the
 //                operands straight from shared memory (the fragments hold pointers).
 // The layout functions at the top are plain host/device code: the CPU test checks them against
@@ -71,6 +74,16 @@ PW_HD inline int pw_ldsm_b_kn_source(int lane) {
 // element `e` (0..3): A[lane % 16][4 * (lane / 16) + e], B[4 * (lane / 16) + e][lane % 16].
 PW_HD inline int pw_mfma_a_source(int lane, int e) { return (lane % 16) * 16 + 4 * (lane / 16) + e; }
 PW_HD inline int pw_mfma_b_source(int lane, int e) { return (4 * (lane / 16) + e) * 16 + lane % 16; }
+
+// MFMA bf16 16x16x32 (gfx950's v_mfma_f32_16x16x32_bf16, 8 bf16 of A and 8 of B a lane): the
+// FP8 16x16x32's map below, A[i][k] in lane i + 16 (k / 8), item k % 8, B[k][j] in lane
+// j + 16 (k / 8), item k % 8 (composable_kernel's mfma_type for mfma_f32_16x16x32bf16: 16 lanes
+// a block, 4 k blocks of 8). pw_mma2 hands it lane l's 4 items of step k0 then its 4 of step
+// k0 + 16 (A and B alike), so the instruction's k = 8 (l / 16) + item is the pair's k
+// pw_mma2_k(l, item) of the 32: a permutation of k shared by A and B, so the same sum.
+PW_HD inline int pw_mma2_k(int lane, int item) {
+  return 16 * (item / 4) + 4 * (lane / 16) + item % 4;
+}
 
 // ---- FP8: D[16][16] (f32) += A[16][32] (e4m3) · B[32][16] (e4m3), one 64-lane wavefront ----
 // AMD gfx942 and gfx950: v_mfma_f32_16x16x32_fp8_fp8, which reads the arch's own e4m3
@@ -192,6 +205,24 @@ PW_DEVICE_INLINE void pw_mma(PwMmaC& c, const PwMmaA& a, const PwMmaB& b) {
   c.v[3] = acc[3];
 }
 
+#if defined(__gfx950__)
+#define PW_MMA_PAIR 2
+typedef short pw_short8 __attribute__((ext_vector_type(8)));
+typedef __bf16 pw_bf16x8 __attribute__((ext_vector_type(8)));
+PW_DEVICE_INLINE void pw_mma2(PwMmaC& c, const PwMmaA& a0, const PwMmaB& b0, const PwMmaA& a1,
+                              const PwMmaB& b1) {
+  const pw_short8 a = __builtin_shufflevector(a0.r, a1.r, 0, 1, 2, 3, 4, 5, 6, 7);
+  const pw_short8 b = __builtin_shufflevector(b0.r, b1.r, 0, 1, 2, 3, 4, 5, 6, 7);
+  pw_float4 acc{c.v[0], c.v[1], c.v[2], c.v[3]};
+  acc = __builtin_amdgcn_mfma_f32_16x16x32_bf16(__builtin_bit_cast(pw_bf16x8, a),
+                                                __builtin_bit_cast(pw_bf16x8, b), acc, 0, 0, 0);
+  c.v[0] = acc[0];
+  c.v[1] = acc[1];
+  c.v[2] = acc[2];
+  c.v[3] = acc[3];
+}
+#endif
+
 #else  // PW_MMA_SIMT
 struct PwMmaA {
   const pw_u16* p;
@@ -225,6 +256,28 @@ PW_DEVICE_INLINE void pw_mma(PwMmaC& c, const PwMmaA& a, const PwMmaB& b) {
   }
 }
 #endif
+
+// Two k steps: one instruction where PW_MMA_PAIR is 2 (gfx950), else pw_mma twice in order.
+#ifndef PW_MMA_PAIR
+#define PW_MMA_PAIR 1
+PW_DEVICE_INLINE void pw_mma2(PwMmaC& c, const PwMmaA& a0, const PwMmaB& b0, const PwMmaA& a1,
+                              const PwMmaB& b1) {
+  pw_mma(c, a0, b0);
+  pw_mma(c, a1, b1);
+}
+#endif
+// A k loop of `steps` 16-wide steps takes pw_mma_ksteps(steps) of them an iteration (2 where
+// PW_MMA_PAIR is and `steps` is even, else 1: then the loop is the one-step loop it always was).
+PW_HD constexpr int pw_mma_ksteps(int steps) { return steps % PW_MMA_PAIR == 0 ? PW_MMA_PAIR : 1; }
+template <int N>
+PW_DEVICE_INLINE void pw_mma_k(PwMmaC& c, const PwMmaA (&a)[N], const PwMmaB (&b)[N]) {
+  static_assert(N == 1 || N == 2, "one or two k steps");
+  if constexpr (N == 2) {
+    pw_mma2(c, a[0], b[0], a[1], b[1]);
+  } else {
+    pw_mma(c, a[0], b[0]);
+  }
+}
 
 // ---- FP8 16x16x32, for this compile ----
 //   pw_mma8(d, a, b, scratch)   d += A · B, a and b this lane's 8 bytes (layouts above)

@@ -133,13 +133,17 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
       for (int n = 0; n < kPwDg.nt; ++n) {
         PwMmaC acc;
         pw_mma_zero(acc);
+        constexpr int ks = pw_mma_ksteps(PW_DI / 16);  // k steps an instruction (2 on gfx950)
 #pragma unroll
-        for (int kk = 0; kk < PW_DI / 16; ++kk) {
-          PwMmaA fa;
-          PwMmaB fb;
-          pw_mma_load_a(fa, kt + 16 * kk, kPwQRow);
-          pw_mma_load_b_nk(fb, qs + 16 * n * kPwQRow + 16 * kk, kPwQRow);
-          pw_mma(acc, fa, fb);
+        for (int kk = 0; kk < PW_DI / 16; kk += ks) {
+          PwMmaA fa[ks];
+          PwMmaB fb[ks];
+#pragma unroll
+          for (int h = 0; h < ks; ++h) {
+            pw_mma_load_a(fa[h], kt + 16 * (kk + h), kPwQRow);
+            pw_mma_load_b_nk(fb[h], qs + 16 * n * kPwQRow + 16 * (kk + h), kPwQRow);
+          }
+          pw_mma_k<ks>(acc, fa, fb);
         }
 #pragma unroll
         for (int e = 0; e < PW_MMA_ACC; ++e) {

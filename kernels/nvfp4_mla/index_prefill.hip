@@ -65,19 +65,25 @@ __device__ inline void pw_index_tile_gemm(const PwIndexSmem& sm, float g, int re
 #pragma unroll
     for (int n = 0; n < kPwIg.wn; ++n) pw_mma_zero(acc[m][n]);
   }
+  constexpr int ks = pw_mma_ksteps(PW_DI / 16);  // k steps an instruction (2 on gfx950)
 #pragma unroll
-  for (int kk = 0; kk < PW_DI / 16; ++kk) {
-    PwMmaA fa[2];
+  for (int kk = 0; kk < PW_DI / 16; kk += ks) {
+    PwMmaA fa[2][ks];
 #pragma unroll
-    for (int m = 0; m < 2; ++m)
-      pw_mma_load_a(fa[m], sm.k + (key0 + 16 * m) * kPwQRow + 16 * kk, kPwQRow);
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int h = 0; h < ks; ++h)
+        pw_mma_load_a(fa[m][h], sm.k + (key0 + 16 * m) * kPwQRow + 16 * (kk + h), kPwQRow);
+    }
 #pragma unroll
     for (int n = 0; n < kPwIg.wn; ++n) {
       if (!live[n]) continue;
-      PwMmaB fb;
-      pw_mma_load_b_nk(fb, sm.q + (qv0 + 16 * n) * kPwQRow + 16 * kk, kPwQRow);
+      PwMmaB fb[ks];
 #pragma unroll
-      for (int m = 0; m < 2; ++m) pw_mma(acc[m][n], fa[m], fb);
+      for (int h = 0; h < ks; ++h)
+        pw_mma_load_b_nk(fb[h], sm.q + (qv0 + 16 * n) * kPwQRow + 16 * (kk + h), kPwQRow);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) pw_mma_k<ks>(acc[m][n], fa[m], fb);
     }
   }
 #pragma unroll

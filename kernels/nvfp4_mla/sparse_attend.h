@@ -22,13 +22,17 @@ __device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2
     pw_mma_zero(c);
     const pw_u16* qa = sm.q + 16 * g * kPwRow;
     const pw_u16* kb = sm.k + 16 * kt * kPwRow;
+    constexpr int ks = pw_mma_ksteps(PW_DQ / 16);  // k steps an instruction (2 on gfx950)
 #pragma unroll 4
-    for (int kk = 0; kk < PW_DQ / 16; ++kk) {
-      PwMmaA fa;
-      PwMmaB fb;
-      pw_mma_load_a(fa, qa + 16 * kk, kPwRow);
-      pw_mma_load_b_nk(fb, kb + 16 * kk, kPwRow);
-      pw_mma(c, fa, fb);
+    for (int kk = 0; kk < PW_DQ / 16; kk += ks) {
+      PwMmaA fa[ks];
+      PwMmaB fb[ks];
+#pragma unroll
+      for (int h = 0; h < ks; ++h) {
+        pw_mma_load_a(fa[h], qa + 16 * (kk + h), kPwRow);
+        pw_mma_load_b_nk(fb[h], kb + 16 * (kk + h), kPwRow);
+      }
+      pw_mma_k<ks>(c, fa, fb);
     }
     float* s = sm.s + 16 * g * kPwSRow + 16 * kt;
 #if PW_MMA_IMPL == PW_MMA_SYNC

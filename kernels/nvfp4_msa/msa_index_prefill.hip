@@ -92,18 +92,23 @@ __device__ inline void pw_msa_index_tile(const PwMsaIndexSmem& sm, int req, int 
   PwMmaC acc[PW_MSA_BLOCK / 16];
 #pragma unroll
   for (int n = 0; n < PW_MSA_BLOCK / 16; ++n) pw_mma_zero(acc[n]);
-    // Each k step's fragments are all loaded before its multiplies (the loads are in flight
-    // together, not each waited for by its multiply).
+  // Each k step's fragments are all loaded before its multiplies (the loads are in flight
+  // together, not each waited for by its multiply).
+  constexpr int ks = pw_mma_ksteps(PW_DI / 16);  // k steps an instruction (2 on gfx950)
 #pragma unroll
-  for (int kk = 0; kk < PW_DI / 16; ++kk) {
-    PwMmaA fa;
-    PwMmaB fb[PW_MSA_BLOCK / 16];
-    pw_mma_load_a(fa, sm.q + qv0 * kPwRow + 16 * kk, kPwRow);
+  for (int kk = 0; kk < PW_DI / 16; kk += ks) {
+    PwMmaA fa[ks];
+    PwMmaB fb[PW_MSA_BLOCK / 16][ks];
 #pragma unroll
-    for (int n = 0; n < PW_MSA_BLOCK / 16; ++n)
-      pw_mma_load_b_nk(fb[n], sm.k + 16 * n * kPwRow + 16 * kk, kPwRow);
+    for (int h = 0; h < ks; ++h) pw_mma_load_a(fa[h], sm.q + qv0 * kPwRow + 16 * (kk + h), kPwRow);
 #pragma unroll
-    for (int n = 0; n < PW_MSA_BLOCK / 16; ++n) pw_mma(acc[n], fa, fb[n]);
+    for (int n = 0; n < PW_MSA_BLOCK / 16; ++n) {
+#pragma unroll
+      for (int h = 0; h < ks; ++h)
+        pw_mma_load_b_nk(fb[n][h], sm.k + 16 * n * kPwRow + 16 * (kk + h), kPwRow);
+    }
+#pragma unroll
+    for (int n = 0; n < PW_MSA_BLOCK / 16; ++n) pw_mma_k<ks>(acc[n], fa, fb[n]);
   }
   // Keys of the block a qvec's row sees (0 for rows of other requests or past the block's).
   float* red = sm.red + warp * 16 * kPwRed;

@@ -102,15 +102,19 @@ PW_DEVICE_INLINE void pw_msa_chunk(const pw_u16* qa, const pw_u16* kb, const pw_
   PwMmaC s[n_tiles];
 #pragma unroll
   for (int nt = 0; nt < n_tiles; ++nt) pw_mma_zero(s[nt]);
+  constexpr int ks = pw_mma_ksteps(PW_MSA_D / 16);  // k steps an instruction (2 on gfx950)
 #pragma unroll 1
-  for (int kk = 0; kk < PW_MSA_D / 16; ++kk) {
-    PwMmaA fa;
-    pw_mma_load_a(fa, qa + 16 * kk, kPwMsaRow);
+  for (int kk = 0; kk < PW_MSA_D / 16; kk += ks) {
+    PwMmaA fa[ks];
+#pragma unroll
+    for (int h = 0; h < ks; ++h) pw_mma_load_a(fa[h], qa + 16 * (kk + h), kPwMsaRow);
 #pragma unroll
     for (int nt = 0; nt < n_tiles; ++nt) {
-      PwMmaB fb;
-      pw_mma_load_b_nk(fb, kb + (c0 + 16 * nt) * kPwMsaRow + 16 * kk, kPwMsaRow);
-      pw_mma(s[nt], fa, fb);
+      PwMmaB fb[ks];
+#pragma unroll
+      for (int h = 0; h < ks; ++h)
+        pw_mma_load_b_nk(fb[h], kb + (c0 + 16 * nt) * kPwMsaRow + 16 * (kk + h), kPwMsaRow);
+      pw_mma_k<ks>(s[nt], fa, fb);
     }
   }
   pw_msa_softmax<n_tiles>(s, s, lim, c0, scale_log2, st);

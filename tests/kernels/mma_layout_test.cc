@@ -1,7 +1,8 @@
 // kernels/common/mma.h and nvfp4_mla/sparse_geometry.h on the host: the fragment layouts our
 // loaders produce, checked against the layouts the vendors document (written out here from the
-// PTX ISA's mma.m16n8k16 and ldmatrix sections and AMD's v_mfma_f32_16x16x16bf16_1k and
-// v_mfma_f32_16x16x32_fp8_fp8 tables), and fp8_bmm's MFMA operand plan run through a model of
+// PTX ISA's mma.m16n8k16 and ldmatrix sections and AMD's v_mfma_f32_16x16x16bf16_1k,
+// v_mfma_f32_16x16x32_fp8_fp8 and v_mfma_f32_16x16x32_bf16 tables; pw_mma2's pairing of two
+// 16x16x16 steps into one 16x16x32), and fp8_bmm's MFMA operand plan run through a model of
 // the instruction, so a wrong lane mapping fails here rather than as a numerical error on one
 // vendor's GPU; the packed E2M1 decoding; and the launch geometry for every arch we know.
 #include <cmath>
@@ -142,6 +143,94 @@ TEST(MmaLayoutTest, MfmaFp8LayoutsMatchAmdsTables) {
       EXPECT_EQ(pw_mma_c_col_of(PW_MMA_MFMA, 64, lane, e), pw_mfma8_row(lane));
       EXPECT_EQ(pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, e),
                 pw_mma_c_row_of(PW_MMA_MFMA, 64, lane, 0) + e);
+    }
+  }
+}
+
+double Bf16Value(pw_u32 bits16);
+
+// ---- AMD bf16 16x16x32 (gfx950's v_mfma_f32_16x16x32_bf16, wave64; the Matrix Instruction
+// Calculator has no CDNA4, so from composable_kernel's mfma_type<mfma_f32_16x16x32bf16>: 16
+// lanes a block, 4 k blocks of 8, k-reduction) ----
+// A[i][k]: lane = i + 16 * (k / 8), item k % 8.  B[k][j]: lane = j + 16 * (k / 8), item k % 8.
+// D as the 16x16x16's.
+std::pair<int, int> Mfma32Lane(int i, int k) { return {i + 16 * (k / 8), k % 8}; }
+
+TEST(MmaLayoutTest, MfmaBf16x32LayoutAndMma2Pairing) {
+  std::set<int> seen, pair_k[64];
+  for (int i = 0; i < 16; ++i) {
+    for (int k = 0; k < 32; ++k) {
+      const auto [lane, item] = Mfma32Lane(i, k);
+      // The same map as the FP8 16x16x32's (one byte there, one bf16 here).
+      EXPECT_EQ(pw_mfma8_row(lane), i);
+      EXPECT_EQ(pw_mfma8_k(lane, item), k);
+      seen.insert(lane * 8 + item);
+    }
+  }
+  EXPECT_EQ(seen.size(), 512u);
+  // pw_mma2's items: 0-3 the lane's items of the first 16x16x16 step (k 4 (l / 16) + e), 4-7 of
+  // the second (16 more). A permutation of the 32 k, a function of the lane's k block only, so the
+  // same for A (row i) and B (column j).
+  for (int lane = 0; lane < 64; ++lane) {
+    for (int item = 0; item < 8; ++item) {
+      const int k = pw_mma2_k(lane, item);
+      const int step = item / 4, e = item % 4;
+      EXPECT_EQ(pw_mfma_a_source(lane, e), (lane % 16) * 16 + (k - 16 * step));
+      EXPECT_EQ(pw_mfma_b_source(lane, e), (k - 16 * step) * 16 + lane % 16);
+      pair_k[lane % 16].insert(k);
+    }
+  }
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(pair_k[i].size(), 32u);
+}
+
+// pw_mma2 on gfx950 run through models of the instructions written from AMD's tables: the
+// 16x16x32 fed (step 0's 4 bf16, then step 1's) for A and B equals two 16x16x16 steps, for
+// random bf16 data. The sums are the same 32 products in another order: equal to rounding.
+TEST(MmaLayoutTest, Mma2PairEqualsTwo16x16x16Steps) {
+  std::mt19937 rng(32);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int trial = 0; trial < 8; ++trial) {
+    pw_u16 a[16][32], b[32][16];  // A[i][k], B[k][j] of the whole 32-deep product
+    for (int r = 0; r < 16; ++r) {
+      for (int k = 0; k < 32; ++k) {
+        a[r][k] = pw_float_to_bf16(dist(rng));
+        b[k][r] = pw_float_to_bf16(dist(rng));
+      }
+    }
+    // Registers as the loaders fill them for steps 0 (k 0-15) and 1 (k 16-31): AMD's 16x16x16
+    // table, A[i][k] in lane i + 16 (k / 4), item k % 4.
+    pw_u16 ra[2][64][4], rb[2][64][4];
+    for (int step = 0; step < 2; ++step) {
+      for (int lane = 0; lane < 64; ++lane) {
+        for (int e = 0; e < 4; ++e) {
+          const int sa = pw_mfma_a_source(lane, e), sb = pw_mfma_b_source(lane, e);
+          ra[step][lane][e] = a[sa / 16][16 * step + sa % 16];
+          rb[step][lane][e] = b[16 * step + sb / 16][sb % 16];
+        }
+      }
+    }
+    // Two 16x16x16 (AMD's table) against one 16x16x32 (AMD's table) on the concatenation.
+    double two[16][16] = {}, one[16][16] = {};
+    for (int i = 0; i < 16; ++i) {
+      for (int j = 0; j < 16; ++j) {
+        for (int step = 0; step < 2; ++step) {
+          for (int k = 0; k < 16; ++k) {
+            two[i][j] += Bf16Value(ra[step][i + 16 * (k / 4)][k % 4]) *
+                         Bf16Value(rb[step][j + 16 * (k / 4)][k % 4]);
+          }
+        }
+        for (int k = 0; k < 32; ++k) {
+          const auto [la, item] = Mfma32Lane(i, k);
+          const int lb = Mfma32Lane(j, k).first;
+          const pw_u16 av = item < 4 ? ra[0][la][item] : ra[1][la][item - 4];
+          const pw_u16 bv = item < 4 ? rb[0][lb][item] : rb[1][lb][item - 4];
+          one[i][j] += Bf16Value(av) * Bf16Value(bv);
+        }
+        double want = 0;
+        for (int k = 0; k < 32; ++k) want += Bf16Value(a[i][k]) * Bf16Value(b[k][j]);
+        EXPECT_NEAR(two[i][j], want, 1e-9) << i << " " << j;
+        EXPECT_NEAR(one[i][j], want, 1e-9) << i << " " << j;
+      }
     }
   }
 }

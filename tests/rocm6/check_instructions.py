@@ -20,11 +20,12 @@ import subprocess
 import sys
 
 BF16 = "v_mfma_f32_16x16x16_bf16"  # common/mma.h's PW_MMA_MFMA
+BF16X32 = "v_mfma_f32_16x16x32_bf16"  # its pw_mma2 on gfx950: two k steps in one instruction
 FP8 = "v_mfma_f32_16x16x32_fp8_fp8"  # fp8_bmm's MFMA path (e4m3fnuz on gfx942, e4m3fn on gfx950)
 NONE = frozenset()
 
 # launcher -> {kernel: MFMA mnemonics it must use, all of them and no other}; "*" any kernel of
-# the launcher not named. The same on gfx942 and gfx950.
+# the launcher not named. gfx942's; gfx950's differ where GFX950 says.
 EXPECT = {
     "fp8_bmm": {"pw_fp8_bmm": {FP8}},
     "norm_rope_insert": {"*": NONE},
@@ -41,6 +42,18 @@ EXPECT = {
     "msa_topk_decode": {"*": NONE},
     "msa_sparse_prefill": {"*": {BF16}},
     "msa_sparse_decode": {"pw_msa_sparse_decode": {BF16}, "*": NONE},
+}
+# gfx950: the k loops over the head or index dim (S = Q K^T, the index scores) take two k steps
+# an instruction (pw_mma2: v_mfma_f32_16x16x32_bf16); the P V loops (k the keys) keep the
+# 16x16x16. The index kernels have no P V: the 16x16x32 only.
+GFX950 = {
+    "index_prefill": {"pw_index_prefill": {BF16X32}},
+    "index_decode": {"pw_index_decode": {BF16X32}},
+    "sparse_prefill": {"pw_sparse_prefill": {BF16, BF16X32}},
+    "sparse_decode": {"pw_sparse_decode": {BF16, BF16X32}, "pw_sparse_decode_combine": NONE},
+    "msa_index_prefill": {"*": {BF16X32}},
+    "msa_sparse_prefill": {"*": {BF16, BF16X32}},
+    "msa_sparse_decode": {"pw_msa_sparse_decode": {BF16, BF16X32}, "*": NONE},
 }
 ARCHS = ("gfx942", "gfx950")
 LDS_PER_CU = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
@@ -133,7 +146,7 @@ def main():
     for k, arch, name in keys:
         what = f'{k["launcher"]} {k["key"]}'
         kernels = mix(os.path.join(work, name + ".s"))
-        expect = EXPECT.get(k["launcher"])
+        expect = (GFX950 if arch == "gfx950" else {}).get(k["launcher"], EXPECT.get(k["launcher"]))
         if expect is None:
             problems.append(f"{what}: no expected matrix instructions for launcher {k['launcher']}")
             continue

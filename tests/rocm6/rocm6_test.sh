@@ -8,7 +8,8 @@
 # limit; and LLVM's objdump from the same root disassembles every gfx942 and gfx950 key
 # (check_instructions.py): each kernel uses exactly the matrix instructions its launcher is
 # designed to use (fp8_bmm v_mfma_f32_16x16x32_fp8_fp8, the sparse attention and index kernels
-# v_mfma_f32_16x16x16_bf16, the others none), so a silent fall back to SIMT fails; the
+# v_mfma_f32_16x16x16_bf16, on gfx950 v_mfma_f32_16x16x32_bf16 for their k loops over the head
+# or index dim, the others none), so a silent fall back to SIMT fails; the
 # instruction mix of each run is left in WORK_DIR/mix-N.tsv. Exit 77 (skipped) when the root
 # cannot be made here (rocm6_root.sh says why).
 #   rocm6_test.sh SOURCE_DIR PREWARM_BINARY WORK_DIR
