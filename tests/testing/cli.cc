@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "gtest/gtest.h"
 
@@ -9,9 +10,31 @@ extern char** environ;
 
 namespace prewarm::testing {
 
+// HOME for the binary: an empty directory of this test process's own (made on first use, removed
+// at exit), so that a command without --cache-dir reads no cache the machine's user left under
+// ~/.cache/prewarm (replay and verify take their arch from that cache's manifest).
+const std::string& TestHome() {
+  struct Home {
+    std::string path;
+    Home() {
+      const char* tmp = std::getenv("TMPDIR");
+      std::string templ =
+          std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/prewarm-test-home-XXXXXX";
+      path = ::mkdtemp(templ.data()) != nullptr ? templ : "/nonexistent/prewarm-test-home";
+    }
+    ~Home() {
+      std::error_code ec;
+      if (path.rfind("/nonexistent", 0) != 0) std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Home home;
+  return home.path;
+}
+
 SubprocessOptions PrewarmSubprocessOptions(
     const std::vector<std::pair<std::string, std::optional<std::string>>>& env) {
   SubprocessOptions options;
+  options.env.emplace_back("HOME", TestHome());
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::strncmp(*e, "PREWARM_", 8) == 0) {
       const char* eq = std::strchr(*e, '=');
