@@ -17,7 +17,8 @@ MiniMax-M3 runs the msa_* launchers (_msa.py); the other family's are an Invalid
 saying why.
 
 Importing this module needs neither torch nor a GPU; opening a Runtime needs the library
-(libprewarm_runtime.so) and, unless device=-1, a GPU.
+(libprewarm_runtime.so) and, unless device=-1, a GPU. With torch >= 2.4, `prewarm_runtime.ops`
+has every launcher as a custom op (torch.ops.prewarm.*) for torch.compile and CUDA graphs.
 """
 
 import ctypes
@@ -25,7 +26,7 @@ import json
 import os
 import stat
 
-from . import _errors, _lib
+from . import _errors, _lib, _registry
 from ._errors import (InvalidArgumentError, MissError, NoCompilerError, NoGpuError,
                       PrewarmError)
 from ._msa import MsaLaunchers
@@ -172,6 +173,8 @@ class Runtime(MsaLaunchers):
         self._lib = lib
         self._h = handle
         self.device = int(device)
+        #: The int the prewarm:: custom ops (prewarm_runtime.ops) carry to find this runtime.
+        self.op_id = _registry.register(self)
         n = lib.prewarm_runtime_info(self._h, None, 0)
         buf = ctypes.create_string_buffer(n + 1)
         lib.prewarm_runtime_info(self._h, buf, len(buf))
@@ -190,6 +193,8 @@ class Runtime(MsaLaunchers):
 
     # ---- lifetime -------------------------------------------------------------------------
     def close(self):
+        if getattr(self, "op_id", None):
+            _registry.unregister(self.op_id)
         if getattr(self, "_h", None):
             self._lib.prewarm_runtime_close(self._h)
             self._h = None
