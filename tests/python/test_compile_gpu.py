@@ -287,7 +287,8 @@ def test_zz_a_strict_miss_inside_a_compiled_or_captured_step_raises_and_compiles
     meta = model.meta(decode([10, 20, 30, 40]))
     h = model._randn(4, 128)
     dev_meta = tuple(t.to(DEV) for t in meta[:4]) + meta[4:]
-    with pytest.raises(prewarm_runtime.MissError, match=r"^fp8_bmm: strict: fp8_bmm key arch=sm_\d+,.* is not in /"):
+    miss = r"^fp8_bmm: strict: fp8_bmm key arch=sm_\d+,.* is not in /"
+    with pytest.raises(prewarm_runtime.MissError, match=miss):
         step(h, *dev_meta)
     graph = torch.cuda.CUDAGraph()
     with pytest.raises(Exception) as e:
