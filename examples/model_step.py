@@ -340,7 +340,8 @@ def serve(a):
     configure(torch)
     warm = a.mode == "warm"
     rt = prewarm_runtime.Runtime(a.cache_dir, strict=warm, model_config=a.model_config,
-                                 kv_cache_dtype="nvfp4", tensor_parallel_size=a.tensor_parallel_size)
+                                 kv_cache_dtype="nvfp4",
+                                 tensor_parallel_size=a.tensor_parallel_size)
     if warm:
         rt.preload()
     budget = rt.info["limits"]["max_num_batched_tokens"]
