@@ -76,6 +76,28 @@ __device__ inline void pw_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
+// Named barriers (ids 1..15; 0 is __syncthreads'): arrive counts `threads` (a multiple of the
+// warp) without waiting, sync waits until that many have arrived or synced. A producer arrives
+// where its consumers sync and the other way round, so each side waits only for the other.
+__device__ inline void pw_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ inline void pw_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// A warpgroup's registers a thread from here on (a multiple of 8, 24 to 256): a producer gives
+// registers back (dec) so that its consumers can take them (inc); every thread of the warpgroup
+// runs it.
+template <int N>
+__device__ inline void pw_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ inline void pw_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
 // d (+)= a · b: m64n128k32, e4m3 A from registers and B through `desc`, f32 accumulators;
 // accumulate = 0 overwrites d.
 __device__ inline void pw_wgmma_m64n128k32_e4m3(float (&d)[64], const pw_u32 (&a)[4], pw_u64 desc,

@@ -26,7 +26,7 @@ PW_DEVICE_INLINE void pw_msa_lanes_reduce(float* v) {
 }
 
 // A warp's running state: O (16 rows x D), and at each representative its row's max (log2
-// units) and sum.
+// units) and sum; the sum is the lane's own share of its row's until pw_msa_finish.
 struct PwMsaState {
   PwMmaC o[PW_MSA_D / 16];
   float m[PW_MMA_ACC], l[PW_MMA_ACC];
@@ -36,6 +36,8 @@ struct PwMsaState {
 // n_tiles) of a 16-row tile, unscaled): masks the keys each row may not see (lim[rep(e)]: how
 // many keys of the slice element e's row sees), rescales O and the running sums, and leaves the
 // probabilities in p (which may be s: the warpgroup path keeps S for the tensor cores alone).
+// The scale (positive: the C ABI refuses others) is applied inside the exponent's FMA, and the
+// max taken over the unscaled scores.
 template <int n_tiles>
 PW_DEVICE_INLINE void pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_tiles],
                                      const int* lim, int c0, float scale_log2, PwMsaState& st) {
@@ -50,7 +52,7 @@ PW_DEVICE_INLINE void pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
 #pragma unroll
     for (int nt = 0; nt < n_tiles; ++nt) {
       const int col = c0 + 16 * nt + pw_mma_c_col(lane, e);
-      const float x = col < lim[r] ? s[nt].v[e] * scale_log2 : ninf;
+      const float x = col < lim[r] ? s[nt].v[e] : ninf;
       p[nt].v[e] = x;
       mx[r] = fmaxf(mx[r], x);
     }
@@ -61,7 +63,7 @@ PW_DEVICE_INLINE void pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     if (pw_msa_rep(e) != e) continue;
-    const float m_new = fmaxf(st.m[e], mx[e]);
+    const float m_new = fmaxf(st.m[e], mx[e] * scale_log2);
     same = same && m_new == st.m[e];
     alpha[e] = m_new == ninf ? 1.0f : pw_exp2_fast(st.m[e] - m_new);
     st.m[e] = m_new;
@@ -80,17 +82,19 @@ PW_DEVICE_INLINE void pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
     const bool none = st.m[r] == ninf;
 #pragma unroll
     for (int nt = 0; nt < n_tiles; ++nt) {
-      const float x = none ? 0.0f : pw_exp2_fast(p[nt].v[e] - st.m[r]);
+      const float x = none ? 0.0f : pw_exp2_fast(fmaf(p[nt].v[e], scale_log2, -st.m[r]));
       p[nt].v[e] = x;
       sum[r] += x;
     }
   }
-  pw_msa_lanes_reduce<false>(sum);
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     if (pw_msa_rep(e) == e) st.l[e] = st.l[e] * alpha[e] + sum[e];
   }
 }
+
+// After the last chunk: each row's sum over the lanes that share it.
+PW_DEVICE_INLINE void pw_msa_finish(PwMsaState& st) { pw_msa_lanes_reduce<false>(st.l); }
 
 // One chunk of warp_keys keys, [c0, c0 + warp_keys) of the warp's slice: lim[rep(e)] is how many
 // keys of the slice element e's row may see (0: none).
@@ -168,108 +172,140 @@ struct PwMsaOut {
   int split;
 };
 
-#ifndef PW_MSA_WG_OVERLAP
-#define PW_MSA_WG_OVERLAP 0
-#endif
-
 #if PW_MSA_WG_BUILD
-// The tile loop of the warpgroup path (kPwMsaWg: NVIDIA sm_90a, rounds 1, whole warpgroups of
-// m tiles): each warpgroup multiplies its 64 (row, head) pairs by a whole 64-key tile a step.
-// S = Q K^T is 8 wgmma m64n64k16 (Q's fragments in registers for the whole block, K from the
-// wgmma-layout tile), the online softmax is the mma.sync path's (the accumulators are laid out as
-// m16n8 tiles side by side, each warp its 16 rows), and O += P V is 4 wgmma m64n128k16 with P
-// from registers and V read N-major from the same layout. PW_MSA_WG_OVERLAP=1 (an A/B) leaves
-// P V running while the next tile is dequantized into the other K and V buffers, the next S
-// waiting for it; ptxas then serializes the wgmmas (C7515: it sees the softmax write registers
-// inside a pipeline stage), so by default each tile waits for its P V.
-PW_DEVICE_INLINE void pw_msa_loop_wg(const PwMsaArgs& a, const PwMsaSmem& sm, unsigned char* smem,
-                                     int g, int row0, int count, int split, int tiles,
-                                     const int* vis, const unsigned* bit, const pw_u16* qa,
-                                     float scale_log2, PwMsaState& st) {
-  constexpr int tb = pw_msa_wg_tile_bytes(kPwMg.slice_keys, PW_MSA_D);
+// The warpgroup path (kPwMsaWg: NVIDIA sm_90a, rounds 1; pw_msa_wg_layout): the lead (producer)
+// warpgroups produce 64-key tiles, the consumer warpgroups after them multiply them. Named
+// barriers: tile stage s is full (1 + s) once the producers have dequantized it, and empty
+// (1 + W + s) once every consumer is done with it; the producers' own warps meet at 1 + 2 W.
+// PW_MSA_WG_W (2 .. the geometry's) uses fewer tile stages, for A/B runs.
+constexpr int kPwMsaWgStages = kPwMsaWg ? kPwMg.wg_stages : 1;  // 1: never used (rounds 2)
+#if defined(PW_MSA_WG_W)
+constexpr int kPwMsaWgW =
+    PW_MSA_WG_W >= 2 && PW_MSA_WG_W <= kPwMsaWgStages ? PW_MSA_WG_W : kPwMsaWgStages;
+#else
+constexpr int kPwMsaWgW = kPwMsaWgStages;
+#endif
+constexpr int kPwMsaWgTile = pw_msa_wg_tile_bytes(kPwMg.slice_keys, PW_MSA_D);
+// Diagnostics for A/B runs only (wrong results): PW_MSA_WG_DIAG 1 skips the dequant, 2 the
+// softmax, 3 every consumer's work.
+#ifndef PW_MSA_WG_DIAG
+#define PW_MSA_WG_DIAG 0
+#endif
+constexpr int kPwMsaProducer = (kPwMsaWg ? kPwMg.lead_warps : 4) * PW_WARP;  // producer threads
+// The consumers' registers a thread: what the register file (64K) leaves them once the producer
+// has given back all but PW_MSA_WG_PRODUCER_REGS of its own, in steps of 8.
+constexpr int kPwMsaConsumerRegs = kPwMsaWg ? (65536 - kPwMsaProducer * PW_MSA_WG_PRODUCER_REGS) /
+                                                  (kPwMg.threads - kPwMsaProducer) / 8 * 8
+                                            : 256;
+static_assert(!kPwMsaWg || kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
+                               kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0 &&
+                               kPwMg.lead_warps % 4 == 0 && 2 + 2 * kPwMsaWgW <= 16,
+              "the warpgroup path takes staged 64-key tiles, one slice, whole warpgroups");
+PW_DEVICE_INLINE int pw_msa_bar_full(int s) { return 1 + s; }
+PW_DEVICE_INLINE int pw_msa_bar_empty(int s) { return 1 + kPwMsaWgW + s; }
+constexpr int kPwMsaBarProducer = 1 + 2 * kPwMsaWgW;
+
+// A producer thread: tile t's raw bytes land in raw buffer t % stages (loaded stages - 1
+// tiles ahead), then become K and V in tile stage t % W once the consumers have emptied it.
+PW_DEVICE_INLINE void pw_msa_wg_produce(const PwMsaArgs& a, const PwMsaSmem& sm,
+                                        unsigned char* smem, int g, int count, int tiles) {
   constexpr int stages = kPwMsaStages;
-  static_assert(!kPwMsaWg || kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
-                                 kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0,
-                "the warpgroup path takes staged 64-key tiles, one slice, whole warpgroups");
-  const int wgi = threadIdx.x / (4 * PW_WARP);
-  const int r0 = 64 * wgi / kPwMg.head_block, r1 = (64 * wgi + 63) / kPwMg.head_block;
-  PwMmaA qf[PW_MSA_D / 16];
-  pw_u32 pf[4][4];  // P of the last tile, which its P V reads until the next wait
-  float(&o)[64] = *reinterpret_cast<float(*)[64]>(&st.o[0].v[0]);
-  (void)g;
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int s = 0; s + 1 < stages; ++s) {
+    if (s < tiles) pw_msa_stage(a, sm, g, s, count, 0, s, tid, kPwMsaProducer);
+    pw_msa_async_commit();
+  }
   for (int t = 0; t < tiles; ++t) {
     pw_msa_async_wait_pending<stages - 2>();
-    __syncthreads();  // tile t's raw bytes are in; every warp is done with buffer t % 2's S
+    // Every producer thread's copies of tile t are in, and its dequant of tile t - 1 is done
+    // (the buffer the next copy goes into).
+    pw_bar_sync(kPwMsaBarProducer, kPwMsaProducer);
     const int next = t + stages - 1;
-    if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, split, next);
+    if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, 0, next, tid, kPwMsaProducer);
     pw_msa_async_commit();
-    unsigned char* kt = smem + kPwMg.wg_offset + (t % 2) * 2 * tb;
-    unsigned char* vt = kt + tb;
-    pw_msa_dequant_wg(a, sm, t % stages, count, split, t, kt, vt);
-    pw_fence_proxy_async();
-    __syncthreads();
-    if (t == 0) {
+    if (t >= kPwMsaWgW) pw_bar_sync(pw_msa_bar_empty(t % kPwMsaWgW), kPwMg.threads);
+    unsigned char* kt = smem + kPwMg.wg_offset + (t % kPwMsaWgW) * 2 * kPwMsaWgTile;
+#if PW_MSA_WG_DIAG != 1
+    pw_msa_dequant_wg<kPwMsaProducer>(a, sm, t % stages, count, 0, t, kt, kt + kPwMsaWgTile, tid);
+#endif
+    pw_fence_proxy_async();  // the writes, for the tensor cores' reads
+    pw_bar_arrive(pw_msa_bar_full(t % kPwMsaWgW), kPwMg.threads);
+  }
+  // The consumers' last W tiles: every barrier phase that was begun completes.
+  for (int t = tiles > kPwMsaWgW ? tiles - kPwMsaWgW : 0; t < tiles; ++t)
+    pw_bar_sync(pw_msa_bar_empty(t % kPwMsaWgW), kPwMg.threads);
+  pw_msa_async_wait();
+}
+
+// A consumer warpgroup: its 64 (row, head) pairs by each whole 64-key tile. S = Q K^T is 8 wgmma
+// m64n64k16 (Q's fragments in registers for the whole block, K from the tile), the online
+// softmax is the mma.sync path's (the accumulators are laid out as m16n8 tiles side by side,
+// each warp its 16 rows), and O += P V is 4 wgmma m64n128k16 with P from registers and V read
+// N-major from the same layout. While one warpgroup runs its softmax the other's multiplies keep
+// the tensor cores busy.
+PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem, int row0,
+                                        int rows, int count, int tiles, const int* vis,
+                                        const unsigned* bit, const pw_u16* qa, float scale_log2,
+                                        PwMsaState& st) {
+  const int wgi = (threadIdx.x - kPwMsaProducer) / (4 * PW_WARP);
+  const int r0 = 64 * wgi / kPwMg.head_block, r1 = (64 * wgi + 63) / kPwMg.head_block;
+  PwMmaA qf[PW_MSA_D / 16];
 #pragma unroll
-      for (int kk = 0; kk < PW_MSA_D / 16; ++kk) pw_mma_load_a(qf[kk], qa + 16 * kk, kPwMsaRow);
-    }
-    const int u = pw_msa_subtile(0, t, count, split);
-    if (u < 0) continue;
-    const int ent = u / kPwMsaSubtiles;
+  for (int kk = 0; kk < PW_MSA_D / 16; ++kk) pw_mma_load_a(qf[kk], qa + 16 * kk, kPwMsaRow);
+  float(&o)[64] = *reinterpret_cast<float(*)[64]>(&st.o[0].v[0]);
+  for (int t = 0; t < tiles; ++t) {
+    const int stage = t % kPwMsaWgW;
+    pw_bar_sync(pw_msa_bar_full(stage), kPwMg.threads);
+    const unsigned char* kt = smem + kPwMg.wg_offset + stage * 2 * kPwMsaWgTile;
+    const unsigned char* vt = kt + kPwMsaWgTile;
+    const int u = pw_msa_subtile(0, t, count, 0);
+    const int ent = u < 0 ? 0 : u / kPwMsaSubtiles;
     const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
     const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
     // The same answer in every warp of the warpgroup: does any of its rows see these keys?
     bool sees = false;
-    for (int r = r0; r <= r1; ++r) {
-      sees =
-          sees || (r < kPwMg.rows && row0 + r < a.rows && ((mask >> r) & 1u) && sm.vis[r] > base);
-    }
-    if (!sees) {
-      // Buffer t % 2 is next written at tile t + 2: this warpgroup's P V of an earlier tile
-      // must be done by then, and it waits for it at no tile it skips.
+    for (int r = r0; r <= r1 && u >= 0; ++r)
+      sees = sees || (r < kPwMg.rows && row0 + r < rows && ((mask >> r) & 1u) && sm.vis[r] > base);
+    if (sees && PW_MSA_WG_DIAG != 3) {
+      int lim[PW_MMA_ACC];
+#pragma unroll
+      for (int e = 0; e < PW_MMA_ACC; ++e) {
+        if (pw_msa_rep(e) == e) lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
+      }
+      PwMmaC s[4];
+      float(&sf)[32] = *reinterpret_cast<float(*)[32]>(&s[0].v[0]);
+      pw_wgmma_fence();
+      pw_wgmma_m64n64k16_bf16<false>(sf, qf[0].r, pw_wgmma_desc(kt, 128, kPwMsaWgKeyGroup));
+#pragma unroll
+      for (int kk = 1; kk < PW_MSA_D / 16; ++kk)
+        pw_wgmma_m64n64k16_bf16<true>(sf, qf[kk].r,
+                                      pw_wgmma_desc(kt + 256 * kk, 128, kPwMsaWgKeyGroup));
+      pw_wgmma_commit();
+      pw_wgmma_wait<0>();
+      pw_wgmma_hold(sf);
+      pw_wgmma_hold(o);
+#if PW_MSA_WG_DIAG != 2
+      pw_msa_softmax<4>(s, s, lim, 0, scale_log2, st);
+#endif
+      pw_u32 pf[4][4];
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) pf[kk][i] = pw_pack_bf16x2(s[kk].v[2 * i], s[kk].v[2 * i + 1]);
+      }
+      pw_wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        pw_wgmma_m64n128k16_bf16_bt(
+            o, pf[kk], pw_wgmma_desc(vt + 2 * kPwMsaWgKeyGroup * kk, kPwMsaWgKeyGroup, 128), 1);
+      pw_wgmma_commit();
       pw_wgmma_wait<0>();
       pw_wgmma_hold(o);
       pw_wgmma_hold(pf);
-      continue;
     }
-    int lim[PW_MMA_ACC];
-#pragma unroll
-    for (int e = 0; e < PW_MMA_ACC; ++e) {
-      if (pw_msa_rep(e) == e) lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
-    }
-    PwMmaC s[4];
-    float(&sf)[32] = *reinterpret_cast<float(*)[32]>(&s[0].v[0]);
-    pw_wgmma_fence();
-    pw_wgmma_m64n64k16_bf16<false>(sf, qf[0].r, pw_wgmma_desc(kt, 128, kPwMsaWgKeyGroup));
-#pragma unroll
-    for (int kk = 1; kk < PW_MSA_D / 16; ++kk)
-      pw_wgmma_m64n64k16_bf16<true>(sf, qf[kk].r,
-                                    pw_wgmma_desc(kt + 256 * kk, 128, kPwMsaWgKeyGroup));
-    pw_wgmma_commit();
-    pw_wgmma_wait<0>();  // S, and the last tile's P V
-    pw_wgmma_hold(sf);
-    pw_wgmma_hold(o);
-    pw_wgmma_hold(pf);
-    pw_msa_softmax<4>(s, s, lim, 0, scale_log2, st);
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) pf[kk][i] = pw_pack_bf16x2(s[kk].v[2 * i], s[kk].v[2 * i + 1]);
-    }
-    pw_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      pw_wgmma_m64n128k16_bf16_bt(
-          o, pf[kk], pw_wgmma_desc(vt + 2 * kPwMsaWgKeyGroup * kk, kPwMsaWgKeyGroup, 128), 1);
-    pw_wgmma_commit();
-#if !PW_MSA_WG_OVERLAP
-    pw_wgmma_wait<0>();
-    pw_wgmma_hold(o);
-    pw_wgmma_hold(pf);
-#endif
+    pw_bar_arrive(pw_msa_bar_empty(stage), kPwMg.threads);
   }
-  pw_wgmma_wait<0>();
-  pw_wgmma_hold(o);
-  pw_wgmma_hold(pf);
 }
 #endif
 
@@ -281,11 +317,26 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
   const PwMsaSmem sm = pw_msa_smem(pw_msa_shared);
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  const int mi = warp % kPwMg.m_tiles, kj = warp / kPwMg.m_tiles;
+  // The lead warps (the warpgroup path's producer) only load and dequantize.
+  const int cw = warp - kPwMg.lead_warps;
+  const int mi = cw < 0 ? 0 : cw % kPwMg.m_tiles, kj = cw < 0 ? 0 : cw / kPwMg.m_tiles;
   pw_msa_load_q(a, sm, row0, head0);
   const int count = pw_msa_build_list(a, sm, row0, g);
 
   const int tiles = pw_msa_tiles(count, out.split);
+#if PW_MSA_WG_BUILD
+  if constexpr (kPwMsaWg) {
+    pw_msa_async_commit();  // Q, in for every consumer before the roles part
+    pw_msa_async_wait();
+    __syncthreads();
+    if (cw < 0) {
+      pw_setmaxnreg_dec<PW_MSA_WG_PRODUCER_REGS>();
+      pw_msa_wg_produce(a, sm, pw_msa_shared, g, count, tiles);
+      return;
+    }
+    pw_setmaxnreg_inc<kPwMsaConsumerRegs>();
+  }
+#endif
   // Each accumulator element's row: its visible keys and its bit in the entries' masks.
   int vis[PW_MMA_ACC];
   unsigned bit[PW_MMA_ACC];
@@ -317,7 +368,7 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
   // group a tile, empty past the last; the first carries Q). Tile t + stages - 1 goes into the
   // buffer tile t - 1 was dequantized from, after the barrier that follows that dequant.
   constexpr int stages = kPwMsaStaged ? kPwMsaStages : 2;
-  if constexpr (kPwMsaStaged) {
+  if constexpr (kPwMsaStaged && !kPwMsaWg) {
 #pragma unroll
     for (int s = 0; s + 1 < stages; ++s) {
       if (s < tiles) pw_msa_stage(a, sm, g, s, count, out.split, s);
@@ -326,8 +377,7 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
   }
 #if PW_MSA_WG_BUILD
   if constexpr (kPwMsaWg) {
-    pw_msa_loop_wg(a, sm, pw_msa_shared, g, row0, count, out.split, tiles, vis, bit, qa, scale_log2,
-                   st);
+    pw_msa_wg_consume(sm, pw_msa_shared, row0, a.rows, count, tiles, vis, bit, qa, scale_log2, st);
   } else
 #endif
     for (int t = 0; t < tiles; ++t) {
@@ -341,7 +391,7 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
       pw_msa_dequant(a, sm, g, t % stages, count, out.split, t);
       __syncthreads();
       const int u = pw_msa_subtile(kj, t, count, out.split);
-      if (u < 0) continue;
+      if (u < 0 || cw < 0) continue;
       const int ent = u / kPwMsaSubtiles;
       const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
       const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
@@ -363,6 +413,7 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
       }
     }
   pw_msa_async_wait();
+  pw_msa_finish(st);
 
   // Key slices 1.. leave their state in shared memory (over Q, K, V); slice 0 combines by LSE.
   if constexpr (kPwMg.key_warps > 1) {
@@ -424,7 +475,8 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
     }
   }
 
-  // The output: O / l and lse (natural log) of each real (row, head).
+  if (cw < 0) return;
+    // The output: O / l and lse (natural log) of each real (row, head).
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     const int m = 16 * mi + pw_mma_c_row(lane, e), col = pw_mma_c_col(lane, e);

@@ -83,6 +83,8 @@ static_assert(PW_MSA_BLOCK % kPwMg.slice_keys == 0 && kPwMg.slice_keys % kPwMsaW
                   kPwMsaWarpKeys % 16 == 0,
               "slices divide a block, warp chunks divide a slice");
 static_assert(kPwMsaRaw % 16 == 0, "a slice's raw bytes are whole 16-byte chunks");
+static_assert(kPwMg.p_offset + kPwMg.warps * 16 * kPwMsaPRow * 2 <= kPwMg.smem_bytes,
+              "the P tiles of every warp fit the block's shared memory");
 static_assert(!kPwMsaStaged || kPwMsaStages >= 2, "staged loads take at least two buffers");
 
 struct PwMsaArgs {
@@ -239,12 +241,14 @@ PW_DEVICE_INLINE int pw_msa_tiles(int count, int split) {
 }
 
 // The raw bytes (K then V) of each slice's subtile of tile t into buffer `buf`: cp.async
-// (NVIDIA), uncommitted (pw_msa_async_commit); pw_msa_async_wait_pending waits.
+// (NVIDIA), uncommitted (pw_msa_async_commit); pw_msa_async_wait_pending waits. Thread `tid` of
+// `threads` (the block's, or the producer warpgroup's).
 PW_DEVICE_INLINE void pw_msa_stage(const PwMsaArgs& a, const PwMsaSmem& sm, int g, int buf,
-                                   int count, int split, int t) {
+                                   int count, int split, int t, int tid = threadIdx.x,
+                                   int threads = kPwMg.threads) {
 #if !defined(PW_AMD)
   constexpr int chunks = kPwMsaRaw / 16;
-  for (int c = threadIdx.x; c < kPwMg.key_warps * 2 * chunks; c += kPwMg.threads) {
+  for (int c = tid; c < kPwMg.key_warps * 2 * chunks; c += threads) {
     const int kj = c / (2 * chunks), side = (c / chunks) % 2, w = c % chunks;
     const int u = pw_msa_subtile(kj, t, count, split);
     if (u < 0) continue;
@@ -255,7 +259,8 @@ PW_DEVICE_INLINE void pw_msa_stage(const PwMsaArgs& a, const PwMsaSmem& sm, int 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(pw_smem_addr(dst)), "l"(src));
   }
 #else
-  (void)a, (void)sm, (void)g, (void)buf, (void)count, (void)split, (void)t;
+  (void)a, (void)sm, (void)g, (void)buf, (void)count, (void)split, (void)t, (void)tid,
+      (void)threads;
 #endif
 }
 
@@ -298,24 +303,44 @@ PW_HD constexpr int pw_msa_wg_chunk(int key, int dim8) {
 }
 
 // Tile t into the wgmma-layout K and V tiles at k and v (bytes kPwMsaTileKeys * D * 2 each)
-// from the staged raw bytes in buffer `buf`: item (side, unit, token), token fastest, so that
-// a quarter warp's 16-byte stores fill one core matrix's 128 bytes.
+// from the staged raw bytes in buffer `buf`, by thread `tid` of kThreads: item (side, unit,
+// token), token fastest, so that a quarter warp's 16-byte stores fill one core matrix's 128
+// bytes. Each thread loads all its items' bytes before it converts any.
+template <int kThreads>
 PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm, int buf, int count,
-                                        int split, int t, unsigned char* k, unsigned char* v) {
-  constexpr int keys = kPwMg.slice_keys;
+                                        int split, int t, unsigned char* k, unsigned char* v,
+                                        int tid) {
+  constexpr int keys = kPwMg.slice_keys, items = 2 * kPwMsaUnits * keys;
+  static_assert(items % kThreads == 0, "whole items a thread");
+  constexpr int per = items / kThreads;
   if (pw_msa_subtile(0, t, count, split) < 0) return;
-  for (int it = threadIdx.x; it < 2 * kPwMsaUnits * keys; it += kPwMg.threads) {
-    const int tok = it % keys, unit = (it / keys) % kPwMsaUnits, side = it / (keys * kPwMsaUnits);
-    const pw_u8* src = sm.raw + (buf * 2 + side) * kPwMsaRaw + tok * kPwMsaTok;
-    const uint2 w = *reinterpret_cast<const uint2*>(src + 8 * unit);
-    const float sg =
-        pw_e4m3fn_decode_fast(src[PW_MSA_D / 2 + unit]) * (side ? a.v_scale : a.k_scale);
-    uint4 lo, hi;
-    pw_nvfp4_dequant8_bf16(w.x, sg, &lo.x);
-    pw_nvfp4_dequant8_bf16(w.y, sg, &hi.x);
-    unsigned char* dst = side ? v : k;
-    *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit)) = lo;
-    *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit + 1)) = hi;
+  constexpr int batch = per < 4 ? per : 4;  // items loaded at once
+#pragma unroll 1
+  for (int i0 = 0; i0 < per; i0 += batch) {
+    uint2 w[batch];
+    pw_u32 sc[batch];
+#pragma unroll
+    for (int i = 0; i < batch; ++i) {
+      const int it = tid + (i0 + i) * kThreads;
+      const int tok = it % keys, unit = (it / keys) % kPwMsaUnits;
+      const int side = it / (keys * kPwMsaUnits);
+      const pw_u8* src = sm.raw + (buf * 2 + side) * kPwMsaRaw + tok * kPwMsaTok;
+      w[i] = *reinterpret_cast<const uint2*>(src + 8 * unit);
+      sc[i] = src[PW_MSA_D / 2 + unit];
+    }
+#pragma unroll
+    for (int i = 0; i < batch; ++i) {
+      const int it = tid + (i0 + i) * kThreads;
+      const int tok = it % keys, unit = (it / keys) % kPwMsaUnits;
+      const int side = it / (keys * kPwMsaUnits);
+      const float sg = pw_e4m3fn_decode_fast(sc[i]) * (side ? a.v_scale : a.k_scale);
+      uint4 lo, hi;
+      pw_nvfp4_dequant8_bf16(w[i].x, sg, &lo.x);
+      pw_nvfp4_dequant8_bf16(w[i].y, sg, &hi.x);
+      unsigned char* dst = side ? v : k;
+      *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit)) = lo;
+      *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit + 1)) = hi;
+    }
   }
 }
 

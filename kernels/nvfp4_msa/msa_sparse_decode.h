@@ -214,6 +214,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     }
   }
   pw_msa_async_wait();
+  pw_msa_finish(st);
   __syncthreads();  // every warp is done with its ring: it becomes the combine's O
 
   // The block's LSE combine: rows r (representative 0) and r + 8 (representative 2).

@@ -34,14 +34,17 @@ struct PwMsaSparseGeometry {
   int warp_keys;   // keys of a warp's score registers at once (divides slice_keys)
   int warps, threads, min_blocks;
   bool staged;
-  bool wg;      // Hopper's warpgroup path: whole warpgroups of m tiles (msa_sparse_attend.h)
-  bool direct;  // decode on NVIDIA's mma.sync: fragments straight from raw bytes
-                // (msa_sparse_decode.h)
-  int stages;   // staged: raw buffers (tiles loaded stages - 1 ahead)
-  int entries;  // rows * topk: the list's capacity
+  bool wg;         // Hopper's warpgroup path: a producer warpgroup, then whole warpgroups of m
+                   // tiles (msa_sparse_attend.h)
+  int lead_warps;  // warps before the m tiles' that only load and dequantize (wg: 4)
+  bool direct;     // decode on NVIDIA's mma.sync: fragments straight from raw bytes
+                   // (msa_sparse_decode.h)
+  int stages;      // staged: raw buffers (tiles loaded stages - 1 ahead)
+  int entries;     // rows * topk: the list's capacity
   // Shared memory, bytes from the start of the dynamic allocation.
   int q_offset, k_offset, v_offset, p_offset, raw_offset, list_offset, main_bytes;
-  int wg_offset;      // wg: two K and V tiles in wgmma's core-matrix layout, after the rest
+  int wg_offset;  // wg: wg_stages K and V tiles in wgmma's core-matrix layout, at the end
+  int wg_stages;
   int combine_bytes;  // key_warps > 1: the partial results at the end, from offset 0
   int smem_bytes;
 };
@@ -119,11 +122,10 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 // 128 (row, head) pairs (8 rows of a 16-head group) sharing each dequantized tile of 64 keys,
 // then smaller. Where two blocks fit an SM's shared memory (NVIDIA, rounds 1) the kernel asks
 // the compiler for registers that allow two (min_blocks).
-// wgmma (NVIDIA sm_90, compiled as sm_90a), rounds 1, 128 pairs: two warpgroups, each the 64
-// pairs of its four m tiles, multiply a whole 64-key tile a step (S in registers, P from
-// registers into P V) from K and V tiles double-buffered in wgmma's layout, so that one tile's
-// P V runs on the tensor cores while the next tile is dequantized; its registers (O, S, Q's
-// fragments) allow one block an SM.
+// wgmma (NVIDIA sm_90, compiled as sm_90a), rounds 1, 128 pairs: a producer warpgroup loads and
+// dequantizes while two consumer warpgroups, each the 64 pairs of its four m tiles, multiply a
+// whole 64-key tile a step (S in registers, P from registers into P V; pw_msa_wg_layout); its
+// registers (O, S, Q's fragments) allow one block an SM.
 // decode, AMD: one row; a tile of 64 keys (32 where the shared memory is smaller) split over
 // 4 / m_tiles wavefronts (at least 1, at most tile / 16): small blocks, several a CU, loaded
 // through registers.
@@ -175,6 +177,47 @@ PW_HD constexpr bool pw_msa_dec_cluster(int splits, bool nvidia, bool wgmma) {
 // Bytes of one K or V tile of `keys` keys in the wgmma layout (msa_sparse_attend.h).
 PW_HD constexpr int pw_msa_wg_tile_bytes(int keys, int d) { return keys * d * 2; }
 
+// The warpgroup path's block (prefill, rounds 1, on sm_90a): the first PW_MSA_WG_PRODUCERS
+// warpgroups produce, the rest multiply. The producers copy each tile's raw bytes into a ring of
+// PW_MSA_WG_RAW_STAGES buffers (cp.async, loaded stages - 1 ahead) and dequantize them into a
+// ring of PW_MSA_WG_TILE_STAGES K and V tiles in wgmma's layout, handing each over by named
+// barriers (full when dequantized, empty when every consumer's P V is done with it); each
+// consumer warpgroup (64 (row, head) pairs) multiplies S = Q K^T, its softmax and O += P V. A
+// producer keeps PW_MSA_WG_PRODUCER_REGS registers a thread and gives the rest to the consumers
+// (setmaxnreg: 192 each with two producers). Two producer warpgroups, not one: the dequant is
+// latency-bound at one warp a scheduler (bench/RESULTS.md, 2026-12-03). Shared memory: Q, the
+// raw ring, the list, the tile ring (aligned to 128).
+#define PW_MSA_WG_RAW_STAGES 4
+#define PW_MSA_WG_TILE_STAGES 3
+#define PW_MSA_WG_PRODUCER_REGS 64
+#ifndef PW_MSA_WG_PRODUCERS
+#define PW_MSA_WG_PRODUCERS 2
+#endif
+PW_HD constexpr PwMsaSparseGeometry pw_msa_wg_layout(PwMsaSparseGeometry g, int warp, int topk,
+                                                     int d) {
+  g.wg = true;
+  g.warp_keys = g.slice_keys;
+  g.lead_warps = 4 * PW_MSA_WG_PRODUCERS;
+  g.warps = g.m_tiles + g.lead_warps;
+  g.threads = g.warps * warp;
+  g.min_blocks = 1;
+  g.stages = PW_MSA_WG_RAW_STAGES;
+  g.wg_stages = PW_MSA_WG_TILE_STAGES;
+  g.raw_offset = g.q_offset + g.m_tiles * 16 * pw_msa_row(d) * 2;
+  g.list_offset = pw_msa_align16(g.raw_offset + g.stages * g.slice_keys * 2 * (d / 2 + d / 16));
+  const int list_end = g.list_offset + 6 * 4 * topk * g.rows + 2 * 4 * PW_MSA_MAX_ROWS + 32;
+  g.wg_offset = (list_end + 127) / 128 * 128;
+  g.main_bytes = g.wg_offset + g.wg_stages * 2 * pw_msa_wg_tile_bytes(g.slice_keys, d);
+  // The same key's mma.sync and SIMT builds (the GPU check's) keep their K, V and P tiles where
+  // the tile ring is.
+  g.k_offset = g.wg_offset;
+  g.v_offset = g.k_offset + g.slice_keys * pw_msa_row(d) * 2;
+  g.p_offset = g.v_offset + g.slice_keys * pw_msa_row(d) * 2;
+  g.combine_bytes = 0;
+  g.smem_bytes = g.main_bytes;
+  return g;
+}
+
 PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, int lds_kib,
                                                            bool prefill, int kw, int topk,
                                                            bool nvidia, bool wgmma) {
@@ -193,13 +236,8 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, 
       // AMD: at most 8 waves a block (16 leave a wave under 128 VGPRs: gfx950 spilled).
       if (g.smem_bytes > limit || g.threads > (nvidia ? 1024 : 512)) continue;
       if (wgmma && nvidia && rounds == 1 && g.m_tiles % 4 == 0 && g.slice_keys == 64) {
-        PwMsaSparseGeometry w = g;
-        w.wg = true;
-        w.warp_keys = w.slice_keys;
-        w.wg_offset = (w.main_bytes + 127) / 128 * 128;
-        w.main_bytes = w.wg_offset + 4 * pw_msa_wg_tile_bytes(w.slice_keys, d);
-        w.smem_bytes = w.main_bytes > w.combine_bytes ? w.main_bytes : w.combine_bytes;
-        if (w.smem_bytes <= limit) return w;
+        const PwMsaSparseGeometry w = pw_msa_wg_layout(g, warp, topk, d);
+        if (w.smem_bytes <= limit && w.threads <= 1024) return w;
       }
       if (nvidia && rounds == 1 && 2 * (g.smem_bytes + 1024) <= limit + 1024) g.min_blocks = 2;
       return g;
