@@ -5,6 +5,7 @@
 #include <optional>
 #include <tuple>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -153,9 +154,13 @@ class Enumerator {
       Add(picked, field, prefill, rows, ctx, true, reps);
       return;
     }
+    // A field the rule sets as a boolean (small, large) takes v != 0, so that the rule's own
+    // variant compares equal to its key and gets its pick mark.
+    const auto at = picked.params.find(field);
+    const bool boolean = at != picked.params.end() && std::holds_alternative<bool>(at->second);
     for (int v : values) {
       Key k = picked;
-      if (field == "small") {
+      if (boolean) {
         k.Set(field, v != 0);
       } else {
         k.Set(field, static_cast<int64_t>(v));

@@ -80,6 +80,14 @@ expect_rows "top-k at 8K, shared by all three" 3 '^stand-in,v3\.2-tp1,v3\.2-tp8 
 expect_rows "index_decode at 128K, 64 index heads" 3 'index_decode .* 131072 .*index_heads=64,' --launcher index_decode
 expect_rows "no stand-in row past its 32768 positions" 0 '^stand-in[^ ]* +[a-z_]+ +[^ ]+ +\*? +[0-9]+ +(65536|131072) '
 expect_rows "the rule's pick at 8192 rows of 32K" 1 'topk_prefill +strips=4 +\* +8192 +32768' --launcher topk_prefill
+# A boolean field (large) marks its pick too: one of each (rows, ctx) pair's two rows.
+ip=$(list --launcher index_prefill)
+all=$(grep -cE 'index_prefill +large=[01] ' <<<"$ip")
+picked=$(grep -cE 'index_prefill +large=[01] +\* ' <<<"$ip")
+if [[ $all -eq 0 || $((2 * picked)) -ne $all ]]; then
+  echo "FAIL: index_prefill: $picked of $all rows carry the rule's pick mark, want half; output: $ip"
+  fail=1
+fi
 for l in sparse_prefill sparse_decode norm_rope_insert fp8_bmm topk_prefill topk_decode index_prefill index_decode; do
   expect_rows "$l in the default run" 1 "^kernel_bench --list: " --launcher "$l"
   if ! grep -qE "^[^ ]+ +$l " <<<"$out"; then
