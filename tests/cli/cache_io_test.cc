@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "prewarm/util/files.h"
 #include "tests/testing/cli.h"
+#include "tests/testing/file_tree.h"
 #include "tests/testing/small_cache.h"
 #include "tests/testing/temp_dir.h"
 
@@ -46,21 +47,6 @@ SubprocessResult Behind(
 
 const std::vector<std::string> kAsNobody = {"setpriv", "--reuid=65534", "--regid=65534",
                                             "--clear-groups"};
-
-// Every path under `root` with its kind, mode, owner, size and content: what a command that
-// writes nothing must leave exactly as it was.
-std::map<std::string, std::string> Tree(const std::string& root) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    struct stat st {};
-    ::lstat(e.path().c_str(), &st);
-    std::string what = std::to_string(st.st_mode) + " " + std::to_string(st.st_uid) + " " +
-                       std::to_string(st.st_size);
-    if (S_ISREG(st.st_mode)) what += " " + ReadFile(e.path().string()).value_or("?");
-    out[fs::relative(e.path(), root).string()] = what;
-  }
-  return out;
-}
 
 std::vector<std::string> Entries(const std::string& cache) {
   std::vector<std::string> out;
@@ -95,21 +81,21 @@ TEST(CacheIoTest, ReadersWriteNothingAndTheOwnersRunStillRepairs) {
     if (e.path().extension() == ".lock") fs::remove(e.path());
   }
   ASSERT_EQ(std::system(("chown -R 65534:65534 " + cache).c_str()), 0);
-  const std::map<std::string, std::string> before = Tree(cache);
+  const std::map<std::string, std::string> before = testing::FileTree(cache);
 
   SubprocessResult r = RunPrewarm(With({"verify", "--cache-dir", cache}, kSmallLimits));
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(Tree(cache), before) << "verify wrote to the cache";
+  EXPECT_EQ(testing::FileTree(cache), before) << "verify wrote to the cache";
   const std::string trace =
       dir.WriteFile("t.jsonl", "{\"requests\":[{\"phase\":\"decode\",\"q_len\":1,\"ctx\":9}]}\n");
   r = RunPrewarm(
       With({"replay", "--strict", "--trace", trace, "--cache-dir", cache}, kSmallLimits));
   EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
-  EXPECT_EQ(Tree(cache), before) << "replay wrote to the cache";
+  EXPECT_EQ(testing::FileTree(cache), before) << "replay wrote to the cache";
   r = RunPrewarm(
       {"pack", "--cache-dir", cache, "--tag", "localhost/c:v1", "--output", dir.path() + "/oci"});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(Tree(cache), before) << "pack wrote to the cache";
+  EXPECT_EQ(testing::FileTree(cache), before) << "pack wrote to the cache";
 
   // The owner repairs a damaged entry: one recompiled, seven found valid.
   const std::vector<std::string> entries = Entries(cache);
@@ -207,12 +193,12 @@ TEST(CacheIoTest, PackIntoAnExistingLayoutKeepsTheOtherImages) {
   // A damaged index: exit 2 naming it, and nothing written.
   const std::string damaged = "{\"manifests\":{}}";
   testing::TempDir::WriteFileAt(oci + "/index.json", damaged);
-  const std::map<std::string, std::string> layout = Tree(oci);
+  const std::map<std::string, std::string> layout = testing::FileTree(oci);
   r = RunPrewarm({"pack", "--cache-dir", a, "--tag", "localhost/c:v3", "--output", oci});
   EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find(oci + "/index.json is not an OCI image index"), std::string::npos)
       << r.stderr_text;
-  EXPECT_EQ(Tree(oci), layout);
+  EXPECT_EQ(testing::FileTree(oci), layout);
   if (!podman) GTEST_SKIP() << "podman cannot run here: the layout was not read back by it";
 }
 
@@ -311,7 +297,7 @@ TEST(CacheIoTest, TooFewDescriptorsAreAnIoErrorNotBadEntries) {
   testing::TempDir dir;
   const std::string cache = dir.path() + "/cache";
   ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
-  const std::map<std::string, std::string> before = Tree(cache);
+  const std::map<std::string, std::string> before = testing::FileTree(cache);
   // 4 descriptors, with nothing inherited past stderr (a test runner leaves some open): the
   // loader opens its libraries one at a time, and the cache's directories find none free.
   const std::vector<std::string> nofile = {
@@ -341,7 +327,7 @@ TEST(CacheIoTest, TooFewDescriptorsAreAnIoErrorNotBadEntries) {
     EXPECT_EQ(k["state"], "error") << k.dump();
     EXPECT_NE(k["detail"].get<std::string>().find("Too many open files"), std::string::npos);
   }
-  EXPECT_EQ(Tree(cache), before);
+  EXPECT_EQ(testing::FileTree(cache), before);
   r = RunPrewarm(With({"verify", "--cache-dir", cache}, kSmallLimits));
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
 

@@ -19,6 +19,7 @@
 #include "prewarm/util/files.h"
 #include "tests/testing/background.h"
 #include "tests/testing/cli.h"
+#include "tests/testing/file_tree.h"
 #include "tests/testing/forge_elf.h"
 #include "tests/testing/small_cache.h"
 #include "tests/testing/temp_dir.h"
@@ -77,10 +78,9 @@ std::vector<std::string> EntryPaths(const std::string& cache) {
   return out;
 }
 
-std::map<std::string, std::string> Snapshot(const std::string& cache) {
-  std::map<std::string, std::string> out;
-  for (const std::string& p : EntryPaths(cache)) out[p] = *ReadFile(p);
-  return out;
+// The cache's entries (relative path: mode, owner, size, bytes).
+std::map<std::string, std::string> Entries(const std::string& cache) {
+  return testing::FileTree(cache, ".co");
 }
 
 // The entry at `path` with its payload replaced by `forge(payload)` and its checksum made the way
@@ -128,11 +128,11 @@ TEST(ForgedEntryTest, PlantedCodeObjectsAreBadEntriesToInspectVerifyAndRun) {
   ASSERT_EQ(filled.exit_code, 0) << filled.stderr_text;
   const std::vector<std::string> paths = EntryPaths(cache);
   ASSERT_EQ(paths.size(), 8u);
-  const std::map<std::string, std::string> good = Snapshot(cache);
+  const std::map<std::string, std::string> good = Entries(cache);
   const int64_t limit = Limit(Verify(cache));
   const std::vector<Forgery> forgeries = Forgeries();
   for (size_t i = 0; i < forgeries.size(); ++i) Plant(paths[i], forgeries[i].forge);
-  const std::map<std::string, std::string> planted = Snapshot(cache);
+  const std::map<std::string, std::string> planted = Entries(cache);
 
   // inspect: exit 2 naming the file and the bound.
   for (size_t i = 0; i < forgeries.size(); ++i) {
@@ -153,20 +153,21 @@ TEST(ForgedEntryTest, PlantedCodeObjectsAreBadEntriesToInspectVerifyAndRun) {
   }
   EXPECT_NE(r.stdout_text.find("fp8_bmm: 4 valid, 0 missing, 4 rejected"), std::string::npos)
       << r.stdout_text;
-  EXPECT_EQ(Snapshot(cache), planted) << "inspect or verify changed the cache";
+  EXPECT_EQ(Entries(cache), planted) << "inspect or verify changed the cache";
 
   // run: the planted entries are rejected and compiled again; the valid ones are left alone.
   r = Limited(With({"run", "--cache-dir", cache, "--jobs", "2"}, kSmallLimits), 0);
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("8 keys: 4 compiled, 4 cached, 0 failed"), std::string::npos)
       << r.stdout_text;
-  const std::map<std::string, std::string> after = Snapshot(cache);
+  const std::map<std::string, std::string> after = Entries(cache);
   ASSERT_EQ(after.size(), 8u);
   for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string relative = fs::relative(paths[i], cache).string();
     if (i >= forgeries.size()) {
-      EXPECT_EQ(after.at(paths[i]), good.at(paths[i])) << "a valid entry was rewritten";
+      EXPECT_EQ(after.at(relative), good.at(relative)) << "a valid entry was rewritten";
     } else {
-      EXPECT_LT(after.at(paths[i]).size(), size_t{1} << 20) << "still the forgery";
+      EXPECT_LT(after.at(relative).size(), size_t{1} << 20) << "still the forgery";
     }
   }
   EXPECT_NE(ReadFile(cache + "/prewarm/metrics.prom")
@@ -319,11 +320,11 @@ TEST(TempDirTest, AnUnusableTempDirIsExitOneNamingItBeforeAnyCompile) {
   }
   // A cache that needs no compile is served as before, and NVRTC writes no temporary files.
   ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
-  const std::map<std::string, std::string> before = Snapshot(cache);
+  const std::map<std::string, std::string> before = Entries(cache);
   SubprocessResult r = Limited(run, 0, {{"TMPDIR", absent}});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("0 compiled, 8 cached, 0 failed"), std::string::npos);
-  EXPECT_EQ(Snapshot(cache), before);
+  EXPECT_EQ(Entries(cache), before);
   r = Limited({"run", "--cache-dir", cache, "--arch", "sm_90", "--kv-cache-dtype", "fp8",
                "--max-num-seqs", "4", "--jobs", "2"},
               0, {{"TMPDIR", absent}});

@@ -4,14 +4,13 @@
 // of that name that is not comgr, and an address-space limit too small to map it. Every command
 // that needs the identity is then exit 1 naming the library, and the cache is left as it was.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 
 #include "gtest/gtest.h"
 #include "prewarm/util/subprocess.h"
 #include "tests/testing/cli.h"
+#include "tests/testing/file_tree.h"
 #include "tests/testing/small_cache.h"
 #include "tests/testing/temp_dir.h"
 
@@ -22,24 +21,6 @@ namespace fs = std::filesystem;
 using testing::kSmallLimits;
 using testing::RunPrewarm;
 using testing::With;
-
-// Every regular file under `root` with its bytes (entries, locks, manifest, metrics).
-std::map<std::string, std::string> Snapshot(const std::string& root) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    out[fs::relative(e.path(), root).string()] =
-        std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  return out;
-}
-
-size_t EntryCount(const std::map<std::string, std::string>& files) {
-  size_t n = 0;
-  for (const auto& [path, bytes] : files) n += path.ends_with(".co");
-  return n;
-}
 
 // The commands that name entries by the toolchain identity, on the small plan (for another arch:
 // the same limits).
@@ -57,8 +38,8 @@ TEST(ToolchainIdentityTest, AComgrThatCannotBeLoadedIsExitOneNamingItAndTheCache
   const std::string cache = dir.path() + "/cache";
   const SubprocessResult filled = testing::FillSmallCache(cache);
   ASSERT_EQ(filled.exit_code, 0) << filled.stderr_text;
-  const std::map<std::string, std::string> before = Snapshot(cache);
-  ASSERT_EQ(EntryCount(before), 8u);
+  const std::map<std::string, std::string> before = testing::FileTree(cache);
+  ASSERT_EQ(testing::FileTree(cache, ".co").size(), 8u);
   ASSERT_EQ(before.count("prewarm/manifest.json"), 1u);
 
   // A damaged comgr first on the search path (HIP 5.2's hipRTC loads libamd_comgr.so.2).
@@ -73,7 +54,7 @@ TEST(ToolchainIdentityTest, AComgrThatCannotBeLoadedIsExitOneNamingItAndTheCache
         << args[0] << " blamed the cache: " << r.stderr_text;
     EXPECT_EQ(r.stdout_text.find("removed"), std::string::npos) << r.stdout_text;
   }
-  EXPECT_EQ(Snapshot(cache), before) << "an entry, the manifest or the metrics changed";
+  EXPECT_EQ(testing::FileTree(cache), before) << "an entry, the manifest or the metrics changed";
 
   // A library of that name that loads but is not comgr (zlib's).
   fs::create_directories(dir.path() + "/impostor");
@@ -88,7 +69,7 @@ TEST(ToolchainIdentityTest, AComgrThatCannotBeLoadedIsExitOneNamingItAndTheCache
               std::string::npos)
         << r.stderr_text;
   }
-  EXPECT_EQ(Snapshot(cache), before);
+  EXPECT_EQ(testing::FileTree(cache), before);
 
   // An address-space limit that the binary and hipRTC fit in and comgr (with its LLVM, over
   // 180 MB) does not. Calibrated: gc without --stale, which loads no compiler, must run under it
@@ -108,7 +89,7 @@ TEST(ToolchainIdentityTest, AComgrThatCannotBeLoadedIsExitOneNamingItAndTheCache
               std::string::npos)
         << r->stderr_text;
     EXPECT_NE(r->stderr_text.find("nothing was removed from " + cache), std::string::npos);
-    EXPECT_EQ(Snapshot(cache), before);
+    EXPECT_EQ(testing::FileTree(cache), before);
   } else {
     std::cout << "[   NOTE   ] prewarm gc does not run under prlimit " << limit
               << " (a sanitizer build reserves more): the address-space case is not checked\n";
@@ -121,7 +102,7 @@ TEST(ToolchainIdentityTest, AComgrThatCannotBeLoadedIsExitOneNamingItAndTheCache
       << gc.stdout_text;
   const SubprocessResult verify = RunPrewarm(IdentityCommands(cache)[2]);
   EXPECT_EQ(verify.exit_code, 0) << verify.stderr_text;
-  EXPECT_EQ(EntryCount(Snapshot(cache)), 8u);
+  EXPECT_EQ(testing::FileTree(cache, ".co").size(), 8u);
 }
 
 // The same class on NVIDIA: an NVRTC that loads but cannot tell its version (a stand-in library,
@@ -133,8 +114,8 @@ TEST(ToolchainIdentityTest, AnNvrtcThatCannotTellItsVersionIsExitOneAndTheCacheI
   const std::vector<std::vector<std::string>> commands = IdentityCommands(cache, "sm_90");
   const SubprocessResult filled = RunPrewarm(commands[1]);
   ASSERT_EQ(filled.exit_code, 0) << filled.stderr_text;
-  const std::map<std::string, std::string> before = Snapshot(cache);
-  ASSERT_EQ(EntryCount(before), 8u);
+  const std::map<std::string, std::string> before = testing::FileTree(cache);
+  ASSERT_EQ(testing::FileTree(cache, ".co").size(), 8u);
   for (const std::vector<std::string>& args : commands) {
     const SubprocessResult r = RunPrewarm(args, {{"LD_LIBRARY_PATH", BROKEN_NVRTC_DIR}});
     EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.stdout_text << r.stderr_text;
@@ -143,7 +124,7 @@ TEST(ToolchainIdentityTest, AnNvrtcThatCannotTellItsVersionIsExitOneAndTheCacheI
         << args[0] << ": " << r.stderr_text;
     EXPECT_EQ(r.stdout_text.find("removed"), std::string::npos) << r.stdout_text;
   }
-  EXPECT_EQ(Snapshot(cache), before) << "an entry, the manifest or the metrics changed";
+  EXPECT_EQ(testing::FileTree(cache), before) << "an entry, the manifest or the metrics changed";
   const SubprocessResult gc = RunPrewarm(commands[0]);
   EXPECT_EQ(gc.exit_code, 0) << gc.stderr_text;
   EXPECT_NE(gc.stdout_text.find("prewarm gc: removed 0 items"), std::string::npos)
