@@ -5,7 +5,9 @@
 // toolchain identity), exactly as the serving runtime plans, so the image holds the entries of
 // every planned key of every arch the run compiled, plus the manifest; a planned key that is
 // missing or damaged refuses the pack (exit 1) naming it. Nothing else of the volume goes in
-// (locks, temp files, metrics, other builds' directories). Exit 2 for bad flags, 1 otherwise.
+// (locks, temp files, metrics, other builds' directories). Exit 2 for bad flags and for a
+// manifest that cannot be planned from (a damaged limit or shape value, named by its JSON path),
+// 1 otherwise.
 #include <signal.h>
 
 #include <cerrno>
@@ -35,9 +37,28 @@ struct Packed {
   int64_t entry_bytes = 0;
 };
 
+// The plan of every arch the manifest names, made as the strict runtime makes it
+// (KernelCache::Open): a damaged manifest value is InvalidArgument naming its JSON path in the
+// file (limits.max_num_seqs, shape.index_dim), bad input for pack as for the runtime.
+absl::StatusOr<std::vector<std::unique_ptr<KernelCache>>> PlanFromManifest(
+    const std::string& root, const FillRecord& record) {
+  std::vector<std::unique_ptr<KernelCache>> plans;
+  for (const std::string& arch : record.archs) {
+    RuntimeOptions o;
+    o.cache_dir = root;
+    o.strict = true;
+    o.arch = arch;
+    o.device = -1;
+    ASSIGN_OR_RETURN(std::unique_ptr<KernelCache> kc, KernelCache::Open(o));
+    plans.push_back(std::move(kc));
+  }
+  return plans;
+}
+
 // The manifest(s) and the entry of every planned key, read through descriptors (never through
 // a symlink) and checked as the runtime checks them.
-absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& record) {
+absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& record,
+                                    const std::vector<std::unique_ptr<KernelCache>>& plans) {
   Packed p;
   ASSIGN_OR_RETURN(const DirFd top, DirFd::Open(root));
   ASSIGN_OR_RETURN(const DirFd own, top.Sub("prewarm", /*create=*/false));
@@ -53,13 +74,7 @@ absl::StatusOr<Packed> CollectCache(const std::string& root, const FillRecord& r
   const CacheStore store(root, CheckCodeObject);
   std::vector<std::string> bad;
   int64_t planned = 0;
-  for (const std::string& arch : record.archs) {
-    RuntimeOptions o;
-    o.cache_dir = root;
-    o.strict = true;
-    o.arch = arch;
-    o.device = -1;
-    ASSIGN_OR_RETURN(std::unique_ptr<KernelCache> kc, KernelCache::Open(o));
+  for (const std::unique_ptr<KernelCache>& kc : plans) {
     for (const auto& [launcher, key] : kc->PlannedKeys()) {
       ++planned;
       ASSIGN_OR_RETURN(const EntryRef ref, kc->RefFor(launcher, key));
@@ -144,7 +159,10 @@ int RunPack(const Config& config, std::ostream& out) {
         StrCat("--cache-dir ", config.cache_dir,
                " has no manifest (prewarm/manifest.json): pack takes a cache prewarm run filled")));
   }
-  absl::StatusOr<Packed> packed = CollectCache(config.cache_dir, **record);
+  absl::StatusOr<std::vector<std::unique_ptr<KernelCache>>> plans =
+      PlanFromManifest(config.cache_dir, **record);
+  if (!plans.ok()) return ReportError(plans.status());
+  absl::StatusOr<Packed> packed = CollectCache(config.cache_dir, **record, *plans);
   if (!packed.ok()) return ReportError(absl::InternalError(packed.status().message()));
   absl::StatusOr<std::string> layer = TarLayer(std::move(packed->files));
   if (!layer.ok()) return ReportError(absl::InternalError(layer.status().message()));

@@ -3,6 +3,7 @@
 // and every refusal exit 2 (bad input) or 1 (an incomplete cache) with nothing written.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -10,6 +11,7 @@
 #include "nlohmann/json.hpp"
 #include "prewarm/util/files.h"
 #include "tests/testing/cli.h"
+#include "tests/testing/file_tree.h"
 #include "tests/testing/small_cache.h"
 #include "tests/testing/temp_dir.h"
 
@@ -189,6 +191,47 @@ TEST(PackCommandTest, BadInputIsExitTwoNamingItAndWritesNothing) {
       RunPrewarm({"pack", "--cache-dir", other.path(), "--tag", "ml/c:v1", "--output", out});
   EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("manifest.json"), std::string::npos) << r.stderr_text;
+}
+
+// A manifest whose limits are damaged (a field of the wrong type, a value out of range, one the
+// model refuses) is bad input: exit 2 naming the field by its JSON path in the file, as the
+// runtime names it (KernelCache::Open), and nothing is written, the cache left as it was.
+TEST(PackCommandTest, ADamagedManifestLimitIsExitTwoNamingItsPathAndWritesNothing) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  Fill(cache);
+  const std::string manifest = cache + "/prewarm/manifest.json";
+  const nlohmann::json good = Json(manifest);
+  struct Case {
+    const char* field;
+    nlohmann::json value;
+    std::string message;  // after the manifest's path
+  };
+  for (const Case& c : std::vector<Case>{
+           {"max_num_seqs", "x", ": field \"limits.max_num_seqs\" is \"x\", not an integer"},
+           {"max_num_seqs", -5,
+            " limits.max_num_seqs=-5: --max-num-seqs (requests in one step) must be an integer "
+            ">= 1"},
+           {"max_num_batched_tokens", ~uint64_t{0},
+            " limits.max_num_batched_tokens=18446744073709551615: too large"},
+           {"max_model_len", 1.5, ": field \"limits.max_model_len\" is 1.5, not an integer"},
+           {"graph_only", "yes", ": field \"limits.graph_only\" is \"yes\", not true or false"},
+           {"kv_cache_dtype", "int3", " limits.kv_cache_dtype=int3: unknown KV cache dtype"},
+           {"tensor_parallel_size", 3,
+            "(tensor_parallel_size from " + manifest + " limits.tensor_parallel_size)"},
+       }) {
+    nlohmann::json m = good;
+    m["limits"][c.field] = c.value;
+    testing::TempDir::WriteFileAt(manifest, m.dump());
+    const std::map<std::string, std::string> before = testing::FileTree(cache);
+    const std::string out = dir.path() + "/oci";
+    const SubprocessResult r = Pack(cache, out);
+    EXPECT_EQ(r.exit_code, 2) << c.field << ": " << r.stderr_text;
+    const std::string want = c.message.starts_with("(") ? c.message : manifest + c.message;
+    EXPECT_NE(r.stderr_text.find(want), std::string::npos) << want << "\n" << r.stderr_text;
+    EXPECT_FALSE(fs::exists(out)) << c.field;
+    EXPECT_EQ(testing::FileTree(cache), before) << c.field << ": pack wrote to the cache";
+  }
 }
 
 TEST(PackCommandTest, PushWithoutSkopeoSaysHowAndKeepsTheLayout) {
