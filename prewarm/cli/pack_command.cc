@@ -7,7 +7,8 @@
 // missing or damaged refuses the pack (exit 1) naming it. Nothing else of the volume goes in
 // (locks, temp files, metrics, other builds' directories). Exit 2 for bad flags and for a
 // manifest that cannot be planned from (a damaged limit or shape value, named by its JSON path),
-// 1 otherwise.
+// 1 otherwise. A SIGTERM or SIGINT once pack writes stops skopeo and removes the temporary
+// layout before pack exits (1).
 #include <signal.h>
 
 #include <cerrno>
@@ -19,6 +20,7 @@
 #include "prewarm/cache/oci_image.h"
 #include "prewarm/cache/store.h"
 #include "prewarm/cli/commands.h"
+#include "prewarm/cli/serving.h"
 #include "prewarm/runtime/runtime.h"
 #include "prewarm/toolchain/code_object.h"
 #include "prewarm/util/env.h"
@@ -180,6 +182,21 @@ int RunPack(const Config& config, std::ostream& out) {
       {"dev.prewarm.shape", r.shape.dump()},
       {"dev.prewarm.limits", r.limits.dump()}};
   const OciImage image = BuildOciImage(*std::move(layer), annotations, HostImageArchitecture());
+  // From here pack writes (a layout; for --push alone a temporary one) and runs skopeo. SIGTERM
+  // and SIGINT then only ask it to stop (cli/serving.h, as for run): the layout being written is
+  // finished (its files are atomic, the index last), skopeo is stopped, the temporary layout is
+  // removed (TempLayout), and pack exits 1 saying so. Never a death that leaves a temporary
+  // layout or a half-written file behind.
+  if (absl::Status s = InstallStopHandlers(); !s.ok()) return ReportError(s);
+  const std::string destination = StrCat("docker://", ref->repository, ":", ref->tag);
+  bool written = false;
+  const auto stopped = [&](std::string_view when) {
+    return ReportError(absl::AbortedError(
+        StrCat("stopped by a signal ", when,
+               config.output.empty() ? "; the temporary layout is removed"
+               : written             ? StrCat("; the OCI layout ", config.output, " is whole")
+                                     : "")));
+  };
   // A full disk under RLIMIT_FSIZE must be an EFBIG error we report (removing the temporary
   // layout), not a SIGXFSZ death that leaves it behind.
   ::signal(SIGXFSZ, SIG_IGN);
@@ -191,6 +208,7 @@ int RunPack(const Config& config, std::ostream& out) {
     temp.emplace(*std::move(made));
     dir = temp->path();
   }
+  if (StopRequested()) return stopped("before the image was written");
   if (absl::Status s = WriteOciLayout(dir, image, ref->tag); !s.ok()) {
     if (temp.has_value()) {
       return ReportError(absl::Status(
@@ -200,31 +218,37 @@ int RunPack(const Config& config, std::ostream& out) {
     }
     return ReportError(s);
   }
+  written = true;
   out << "prewarm pack: " << packed->entries << " entries (" << packed->entry_bytes
       << " bytes) for " << StrJoin(r.archs, ", ") << " from " << config.cache_dir << "\n"
       << "  image " << ref->repository << ":" << ref->tag << ", manifest " << image.manifest_digest
       << ", layer " << image.layer.size() << " bytes\n";
   if (!config.output.empty()) out << "  OCI layout " << dir << "\n";
-  int rc = kExitOk;
-  if (config.push) {
-    const std::string destination = StrCat("docker://", ref->repository, ":", ref->tag);
-    LogInfo(StrCat("pushing to ", destination));
-    absl::StatusOr<SubprocessResult> res =
-        RunSubprocess({"skopeo", "copy", StrCat("oci:", dir, ":", ref->tag), destination});
-    if (absl::IsNotFound(res.status())) {
-      rc = ReportError(absl::FailedPreconditionError(StrCat(
-          "--push needs skopeo on PATH (Debian: apt install skopeo); or push the layout yourself: "
-          "skopeo copy oci:",
-          config.output.empty() ? "DIR" : dir, ":", ref->tag, " ", destination)));
-    } else if (!res.ok() || res->exit_code != 0 || res->term_signal != 0) {
-      rc = ReportError(absl::UnavailableError(
-          StrCat("skopeo copy to ", destination,
-                 " failed: ", res.ok() ? res->stderr_text : std::string(res.status().message()))));
-    } else {
-      out << "  pushed " << destination << "\n";
-    }
+  if (!config.push) return kExitOk;
+  if (StopRequested()) return stopped(StrCat("before the push to ", destination));
+  LogInfo(StrCat("pushing to ", destination));
+  SubprocessOptions o;
+  o.cancel_fd = StopSignalFd();  // a stop signal stops skopeo too
+  absl::StatusOr<SubprocessResult> res =
+      RunSubprocess({"skopeo", "copy", StrCat("oci:", dir, ":", ref->tag), destination}, o);
+  if (absl::IsNotFound(res.status())) {
+    return ReportError(absl::FailedPreconditionError(StrCat(
+        "--push needs skopeo on PATH (Debian: apt install skopeo); or push the layout yourself: "
+        "skopeo copy oci:",
+        config.output.empty() ? "DIR" : dir, ":", ref->tag, " ", destination)));
   }
-  return rc;
+  if (!res.ok() || res->exit_code != 0 || res->term_signal != 0) {
+    // A Ctrl-C reaches skopeo too, and it may end before the stop is seen here.
+    if (StopRequested()) {
+      return stopped(
+          StrCat("during the push to ", destination, ": skopeo was stopped, the push unfinished"));
+    }
+    return ReportError(absl::UnavailableError(
+        StrCat("skopeo copy to ", destination,
+               " failed: ", res.ok() ? res->stderr_text : std::string(res.status().message()))));
+  }
+  out << "  pushed " << destination << "\n";
+  return kExitOk;
 }
 
 }  // namespace prewarm

@@ -87,6 +87,8 @@ bool WaitForStop(double seconds) {
 
 bool StopRequested() { return g_stop.load(); }
 
+int StopSignalFd() { return g_stop_pipe[0]; }
+
 absl::Status StartServers(const Config& config, Telemetry& telemetry, Servers& out) {
   if (config.serve || config.metrics_address_given || config.grpc_address_given) {
     RETURN_IF_ERROR(EnsureServerDescriptors());

@@ -27,6 +27,10 @@ absl::Status InstallStopHandlers();
 bool WaitForStop(double seconds);
 // Whether a stop signal has come.
 bool StopRequested();
+// The pipe's read end, readable once a stop signal has come (never read from, so it stays
+// readable): SubprocessOptions::cancel_fd, so a child is stopped with the command. -1 before
+// InstallStopHandlers.
+int StopSignalFd();
 
 // The metrics and health servers of a command, started as `config` asks (with --serve, or when
 // an address was given), each logging where it listens. A malformed address is InvalidArgument

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -110,11 +111,16 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
   size_t in_off = 0;
   if (options.stdin_data.empty()) CloseIfOpen(fds[0]);
   if (fds[0] >= 0) ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-  const absl::Time deadline = absl::Now() + options.timeout;
+  const absl::Time deadline = options.timeout == absl::InfiniteDuration()
+                                  ? absl::InfiniteFuture()
+                                  : absl::Now() + options.timeout;
+  // After a cancel: when the child, sent SIGTERM, gets SIGKILL.
+  absl::Time kill_at = absl::InfiniteFuture();
+  constexpr int kCancel = 3;  // `which` of the cancel descriptor
   while (fds[1] >= 0 || fds[2] >= 0) {
-    pollfd pfds[3];
+    pollfd pfds[4];
     int n = 0;
-    int which[3];
+    int which[4];
     if (fds[0] >= 0) {
       pfds[n] = {fds[0], POLLOUT, 0};
       which[n++] = 0;
@@ -125,12 +131,17 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
         which[n++] = k;
       }
     }
+    if (options.cancel_fd >= 0 && !result.cancelled) {
+      pfds[n] = {options.cancel_fd, POLLIN, 0};
+      which[n++] = kCancel;
+    }
     int wait_ms = -1;
-    if (options.timeout != absl::InfiniteDuration()) {
-      const absl::Duration left = deadline - absl::Now();
+    const absl::Time until = std::min(deadline, kill_at);
+    if (until != absl::InfiniteFuture()) {
+      const absl::Duration left = until - absl::Now();
       if (left <= absl::ZeroDuration()) {
         ::kill(pid, SIGKILL);
-        result.timed_out = true;
+        result.timed_out = deadline <= kill_at;  // the timeout, not a cancel's grace, ran out
         break;
       }
       wait_ms = static_cast<int>(absl::ToInt64Milliseconds(left)) + 1;
@@ -140,7 +151,11 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
     for (int p = 0; p < n; ++p) {
       if (pfds[p].revents == 0) continue;
       const int k = which[p];
-      if (k == 0) {
+      if (k == kCancel) {
+        ::kill(pid, SIGTERM);
+        result.cancelled = true;
+        kill_at = absl::Now() + options.cancel_grace;
+      } else if (k == 0) {
         const ssize_t w =
             ::write(fds[0], options.stdin_data.data() + in_off, options.stdin_data.size() - in_off);
         if (w > 0) in_off += static_cast<size_t>(w);

@@ -22,6 +22,11 @@ struct SubprocessOptions {
   // Killed with SIGKILL after this long; InfiniteDuration() waits forever.
   absl::Duration timeout = absl::InfiniteDuration();
   std::string working_dir;  // empty: the parent's
+  // When >= 0: a descriptor that becomes readable when the caller is asked to stop (the stop
+  // signal's pipe, cli/serving.h). The child is then sent SIGTERM, and SIGKILL if it has not
+  // closed its output `cancel_grace` later; the result says `cancelled`. Not read from.
+  int cancel_fd = -1;
+  absl::Duration cancel_grace = absl::Seconds(5);
 };
 
 // How Spawn starts a child.
@@ -53,6 +58,7 @@ struct SubprocessResult {
   int exit_code = -1;  // valid when term_signal == 0
   int term_signal = 0;
   bool timed_out = false;
+  bool cancelled = false;  // cancel_fd became readable and the child was stopped
   std::string stdout_text;
   std::string stderr_text;
 };

@@ -2,10 +2,14 @@
 // real files: readers write nothing (verify, replay, pack on a volume another user owns), the
 // owner's run still repairs afterwards; pack into an existing layout keeps the other images
 // (read back by podman); pack --push's temporary layout follows $TMPDIR and is gone after a
-// failed write; and small memory or descriptor limits end in an error naming the resource.
+// failed write or a signal during the push; and small memory or descriptor limits end in an
+// error naming the resource.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -14,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "prewarm/util/files.h"
+#include "tests/testing/background.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/file_tree.h"
 #include "tests/testing/small_cache.h"
@@ -260,6 +265,84 @@ TEST(CacheIoTest, PackPushUsesTmpdirAndLeavesNothingBehind) {
       << full->stderr_text;
   EXPECT_NE(full->stderr_text.find("temporary layout in " + tmp + " (TMPDIR)"), std::string::npos)
       << full->stderr_text;
+}
+
+// A SIGTERM or SIGINT while skopeo pushes (a real child process: a stand-in skopeo first on PATH,
+// which says it started and waits to be stopped, as a slow registry keeps the real one) stops
+// skopeo, removes the temporary layout and ends pack with exit 1 saying so; with --output the
+// layout stays, whole. Pack used to die by the signal, leaving its prewarm-pack-* in TMPDIR and
+// skopeo running.
+TEST(CacheIoTest, ASignalDuringThePushStopsSkopeoAndLeavesNothingBehind) {
+  testing::TempDir dir;
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
+  const std::string tmp = dir.path() + "/tmp";
+  fs::create_directories(tmp);
+  const std::string skopeo = dir.WriteFile("bin/skopeo",
+                                           "#!/bin/sh\n"
+                                           "echo \"$$ $*\" > \"$SKOPEO_STARTED.part\"\n"
+                                           "mv \"$SKOPEO_STARTED.part\" \"$SKOPEO_STARTED\"\n"
+                                           "exec sleep 600\n");
+  fs::permissions(skopeo, fs::perms(0755));
+  const char* inherited = std::getenv("PATH");
+  const std::string path = dir.path() + "/bin:" + (inherited != nullptr ? inherited : "/bin");
+  struct Case {
+    int signal;
+    std::string output;  // "" for --push alone (a temporary layout)
+  };
+  for (const Case& c : {Case{SIGTERM, ""}, Case{SIGINT, ""}, Case{SIGTERM, dir.path() + "/oci"}}) {
+    const std::string what =
+        std::string(::strsignal(c.signal)) + (c.output.empty() ? "" : " --output");
+    const std::string started = dir.path() + "/skopeo-started";
+    fs::remove(started);
+    std::vector<std::string> argv = With({testing::PrewarmBinary()}, PushArgs(cache));
+    if (!c.output.empty()) argv.insert(argv.end(), {"--output", c.output});
+    testing::Background p(argv, dir.path(),
+                          {{"PATH", path}, {"TMPDIR", tmp}, {"SKOPEO_STARTED", started}});
+    ASSERT_TRUE(p.started());
+    std::optional<std::string> line;
+    const absl::Time until = absl::Now() + absl::Seconds(testing::kCompileWatchdogS);
+    while (!line.has_value() && absl::Now() < until && !p.Wait(0).has_value()) {
+      if (absl::StatusOr<std::string> got = ReadFile(started); got.ok()) {
+        line = *got;
+      } else {
+        ::usleep(50000);
+      }
+    }
+    ASSERT_TRUE(line.has_value()) << what << ": skopeo never started: " << p.Stderr();
+    const int skopeo_pid = std::stoi(*line);
+    // skopeo was handed the layout: a temporary one in TMPDIR, or the --output one.
+    const std::string layout =
+        c.output.empty() ? tmp + "/prewarm-pack-" : c.output + ":v1 docker://";
+    EXPECT_NE(line->find(" copy oci:" + layout), std::string::npos) << *line;
+    EXPECT_EQ(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()),
+              c.output.empty() ? 1 : 0);
+
+    p.Signal(c.signal);
+    const std::optional<int> code = p.Wait(30);
+    ASSERT_TRUE(code.has_value()) << what << ": still running 30 s after the signal";
+    EXPECT_EQ(*code, 1) << what << " (128 + signal: killed by it): " << p.Stderr();
+    EXPECT_NE(p.Stderr().find("stopped by a signal during the push to "
+                              "docker://registry.example.com/ml/c:v1: skopeo was stopped"),
+              std::string::npos)
+        << what << ": " << p.Stderr();
+    EXPECT_TRUE(fs::is_empty(tmp)) << what << ": a prewarm-pack-* was left in TMPDIR";
+    // skopeo is gone: reaped by pack (a zombie would be an orphan no one reaped).
+    const bool running = ::kill(skopeo_pid, 0) == 0;
+    EXPECT_FALSE(running) << what << ": skopeo (pid " << skopeo_pid << ") is still running";
+    if (running) ::kill(skopeo_pid, SIGKILL);
+    if (c.output.empty()) {
+      EXPECT_NE(p.Stderr().find("the temporary layout is removed"), std::string::npos);
+    } else {
+      EXPECT_NE(p.Stderr().find("the OCI layout " + c.output + " is whole"), std::string::npos)
+          << p.Stderr();
+      EXPECT_TRUE(fs::exists(c.output + "/index.json")) << "--output is kept";
+      EXPECT_EQ(std::distance(fs::recursive_directory_iterator(c.output),
+                              fs::recursive_directory_iterator()),
+                7)
+          << "oci-layout, index.json, blobs/sha256 and its 3 blobs: no temp file";
+    }
+  }
 }
 
 // ---- item 10: memory and descriptors --------------------------------------------------------
