@@ -148,17 +148,19 @@ PW_DEVICE_INLINE void pw_msa_write_ascending(int count, int wid, int k, int* out
   }
 }
 
-// The candidate of block b of a row with nb blocks: always taken, or its score's key.
-PW_DEVICE_INLINE pw_u32 pw_msa_block_key(const float* s, int b, int nb) {
+// The candidate of block b of a row with nb blocks: always taken, or its score's key. S is
+// `const float*`, or `const volatile float*` for scores other blocks of the same launch wrote
+// (msa_index_decode's fused top-k: read past the L1).
+template <typename S>
+PW_DEVICE_INLINE pw_u32 pw_msa_block_key(S s, int b, int nb) {
   const bool always = b < PW_INIT_BLOCKS || b >= nb - PW_LOCAL_BLOCKS;
   return always ? PW_MSA_ALWAYS_KEY : pw_msa_order_key(s[b]);
 }
 
 // Blocks [begin, end) of one row (scores s, nb blocks; end - begin <= E * PW_WARP) selected by
 // this warp: returns the count, winner r in lane r's wkey / wid.
-template <int E>
-PW_DEVICE_INLINE int pw_msa_select_range(const float* s, int nb, int begin, int end, pw_u32& wkey,
-                                         int& wid) {
+template <int E, typename S>
+PW_DEVICE_INLINE int pw_msa_select_range(S s, int nb, int begin, int end, pw_u32& wkey, int& wid) {
   const int lane = threadIdx.x % PW_WARP;
   pw_u32 key[E];
   int id[E];
@@ -185,6 +187,81 @@ PW_DEVICE_INLINE int pw_msa_select_strip(const float* s, int nb, int begin, int 
 // A row with nb <= k blocks selects every one: 0 .. nb - 1, then -1.
 PW_DEVICE_INLINE void pw_msa_write_all(int nb, int* out) {
   for (int i = threadIdx.x % PW_WARP; i < PW_TOPK_BLOCKS; i += PW_WARP) out[i] = i < nb ? i : -1;
+}
+
+// msa_topk_decode's selection of one (row, head) by a block of WARPS warps (docs/kernels.md):
+// scores s[0, nb) to out[0, Kb), ascending, -1 padded. The row's blocks in sub-strips of
+// PW_MSA_TOPK_DECODE_SUB_E blocks a lane; warp w takes sub-strips w, w + WARPS, ..., in
+// increasing block order, and keeps its running Kb best (lane r the r-th), selecting each time
+// from its winners and the sub-strip's candidates that beat its Kb-th (equal keys lose: their
+// blocks come later); then warp 0 selects the Kb of the warps' winners, through cand_key /
+// cand_id (shared memory, WARPS * Kb each). A row of at most one sub-strip is warp 0's alone.
+// Every thread of the block calls it with the same nb (it may hold __syncthreads); the
+// candidates may be reused when it returns.
+template <int WARPS, typename S>
+PW_DEVICE_INLINE void pw_msa_block_topk(S s, int nb, int* out, pw_u32* cand_key, int* cand_id) {
+  constexpr int kSubE = PW_MSA_TOPK_DECODE_SUB_E;
+  constexpr int kSub = kSubE * PW_WARP;
+  constexpr int kCands = WARPS * PW_TOPK_BLOCKS;
+  constexpr int kMergeE = (kCands + PW_WARP - 1) / PW_WARP;
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  pw_u32 wkey;
+  int wid;
+  if (nb <= PW_TOPK_BLOCKS) {
+    if (warp == 0) pw_msa_write_all(nb, out);
+    return;
+  }
+  if (nb <= kSub) {
+    if (warp == 0) {
+      const int count = pw_msa_select_range<kSubE>(s, nb, 0, nb, wkey, wid);
+      pw_msa_write_ascending(count, wid, PW_TOPK_BLOCKS, out);
+    }
+    return;
+  }
+  // This warp's running winners: lane r holds the r-th (hk 0: none).
+  pw_u32 hk = 0;
+  int hid = -1, held = 0;
+  for (int begin = warp * kSub; begin < nb; begin += WARPS * kSub) {
+    const int end = begin + kSub < nb ? begin + kSub : nb;
+    // Candidates must beat the running Kb-th winner (all of them while fewer are held).
+    const pw_u32 floor =
+        held == PW_TOPK_BLOCKS
+            ? static_cast<pw_u32>(pw_msa_shfl_i32(static_cast<int>(hk), PW_TOPK_BLOCKS - 1))
+            : 0u;
+    pw_u32 key[kSubE + 1];
+    int id[kSubE + 1];
+    bool any = false;
+#pragma unroll
+    for (int e = 0; e < kSubE; ++e) {
+      const int b = begin + lane + PW_WARP * e;
+      id[e] = b;
+      const pw_u32 k = b < end ? pw_msa_block_key(s, b, nb) : 0u;
+      key[e] = k > floor ? k : 0u;
+      any = any || key[e] != 0u;
+    }
+    if (!pw_msa_warp_any(any)) continue;  // nothing here beats the running Kb best
+    key[kSubE] = hk;
+    id[kSubE] = hid;
+    held = pw_msa_warp_select<kSubE + 1>(key, id, PW_TOPK_BLOCKS, hk, hid);
+  }
+  if (lane < PW_TOPK_BLOCKS) {
+    cand_key[warp * PW_TOPK_BLOCKS + lane] = hk;
+    cand_id[warp * PW_TOPK_BLOCKS + lane] = hid;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    pw_u32 key[kMergeE];
+    int id[kMergeE];
+#pragma unroll
+    for (int e = 0; e < kMergeE; ++e) {
+      const int c = lane + PW_WARP * e;
+      key[e] = c < kCands ? cand_key[c] : 0u;
+      id[e] = c < kCands ? cand_id[c] : -1;
+    }
+    const int count = pw_msa_warp_select<kMergeE>(key, id, PW_TOPK_BLOCKS, wkey, wid);
+    pw_msa_write_ascending(count, wid, PW_TOPK_BLOCKS, out);
+  }
+  __syncthreads();  // the candidates are read before anyone writes them again
 }
 
 static_assert(PW_TOPK_BLOCKS >= 1 && PW_TOPK_BLOCKS <= PW_MSA_TOPK_MAX_BLOCKS &&
