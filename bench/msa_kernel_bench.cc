@@ -8,10 +8,11 @@
 // would cost (a variant must be faster where the rule sends it).
 //   msa_kernel_bench [--model-config tests/data/models/minimax-m3.json] [--tp 4]
 //                    [--bf16-tflops 790] [--reps N] [--simt] [--define NAME[=VALUE]]...
-//                    [--launcher L]
+//                    [--launcher L] [--rows N[,N]...]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -34,7 +35,8 @@ struct Options {
   int reps = 0;
   bool simt = false;
   std::vector<std::string> defines;
-  std::string launcher;  // only this one (empty: all)
+  std::string launcher;   // only this one (empty: all)
+  std::vector<int> rows;  // msa_index_decode / msa_topk_decode: only these row counts (empty: all)
 };
 
 // `rows` query rows of a step: prefill rows are `rows / requests` tokens of each request, the
@@ -78,14 +80,15 @@ class MsaBench {
   bool Skip(const Key& key) const { return !o_.launcher.empty() && o_.launcher != key.launcher; }
 
   void Row(const Key& key, const char* field, bool picked, int rows, int ctx, double ms,
-           double gflop, double bytes) const {
+           double gflop, double bytes, const char* suffix = "") const {
     const double tbs = bytes / (ms * 1e-3) / 1e12, tflops = gflop / ms;
     char flop_s[32] = "-", peak_s[32] = "-";
     if (gflop > 0) {
       std::snprintf(flop_s, sizeof(flop_s), "%.2f", gflop);
       std::snprintf(peak_s, sizeof(peak_s), "%.1f", 100 * tflops / o_.bf16_tflops);
     }
-    const std::string variant = std::string(field) + "=" + std::to_string(KeyInt(key, field));
+    const std::string variant =
+        std::string(field) + "=" + std::to_string(KeyInt(key, field)) + suffix;
     std::printf("%-20s %-12s %1s %6d %7s %11.4f %9s %8.2f %8.3f %7.1f %7s\n", key.launcher.c_str(),
                 variant.c_str(), picked ? "*" : "", rows, ctx ? std::to_string(ctx).c_str() : "-",
                 ms, flop_s, bytes / 1e6, tbs, 100 * tbs / copy_tbs_, peak_s);
@@ -162,6 +165,17 @@ class MsaBench {
     const double keys = prefill ? static_cast<double>(ctx) * requests : r.keys_seen;
     const double bytes = rows * 2.0 * hi * d + 4.0 * hi * rows * r.stride + 2.0 * d * keys;
     Row(key, prefill ? "large" : "rows_tile", picked, rows, ctx, ms, flops / 1e9, bytes);
+    if (prefill || rows == 1 || key.params.count("topk_blocks") == 0) return;
+    // The fused top-k (msa_topk_decode's work in the same launch): its row beside the index's.
+    const int kb = static_cast<int>(KeyInt(key, "topk_blocks"));
+    DeviceBuffer topk = Must(AllocBuffer(gpu_, static_cast<size_t>(hi) * rows * kb * 4));
+    DeviceBuffer ws = Must(AllocBuffer(gpu_, MsaIndexDecodeWorkspaceBytes(rows)));
+    OrDie(gpu_.Fill(ws.ptr(), 0, ws.bytes()));
+    a.topk = topk.ptr(), a.workspace = ws.ptr();
+    const double fused =
+        timer_.MedianMs([&] { return LaunchMsaIndexDecode(gpu_, module, key, a); }, 100);
+    Row(key, "rows_tile", picked, rows, ctx, fused, flops / 1e9, bytes + 4.0 * hi * rows * kb,
+        "+topk");
   }
 
   void Topk(const Key& key, bool prefill, int rows, int ctx, bool picked) {
@@ -294,7 +308,7 @@ class MsaBench {
 constexpr char kUsage[] =
     "usage: msa_kernel_bench [--model-config PATH] [--tp N] [--bf16-tflops T] [--reps N] "
     "[--simt]\n"
-    "                        [--define NAME[=VALUE]]... [--launcher msa_...]\n";
+    "                        [--define NAME[=VALUE]]... [--launcher msa_...] [--rows N,...]\n";
 
 int Main(int argc, char** argv) {
   Options o;
@@ -323,6 +337,17 @@ int Main(int argc, char** argv) {
       o.launcher = v;
     } else if (a == "--define") {
       o.defines.push_back(v);
+    } else if (a == "--rows") {
+      for (size_t p = 0; p < v.size();) {
+        const size_t comma = std::min(v.find(',', p), v.size());
+        const int n = std::atoi(v.substr(p, comma - p).c_str());
+        if (n <= 0) {
+          std::fprintf(stderr, "msa_kernel_bench: bad --rows %s\n%s", v.c_str(), kUsage);
+          return 2;
+        }
+        o.rows.push_back(n);
+        p = comma + 1;
+      }
     } else if (number && a == "--tp") {
       o.tp = static_cast<int>(x);
     } else if (number && a == "--reps") {
@@ -394,6 +419,9 @@ int Main(int argc, char** argv) {
   }
   for (int ctx : {8192 + 64, 32768, 131072}) {
     for (int rows : {1, 16, 128}) {
+      if (!o.rows.empty() && std::find(o.rows.begin(), o.rows.end(), rows) == o.rows.end()) {
+        continue;
+      }
       const Key picked = picked_key("msa_index_decode", decodes(rows, ctx));
       for (int tile : {1, 4, 16, 64}) {
         Key k = picked;

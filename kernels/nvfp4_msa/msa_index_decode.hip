@@ -1,36 +1,39 @@
 // msa_index_decode: block scores of the decode rows (msa_index_geometry.h):
 //   scores[h][t][b] = max over keys j < visible[t] of block b of index_q[t][h] . index_k[j],
-//   -inf for nb(t) <= b < stride.
-// Defines: PW_ROWS_TILE, PW_INDEX_HEADS (Hi), PW_INDEX_DIM (Di, 128).
-// Grid (ceil(rows / ROWS_TILE), ceil(stride / kPwChunk)), block PW_MSA_INDEX_DECODE_THREADS.
+//   -inf for nb(t) <= b < stride;
+// with a topk output (the fused top-k), also msa_topk_decode's selection from those scores.
+// Defines: PW_ROWS_TILE, PW_INDEX_HEADS (Hi), PW_INDEX_DIM (Di, 128), and the top-k's
+// PW_TOPK_BLOCKS, PW_INIT_BLOCKS, PW_LOCAL_BLOCKS.
+// Grid (rows, ceil(stride / chunk)), block PW_MSA_INDEX_DECODE_THREADS.
 //
 // Memory-bound (each key is 256 bytes for a few multiply-adds a query vector), so FMAs, the same
-// code on every GPU. A task is (a run of rows of one request, one key block, one slice of
-// kPwSliceKeys keys): a warp reads the slice once, 16 lanes a key (16 bytes each: every load
-// instruction of 16 lanes reads one key's 256 contiguous bytes), all kPwSliceKeys / (W / 16) keys
-// of a lane before any is used; for each query vector of the run, each lane's partial dot
-// products (8 dims each) are summed over its 16 lanes by a transposing butterfly (3 folds and one
-// add a pass of 8 keys), masked past visible and max-reduced over the warp into shared memory.
-// After one barrier the block takes the max over the slices and writes every score.
+// code on every GPU. A warp takes whole key blocks of its block's run and streams each in passes:
+// 16 lanes a key (16 bytes each: every load instruction of 16 lanes reads one key's 256
+// contiguous bytes), 8 keys a lane, W / 2 keys a pass, PW_MSA_INDEX_DECODE_DEPTH passes in
+// flight; the loads of the pass DEPTH ahead (of the next key block past the last pass) are issued
+// as soon as a pass is scored. For each query vector of the run (up to QGROUP a stream of the
+// keys), each lane's partial dot products (8 dims each) are summed over its 16 lanes by a
+// transposing butterfly (3 folds and one add a pass), masked past visible and max-reduced in the
+// lane; after the key block, over the warp, and written.
 #include "nvfp4_msa/msa_index_geometry.h"
 #include "nvfp4_msa/msa_layout.h"
+#include "nvfp4_msa/msa_topk_select.h"
 
 #define PW_HI PW_INDEX_HEADS
 #define PW_DI PW_INDEX_DIM
 
 static_assert(PW_DI == 128, "a key is 16 lanes x 8 dims");
-constexpr int kPwChunk = pw_msa_index_decode_chunk(PW_ROWS_TILE);
 constexpr int kPwWarps = PW_MSA_INDEX_DECODE_THREADS / PW_WARP;
 constexpr int kPwKeysPerLane = 8;                           // a pass: 8 keys a lane
 constexpr int kPwPassKeys = kPwKeysPerLane * PW_WARP / 16;  // ... W / 2 keys a warp
-constexpr int kPwPasses = 2;                                // passes a task
-constexpr int kPwSliceKeys = kPwPasses * kPwPassKeys;       // keys a task: W
-constexpr int kPwSlices = PW_MSA_BLOCK / kPwSliceKeys;      // tasks a key block
-constexpr int kPwQc = PW_MSA_INDEX_DECODE_QCHUNK;
-// The slices' maxima: [row of the tile][head][key block of the chunk][slice].
-constexpr int kPwParts = (PW_ROWS_TILE * kPwChunk) * PW_HI * kPwSlices;
-static_assert(PW_MSA_BLOCK % kPwSliceKeys == 0, "whole slices a key block");
-static_assert(kPwParts * 4 <= 32 * 1024, "the slices' maxima fit shared memory");
+constexpr int kPwPasses = PW_MSA_BLOCK / kPwPassKeys;       // passes a key block
+constexpr int kPwDepth = PW_MSA_INDEX_DECODE_DEPTH;         // passes in flight
+constexpr int kPwQg = PW_ROWS_TILE * PW_HI < PW_MSA_INDEX_DECODE_QGROUP
+                          ? PW_ROWS_TILE * PW_HI
+                          : PW_MSA_INDEX_DECODE_QGROUP;  // qvecs a stream of the keys
+static_assert(PW_MSA_BLOCK % kPwPassKeys == 0, "whole passes a key block");
+static_assert(kPwDepth >= 1 && kPwPasses % kPwDepth == 0, "the depth divides the passes");
+static_assert(PW_MSA_INDEX_DECODE_MAX_ITEMS <= PW_WARP, "a warp's pages: one a lane");
 
 __device__ inline float pw_msa_neg_inf() { return -__int_as_float(0x7f800000); }
 __device__ inline float pw_msa_lo(pw_u32 w) { return __uint_as_float(w << 16); }
@@ -49,149 +52,179 @@ __device__ inline void pw_msa_unpack8(uint4 v, float* f) {
 }
 
 // One step of the transposing butterfly over 2 M values: the lane keeps the half whose index has
-// bit M equal to its lane's, adding its partner's copy of that half (v[0, M) afterwards).
+// bit M equal to its lane's, adding its partner's copy of that half (v[0, M) afterwards). The
+// halves are swapped with bit operations: as selects, AMD's compiler made them one load from a
+// select of the two addresses, and put v in scratch.
 template <int M>
-__device__ inline void pw_msa_fold(float* v, int lane) {
-  const bool up = (lane & M) != 0;
+__device__ inline void pw_msa_fold(float (&v)[8], int lane) {
+  const pw_u32 swap = (lane & M) != 0 ? 0xffffffffu : 0u;
 #pragma unroll
   for (int j = 0; j < M; ++j) {
-    const float send = up ? v[j] : v[j + M];
-    const float keep = up ? v[j + M] : v[j];
+    const pw_u32 lo = __float_as_uint(v[j]), hi = __float_as_uint(v[j + M]);
+    const pw_u32 t = (lo ^ hi) & swap;
+    const float send = __uint_as_float(hi ^ t);  // lo if this lane keeps the upper half
+    const float keep = __uint_as_float(lo ^ t);
     v[j] = keep + pw_shfl_xor(send, M);
   }
 }
 
-// Task: rows [s0, s1) (one request, consecutive, rows of the tile from `first`, their visible in
-// vis_tile) against keys [slice * kPwSliceKeys, + kPwSliceKeys) of key block b (the chunk's
-// kbl-th, cache page `page`): each qvec's max, in part[].
-__device__ inline void pw_msa_index_task(const pw_u16* index_q, const int* vis_tile, long long page,
-                                         int s0, int s1, int first, int limit, int b, int kbl,
-                                         int slice, const pw_u16* index_cache, float* part) {
-  const int lane = threadIdx.x % PW_WARP;
-  const int c = lane % 16, g = lane / 16;  // dims 8c .. 8c + 7 of keys 8 g + i of a pass
-  const int nq = (s1 - s0) * PW_HI;
-  const int key_first = b * PW_MSA_BLOCK + slice * kPwSliceKeys;  // of the slice
-  uint4 raw[kPwPasses][kPwKeysPerLane];
-  const bool seen = key_first < limit;  // uniform: does any row of the run see the slice?
-  if (seen) {
-    const pw_u16* keys = index_cache + (page * PW_MSA_BLOCK + slice * kPwSliceKeys) * PW_DI;
+__device__ inline float pw_msa_warp_max_f32(float v) {
 #pragma unroll
-    for (int p = 0; p < kPwPasses; ++p) {
+  for (int o = PW_WARP / 2; o > 0; o >>= 1) v = fmaxf(v, pw_shfl_xor(v, o));
+  return v;
+}
+
+// The pass's loads: this lane's 16 bytes of keys 8 g .. 8 g + 7 of the pass.
+__device__ inline void pw_msa_load_pass(uint4 (&raw)[kPwKeysPerLane], const pw_u16* keys) {
 #pragma unroll
-      for (int i = 0; i < kPwKeysPerLane; ++i) {
-        raw[p][i] = *reinterpret_cast<const uint4*>(
-            keys + (p * kPwPassKeys + kPwKeysPerLane * g + i) * PW_DI + 8 * c);
-      }
-    }
-  }
-  for (int q0 = 0; q0 < nq; q0 += kPwQc) {
-    float qf[kPwQc][8];
-    int vis[kPwQc];
-#pragma unroll
-    for (int q = 0; q < kPwQc; ++q) {
-      const int qv = q0 + q < nq ? q0 + q : q0;
-      const int row = s0 + qv / PW_HI;
-      vis[q] = q0 + q < nq ? vis_tile[row - first] : 0;
-      if (seen) {
-        pw_msa_unpack8(
-            *reinterpret_cast<const uint4*>(
-                index_q + (static_cast<long long>(row) * PW_HI + qv % PW_HI) * PW_DI + 8 * c),
-            qf[q]);
-      }
-    }
-#pragma unroll
-    for (int q = 0; q < kPwQc; ++q) {
-      if (q0 + q >= nq) continue;  // uniform (not break: the loop must unroll on AMD too)
-      float mx = pw_msa_neg_inf();
-      if (seen) {
-#pragma unroll
-        for (int p = 0; p < kPwPasses; ++p) {
-          float v[kPwKeysPerLane];
-#pragma unroll
-          for (int i = 0; i < kPwKeysPerLane; ++i) {
-            float k[8];
-            pw_msa_unpack8(raw[p][i], k);
-            float d = 0.0f;
-#pragma unroll
-            for (int x = 0; x < 8; ++x) d = fmaf(qf[q][x], k[x], d);
-            v[i] = d;
-          }
-          pw_msa_fold<4>(v, lane);
-          pw_msa_fold<2>(v, lane);
-          pw_msa_fold<1>(v, lane);
-          v[0] += pw_shfl_xor(v[0], 8);
-          // The key whose dot product this lane now holds.
-          const int j = key_first + p * kPwPassKeys + kPwKeysPerLane * g + c % 8;
-          mx = fmaxf(mx, j < vis[q] ? v[0] : pw_msa_neg_inf());
-        }
-#pragma unroll
-        for (int o = PW_WARP / 2; o > 0; o >>= 1) mx = fmaxf(mx, pw_shfl_xor(mx, o));
-      }
-      const int qv = q0 + q, rl = s0 + qv / PW_HI - first, h = qv % PW_HI;
-      if (lane == 0) part[((rl * PW_HI + h) * kPwChunk + kbl) * kPwSlices + slice] = mx;
-    }
+  for (int i = 0; i < kPwKeysPerLane; ++i) {
+    raw[i] = *reinterpret_cast<const uint4*>(keys + i * PW_DI);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS)
+extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
+                                             PW_MSA_INDEX_DECODE_MIN_BLOCKS)
     pw_msa_index_decode(const pw_u16* index_q, const int* row_req, const int* visible,
                         const int* block_table, int max_blocks, const pw_u16* index_cache,
-                        float* scores, int stride, int rows) {
-  __shared__ float part[kPwParts];
-  __shared__ int seg_start[PW_ROWS_TILE + 1];
-  __shared__ int seg_limit[PW_ROWS_TILE];
-  __shared__ int vis[PW_ROWS_TILE];
-  __shared__ int page[PW_ROWS_TILE * kPwChunk];  // [run][key block of the chunk]
-  __shared__ int segs;
-  const int first = blockIdx.x * PW_ROWS_TILE;
-  const int last = first + PW_ROWS_TILE < rows ? first + PW_ROWS_TILE : rows;
-  const int kb0 = blockIdx.y * kPwChunk;
-  const int kb1 = kb0 + kPwChunk < stride ? kb0 + kPwChunk : stride;
-  const int nkb = kb1 - kb0;
-  for (int r = first + threadIdx.x; r < last; r += blockDim.x) vis[r - first] = visible[r];
-  __syncthreads();
-  // Runs of consecutive rows of one request, and how far each run's rows see.
-  if (threadIdx.x == 0) {
-    int n = 0;
-    for (int r = first; r < last; ++r) {
-      if (r == first || row_req[r] != row_req[r - 1]) {
-        seg_start[n] = r;
-        seg_limit[n++] = 0;
-      }
-      const int v = vis[r - first];
-      if (v > seg_limit[n - 1]) seg_limit[n - 1] = v;
+                        float* scores, int stride, int rows, int chunk, int* topk, int* counters) {
+  __shared__ pw_u32 cand_key[kPwWarps * PW_TOPK_BLOCKS];
+  __shared__ int cand_id[kPwWarps * PW_TOPK_BLOCKS];
+  __shared__ int last_block;
+  const int lead = blockIdx.x;
+  const int req = row_req[lead];
+  if (lead % PW_ROWS_TILE != 0 && row_req[lead - 1] == req) return;  // no run starts here
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  const int c = lane % 16, g = lane / 16;  // dims 8c .. 8c + 7 of keys 8 g + i of a pass
+  // The run: rows [lead, end) of request req, up to the tile's end; how far its rows see.
+  const int tile_end = (lead / PW_ROWS_TILE + 1) * PW_ROWS_TILE;
+  int end = tile_end < rows ? tile_end : rows;
+  for (int base = lead + 1; base < end; base += PW_WARP) {
+    const int r = base + lane;
+    end = pw_msa_warp_min_i32(r < end && row_req[r] != req ? r : end);
+  }
+  pw_u32 lim = 0;
+  for (int r = lead + lane; r < end; r += PW_WARP) {
+    const int v = visible[r];
+    lim = v > static_cast<int>(lim) ? static_cast<pw_u32>(v) : lim;
+  }
+  lim = pw_msa_warp_max_u32(lim);
+  const int nb_run = pw_msa_blocks_of(static_cast<int>(lim));
+  const int nq = (end - lead) * PW_HI;  // qvecs: (row, head), head fastest
+  const int kb0 = blockIdx.y * chunk;
+  const int kb1 = kb0 + chunk < stride ? kb0 + chunk : stride;
+  const int seen = kb1 < nb_run ? kb1 : nb_run;  // key blocks [kb0, seen) are scored
+  // This warp's key blocks: first, first + warps, ...; items of them below `seen`.
+  const int first = kb0 + warp;
+  const int items = seen > first ? (seen - first + kPwWarps - 1) / kPwWarps : 0;
+  int pg = 0;  // lane i: the page of item i
+  if (lane < items) {
+    pg = block_table[static_cast<long long>(req) * max_blocks + first + kPwWarps * lane];
+  }
+  // The chunk's key blocks past the run's: -inf for every qvec.
+  for (int b = first + kPwWarps * items; b < kb1; b += kPwWarps) {
+    for (int qv = lane; qv < nq; qv += PW_WARP) {
+      scores[(static_cast<long long>(qv % PW_HI) * rows + lead + qv / PW_HI) * stride + b] =
+          pw_msa_neg_inf();
     }
-    seg_start[n] = last;
-    segs = n;
   }
-  __syncthreads();
-  // The pages the runs read, looked up once (the tasks then make one round trip each).
-  for (int i = threadIdx.x; i < segs * nkb; i += blockDim.x) {
-    const int s = i / nkb, b = kb0 + i % nkb;
-    page[i] = b * PW_MSA_BLOCK < seg_limit[s]
-                  ? block_table[static_cast<long long>(row_req[seg_start[s]]) * max_blocks + b]
-                  : 0;
-  }
-  __syncthreads();
-  const int tasks = segs * nkb * kPwSlices;
-  for (int t = threadIdx.x / PW_WARP; t < tasks; t += kPwWarps) {
-    const int item = t / kPwSlices, slice = t % kPwSlices;
-    const int s = item / nkb, kbl = item % nkb, b = kb0 + kbl;
-    if (b * PW_MSA_BLOCK >= seg_limit[s]) continue;  // no row of the run sees the block
-    pw_msa_index_task(index_q, vis, page[item], seg_start[s], seg_start[s + 1], first, seg_limit[s],
-                      b, kbl, slice, index_cache, part);
-  }
-  __syncthreads();
-  // Every score of the tile's rows and the chunk's key blocks: the slices' max, or -inf where the
-  // row sees no key of the block.
-  for (int i = threadIdx.x; i < (last - first) * PW_HI * nkb; i += blockDim.x) {
-    const int rl = i / (PW_HI * nkb), h = i / nkb % PW_HI, kbl = i % nkb, b = kb0 + kbl;
-    float m = pw_msa_neg_inf();
-    if (b < pw_msa_blocks_of(vis[rl])) {
-      const float* pp = part + ((rl * PW_HI + h) * kPwChunk + kbl) * kPwSlices;
+  // Tasks: (item, group of kPwQg qvecs), the group fastest; each streams the item's passes.
+  const int groups = (nq + kPwQg - 1) / kPwQg;
+  const int tasks = items * groups;
+  const long long lane_off = kPwKeysPerLane * g * PW_DI + 8 * c;
+  uint4 raw[kPwDepth][kPwKeysPerLane];
+  if (tasks > 0) {
+    const long long base = static_cast<long long>(pw_msa_shfl_i32(pg, 0)) * PW_MSA_BLOCK * PW_DI;
 #pragma unroll
-      for (int sl = 0; sl < kPwSlices; ++sl) m = fmaxf(m, pp[sl]);
+    for (int s = 0; s < kPwDepth; ++s) {
+      pw_msa_load_pass(raw[s], index_cache + base + s * kPwPassKeys * PW_DI + lane_off);
     }
-    scores[(static_cast<long long>(h) * rows + first + rl) * stride + b] = m;
+  }
+  int item = 0, grp = 0;
+  for (int t = 0; t < tasks; ++t) {
+    const int b = first + kPwWarps * item;
+    const int next_item = grp + 1 < groups ? item : item + 1;
+    const bool more = t + 1 < tasks;
+    const long long base = static_cast<long long>(pw_msa_shfl_i32(pg, item)) * PW_MSA_BLOCK * PW_DI;
+    const long long next_base =
+        static_cast<long long>(pw_msa_shfl_i32(pg, more ? next_item : item)) * PW_MSA_BLOCK * PW_DI;
+    const int q0 = grp * kPwQg;
+    uint4 qraw[kPwQg];  // this lane's 8 dims of each qvec (bf16: unpacked as used)
+    int vq[kPwQg];
+    float mx[kPwQg];
+#pragma unroll
+    for (int q = 0; q < kPwQg; ++q) {
+      const bool valid = q0 + q < nq;
+      const int qv = valid ? q0 + q : q0;
+      const int row = lead + qv / PW_HI;
+      qraw[q] = *reinterpret_cast<const uint4*>(
+          index_q + (static_cast<long long>(row) * PW_HI + qv % PW_HI) * PW_DI + 8 * c);
+      vq[q] = valid ? visible[row] : 0;
+      mx[q] = pw_msa_neg_inf();
+    }
+#pragma unroll
+    for (int p = 0; p < kPwPasses; ++p) {
+      uint4(&cur)[kPwKeysPerLane] = raw[p % kPwDepth];
+      // The key whose dot product this lane holds after the butterfly.
+      const int j = b * PW_MSA_BLOCK + p * kPwPassKeys + kPwKeysPerLane * g + c % 8;
+#pragma unroll
+      for (int q = 0; q < kPwQg; ++q) {
+        if (q0 + q >= nq) continue;  // uniform (not break: the loop must unroll on AMD too)
+        float qf[8];
+        pw_msa_unpack8(qraw[q], qf);
+        float v[kPwKeysPerLane];
+#pragma unroll
+        for (int i = 0; i < kPwKeysPerLane; ++i) {
+          float k[8];
+          pw_msa_unpack8(cur[i], k);
+          float d = 0.0f;
+#pragma unroll
+          for (int x = 0; x < 8; ++x) d = fmaf(qf[x], k[x], d);
+          v[i] = d;
+        }
+        pw_msa_fold<4>(v, lane);
+        pw_msa_fold<2>(v, lane);
+        pw_msa_fold<1>(v, lane);
+        v[0] += pw_shfl_xor(v[0], 8);
+        mx[q] = fmaxf(mx[q], j < vq[q] ? v[0] : pw_msa_neg_inf());
+      }
+      // This buffer takes the pass kPwDepth ahead: of this key block, or of the next task's.
+      if (p + kPwDepth < kPwPasses) {
+        pw_msa_load_pass(cur, index_cache + base + (p + kPwDepth) * kPwPassKeys * PW_DI + lane_off);
+      } else if (more) {
+        pw_msa_load_pass(cur, index_cache + next_base +
+                                  (p + kPwDepth - kPwPasses) * kPwPassKeys * PW_DI + lane_off);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kPwQg; ++q) {
+      if (q0 + q >= nq) continue;
+      const float m = pw_msa_warp_max_f32(mx[q]);
+      const int qv = q0 + q;
+      if (lane == q) {
+        scores[(static_cast<long long>(qv % PW_HI) * rows + lead + qv / PW_HI) * stride + b] = m;
+      }
+    }
+    if (++grp == groups) {
+      grp = 0;
+      ++item;
+    }
+  }
+  if (topk == nullptr) return;
+  // The fused top-k: the run's last block to finish selects from every block's scores.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last_block = atomicAdd(counters + lead, 1) == static_cast<int>(gridDim.y) - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  if (threadIdx.x == 0) counters[lead] = 0;  // ready for the next launch
+  for (int qv = 0; qv < nq; ++qv) {
+    const int row = lead + qv / PW_HI;
+    const long long hr = static_cast<long long>(qv % PW_HI) * rows + row;
+    pw_msa_block_topk<kPwWarps>(static_cast<const volatile float*>(scores + hr * stride),
+                                pw_msa_blocks_of(visible[row]), topk + hr * PW_TOPK_BLOCKS,
+                                cand_key, cand_id);
   }
 }

@@ -11,13 +11,18 @@
 // chunks): shared (large 0): chunks = 1, a block walks every key block its rows see; large:
 // chunks = ceil(stride / PW_MSA_INDEX_PREFILL_CHUNK), a block takes that many key blocks.
 //
-// msa_index_decode (FMAs: memory-bound): a block takes rows_tile rows and
-// pw_msa_index_decode_chunk(rows_tile) key blocks (grid (ceil(rows / rows_tile),
-// ceil(stride / chunk))). Its work is items (a run of rows of one request, one key block), each
-// cut into slices of a key block's keys; the warps take (item, slice) tasks on their own, each
-// task one round trip to memory, leave each slice's maxima in shared memory, and after one
-// barrier the block reduces the slices and writes the scores: each key block is read once per
-// run of rows, by several warps at once.
+// msa_index_decode (FMAs: memory-bound): a run is consecutive rows of one request, cut at
+// multiples of rows_tile (each run's keys are read once for all its rows). Grid (rows,
+// ceil(stride / chunk)), chunk = pw_msa_index_decode_chunk(...): block (r, y) takes the run that
+// starts at row r (a block whose row starts none returns at once) and key blocks [y chunk,
+// (y + 1) chunk); warp w of it takes key blocks w, w + warps, ... of the chunk (at most
+// PW_MSA_INDEX_DECODE_MAX_ITEMS: their pages are one load, a lane each), each a whole key block,
+// streamed in passes of W / 2 keys with PW_MSA_INDEX_DECODE_DEPTH passes in flight (across key
+// blocks too), and writes its scores itself: no shared memory, no barrier. The chunk is the
+// fewest key blocks that keep the grid within `blocks` blocks (2 a multiprocessor: one wave).
+// The fused top-k (a topk output given): each block counts itself done on its run's counter
+// (workspace[r], zero before the launch); the last of the run's blocks resets it to zero and
+// selects the run's rows' top-k from the scores, as msa_topk_decode does.
 #pragma once
 #include "common/portability.h"
 
@@ -25,7 +30,18 @@
 #define PW_MSA_INDEX_PREFILL_QVECS (16 * PW_MSA_INDEX_PREFILL_WARPS)
 #define PW_MSA_INDEX_PREFILL_CHUNK 8  // large: key blocks a block takes (1024 keys)
 #define PW_MSA_INDEX_DECODE_THREADS 256
-#define PW_MSA_INDEX_DECODE_QCHUNK 1  // qvecs a warp scores at once
+// Key blocks a warp takes in a block (their pages: one load, a lane each).
+#define PW_MSA_INDEX_DECODE_MAX_ITEMS 32
+#ifndef PW_MSA_INDEX_DECODE_DEPTH
+#define PW_MSA_INDEX_DECODE_DEPTH 2  // passes of keys a warp has in flight
+#endif
+#ifndef PW_MSA_INDEX_DECODE_MIN_BLOCKS
+// __launch_bounds__'s second value: on NVIDIA 2 blocks a multiprocessor (128 registers a thread).
+#define PW_MSA_INDEX_DECODE_MIN_BLOCKS 2
+#endif
+#ifndef PW_MSA_INDEX_DECODE_QGROUP
+#define PW_MSA_INDEX_DECODE_QGROUP 4  // qvecs (row, head) a warp scores in one stream of the keys
+#endif
 
 struct PwMsaIndexPrefillGeometry {
   int threads;
@@ -50,8 +66,14 @@ PW_HD constexpr PwMsaIndexPrefillGeometry pw_msa_index_prefill_geometry(int hi, 
   return g;
 }
 
-// msa_index_decode: key blocks a block takes. Few rows a tile: more key blocks a block, so its
-// warps have work; 16 rows and more: one (the grid's y then spreads the keys over the GPU).
-PW_HD constexpr int pw_msa_index_decode_chunk(int rows_tile) {
-  return rows_tile >= 16 ? 1 : 16 / rows_tile;
+// msa_index_decode: key blocks a block takes, a multiple of its warps: warps x ceil(rows x stride
+// / (blocks x warps)) (every row counted as a run), at most PW_MSA_INDEX_DECODE_MAX_ITEMS a warp;
+// the grid is then about `blocks` blocks.
+PW_HD constexpr int pw_msa_index_decode_chunk(int warps, long long rows, long long stride,
+                                              long long blocks) {
+  const long long slots = (blocks > 1 ? blocks : 1) * warps;
+  long long per_warp = (rows * stride + slots - 1) / slots;
+  if (per_warp < 1) per_warp = 1;
+  if (per_warp > PW_MSA_INDEX_DECODE_MAX_ITEMS) per_warp = PW_MSA_INDEX_DECODE_MAX_ITEMS;
+  return static_cast<int>(warps * per_warp);
 }

@@ -1,7 +1,8 @@
 // index_decode: index scores for the R decode rows of a step (msa_index_decode: block scores).
-// Key: rows_tile = smallest power of two >= min(R, 64). (A `buffered` variant, the heads' scores
-// through a global buffer and a second pass, lost to the on-chip sum at every shape measured on
-// an H200 and was removed: bench/RESULTS.md, 2026-12-01.)
+// Key: rows_tile = smallest power of two >= min(R, 64); msa_index_decode's key also holds
+// msa_topk_decode's shape constants (topk_blocks, init_blocks, local_blocks) for its fused top-k.
+// (A `buffered` variant, the heads' scores through a global buffer and a second pass, lost to the
+// on-chip sum at every shape measured on an H200 and was removed: bench/RESULTS.md, 2026-12-01.)
 #include <algorithm>
 
 #include "prewarm/launchers/launcher.h"
@@ -42,6 +43,10 @@ class IndexDecodeLauncher final : public Launcher {
     Key key = NewKey(Name(), ctx.arch);
     key.Set("rows_tile", rows_tile);
     SetIndexShape(key, ctx);
+    // msa_index_decode's fused top-k is compiled in: msa_topk_decode's shape constants.
+    if (family_ == AttentionFamily::kMsa) {
+      SetMsaShape(key, ctx, {"topk_blocks", "init_blocks", "local_blocks"});
+    }
     return key;
   }
 

@@ -156,6 +156,8 @@ absl::Status MsaWorkspace(const KernelCache& kc, const std::string& launcher, in
   if (topk) {
     bytes[0] =
         MsaTopkWorkspaceBytes(keys.front(), rows, static_cast<int>(kc.shape().index_n_heads));
+  } else if (launcher == "msa_index_decode") {
+    bytes[0] = MsaIndexDecodeWorkspaceBytes(rows);
   } else if (launcher == "msa_sparse_decode") {
     bytes[0] = MsaSparseWorkspaceBytes(keys.front(), rows);
     bytes[1] = MsaSparseLseWorkspaceBytes(keys.front(), rows);
@@ -226,6 +228,26 @@ extern "C" int prewarm_runtime_msa_index_decode(prewarm_runtime* rt,
     RETURN_IF_ERROR(IndexArgs(kName, *a));
     ASSIGN_OR_RETURN(const prewarm::LoadedKernel k, r.ForCall(kName, DecodeStats(a->rows, 0)));
     return prewarm::LaunchMsaIndexDecode(r.gpu(), k.module, k.key, IndexArgsOf(*a));
+  });
+}
+
+extern "C" int prewarm_runtime_msa_index_topk_decode(prewarm_runtime* rt,
+                                                     const prewarm_msa_index_args* a, void* topk,
+                                                     void* workspace, void* stream, char* err,
+                                                     size_t err_len) {
+  constexpr const char* kName = "msa_index_decode";
+  return Launch(rt, kName, a, stream, err, err_len, [&](prewarm::Runtime& r) -> absl::Status {
+    RETURN_IF_ERROR(NonNegative(kName, "rows", a->rows));
+    if (a->rows == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(IndexArgs(kName, *a));
+    RETURN_IF_ERROR(Required({{"topk", topk}}));
+    RETURN_IF_ERROR(WorkspaceGiven(kName, prewarm::MsaIndexDecodeWorkspaceBytes(a->rows), workspace,
+                                   "workspace"));
+    ASSIGN_OR_RETURN(const prewarm::LoadedKernel k, r.ForCall(kName, DecodeStats(a->rows, 0)));
+    prewarm::MsaIndexArgs m = IndexArgsOf(*a);
+    m.topk = Ptr(topk);
+    m.workspace = Ptr(workspace);
+    return prewarm::LaunchMsaIndexDecode(r.gpu(), k.module, k.key, m);
   });
 }
 

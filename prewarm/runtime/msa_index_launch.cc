@@ -141,17 +141,27 @@ absl::Status LaunchMsaIndexPrefill(Gpu& gpu, void* module, const Key& key, const
   return Run(gpu, module, e[0], {CeilDiv(a.rows, g.rows), chunks, 1}, IndexArgv(v));
 }
 
+size_t MsaIndexDecodeWorkspaceBytes(int rows) {
+  return rows > 0 ? static_cast<size_t>(rows) * 4 : 0;
+}
+
 absl::Status LaunchMsaIndexDecode(Gpu& gpu, void* module, const Key& key, const MsaIndexArgs& a) {
   RETURN_IF_ERROR(CheckLauncher(key, "msa_index_decode"));
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaIndexEntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   RETURN_IF_ERROR(CheckIndexArgs("msa_index_decode", a));
+  if (a.topk != 0 && a.workspace == 0 && a.rows > 0) {
+    return absl::InvalidArgumentError(
+        "msa_index_decode: the fused top-k (a topk output) needs its workspace");
+  }
   if (a.rows <= 0) return absl::OkStatus();
-  const int rows_tile = Int(key, "rows_tile");
+  int chunk = pw_msa_index_decode_chunk(PW_MSA_INDEX_DECODE_THREADS / WarpWidth(arch), a.rows,
+                                        a.stride, 2LL * gpu.MultiprocessorCount());
   MsaIndexArgs v = a;
-  return Run(
-      gpu, module, e[0],
-      {CeilDiv(a.rows, rows_tile), CeilDiv(a.stride, pw_msa_index_decode_chunk(rows_tile)), 1},
-      IndexArgv(v));
+  if (v.topk == 0) v.workspace = 0;
+  return Run(gpu, module, e[0], {static_cast<unsigned>(a.rows), CeilDiv(a.stride, chunk), 1},
+             {&v.index_q, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.index_cache,
+              &v.scores, &v.stride, &v.rows, &chunk, &v.topk, &v.workspace});
 }
 
 size_t MsaTopkWorkspaceBytes(const Key& key, int rows, int heads) {

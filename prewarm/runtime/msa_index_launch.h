@@ -44,14 +44,23 @@ absl::Status LaunchMsaNormRopeInsert(Gpu& gpu, void* module, const Key& key,
 // visible[rows] (keys each sees), block_table[requests][max_blocks], index_cache (bf16 pages).
 // Out: scores[Hi_r][rows][stride] (float32): every entry written, -inf past each row's blocks;
 // stride >= the largest ceil(visible / 128).
+// msa_index_decode's fused top-k: with `topk` given, the same launch also writes
+// topk[Hi_r][rows][topk_blocks] as msa_topk_decode would from those scores (the key's
+// topk_blocks, init_blocks, local_blocks), so the caller skips msa_topk_decode. `workspace`
+// (MsaIndexDecodeWorkspaceBytes) holds a counter a row: it must be zero before the first such
+// launch, and each launch leaves it zero (the last block of a run resets its counter), so one
+// zeroed workspace serves every later launch on its stream. Without topk neither is read.
 struct MsaIndexArgs {
   DevicePtr index_q = 0, row_req = 0, visible = 0, block_table = 0;
   int max_blocks = 0;
   DevicePtr index_cache = 0, scores = 0;
   int stride = 0, rows = 0;
+  DevicePtr topk = 0, workspace = 0;  // msa_index_decode's fused top-k only
 };
 absl::Status LaunchMsaIndexPrefill(Gpu& gpu, void* module, const Key& key, const MsaIndexArgs& a);
 absl::Status LaunchMsaIndexDecode(Gpu& gpu, void* module, const Key& key, const MsaIndexArgs& a);
+// Bytes of msa_index_decode's workspace for `rows` rows (its fused top-k's counters; 0 for none).
+size_t MsaIndexDecodeWorkspaceBytes(int rows);
 
 // scores[heads][rows][stride] (the index kernels' output), visible[rows]. Out: topk[heads][rows]
 // [topk_blocks] (int32 block ids, ascending, -1 padded).

@@ -240,6 +240,14 @@ int prewarm_runtime_msa_index_prefill(prewarm_runtime* rt, const prewarm_msa_ind
                                       void* stream, char* err, size_t err_len);
 int prewarm_runtime_msa_index_decode(prewarm_runtime* rt, const prewarm_msa_index_args* a,
                                      void* stream, char* err, size_t err_len);
+/* msa_index_decode with msa_topk_decode fused into it: the scores as above, and in the same
+ * launch topk (int32 [Hi][rows][Kb], as prewarm_msa_topk_args.topk) from them, so the caller
+ * skips msa_topk_decode. workspace: prewarm_runtime_workspace("msa_index_decode", rows) bytes[0]
+ * (a counter a row), zero before its first use (cudaMemset once); every launch leaves it zero, so
+ * one allocation serves every later step of its stream (and a CUDA graph). */
+int prewarm_runtime_msa_index_topk_decode(prewarm_runtime* rt, const prewarm_msa_index_args* a,
+                                          void* topk, void* workspace, void* stream, char* err,
+                                          size_t err_len);
 
 /* Per row and index head, the Kb blocks with the highest score among its nb: the model's leading
  * (init) and trailing (local) blocks always, ties to the lower block id; ascending, -1 padded. */
@@ -286,8 +294,10 @@ int prewarm_runtime_msa_sparse_decode(prewarm_runtime* rt, const prewarm_msa_spa
 /* The workspace bytes a launch needs (0 when its kernel needs none): topk_prefill (rows, ctx):
  * bytes[0] for ws_key and bytes[1] for ws_idx; sparse_decode (rows): bytes[0] for ws_o, bytes[1]
  * for ws_lse; msa_topk_prefill (rows, ctx): bytes[0] for workspace (bytes[1] 0); msa_sparse_decode
- * (rows): bytes[0] for ws_o, bytes[1] for ws_lse. Every other launcher: 0. `stride` is unused
- * (index_decode's buffered variant, which needed it, was removed). */
+ * (rows): bytes[0] for ws_o, bytes[1] for ws_lse; msa_index_decode (rows): bytes[0] for the
+ * workspace of prewarm_runtime_msa_index_topk_decode (the plain launch needs none). Every other
+ * launcher: 0. `stride` is unused (index_decode's buffered variant, which needed it, was
+ * removed). */
 int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launcher, int rows, long long ctx,
                               int stride, size_t bytes[2], char* err, size_t err_len);
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -44,6 +45,7 @@ using u16 = unsigned short;
 
 using msa_test::CompiledKey;
 using msa_test::CompileThroughCache;
+using msa_test::IndexDecodeKey;
 using msa_test::InsertKey;
 using msa_test::kD;
 using msa_test::kRope;
@@ -117,7 +119,10 @@ struct Batch {
   int max_blocks = 1, pages = 0, stride = 1;
 };
 // reqs: per request (tokens already in the cache, query tokens); rows at positions c .. c + q - 1.
-Batch MakeBatch(const std::vector<std::pair<int, int>>& reqs, Inputs& in, int extra_stride) {
+// page_cap > 0: at most that many pages, the table's entries reusing them (long rows, a small
+// cache).
+Batch MakeBatch(const std::vector<std::pair<int, int>>& reqs, Inputs& in, int extra_stride,
+                int page_cap = 0) {
   Batch b;
   int max_ctx = 1;
   for (size_t r = 0; r < reqs.size(); ++r) {
@@ -130,10 +135,12 @@ Batch MakeBatch(const std::vector<std::pair<int, int>>& reqs, Inputs& in, int ex
   b.max_blocks = pw_msa_blocks_of(max_ctx);
   b.stride = b.max_blocks + extra_stride;
   b.pages = b.max_blocks * static_cast<int>(reqs.size()) + 3;
+  if (page_cap > 0 && b.pages > page_cap) b.pages = page_cap;
   std::vector<int> ids(b.pages);
   std::iota(ids.begin(), ids.end(), 0);
   std::shuffle(ids.begin(), ids.end(), in.rng());
-  b.table.assign(ids.begin(), ids.begin() + b.max_blocks * static_cast<long>(reqs.size()));
+  b.table.resize(static_cast<size_t>(b.max_blocks) * reqs.size());
+  for (size_t i = 0; i < b.table.size(); ++i) b.table[i] = ids[i % ids.size()];
   return b;
 }
 
@@ -339,8 +346,12 @@ class MsaIndexCheckTest : public ::testing::Test {
         reqs.push_back({std::max(0, ctx - q), q});
         rows += q;
       }
+      // Two long requests (the fused top-k's selection over more than 128 blocks), one with a
+      // pair of MTP rows; the cache's pages reused (512 of them).
+      reqs.push_back({20000, 1});
+      reqs.push_back({33000, 2});
     }
-    const Batch b = MakeBatch(reqs, in, prefill ? 0 : 2);
+    const Batch b = MakeBatch(reqs, in, prefill ? 0 : 2, prefill ? 0 : 512);
     const int rows = static_cast<int>(b.row_req.size());
     const std::vector<u16> cache = in.Bf16(static_cast<size_t>(b.pages) * kBs * kD, 1.0);
     const std::vector<u16> q = in.Bf16(static_cast<size_t>(rows) * hi * kD, 1.0);
@@ -382,6 +393,48 @@ class MsaIndexCheckTest : public ::testing::Test {
     // fp32 sums of 128 exact bf16 products against double.
     o.metrics.push_back({"scores", ref::MsaRelativeError(got, want), 2e-5});
     o.metrics.push_back({"not_-inf_past_nb", static_cast<double>(bad_tail), 0});
+    if (prefill) return o;
+    // The fused top-k, twice on one workspace (zeroed once, as the caller must; the first launch
+    // must leave it zero): the same scores bit for bit, and each row's selection by the top-k
+    // rule (the CPU's, from those scores).
+    const int kb = KeyI(key, "topk_blocks"), init = KeyI(key, "init_blocks"),
+              local = KeyI(key, "local_blocks");
+    const size_t nt = static_cast<size_t>(hi) * rows * kb;
+    ASSIGN_OR_RETURN(auto dws, Poisoned<u8>(MsaIndexDecodeWorkspaceBytes(rows), 0));
+    long long scores_differ = 0, topk_differ = 0, counters_left = 0;
+    std::string first_bad;
+    for (int launch = 0; launch < 2; ++launch) {
+      ASSIGN_OR_RETURN(auto dsc, Poisoned<float>(n, 0xff));
+      ASSIGN_OR_RETURN(auto dtop, Poisoned<int>(nt, 0x7f));
+      MsaIndexArgs f = a;
+      f.scores = dsc.ptr(), f.topk = dtop.ptr(), f.workspace = dws.ptr();
+      RETURN_IF_ERROR(LaunchMsaIndexDecode(*gpu_, module, key, f));
+      RETURN_IF_ERROR(gpu_->Synchronize());
+      ASSIGN_OR_RETURN(auto sc, Download<float>(*gpu_, dsc, n));
+      ASSIGN_OR_RETURN(auto top, Download<int>(*gpu_, dtop, nt));
+      ASSIGN_OR_RETURN(auto ws, Download<int>(*gpu_, dws, rows));
+      for (size_t i = 0; i < n; ++i) scores_differ += std::memcmp(&sc[i], &out[i], 4) != 0;
+      for (int h = 0; h < hi; ++h) {
+        for (int t = 0; t < rows; ++t) {
+          const size_t hr = static_cast<size_t>(h) * rows + t;
+          const int nb = pw_msa_blocks_of(b.visible[t]);
+          const std::vector<int> sel = ref::MsaTopk(&sc[hr * b.stride], nb, kb, init, local);
+          if (std::equal(sel.begin(), sel.end(), top.begin() + hr * kb)) continue;
+          if (topk_differ++ == 0) {
+            first_bad = " first bad topk: launch " + std::to_string(launch) +
+                        " h=" + std::to_string(h) + " nb=" + std::to_string(nb) + " got";
+            for (int i = 0; i < kb; ++i) first_bad += " " + std::to_string(top[hr * kb + i]);
+            first_bad += " want";
+            for (int i = 0; i < kb; ++i) first_bad += " " + std::to_string(sel[i]);
+          }
+        }
+      }
+      for (int v : ws) counters_left += v != 0;
+    }
+    o.metrics.push_back({"fused_scores_differ", static_cast<double>(scores_differ), 0});
+    o.metrics.push_back({"fused_topk_rows_differ", static_cast<double>(topk_differ), 0});
+    o.metrics.push_back({"counters_left", static_cast<double>(counters_left), 0});
+    o.note += first_bad;
     return o;
   }
 
@@ -563,10 +616,7 @@ TEST_F(MsaIndexCheckTest, TimingsAtTheTargetShapes) {
                          .Set("index_heads", int64_t{s.index_heads})
                          .Set("index_dim", int64_t{kD}));
     }
-    Key k = NewKey("msa_index_decode", arch_);
-    keys.push_back(k.Set("rows_tile", int64_t{16})
-                       .Set("index_heads", int64_t{s.index_heads})
-                       .Set("index_dim", int64_t{kD}));
+    keys.push_back(IndexDecodeKey(arch_, 16, s.index_heads));
   }
   keys.push_back(TopkKey(arch_, "msa_topk_prefill", 1, 16, 0, 1));
   keys.push_back(TopkKey(arch_, "msa_topk_decode", 0, 16, 0, 1));
@@ -610,10 +660,7 @@ TEST_F(MsaIndexCheckTest, TimingsAtTheTargetShapes) {
       auto dtop = AllocBuffer(*gpu_, static_cast<size_t>(hi) * rows * 16 * 4);
       ASSERT_TRUE(dcache.ok() && dq.ok() && dreq.ok() && dvis.ok() && dtable.ok() && dsc.ok() &&
                   dtop.ok());
-      Key ik = NewKey("msa_index_decode", arch_);
-      ik.Set("rows_tile", int64_t{16})
-          .Set("index_heads", int64_t{hi})
-          .Set("index_dim", int64_t{kD});
+      const Key ik = IndexDecodeKey(arch_, 16, hi);
       const Key tk = TopkKey(arch_, "msa_topk_decode", 0, 16, 0, 1);
       MsaIndexArgs a;
       a.index_q = dq->ptr(), a.row_req = dreq->ptr(), a.visible = dvis->ptr();
@@ -629,9 +676,17 @@ TEST_F(MsaIndexCheckTest, TimingsAtTheTargetShapes) {
         RETURN_IF_ERROR(LaunchMsaIndexDecode(*gpu_, module_of(ik), ik, a));
         return LaunchMsaTopkDecode(*gpu_, module_of(tk), tk, t);
       });
+      auto dws = AllocBuffer(*gpu_, MsaIndexDecodeWorkspaceBytes(rows));
+      ASSERT_TRUE(dws.ok() && gpu_->Fill(dws->ptr(), 0, dws->bytes()).ok());
+      MsaIndexArgs f = a;
+      f.topk = dtop->ptr(), f.workspace = dws->ptr();
+      const double fused =
+          median_us([&] { return LaunchMsaIndexDecode(*gpu_, module_of(ik), ik, f); });
       const double gb = 16.0 * ctx * kD * 2 / 1e9;
-      std::printf("%s decode 16 rows ctx %6d: index %7.1f (%4.0f GB/s)  topk %6.1f  both %7.1f\n",
-                  s.name, ctx, ti, gb / (ti * 1e-6), tt, both);
+      std::printf(
+          "%s decode 16 rows ctx %6d: index %7.1f (%4.0f GB/s)  topk %6.1f  both %7.1f  "
+          "fused %7.1f\n",
+          s.name, ctx, ti, gb / (ti * 1e-6), tt, both, fused);
     }
     // Prefill: one 8192-token chunk at 8K (a fresh prompt): index (shared and large) then top-k.
     {

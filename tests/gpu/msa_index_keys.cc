@@ -30,6 +30,14 @@ Key TopkKey(const Arch& arch, const char* launcher, int64_t strips, int64_t kb, 
   return k;
 }
 
+Key IndexDecodeKey(const Arch& arch, int64_t rows_tile, int64_t hi, int64_t kb, int64_t init,
+                   int64_t local) {
+  Key k = NewKey("msa_index_decode", arch);
+  k.Set("rows_tile", rows_tile).Set("index_heads", hi).Set("index_dim", int64_t{kD});
+  k.Set("topk_blocks", kb).Set("init_blocks", init).Set("local_blocks", local);
+  return k;
+}
+
 // Every variant of the five launchers the plan makes for MiniMax-M3 (tp 4 and tp 1), plus top-k
 // keys with other Kb / init / local (the kernels take 1..32, 0..4, 1..4).
 std::vector<Key> MsaIndexKeys(const Arch& arch) {
@@ -44,11 +52,10 @@ std::vector<Key> MsaIndexKeys(const Arch& arch) {
     }
   }
   for (int64_t hi : {1, 4}) {
-    for (int64_t tile = 1; tile <= 64; tile *= 2) {
-      Key k = NewKey("msa_index_decode", arch);
-      keys.push_back(k.Set("rows_tile", tile).Set("index_heads", hi).Set("index_dim", int64_t{kD}));
-    }
+    for (int64_t tile = 1; tile <= 64; tile *= 2) keys.push_back(IndexDecodeKey(arch, tile, hi));
   }
+  // The fused top-k with other Kb / init / local.
+  keys.push_back(IndexDecodeKey(arch, 4, 1, 3, 2, 2));
   for (int64_t strips : {1, 2, 4, 8})
     keys.push_back(TopkKey(arch, "msa_topk_prefill", strips, 16, 0, 1));
   keys.push_back(TopkKey(arch, "msa_topk_prefill", 1, 32, 4, 4));

@@ -26,6 +26,9 @@ inline constexpr MsaShape kShapes[] = {{"tp4", 16, 1, 1}, {"tp1", 64, 4, 4}};
 
 // One msa_norm_rope_insert key at shape `s`; one top-k key (`strips` 0: msa_topk_decode's).
 Key InsertKey(const Arch& arch, bool small, const MsaShape& s);
+// msa_index_decode's key (MiniMax-M3's top-k constants unless given).
+Key IndexDecodeKey(const Arch& arch, int64_t rows_tile, int64_t hi, int64_t kb = 16,
+                   int64_t init = 0, int64_t local = 1);
 Key TopkKey(const Arch& arch, const char* launcher, int64_t strips, int64_t kb, int64_t init,
             int64_t local);
 

@@ -198,7 +198,8 @@ TEST_F(MsaKeyRulesTest, KeysCarryTheRankShape) {
   EXPECT_EQ(One("msa_topk_decode", Decodes(1, 10)).String(),
             "arch=gfx942,init_blocks=0,local_blocks=1,topk_blocks=16");
   EXPECT_EQ(One("msa_index_decode", Decodes(1, 10)).String(),
-            "arch=gfx942,index_dim=128,index_heads=1,rows_tile=1");
+            "arch=gfx942,index_dim=128,index_heads=1,init_blocks=0,local_blocks=1,rows_tile=1,"
+            "topk_blocks=16");
   shape_ = *ShapeForRank(model_, 1);
   EXPECT_EQ(One("msa_sparse_prefill", Prefill(16, 16)).String(),
             "arch=gfx942,head_dim=128,heads=64,kv_heads=4,rounds=1,topk_blocks=16");

@@ -228,6 +228,18 @@ static int MsaLaunches(prewarm_runtime* rt, int msa) {
   failed += Expect(
       rc == want && strstr(err, says) != NULL && (!msa || strstr(err, "rows_tile=4") != NULL),
       "msa_index_decode: its key, then no GPU (MLA: never runs)", err);
+  /* The fused top-k: its key, with a topk output and a workspace (a counter a row) named. */
+  rc = prewarm_runtime_msa_index_topk_decode(rt, &ix, fake, fake, NULL, err, sizeof err);
+  failed += Expect(
+      rc == want && strstr(err, says) != NULL && (!msa || strstr(err, "rows_tile=4") != NULL),
+      "msa_index_topk_decode: its key, then no GPU (MLA: never runs)", err);
+  rc = prewarm_runtime_msa_index_topk_decode(rt, &ix, NULL, fake, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_index_decode: topk must not") != NULL,
+                   "msa_index_topk_decode: a NULL topk is named", err);
+  rc = prewarm_runtime_msa_index_topk_decode(rt, &ix, fake, NULL, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "needs a workspace") != NULL &&
+                       strstr(err, "in workspace") != NULL,
+                   "msa_index_topk_decode: a NULL workspace is named", err);
   ix.scores = NULL;
   rc = prewarm_runtime_msa_index_decode(rt, &ix, NULL, err, sizeof err);
   failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_index_decode: scores must not") != NULL,
@@ -280,6 +292,12 @@ static int MsaLaunches(prewarm_runtime* rt, int msa) {
   failed += Expect(rc == PREWARM_EINVAL && strstr(err, "msa_sparse_decode: rows is -3") != NULL,
                    "msa_sparse_decode: negative rows are named", err);
   size_t bytes[2];
+  rc = prewarm_runtime_workspace(rt, "msa_index_decode", 3, 0, 0, bytes, err, sizeof err);
+  failed += Expect(msa ? rc == PREWARM_OK && bytes[0] == 12 && bytes[1] == 0
+                       : rc == PREWARM_EINVAL && strstr(err, says) != NULL,
+                   "msa_index_decode: its fused top-k's workspace, a counter a row (MLA: never "
+                   "runs)",
+                   err);
   rc = prewarm_runtime_workspace(rt, "msa_sparse_decode", 2, 0, 0, bytes, err, sizeof err);
   /* 16 splits for 2 rows: an f32 lse per row, head and split, and D = 128 f32 of o for each. */
   failed += Expect(msa ? rc == PREWARM_OK && bytes[1] > 0 && bytes[1] % (2 * 16 * 4) == 0 &&
