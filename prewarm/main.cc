@@ -274,6 +274,7 @@ const std::vector<prewarm::CommandSpec>& Commands() {
        "rule they break (exit 2 after the rest is replayed). One arch: without --arch, the one "
        "the\n"
        "cache's manifest names (several: name one), else the GPU visible, else gfx942.\n"
+       "An entry that is there but cannot be read is an ERROR naming the path and why (exit 1).\n"
        "--strict: exit 1 on any miss.\n"
        "\n"
        "example:\n"

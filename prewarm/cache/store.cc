@@ -40,6 +40,9 @@ namespace {
 // own limits (file descriptors, memory) are an I/O error instead: nothing is wrong with the entry.
 CacheStore::Lookup Refused(const absl::Status& s) {
   CacheStore::Lookup out;
+  // What is not a regular file, or too large to be an entry, is a verdict on the file; anything
+  // else is ErrnoStatus's: the system call failed.
+  out.read_failed = !absl::IsFailedPrecondition(s) && !absl::IsOutOfRange(s);
   if (absl::IsResourceExhausted(s)) {
     out.state = CacheStore::State::kError;
     out.detail = std::string(s.message());

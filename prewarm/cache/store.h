@@ -72,6 +72,11 @@ class CacheStore {
     RejectReason reason = RejectReason::kUnreadable;  // for kRejected
     std::string detail;
     std::string payload;  // for kHit
+    // The open, stat or read of a present entry (or its directory) failed with an errno (EIO,
+    // EACCES, EMFILE...; `detail` names the path and the errno's text): nothing was learnt of its
+    // bytes. Always so for kError; for kRejected, reason kUnreadable. A reader that tells absent
+    // entries from unreadable ones (replay) reports these as I/O errors, not as misses.
+    bool read_failed = false;
   };
   // A reader takes the shared lock only where its lock file exists (a writer made it), never
   // creating one: a read writes nothing to the volume.

@@ -1,10 +1,13 @@
 // prewarm replay: dispatches each step of a trace and reports the keys each launcher reaches.
 // Out-of-range and malformed steps are reported with the rule they break; the exit code is 2
-// when there was any, after every step has been reported.
+// when there was any, after every step has been reported. An entry that is present but cannot
+// be read (an errno: EIO, EACCES, EMFILE) is an ERROR naming the path and why, counted apart from
+// hits and misses, and the exit code is then 1 (an I/O error, DESIGN.md section 7).
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "prewarm/catalog/catalog.h"
@@ -13,6 +16,7 @@
 #include "prewarm/toolchain/code_object.h"
 #include "prewarm/util/files.h"
 #include "prewarm/util/json.h"
+#include "prewarm/util/log.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
@@ -121,7 +125,8 @@ int RunReplay(const Config& config, std::ostream& out) {
   Toolchains toolchains;
   ManagerKeys manager_keys;
   const CacheStore store(config.cache_dir, CheckCodeObject);
-  int64_t hits = 0, misses = 0;
+  int64_t hits = 0, misses = 0, lookups = 0;
+  std::vector<std::string> unread;  // "launcher key: why", lookups an I/O error kept from an answer
   std::string line;
   bool too_long = false;
   int64_t line_no = 0, steps = 0, bad = 0;
@@ -159,14 +164,24 @@ int RunReplay(const Config& config, std::ostream& out) {
       absl::StatusOr<std::string> mk = manager_keys.Get(toolchains, arch, d.name);
       if (!mk.ok()) return ReportError(absl::InternalError(mk.status().message()));
       for (const Key& key : d.keys) {
-        const CacheStore::Lookup l =
-            store.Read({d.name, *mk, key.String(), arch.name}, CacheStore::ReadLock::kWait);
+        const EntryRef ref{d.name, *mk, key.String(), arch.name};
+        const CacheStore::Lookup l = store.Read(ref, CacheStore::ReadLock::kWait);
+        ++lookups;
+        distinct.insert(StrCat(d.name, " ", key.String()));
+        if (l.read_failed) {
+          // Present but not read: neither a hit nor a miss (an absent or rejected entry).
+          const std::string path = store.EntryPath(ref);
+          unread.push_back(StrCat(
+              d.name, " ", key.String(), ": ",
+              l.detail.find(path) == std::string::npos ? StrCat(path, ": ", l.detail) : l.detail));
+          out << "  ERROR " << unread.back() << "\n";
+          continue;
+        }
         const bool hit = l.state == CacheStore::State::kHit;
         (hit ? hits : misses) += 1;
         out << (hit ? "  hit  " : "  MISS ") << d.name << " " << key.String();
         if (l.state == CacheStore::State::kRejected) out << " (rejected: " << l.detail << ")";
         out << "\n";
-        distinct.insert(StrCat(d.name, " ", key.String()));
       }
     }
   }
@@ -175,16 +190,29 @@ int RunReplay(const Config& config, std::ostream& out) {
   }
   out << "replay: " << steps << " steps, " << steps - bad << " in range, " << bad
       << " out of range or malformed; " << distinct.size() << " distinct keys; " << hits
-      << " hits, " << misses << " misses in " << config.cache_dir << "\n";
+      << " hits, " << misses << " misses";
+  if (!unread.empty()) out << ", " << unread.size() << " not read (I/O error)";
+  out << " in " << config.cache_dir << "\n";
+  const std::string strict_misses =
+      config.strict && misses > 0
+          ? StrCat(misses, " launches missed the cache in ", config.cache_dir, " (--strict)")
+          : "";
+  // An entry that is there but cannot be read is an I/O error (exit 1): not a miss, which says
+  // the entry is absent or bad, and not something prewarm run would cure.
+  const std::string io_error =
+      unread.empty() ? ""
+                     : StrCat(unread.size(), " of ", lookups,
+                              " lookups could not read their entry in ", config.cache_dir,
+                              " (ERROR above): an I/O error, not a miss", FirstItems(unread, 3),
+                              strict_misses.empty() ? "" : StrCat("; besides, ", strict_misses));
   if (bad > 0) {
+    if (!io_error.empty()) LogError(io_error);
     return ReportError(
         absl::InvalidArgumentError(StrCat(config.trace, ": ", bad, " of ", steps,
                                           " steps are out of range or malformed (listed above)")));
   }
-  if (config.strict && misses > 0) {
-    return ReportError(absl::NotFoundError(
-        StrCat(misses, " launches missed the cache in ", config.cache_dir, " (--strict)")));
-  }
+  if (!io_error.empty()) return ReportError(absl::InternalError(io_error));
+  if (!strict_misses.empty()) return ReportError(absl::NotFoundError(strict_misses));
   return kExitOk;
 }
 

@@ -373,6 +373,18 @@ TEST(CacheIoTest, RunUnderSmallAddressSpacesEndsInAnErrorNamingIt) {
   EXPECT_GT(failed, 0) << "every limit was enough: the test no longer reaches the failures";
 }
 
+// A prefix for Behind: at most `n` descriptors, with nothing inherited past stderr (a test runner
+// leaves some open).
+std::vector<std::string> FewDescriptors(int n) {
+  return {"bash",
+          "-c",
+          "fds=$(ls /proc/$$/fd); for n in $fds; do if [ \"$n\" -gt 2 ]; then eval \"exec $n>&-\"; "
+          "fi; done; exec \"$@\"",
+          "bash",
+          "prlimit",
+          "--nofile=" + std::to_string(n)};
+}
+
 // Too few descriptors: verify cannot read the entries, and says so as an I/O error (exit 1),
 // never as rejected entries; the cache is untouched, and verify without the limit finds it
 // whole. The servers refuse up front naming the limit (gRPC aborted at 8).
@@ -381,16 +393,9 @@ TEST(CacheIoTest, TooFewDescriptorsAreAnIoErrorNotBadEntries) {
   const std::string cache = dir.path() + "/cache";
   ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
   const std::map<std::string, std::string> before = testing::FileTree(cache);
-  // 4 descriptors, with nothing inherited past stderr (a test runner leaves some open): the
-  // loader opens its libraries one at a time, and the cache's directories find none free.
-  const std::vector<std::string> nofile = {
-      "bash",
-      "-c",
-      "fds=$(ls /proc/$$/fd); for n in $fds; do if [ \"$n\" -gt 2 ]; then eval \"exec $n>&-\"; "
-      "fi; done; exec \"$@\"",
-      "bash",
-      "prlimit",
-      "--nofile=4"};
+  // 4 descriptors: the loader opens its libraries one at a time, and the cache's directories
+  // find none free.
+  const std::vector<std::string> nofile = FewDescriptors(4);
   SubprocessResult r = Behind(nofile, With({"verify", "--cache-dir", cache}, kSmallLimits));
   EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("0 valid, 0 missing, 0 rejected, 8 not read (I/O error)"),
@@ -424,6 +429,94 @@ TEST(CacheIoTest, TooFewDescriptorsAreAnIoErrorNotBadEntries) {
                                "limit (RLIMIT_NOFILE, ulimit -n) is 16"),
             std::string::npos)
       << r.stderr_text;
+}
+
+// The entry of `cache` whose key string is `key` (an entry holds its key).
+std::string EntryOf(const std::string& cache, const std::string& key) {
+  for (const std::string& e : Entries(cache)) {
+    if (ReadFile(e)->find(key) != std::string::npos) return e;
+  }
+  ADD_FAILURE() << "no entry holds " << key;
+  return "";
+}
+
+// An entry that is there but cannot be read is not a miss: replay reports it as an ERROR naming
+// the path and the errno's text, counts it apart from hits and misses and exits 1 (an I/O error),
+// while an absent entry and one that is no regular file stay misses. Real failures, also as root:
+// an entry of mode 000 read as nobody (EACCES), and too few descriptors (EMFILE). Replay used to
+// fold both into its misses (exit 0; EMFILE's without a word of why).
+TEST(CacheIoTest, ReplayReportsAnUnreadableEntryAsAnIoErrorNotAMiss) {
+  testing::TempDir dir;
+  fs::permissions(dir.path(), fs::perms(0755));  // nobody reaches the cache
+  const std::string cache = dir.path() + "/cache";
+  ASSERT_EQ(testing::FillSmallCache(cache).exit_code, 0);
+  // 1 to 4 decode requests: the 8 keys, each looked up once.
+  std::string steps;
+  for (int n = 1; n <= 4; ++n) {
+    std::string requests;
+    for (int i = 0; i < n; ++i) {
+      requests += std::string(i > 0 ? "," : "") + R"({"phase":"decode","q_len":1,"ctx":100})";
+    }
+    steps += "{\"requests\":[" + requests + "]}\n";
+  }
+  const std::string trace = dir.WriteFile("t.jsonl", steps);
+  const std::string key = "fp8_bmm arch=gfx90a,batch=128,gemm=";
+  const std::string unreadable = EntryOf(cache, "gemm=q_absorb,k=128,m_exact=1,n=512");
+  const std::string absent = EntryOf(cache, "gemm=v_up,k=512,m_exact=2,n=128");
+  const std::string directory = EntryOf(cache, "gemm=q_absorb,k=128,m_exact=3,n=512");
+  ::chmod(unreadable.c_str(), 0);
+  fs::remove(absent);
+  fs::remove(directory);
+  fs::create_directory(directory);
+  const std::map<std::string, std::string> before = testing::FileTree(cache);
+  // Root reads a mode-000 file: nobody does not.
+  const std::vector<std::string> reader = ::geteuid() == 0 ? kAsNobody : std::vector<std::string>{};
+  const std::vector<std::string> replay =
+      With({"replay", "--trace", trace, "--cache-dir", cache}, kSmallLimits);
+  SubprocessResult r = Behind(reader, replay);
+  EXPECT_EQ(r.exit_code, 1) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("  ERROR " + key + "q_absorb,k=128,m_exact=1,n=512: cannot open " +
+                               unreadable + ": Permission denied\n"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("  MISS " + key + "v_up,k=512,m_exact=2,n=128\n"), std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("  MISS " + key + "q_absorb,k=128,m_exact=3,n=512 (rejected: " +
+                               directory + ": a directory"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("; 5 hits, 2 misses, 1 not read (I/O error) in " + cache + "\n"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stderr_text.find("1 of 8 lookups could not read their entry in " + cache +
+                               " (ERROR above): an I/O error, not a miss"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(unreadable + ": Permission denied"), std::string::npos)
+      << r.stderr_text;
+  r = Behind(reader, With(replay, {"--strict"}));
+  EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
+  EXPECT_NE(
+      r.stderr_text.find("; besides, 2 launches missed the cache in " + cache + " (--strict)"),
+      std::string::npos)
+      << r.stderr_text;
+
+  // 5 descriptors: the trace and the cache's root take the last two; no lookup gets an answer,
+  // not even those of the absent entries.
+  r = Behind(FewDescriptors(5), replay);
+  EXPECT_EQ(r.exit_code, 1) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("; 0 hits, 0 misses, 8 not read (I/O error) in " + cache + "\n"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("  ERROR " + key + "v_up,k=512,m_exact=2,n=128: " + absent +
+                               ": cannot open directory "),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("Too many open files"), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find("MISS"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stderr_text.find("8 of 8 lookups could not read their entry"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(testing::FileTree(cache), before) << "replay wrote to the cache";
 }
 
 }  // namespace
