@@ -6,6 +6,9 @@
 #pragma once
 #include "common/fp8.h"
 #include "common/portability.h"
+#ifndef PW_DEVICE_COMPILE
+#include <cmath>
+#endif
 
 PW_HD inline float pw_e2m1_decode(pw_u8 nibble) {
   const int e = (nibble >> 1) & 3, m = nibble & 1;
@@ -53,6 +56,33 @@ PW_HD inline pw_u8 pw_e2m1_encode(float x) {
     code = 7;
   }
   return (x < 0.0f && code != 0) ? static_cast<pw_u8>(code | 8) : code;
+}
+
+// pw_e2m1_encode(x) for every float x, without branches (about ten integer and float
+// instructions): at or above 1, the float's exponent and top mantissa bit rounded to nearest even
+// at bit 22 with the carry running into the exponent, rebiased (1.0 is code 2); below 1, 2|x|
+// rounded to an integer by adding 2^23 (the default rounding: nearest even), which is the code (2
+// reaching 1.0). Then saturation at 7 (6.0) and the sign. formats_test checks it against
+// pw_e2m1_encode over every class of float the rounding can tell apart.
+PW_HD inline pw_u32 pw_e2m1_encode_fast(float x) {
+  const pw_u32 mag = pw_f2u(x) & 0x7fffffffu;
+  const pw_u32 normal = ((mag + 0x1fffffu + ((mag >> 22) & 1u)) >> 22) - 252u;
+  const pw_u32 sub = pw_f2u(pw_u2f(mag) * 2.0f + 8388608.0f) - 0x4b000000u;  // 2^23's bits
+  pw_u32 code = mag >= 0x3f800000u ? normal : sub;
+  code = code < 7u ? code : 7u;
+  return (x < 0.0f && code != 0u) ? code | 8u : code;
+}
+
+// pw_e2m1_encode(x / sg), the quotient rounded as the division rounds it, from r = 1 / sg
+// (correctly rounded; 0 when sg is 0, giving code 0) and one Markstein step instead of a
+// division: q = x r is within an ulp of x / sg, the residual x - q sg is exact in an FMA, and
+// q + r (x - q sg) rounds to x / sg. Exact while the residual is no float subnormal (|x| above
+// about 2^-100: an NVFP4 block whose codes are not all 0 has |x| >= 2^-11 g at a midpoint).
+// x r alone is not enough: bf16 inputs with g = 0.03 land within an ulp of a midpoint often
+// enough that 5e-4 of their codes would round the other way.
+PW_HD inline pw_u32 pw_e2m1_encode_div(float x, float sg, float r) {
+  const float q = x * r;
+  return pw_e2m1_encode_fast(fmaf(fmaf(-q, sg, x), r, q));
 }
 
 // Quantizes 16 values: writes 8 bytes of nibbles to `out` and returns the scale byte.

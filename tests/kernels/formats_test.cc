@@ -1,6 +1,8 @@
 // The number formats of kernels/common/, compiled for the host: every code checked against an
 // independent table, and rounding checked at the midpoints.
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "common/bf16.h"
 #include "common/fp8.h"
@@ -127,6 +129,56 @@ TEST(Nvfp4Test, E2M1Table) {
     EXPECT_EQ(pw_e2m1_encode(-mids[i]), want[i] == 0 ? 0 : want[i] | 8) << -mids[i];
   }
   EXPECT_EQ(pw_e2m1_encode(100.0f), 7);
+}
+
+// As Fp8Test's: every float whose low 12 bits are one of a few patterns. E2M1's rounding bits
+// (bit 21 for the normals, higher for 2|x| below 1) are among the other 20, so this meets every
+// midpoint from below, at and above, both signs, zeros, subnormals, infinities and NaNs.
+TEST(Nvfp4Test, FastE2m1EncodeEqualsTheEncodeForEveryClassOfFloat) {
+  const pw_u32 lows[] = {0x000, 0x001, 0x7ff, 0x800, 0x801, 0xfff};
+  int64_t mismatches = 0;
+  for (pw_u32 high = 0; high < (1u << 20); ++high) {
+    for (pw_u32 low : lows) {
+      const float x = pw_u2f((high << 12) | low);
+      const pw_u32 want = pw_e2m1_encode(x), got = pw_e2m1_encode_fast(x);
+      if (want != got && ++mismatches <= 10) {
+        ADD_FAILURE() << "bits 0x" << std::hex << ((high << 12) | low) << ": encode 0x" << want
+                      << ", fast 0x" << got;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// The kernels' division-free codes equal the definition's e2m1(x / (s g)) for NVFP4 blocks of bf16
+// and of float values at scales 2^-20 to 2^20 and global scales from 0.0123 to 7.7 (0.03: where
+// x r alone rounds 5e-4 of the codes the other way).
+TEST(Nvfp4Test, DivisionFreeCodesEqualTheDivisionsCodes) {
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> normal(0, 1);
+  int64_t values = 0, mismatches = 0;
+  for (const float g : {0.03f, 0.05f, 1.0f, 0.0123f, 7.7f}) {
+    for (int block = 0; block < 40000; ++block) {
+      const double sigma = std::ldexp(1.0, static_cast<int>(rng() % 41) - 20);
+      float x[16], amax = 0;
+      for (float& v : x) {
+        v = static_cast<float>(normal(rng) * sigma);
+        if (block % 2 == 0) v = pw_bf16_to_float(pw_float_to_bf16(v));
+        amax = std::max(amax, std::fabs(v));
+      }
+      pw_u8 packed[8];
+      const pw_u8 scale = pw_nvfp4_quantize16(x, g, packed);
+      const float sg = pw_e4m3fn_decode_fast(scale) * g, r = sg > 0 ? 1.0f / sg : 0.0f;
+      for (int i = 0; i < 16; ++i) {
+        ++values;
+        const pw_u32 want = (packed[i / 2] >> (4 * (i % 2))) & 15;
+        if (pw_e2m1_encode_div(x[i], sg, r) != want && ++mismatches <= 10) {
+          ADD_FAILURE() << "x " << x[i] << " sg " << sg << ": want " << want;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << values;
 }
 
 TEST(Nvfp4Test, BlockQuantizationFollowsTheDefinition) {
