@@ -1,6 +1,7 @@
 #include "prewarm/runtime/msa_index_launch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "nvfp4_msa/msa_index_geometry.h"
@@ -46,7 +47,13 @@ absl::StatusOr<std::vector<EntryLaunch>> MsaIndexEntryLaunches(const Key& key) {
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   const std::string& l = key.launcher;
   if (l == "msa_norm_rope_insert") {
-    return std::vector<EntryLaunch>{{"pw_msa_norm_rope_insert", PW_MSA_INSERT_THREADS, 0}};
+    const int threads = KeyInt(key, "small")
+                            ? pw_msa_insert_small_threads(
+                                  pw_msa_insert_vectors(Int(key, "heads"), Int(key, "kv_heads"),
+                                                        Int(key, "index_heads")),
+                                  WarpWidth(arch))
+                            : PW_MSA_INSERT_THREADS;
+    return std::vector<EntryLaunch>{{"pw_msa_norm_rope_insert", static_cast<unsigned>(threads), 0}};
   }
   if (l == "msa_index_prefill") {
     const PwMsaIndexPrefillGeometry g = pw_msa_index_prefill_geometry(
@@ -73,7 +80,8 @@ absl::Status LaunchMsaNormRopeInsert(Gpu& gpu, void* module, const Key& key,
   RETURN_IF_ERROR(CheckLauncher(key, "msa_norm_rope_insert"));
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaIndexEntryLaunches(key));
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-  // The kernel reads and writes each lane's D / W values (8 or 4 bytes) of every bf16 row.
+  // The kernel reads and writes 16-byte chunks of every bf16 row, and an NVFP4 row's values 4
+  // bytes at a time.
   RETURN_IF_ERROR(CheckAligned("msa_norm_rope_insert", {{"q", a.q},
                                                         {"k", a.k},
                                                         {"v", a.v},
@@ -81,13 +89,16 @@ absl::Status LaunchMsaNormRopeInsert(Gpu& gpu, void* module, const Key& key,
                                                         {"index_k", a.index_k},
                                                         {"q_out", a.q_out},
                                                         {"index_q_out", a.index_q_out},
+                                                        {"kv_cache", a.kv_cache},
                                                         {"index_cache", a.index_cache}}));
   if (a.num_tokens <= 0) return absl::OkStatus();  // nothing to insert (a grid of 0 is an error)
   MsaNormRopeInsertArgs v = a;
-  const unsigned grid =
-      KeyInt(key, "small")
-          ? static_cast<unsigned>(a.num_tokens)
-          : static_cast<unsigned>(pw_msa_insert_large_grid(a.num_tokens, WarpWidth(arch)));
+  // RoPE's inv_freq_i = theta^(-2i / rope_dim) = rope_ratio^i, the ratio in double here.
+  double rope_ratio = std::pow(static_cast<double>(a.theta), -2.0 / Int(key, "rope_dim"));
+  const unsigned grid = KeyInt(key, "small")
+                            ? static_cast<unsigned>(a.num_tokens)
+                            : static_cast<unsigned>(pw_msa_insert_large_grid(
+                                  a.num_tokens, WarpWidth(arch), gpu.MultiprocessorCount()));
   return Run(gpu, module, e[0], {grid, 1, 1},
              {&v.q,
               &v.k,
@@ -101,7 +112,7 @@ absl::Status LaunchMsaNormRopeInsert(Gpu& gpu, void* module, const Key& key,
               &v.pos,
               &v.slot,
               &v.eps,
-              &v.theta,
+              &rope_ratio,
               &v.k_scale,
               &v.v_scale,
               &v.num_tokens,

@@ -29,6 +29,7 @@ absl::StatusOr<std::vector<EntryLaunch>> MsaIndexEntryLaunches(const Key& key);
 // T tokens: q[T][Hq_r][D], k and v [T][Hkv_r][D], index_q[T][Hi_r][Di], index_k[T][Di] (bf16);
 // the norm weights (float32, D or Di); pos[T] (int32), slot[T] (int64, -1: no cache write).
 // Out: q_out, index_q_out (bf16, the inputs' shapes), kv_cache and index_cache (msa_layout.h).
+// Every tensor but pos, slot and the norm weights 16-byte aligned (else InvalidArgument naming it).
 struct MsaNormRopeInsertArgs {
   DevicePtr q = 0, k = 0, v = 0, index_q = 0, index_k = 0;
   DevicePtr q_norm = 0, k_norm = 0, index_q_norm = 0, index_k_norm = 0;

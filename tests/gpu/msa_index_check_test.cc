@@ -20,6 +20,7 @@
 #include "common/bf16.h"
 #include "common/nvfp4.h"
 #include "gtest/gtest.h"
+#include "nvfp4_msa/msa_insert_geometry.h"
 #include "nvfp4_msa/msa_layout.h"
 #include "prewarm/cache/store.h"
 #include "prewarm/catalog/catalog.h"
@@ -173,9 +174,11 @@ class MsaIndexCheckTest : public ::testing::Test {
   // ---- msa_norm_rope_insert ----
   absl::StatusOr<Outcome> CheckInsert(void* module, const Key& key, Inputs& in) {
     const int hq = KeyI(key, "heads"), hkv = KeyI(key, "kv_heads"), hi = KeyI(key, "index_heads");
-    // A small key serves up to 512 tokens, a large one more: 45 and 1500 (several rounds of the
-    // persistent grid).
-    const int t = KeyInt(key, "small") ? 45 : 1500;
+    // A small key serves a block a token, a large one a persistent grid: 45 tokens, and 2.5 for
+    // each warp of the grid (whose warps then stream across tokens; 5287 on an H200).
+    const int large_warps = PW_MSA_INSERT_BLOCKS_PER_SM * gpu_->MultiprocessorCount() *
+                            (PW_MSA_INSERT_THREADS / WarpWidth(arch_));
+    const int t = KeyInt(key, "small") ? 45 : large_warps * 5 / 2 + 7;
     const int pages = (2 * t + kBs - 1) / kBs + 1, capacity = pages * kBs;
     const int row_bytes = PW_MSA_KV_ROW(kD);
     const std::vector<u16> q = in.Bf16(static_cast<size_t>(t) * hq * kD, 1.0);
