@@ -63,6 +63,13 @@ struct Thresholds {
   // kernel) and 16 was slower than 8 at every row count measured.
   int64_t msa_sparse_splits_work = 128;
   int64_t msa_sparse_splits_cap = 8;
+  // msa_norm_rope_insert: small = (Hq_r <= msa_norm_always_small_heads or T <= this). The H200
+  // bench (bench/RESULTS.md, 2026-12-03): a block a token (small) is the faster at every T from
+  // 16 to 8192 when a rank has 16 or 8 query heads (tp 4, 8: 31.8 against 36.9 us at 8192), while
+  // with 64 (tp 1: a block of 640 threads a token) the persistent warp-a-token kernel wins from
+  // 2048 tokens on (118 against 166 us at 8192) and small up to 1024 (25.1 against 27.2 us).
+  int64_t msa_norm_small_max_tokens = 1024;
+  int64_t msa_norm_always_small_heads = 16;
 };
 
 struct LaunchContext {

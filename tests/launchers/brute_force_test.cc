@@ -28,6 +28,8 @@ Thresholds Tiny() {
   t.msa_index_prefill_large_work = 10;
   t.msa_topk_strip_blocks = 1;
   t.msa_sparse_one_round_max = 2;
+  t.msa_norm_small_max_tokens = 3;
+  t.msa_norm_always_small_heads = 0;
   t.msa_sparse_splits_work = 8;
   t.msa_sparse_splits_cap = 4;
   return t;

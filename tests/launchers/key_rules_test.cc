@@ -205,6 +205,20 @@ TEST_F(MsaKeyRulesTest, KeysCarryTheRankShape) {
             "arch=gfx942,head_dim=128,heads=64,kv_heads=4,rounds=1,topk_blocks=16");
 }
 
+TEST_F(MsaKeyRulesTest, InsertSmallAtEveryTWith16HeadsAndUpTo1024TokensWithMore) {
+  // tp 4 (16 query heads a rank, msa_norm_always_small_heads): a block a token at every T.
+  for (const Step& step : {Decodes(1, 10), Prefill(512, 600), Prefill(513, 600),
+                           Prefill(1025, 2000), Prefill(8192, 8192), Decodes(1024, 10)}) {
+    EXPECT_TRUE(Param<bool>(One("msa_norm_rope_insert", step), "small"));
+  }
+  // tp 1 (64 heads): small up to msa_norm_small_max_tokens (1024), large above.
+  shape_ = *ShapeForRank(model_, 1);
+  EXPECT_TRUE(Param<bool>(One("msa_norm_rope_insert", Prefill(1024, 2000)), "small"));
+  EXPECT_TRUE(Param<bool>(One("msa_norm_rope_insert", Decodes(1024, 10)), "small"));
+  EXPECT_FALSE(Param<bool>(One("msa_norm_rope_insert", Prefill(1025, 2000)), "small"));
+  EXPECT_FALSE(Param<bool>(One("msa_norm_rope_insert", Prefill(8192, 8192)), "small"));
+}
+
 TEST_F(MsaKeyRulesTest, IndexPrefillSharedForOne8KPromptLargeForTwo) {
   // The seed's measured fact: one 8K prompt in one chunk runs the shared kernel, a step with two
   // 8K prompts the large one.

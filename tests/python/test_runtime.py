@@ -348,8 +348,8 @@ def test_each_msa_launcher_picks_its_key_then_answers_no_gpu(msa_filled):
                            match=rf"^{name} arch={arch},.*{first[name]}.*without a GPU"):
             getattr(rt, name)(**kwargs)
     torch = pytest.importorskip("torch")
-    big = msa_args(rt, tokens=600)["msa_norm_rope_insert"]
-    with pytest.raises(prewarm_runtime.NoGpuError, match="small=false"):
+    big = msa_args(rt, tokens=600)["msa_norm_rope_insert"]  # small at every T (Thresholds)
+    with pytest.raises(prewarm_runtime.NoGpuError, match="small=true"):
         rt.msa_norm_rope_insert(**big)
     with pytest.raises(prewarm_runtime.NoGpuError, match="large=true"):  # two 8K prompts
         rt.msa_index_prefill(**dict(args["msa_index_prefill"], prefill_work=2 * 8192 * 8192))
@@ -364,9 +364,9 @@ def test_each_msa_launcher_picks_its_key_then_answers_no_gpu(msa_filled):
     with pytest.raises(prewarm_runtime.NoGpuError, match="strips=4"):
         rt.msa_topk_prefill(**dict(args["msa_topk_prefill"], ctx=300000,
                                    workspace=torch.zeros(need, dtype=torch.uint8)))
-    # 10 entries: the 7 first keys, small=false, large=true and strips=4 (rounds=1 again is no new
-    # entry).
-    assert rt.stats()["hits"] == 10 and rt.stats()["misses"] == 0
+    # 9 entries: the 7 first keys, large=true and strips=4 (small=true and rounds=1 again are no
+    # new entry).
+    assert rt.stats()["hits"] == 9 and rt.stats()["misses"] == 0
 
 
 def test_msa_workspace_sizes_follow_the_key_rules(msa_filled):
