@@ -138,6 +138,8 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 // warp's list of selected blocks (logical, physical: 64 ints), the warps' row max and sum
 // (16 x 2 f32) and Q's fragments.
 #define PW_MSA_DEC_WARPS 8
+// Heads of one group a block takes (the host's split rule: Thresholds::msa_sparse_decode_heads).
+#define PW_MSA_DEC_HEADS 16
 #define PW_MSA_DEC_STAGES 4
 #define PW_MSA_DEC_KEYS 16
 PW_HD constexpr int pw_msa_dec_raw(int d) { return PW_MSA_DEC_KEYS * (d / 2 + d / 16); }
@@ -249,7 +251,7 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, 
     // mma.sync builds take the direct path (msa_sparse_decode.h); the SIMT check build runs the
     // tile path with the same block: 8 warps, each a 16-key slice of a 128-key tile, loaded
     // through registers.
-    const int hb = group < 16 ? group : 16;
+    const int hb = group < PW_MSA_DEC_HEADS ? group : PW_MSA_DEC_HEADS;
     PwMsaSparseGeometry g =
         pw_msa_sparse_layout(group, hb, 1, PW_MSA_DEC_WARPS, 16, 16, warp, topk, d, false, 0);
     g.direct = true;

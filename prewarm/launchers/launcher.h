@@ -63,6 +63,10 @@ struct Thresholds {
   // kernel) and 16 was slower than 8 at every row count measured.
   int64_t msa_sparse_splits_work = 128;
   int64_t msa_sparse_splits_cap = 8;
+  // ... and the 16 in G: the heads of one group an NVIDIA decode block takes (the M of
+  // mma.m16n8k16: PW_MSA_DEC_HEADS in kernels/nvfp4_msa/msa_sparse_geometry.h, which a test
+  // holds equal to this).
+  int64_t msa_sparse_decode_heads = 16;
   // msa_norm_rope_insert: small = (Hq_r <= msa_norm_always_small_heads or T <= this). The H200
   // bench (bench/RESULTS.md, 2026-12-03): a block a token (small) is the faster at every T from
   // 16 to 8192 when a rank has 16 or 8 query heads (tp 4, 8: 31.8 against 36.9 us at 8192), while

@@ -1,7 +1,8 @@
 // sparse_decode: MLA attention of the decode rows over the selected positions, split-K with a
 // combine. Key: splits = min(16, max(1, largest power of two <= 256 / R)). msa_sparse_decode:
 // GQA over the selected blocks, its own bounds and the blocks a row takes unsplit, G = Hkv_r x
-// ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV group):
+// ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV group:
+// msa_sparse_decode_heads):
 // splits = min(8, max(1, largest power of two <= 128 / (R x G))).
 #include <algorithm>
 
@@ -21,7 +22,9 @@ SplitRule RuleFor(AttentionFamily family, const LaunchContext& ctx) {
   const Shape& s = ctx.shape;
   const int64_t kv = std::max<int64_t>(1, s.kv_heads);
   const int64_t group = std::max<int64_t>(1, s.heads / kv);
-  return {kv * ((group + 15) / 16), t.msa_sparse_splits_work, t.msa_sparse_splits_cap};
+  const int64_t per_block = std::max<int64_t>(1, t.msa_sparse_decode_heads);
+  return {kv * ((group + per_block - 1) / per_block), t.msa_sparse_splits_work,
+          t.msa_sparse_splits_cap};
 }
 
 int64_t Splits(int64_t r, const SplitRule& rule) {

@@ -481,6 +481,21 @@ TEST(MsaSparseLayoutTest, RowRepresentativesAndLaneBitsMatchTheAccumulatorLayout
   }
 }
 
+// The host's split rule counts a row's unsplit blocks with the heads an NVIDIA decode block takes:
+// the kernels' geometry and Thresholds must say the same number (one cannot change alone).
+TEST(MsaSparseLayoutTest, TheSplitRuleCountsTheHeadsADecodeBlockTakes) {
+  const int heads = static_cast<int>(Thresholds{}.msa_sparse_decode_heads);
+  EXPECT_EQ(heads, PW_MSA_DEC_HEADS);
+  for (int group : {1, 8, 16, 32, 64}) {
+    for (bool wgmma : {false, true}) {
+      const PwMsaSparseGeometry g =
+          pw_msa_sparse_geometry(group, 32, 227, /*prefill=*/false, 0, 16, /*nvidia=*/true, wgmma);
+      EXPECT_EQ(g.head_block, std::min(group, heads)) << group;
+      EXPECT_EQ(g.head_slices, (group + heads - 1) / heads) << group;
+    }
+  }
+}
+
 // Without a GPU: every variant compiles for gfx90a (hipRTC) and sm_90 (NVRTC) through the
 // toolchain's worker processes, and each entry the launch code needs is in the code object with
 // no scratch (no spills), within the arch's LDS, and compiled for the launch's block size.
