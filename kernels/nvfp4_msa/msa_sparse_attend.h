@@ -475,8 +475,8 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
     }
   }
 
+  // The output: O / l and lse (natural log) of each real (row, head); a lead warp has none.
   if (cw < 0) return;
-    // The output: O / l and lse (natural log) of each real (row, head).
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     const int m = 16 * mi + pw_mma_c_row(lane, e), col = pw_mma_c_col(lane, e);

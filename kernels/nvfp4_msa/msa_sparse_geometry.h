@@ -34,9 +34,9 @@ struct PwMsaSparseGeometry {
   int warp_keys;   // keys of a warp's score registers at once (divides slice_keys)
   int warps, threads, min_blocks;
   bool staged;
-  bool wg;         // Hopper's warpgroup path: a producer warpgroup, then whole warpgroups of m
+  bool wg;         // Hopper's warpgroup path: producer warpgroups, then whole warpgroups of m
                    // tiles (msa_sparse_attend.h)
-  int lead_warps;  // warps before the m tiles' that only load and dequantize (wg: 4)
+  int lead_warps;  // warps before the m tiles' that only load and dequantize (wg: the producers')
   bool direct;     // decode on NVIDIA's mma.sync: fragments straight from raw bytes
                    // (msa_sparse_decode.h)
   int stages;      // staged: raw buffers (tiles loaded stages - 1 ahead)
@@ -70,6 +70,15 @@ PW_HD constexpr bool pw_msa_lane_bit_shares_row_of(int impl, int bit) {
 PW_HD constexpr int pw_msa_row(int d) { return d + 8; }
 PW_HD constexpr int pw_msa_p_row(int warp_keys) { return warp_keys + 8; }
 PW_HD constexpr int pw_msa_align16(int b) { return (b + 15) / 16 * 16; }
+// Bytes of `stages` raw buffers of `keys` keys, K and V (72 bytes a token a side at D = 128).
+PW_HD constexpr int pw_msa_raw_bytes(int stages, int keys, int d) {
+  return stages * keys * 2 * (d / 2 + d / 16);
+}
+// Bytes of a block's list: six int arrays of `entries`, then the rows' visible and request, then
+// 8 ints (PwMsaSmem).
+PW_HD constexpr int pw_msa_list_bytes(int entries) {
+  return 6 * 4 * entries + 2 * 4 * PW_MSA_MAX_ROWS + 32;
+}
 
 PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_layout(int group, int head_block, int rows,
                                                          int key_warps, int slice_keys,
@@ -98,10 +107,9 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_layout(int group, int head_blo
   (void)warp_keys;
   g.raw_offset = g.p_offset + g.warps * 16 * pw_msa_p_row(slice_keys) * 2;
   // `stages` buffers of raw bytes (K and V of every slice) where staged.
-  const int raw = staged ? g.stages * tile_keys * 2 * (d / 2 + d / 16) : 0;
+  const int raw = staged ? pw_msa_raw_bytes(g.stages, tile_keys, d) : 0;
   g.list_offset = pw_msa_align16(g.raw_offset + raw);
-  // Six int arrays of `entries`, then the rows' visible and request, then 8 ints.
-  g.main_bytes = g.list_offset + 6 * 4 * g.entries + 2 * 4 * PW_MSA_MAX_ROWS + 32;
+  g.main_bytes = g.list_offset + pw_msa_list_bytes(g.entries);
   // key_warps > 1: slices 1.. leave their unnormalized O (f32) and running max and sum.
   g.combine_bytes = (key_warps - 1) * g.m_tiles * 16 * (d + 2) * 4;
   g.smem_bytes = g.main_bytes > g.combine_bytes ? g.main_bytes : g.combine_bytes;
@@ -122,8 +130,8 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 // 128 (row, head) pairs (8 rows of a 16-head group) sharing each dequantized tile of 64 keys,
 // then smaller. Where two blocks fit an SM's shared memory (NVIDIA, rounds 1) the kernel asks
 // the compiler for registers that allow two (min_blocks).
-// wgmma (NVIDIA sm_90, compiled as sm_90a), rounds 1, 128 pairs: a producer warpgroup loads and
-// dequantizes while two consumer warpgroups, each the 64 pairs of its four m tiles, multiply a
+// wgmma (NVIDIA sm_90, compiled as sm_90a), rounds 1, 128 pairs: producer warpgroups load and
+// dequantize while two consumer warpgroups, each the 64 pairs of its four m tiles, multiply a
 // whole 64-key tile a step (S in registers, P from registers into P V; pw_msa_wg_layout); its
 // registers (O, S, Q's fragments) allow one block an SM.
 // decode, AMD: one row; a tile of 64 keys (32 where the shared memory is smaller) split over
@@ -195,8 +203,7 @@ PW_HD constexpr int pw_msa_wg_tile_bytes(int keys, int d) { return keys * d * 2;
 #ifndef PW_MSA_WG_PRODUCERS
 #define PW_MSA_WG_PRODUCERS 2
 #endif
-PW_HD constexpr PwMsaSparseGeometry pw_msa_wg_layout(PwMsaSparseGeometry g, int warp, int topk,
-                                                     int d) {
+PW_HD constexpr PwMsaSparseGeometry pw_msa_wg_layout(PwMsaSparseGeometry g, int warp, int d) {
   g.wg = true;
   g.warp_keys = g.slice_keys;
   g.lead_warps = 4 * PW_MSA_WG_PRODUCERS;
@@ -206,9 +213,8 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_wg_layout(PwMsaSparseGeometry g, int 
   g.stages = PW_MSA_WG_RAW_STAGES;
   g.wg_stages = PW_MSA_WG_TILE_STAGES;
   g.raw_offset = g.q_offset + g.m_tiles * 16 * pw_msa_row(d) * 2;
-  g.list_offset = pw_msa_align16(g.raw_offset + g.stages * g.slice_keys * 2 * (d / 2 + d / 16));
-  const int list_end = g.list_offset + 6 * 4 * topk * g.rows + 2 * 4 * PW_MSA_MAX_ROWS + 32;
-  g.wg_offset = (list_end + 127) / 128 * 128;
+  g.list_offset = pw_msa_align16(g.raw_offset + pw_msa_raw_bytes(g.stages, g.slice_keys, d));
+  g.wg_offset = (g.list_offset + pw_msa_list_bytes(g.entries) + 127) / 128 * 128;
   g.main_bytes = g.wg_offset + g.wg_stages * 2 * pw_msa_wg_tile_bytes(g.slice_keys, d);
   // The same key's mma.sync and SIMT builds (the GPU check's) keep their K, V and P tiles where
   // the tile ring is.
@@ -238,7 +244,7 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, 
       // AMD: at most 8 waves a block (16 leave a wave under 128 VGPRs: gfx950 spilled).
       if (g.smem_bytes > limit || g.threads > (nvidia ? 1024 : 512)) continue;
       if (wgmma && nvidia && rounds == 1 && g.m_tiles % 4 == 0 && g.slice_keys == 64) {
-        const PwMsaSparseGeometry w = pw_msa_wg_layout(g, warp, topk, d);
+        const PwMsaSparseGeometry w = pw_msa_wg_layout(g, warp, d);
         if (w.smem_bytes <= limit && w.threads <= 1024) return w;
       }
       if (nvidia && rounds == 1 && 2 * (g.smem_bytes + 1024) <= limit + 1024) g.min_blocks = 2;
