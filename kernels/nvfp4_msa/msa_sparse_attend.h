@@ -37,10 +37,12 @@ struct PwMsaState {
 // many keys of the slice element e's row sees), rescales O and the running sums, and leaves the
 // probabilities in p (which may be s: the warpgroup path keeps S for the tensor cores alone).
 // The scale (positive: the C ABI refuses others) is applied inside the exponent's FMA, and the
-// max taken over the unscaled scores.
-template <int n_tiles>
-PW_DEVICE_INLINE void pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_tiles],
-                                     const int* lim, int c0, float scale_log2, PwMsaState& st) {
+// max taken over the unscaled scores. kRescaleO false leaves O alone (the tensor cores may still
+// be adding into it) and returns whether it needs pw_msa_rescale by `alpha` (at representatives).
+template <int n_tiles, bool kRescaleO = true>
+PW_DEVICE_INLINE bool pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_tiles],
+                                     const int* lim, int c0, float scale_log2, PwMsaState& st,
+                                     float* alpha_out = nullptr) {
   const int lane = threadIdx.x % PW_WARP;
   const float ninf = pw_msa_neg_inf();
   float mx[PW_MMA_ACC];
@@ -69,11 +71,19 @@ PW_DEVICE_INLINE void pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
     st.m[e] = m_new;
     sum[e] = 0.0f;
   }
-  if (!pw_warp_all(same)) {
+  const bool moved = !pw_warp_all(same);
+  if constexpr (kRescaleO) {
+    if (moved) {
+#pragma unroll
+      for (int e = 0; e < PW_MMA_ACC; ++e) {
+#pragma unroll
+        for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[pw_msa_rep(e)];
+      }
+    }
+  } else {
 #pragma unroll
     for (int e = 0; e < PW_MMA_ACC; ++e) {
-#pragma unroll
-      for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[pw_msa_rep(e)];
+      if (pw_msa_rep(e) == e) alpha_out[e] = alpha[e];
     }
   }
 #pragma unroll
@@ -90,6 +100,16 @@ PW_DEVICE_INLINE void pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     if (pw_msa_rep(e) == e) st.l[e] = st.l[e] * alpha[e] + sum[e];
+  }
+  return moved;
+}
+
+// O *= alpha of its row (pw_msa_softmax<n, false>'s deferred rescale).
+PW_DEVICE_INLINE void pw_msa_rescale(PwMsaState& st, const float* alpha) {
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[pw_msa_rep(e)];
   }
 }
 
@@ -187,7 +207,7 @@ constexpr int kPwMsaWgW = kPwMsaWgStages;
 #endif
 constexpr int kPwMsaWgTile = pw_msa_wg_tile_bytes(kPwMg.slice_keys, PW_MSA_D);
 // Diagnostics for A/B runs only (wrong results): PW_MSA_WG_DIAG 1 skips the dequant, 2 the
-// softmax, 3 every consumer's work.
+// softmax, 3 the consumers' P V.
 #ifndef PW_MSA_WG_DIAG
 #define PW_MSA_WG_DIAG 0
 #endif
@@ -238,74 +258,119 @@ PW_DEVICE_INLINE void pw_msa_wg_produce(const PwMsaArgs& a, const PwMsaSmem& sm,
   pw_msa_async_wait();
 }
 
+// A consumer's tile t: waits until it is full; lim[rep(e)]: how many of its keys element e's row
+// sees (0 for every row when no row of the warpgroup sees any: the tile is computed all the same,
+// so that no wgmma is issued on a divergent path, which ptxas would serialize).
+PW_DEVICE_INLINE void pw_msa_wg_tile(const PwMsaSmem& sm, int row0, int rows, int count, int t,
+                                     int r0, int r1, const int* vis, const unsigned* bit,
+                                     int* lim) {
+  pw_bar_sync(pw_msa_bar_full(t % kPwMsaWgW), kPwMg.threads);
+  const int u = pw_msa_subtile(0, t, count, 0);
+  const int ent = u < 0 ? 0 : u / kPwMsaSubtiles;
+  const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
+  const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
+  bool sees = false;
+  for (int r = r0; r <= r1 && u >= 0; ++r)
+    sees = sees || (r < kPwMg.rows && row0 + r < rows && ((mask >> r) & 1u) && sm.vis[r] > base);
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    if (pw_msa_rep(e) == e) lim[e] = sees && (mask & bit[e]) ? vis[e] - base : 0;
+  }
+}
+
+// S = Q K^T of the tile in stage `stage`: 8 wgmma m64n64k16, one group.
+PW_DEVICE_INLINE void pw_msa_wg_scores(float (&sf)[32], const PwMmaA* qf, const unsigned char* smem,
+                                       int stage) {
+  const unsigned char* kt = smem + kPwMg.wg_offset + stage * 2 * kPwMsaWgTile;
+  pw_wgmma_m64n64k16_bf16<false>(sf, qf[0].r, pw_wgmma_desc(kt, 128, kPwMsaWgKeyGroup));
+#pragma unroll
+  for (int kk = 1; kk < PW_MSA_D / 16; ++kk)
+    pw_wgmma_m64n64k16_bf16<true>(sf, qf[kk].r,
+                                  pw_wgmma_desc(kt + 256 * kk, 128, kPwMsaWgKeyGroup));
+  pw_wgmma_commit();
+}
+
+// O += P V of the tile in stage `stage`: 4 wgmma m64n128k16, P from registers, one group.
+PW_DEVICE_INLINE void pw_msa_wg_pv(float (&o)[64], const pw_u32 (&pf)[4][4],
+                                   const unsigned char* smem, int stage) {
+  const unsigned char* vt = smem + kPwMg.wg_offset + stage * 2 * kPwMsaWgTile + kPwMsaWgTile;
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+    pw_wgmma_m64n128k16_bf16_bt(
+        o, pf[kk], pw_wgmma_desc(vt + 2 * kPwMsaWgKeyGroup * kk, kPwMsaWgKeyGroup, 128), 1);
+  pw_wgmma_commit();
+}
+
 // A consumer warpgroup: its 64 (row, head) pairs by each whole 64-key tile. S = Q K^T is 8 wgmma
 // m64n64k16 (Q's fragments in registers for the whole block, K from the tile), the online
 // softmax is the mma.sync path's (the accumulators are laid out as m16n8 tiles side by side,
 // each warp its 16 rows), and O += P V is 4 wgmma m64n128k16 with P from registers and V read
-// N-major from the same layout. While one warpgroup runs its softmax the other's multiplies keep
-// the tensor cores busy.
+// N-major from the same layout. The tiles overlap in the warpgroup (FlashAttention-3's order):
+// S of tile t and P V of tile t - 1 are issued together, the softmax of t runs once its S is in
+// while the tensor cores still add P V of t - 1 into O, then O is rescaled and tile t - 1's stage
+// handed back. The two warpgroups interleave the same way.
 PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem, int row0,
                                         int rows, int count, int tiles, const int* vis,
                                         const unsigned* bit, const pw_u16* qa, float scale_log2,
                                         PwMsaState& st) {
+  if (tiles <= 0) return;
   const int wgi = (threadIdx.x - kPwMsaProducer) / (4 * PW_WARP);
   const int r0 = 64 * wgi / kPwMg.head_block, r1 = (64 * wgi + 63) / kPwMg.head_block;
   PwMmaA qf[PW_MSA_D / 16];
 #pragma unroll
   for (int kk = 0; kk < PW_MSA_D / 16; ++kk) pw_mma_load_a(qf[kk], qa + 16 * kk, kPwMsaRow);
   float(&o)[64] = *reinterpret_cast<float(*)[64]>(&st.o[0].v[0]);
-  for (int t = 0; t < tiles; ++t) {
-    const int stage = t % kPwMsaWgW;
-    pw_bar_sync(pw_msa_bar_full(stage), kPwMg.threads);
-    const unsigned char* kt = smem + kPwMg.wg_offset + stage * 2 * kPwMsaWgTile;
-    const unsigned char* vt = kt + kPwMsaWgTile;
-    const int u = pw_msa_subtile(0, t, count, 0);
-    const int ent = u < 0 ? 0 : u / kPwMsaSubtiles;
-    const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
-    const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
-    // The same answer in every warp of the warpgroup: does any of its rows see these keys?
-    bool sees = false;
-    for (int r = r0; r <= r1 && u >= 0; ++r)
-      sees = sees || (r < kPwMg.rows && row0 + r < rows && ((mask >> r) & 1u) && sm.vis[r] > base);
-    if (sees && PW_MSA_WG_DIAG != 3) {
-      int lim[PW_MMA_ACC];
+  PwMmaC s[4];
+  float(&sf)[32] = *reinterpret_cast<float(*)[32]>(&s[0].v[0]);
+  pw_u32 pf[4][4];
+  int lim[PW_MMA_ACC];
+  float alpha[PW_MMA_ACC];
+  auto pack = [&] {
 #pragma unroll
-      for (int e = 0; e < PW_MMA_ACC; ++e) {
-        if (pw_msa_rep(e) == e) lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
-      }
-      PwMmaC s[4];
-      float(&sf)[32] = *reinterpret_cast<float(*)[32]>(&s[0].v[0]);
-      pw_wgmma_fence();
-      pw_wgmma_m64n64k16_bf16<false>(sf, qf[0].r, pw_wgmma_desc(kt, 128, kPwMsaWgKeyGroup));
+    for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
-      for (int kk = 1; kk < PW_MSA_D / 16; ++kk)
-        pw_wgmma_m64n64k16_bf16<true>(sf, qf[kk].r,
-                                      pw_wgmma_desc(kt + 256 * kk, 128, kPwMsaWgKeyGroup));
-      pw_wgmma_commit();
-      pw_wgmma_wait<0>();
-      pw_wgmma_hold(sf);
-      pw_wgmma_hold(o);
-#if PW_MSA_WG_DIAG != 2
-      pw_msa_softmax<4>(s, s, lim, 0, scale_log2, st);
-#endif
-      pw_u32 pf[4][4];
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) pf[kk][i] = pw_pack_bf16x2(s[kk].v[2 * i], s[kk].v[2 * i + 1]);
-      }
-      pw_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        pw_wgmma_m64n128k16_bf16_bt(
-            o, pf[kk], pw_wgmma_desc(vt + 2 * kPwMsaWgKeyGroup * kk, kPwMsaWgKeyGroup, 128), 1);
-      pw_wgmma_commit();
-      pw_wgmma_wait<0>();
-      pw_wgmma_hold(o);
-      pw_wgmma_hold(pf);
+      for (int i = 0; i < 4; ++i) pf[kk][i] = pw_pack_bf16x2(s[kk].v[2 * i], s[kk].v[2 * i + 1]);
     }
-    pw_bar_arrive(pw_msa_bar_empty(stage), kPwMg.threads);
+  };
+
+  pw_msa_wg_tile(sm, row0, rows, count, 0, r0, r1, vis, bit, lim);
+  pw_wgmma_fence();
+  pw_msa_wg_scores(sf, qf, smem, 0);
+  pw_wgmma_wait<0>();
+  pw_wgmma_hold(sf);
+#if PW_MSA_WG_DIAG != 2
+  pw_msa_softmax<4>(s, s, lim, 0, scale_log2, st);  // O is 0: nothing to rescale
+#endif
+  pack();
+  for (int t = 1; t < tiles; ++t) {
+    const int prev = (t - 1) % kPwMsaWgW;
+    pw_msa_wg_tile(sm, row0, rows, count, t, r0, r1, vis, bit, lim);
+    pw_wgmma_fence();
+    pw_msa_wg_scores(sf, qf, smem, t % kPwMsaWgW);
+#if PW_MSA_WG_DIAG != 3
+    pw_msa_wg_pv(o, pf, smem, prev);
+#else
+    pw_wgmma_commit();
+#endif
+    pw_wgmma_wait<1>();  // S of tile t is in
+    pw_wgmma_hold(sf);
+    bool moved = false;
+#if PW_MSA_WG_DIAG != 2
+    moved = pw_msa_softmax<4, false>(s, s, lim, 0, scale_log2, st, alpha);
+#endif
+    pw_wgmma_wait<0>();  // P V of tile t - 1 is in O
+    pw_wgmma_hold(o);
+    pw_wgmma_hold(pf);
+    pw_bar_arrive(pw_msa_bar_empty(prev), kPwMg.threads);
+    if (moved) pw_msa_rescale(st, alpha);
+    pack();
   }
+  pw_wgmma_fence();
+  pw_msa_wg_pv(o, pf, smem, (tiles - 1) % kPwMsaWgW);
+  pw_wgmma_wait<0>();
+  pw_wgmma_hold(o);
+  pw_wgmma_hold(pf);
+  pw_bar_arrive(pw_msa_bar_empty((tiles - 1) % kPwMsaWgW), kPwMg.threads);
 }
 #endif
 

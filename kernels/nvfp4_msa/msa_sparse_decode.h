@@ -39,7 +39,8 @@ PW_DEVICE_INLINE pw_u32 pw_msa_prmt(pw_u32 a, pw_u32 b, pw_u32 sel) {
 }
 
 // Chunk i of the warp's share into its ring slot (nothing where it is past the share or the row
-// sees none of its keys); one committed group either way.
+// sees none of its keys); one committed group either way. A side of a chunk is 16 whole token
+// rows, contiguous in the cache: a lane copies its 16-byte pieces lane, lane + 32, ... of both.
 PW_DEVICE_INLINE void pw_msa_dec_issue(const PwMsaArgs& a, const int* list, int g, int e0, int n,
                                        int vis, int i, unsigned char* ring) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -48,16 +49,21 @@ PW_DEVICE_INLINE void pw_msa_dec_issue(const PwMsaArgs& a, const int* list, int 
     const int e = e0 + j / kPwMsaDecChunksPerBlock;
     const int key0 = (j % kPwMsaDecChunksPerBlock) * PW_MSA_DEC_KEYS;
     if (list[e] * PW_MSA_BLOCK + key0 < vis) {
-      unsigned char* slot = ring + (i % PW_MSA_DEC_STAGES) * kPwMsaDecSlot;
+      const pw_u32 slot = pw_smem_addr(ring + (i % PW_MSA_DEC_STAGES) * kPwMsaDecSlot) + 16 * lane;
+      const pw_u8* k =
+          a.kv + pw_msa_kv_offset(list[32 + e], 0, g, key0, PW_KV_HEADS, PW_MSA_D) + 16 * lane;
+      // V's rows: K's, one side (kv_heads x 128 token rows) further.
+      const pw_u8* v = k + static_cast<long long>(PW_KV_HEADS) * PW_MSA_BLOCK * kPwMsaTok;
       constexpr int pieces = kPwMsaDecRaw / 16;
-      for (int x = lane; x < 2 * pieces; x += 32) {
-        const int side = x / pieces, piece = x % pieces;
-        const pw_u8* src = a.kv +
-                           pw_msa_kv_offset(list[32 + e], side, g, key0, PW_KV_HEADS, PW_MSA_D) +
-                           16 * piece;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                         pw_smem_addr(slot + side * kPwMsaDecRaw + 16 * piece)),
-                     "l"(src));
+#pragma unroll
+      for (int p = 0; p < pieces; p += 32) {
+        if (p + lane < pieces) {
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(slot + 16 * p),
+                       "l"(k + 16 * p));
+          asm volatile(
+              "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(slot + kPwMsaDecRaw + 16 * p),
+              "l"(v + 16 * p));
+        }
       }
     }
   }
