@@ -22,7 +22,8 @@ hidden state (torch, compiled by Inductor), fp8_bmm q_absorb, norm_rope_insert, 
 index_decode, topk_prefill / topk_decode, sparse_prefill / sparse_decode, fp8_bmm v_up, the
 output projection and the residual. With a MiniMax-M3 config (--model-config
 tests/data/models/minimax-m3.json --tensor-parallel-size 4) the layer is the msa_* path:
-projections, msa_norm_rope_insert, msa_index_*, msa_topk_*, msa_sparse_*, output projection.
+projections, msa_norm_rope_insert, msa_index_prefill and msa_topk_prefill (decode: the two in one
+launch, msa_index_topk_decode), msa_sparse_*, output projection.
 
   examples/model_step.py [--layers N] [--hidden D] [--passes N] [--decode-steps N]
                          [--model-config FILE] [--tensor-parallel-size N] [--prewarm BIN]
@@ -172,6 +173,10 @@ class Model:
                                     for q, c in chunk_shapes))
         dec = [rt.workspace("msa_sparse_decode", r) for r in range(1, self.requests + 1)]
         self.ws_o, self.ws_lse = (self._ws(max(w[i] for w in dec)) for i in (0, 1))
+        # The fused index + top-k's counters (one a decode row): zeroed once here; every launch
+        # leaves them zero, so every layer, step and graph replay shares this one.
+        self.ws_index = torch.zeros(rt.workspace("msa_index_decode", self.requests)[0],
+                                    dtype=torch.uint8, device=self.dev)
         self.k_scale, self.v_scale, self.scale = 0.02, 0.03, D ** -0.5
 
     def _ws(self, n):
@@ -261,9 +266,8 @@ class Model:
             d = slice(0, n_dec)
             scores = self.scores[:Hi * n_dec * nb].view(Hi, n_dec, nb)
             topk = self.topk[:Hi * n_dec * Kb].view(Hi, n_dec, Kb)
-            ops.msa_index_decode(rt, iq_out[d], row_req[d], visible[d], self.table, w["index"],
-                                 scores)
-            ops.msa_topk_decode(rt, scores, visible[d], topk)
+            ops.msa_index_topk_decode(rt, iq_out[d], row_req[d], visible[d], self.table,
+                                      w["index"], scores, topk, workspace=self.ws_index)
             ops.msa_sparse_decode(rt, q_out[d], topk, row_req[d], visible[d], self.table,
                                   w["kv"], o[d], lse[d], k_scale=self.k_scale,
                                   v_scale=self.v_scale, scale=self.scale, ws_o=self.ws_o,

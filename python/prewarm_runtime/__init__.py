@@ -34,7 +34,9 @@ from ._msa import MsaLaunchers
 __all__ = ["Runtime", "PrewarmError", "NoGpuError", "MissError", "NoCompilerError",
            "InvalidArgumentError", "LAUNCHERS"]
 
-LAUNCHERS = tuple(_lib.LAUNCH_ARGS)
+# Every launch the package has: each launcher of the C ABI, and msa_index_topk_decode (its
+# msa_index_decode kernel with msa_topk_decode fused into it).
+LAUNCHERS = tuple(_lib.LAUNCH_ARGS) + tuple(_lib.FUSED_ARGS)
 
 
 _ERRORS = {_lib.ENOGPU: NoGpuError, _lib.EINVAL: InvalidArgumentError, _lib.EMISS: MissError,
@@ -98,17 +100,20 @@ class _Checker:
         self.seen.append((name, t))
         return t.data_ptr()
 
-    def workspace(self, name, t, need):
-        """The pointer of an optional uint8 workspace of at least `need` bytes (None if 0)."""
-        if need == 0:
+    def workspace(self, name, t, need, dtypes=None, required=False):
+        """The pointer of a workspace of at least `need` bytes: 1-D, uint8 (or one of `dtypes`).
+        An optional one is None when `need` is 0, whatever was given; a required one is checked
+        at any `need`."""
+        if need == 0 and not required:
             return None
         torch = _torch()
         if t is None:
             raise ValueError(f"{self.launcher}: this call's kernel needs {name}, a workspace of "
                              f"{need} bytes (Runtime.workspace); allocate it once and pass it")
-        self(name, t, (torch.uint8,), (None,))
-        if t.numel() < need:
-            raise ValueError(f"{self.launcher}: {name} holds {t.numel()} bytes; this call needs "
+        self(name, t, dtypes or (torch.uint8,), (None,))
+        held = t.numel() * t.element_size()
+        if held < need:
+            raise ValueError(f"{self.launcher}: {name} holds {held} bytes; this call needs "
                              f"{need}")
         return t.data_ptr()
 
@@ -231,8 +236,9 @@ class Runtime(MsaLaunchers):
     def workspace(self, launcher, rows, ctx=0, stride=0):
         """Bytes of the two workspaces a call needs (0 when none): topk_prefill (rows, ctx):
         (ws_key, ws_idx); sparse_decode (rows): (ws_o, ws_lse); msa_topk_prefill (rows, ctx):
-        (workspace, 0); msa_sparse_decode (rows): (ws_o, ws_lse); others (0, 0). `stride` is
-        unused (index_decode needed it before its buffered variant was removed)."""
+        (workspace, 0); msa_sparse_decode (rows): (ws_o, ws_lse); msa_index_decode (rows):
+        (msa_index_topk_decode's workspace, 0); others (0, 0). `stride` is unused (index_decode
+        needed it before its buffered variant was removed)."""
         out = (ctypes.c_size_t * 2)()
         err = ctypes.create_string_buffer(4096)
         _raise_for(self._lib.prewarm_runtime_workspace(
@@ -241,24 +247,29 @@ class Runtime(MsaLaunchers):
             err)
         return out[0], out[1]
 
-    def _checker(self, launcher):
-        """A _Checker for a launcher this cache's model runs; InvalidArgumentError (the
-        library's, saying why) for one it never runs."""
-        if launcher not in self.info["launchers"]:
-            self.workspace(launcher, 1, 1)  # raises the library's InvalidArgumentError
-            raise InvalidArgumentError(f"{launcher} does not run for this cache's model",
+    def _checker(self, launcher, kernel=None):
+        """A _Checker for a launcher (its errors name it) whose kernel, `kernel`'s (default
+        the launcher's), this cache's model runs; InvalidArgumentError (the library's, saying
+        why) for one it never runs."""
+        kernel = kernel or launcher
+        if kernel not in self.info["launchers"]:
+            self.workspace(kernel, 1, 1)  # raises the library's InvalidArgumentError
+            raise InvalidArgumentError(f"{kernel} does not run for this cache's model",
                                        _lib.EINVAL)
         return _Checker(launcher, self.device)
 
-    def _launch(self, launcher, args, checker):
+    def _launch(self, launcher, args, checker, extra=()):
+        """prewarm_runtime_<launcher>(rt, &args, *extra, stream, ...): extra, the pointers a
+        fused call takes after its structure."""
         checker.on_device()
         stream = None  # device -1: the library picks the key, then answers NoGpuError
         if self.device >= 0:
             stream = _torch().cuda.current_stream(self.device).cuda_stream
         err = ctypes.create_string_buffer(4096)
         f = getattr(self._lib, f"prewarm_runtime_{launcher}")
-        _raise_for(f(self._handle(), ctypes.byref(args), ctypes.c_void_p(stream), err, len(err)),
-                   err)
+        ptrs = [ctypes.c_void_p(p) for p in extra]
+        _raise_for(f(self._handle(), ctypes.byref(args), *ptrs, ctypes.c_void_p(stream), err,
+                     len(err)), err)
 
     # ---- launchers (docs/kernels.md) ----------------------------------------------------
     def fp8_bmm(self, x, w, y, w_scale):

@@ -126,6 +126,11 @@ LAUNCH_ARGS = {
     "msa_sparse_decode": MsaSparseArgs,
 }
 
+# Calls that take more than their structure: msa_index_decode's kernel with msa_topk_decode's
+# selection fused into it (prewarm_runtime_msa_index_topk_decode), the structure followed by the
+# topk output and the workspace, then the stream.
+FUSED_ARGS = {"msa_index_topk_decode": MsaIndexArgs}
+
 
 def _candidates():
     """Where the library may be, first match wins."""
@@ -176,4 +181,8 @@ def _declare(lib):
     for name, struct in LAUNCH_ARGS.items():
         f = getattr(lib, f"prewarm_runtime_{name}")
         f.argtypes = [_vp, ctypes.POINTER(struct), _vp] + err
+        f.restype = _int
+    for name, struct in FUSED_ARGS.items():
+        f = getattr(lib, f"prewarm_runtime_{name}")
+        f.argtypes = [_vp, ctypes.POINTER(struct), _vp, _vp, _vp] + err  # topk, workspace, stream
         f.restype = _int

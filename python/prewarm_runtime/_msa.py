@@ -68,21 +68,25 @@ class MsaLaunchers:
             self._msa_index_cache(c, index_cache, kv_cache.shape[0]), where=n)
         self._launch(n, args, c)
 
-    def _msa_index(self, n, index_q, row_req, visible, block_table, index_cache, scores,
-                   prefill_work):
+    def _msa_index_args(self, n, c, index_q, row_req, visible, block_table, index_cache,
+                        scores, prefill_work):
         torch = _torch()
-        c = self._checker(n)
         _, _, hi, _, di, _ = self._msa_shape()
         i32 = (torch.int32,)
         pq = c("index_q", index_q, (torch.bfloat16,), (None, hi, di))
         rows = index_q.shape[0]
-        args = _lib.MsaIndexArgs(
+        return _lib.MsaIndexArgs(
             pq, c("row_req", row_req, i32, (rows,)), c("visible", visible, i32, (rows,)),
             c("block_table", block_table, i32, (None, None)), block_table.shape[1],
             self._msa_index_cache(c, index_cache),
             c("scores", scores, (torch.float32,), (hi, rows, None)), scores.shape[2], rows,
             prefill_work, where=n)
-        self._launch(n, args, c)
+
+    def _msa_index(self, n, index_q, row_req, visible, block_table, index_cache, scores,
+                   prefill_work):
+        c = self._checker(n)
+        self._launch(n, self._msa_index_args(n, c, index_q, row_req, visible, block_table,
+                                             index_cache, scores, prefill_work), c)
 
     def msa_index_prefill(self, index_q, row_req, visible, block_table, index_cache, scores, *,
                           prefill_work):
@@ -98,6 +102,26 @@ class MsaLaunchers:
         """msa_index_prefill's block scores for decode rows (their count picks the kernel)."""
         self._msa_index("msa_index_decode", index_q, row_req, visible, block_table, index_cache,
                         scores, 0)
+
+    def msa_index_topk_decode(self, index_q, row_req, visible, block_table, index_cache, scores,
+                              topk, *, workspace):
+        """msa_index_decode and msa_topk_decode in one launch (msa_index_decode's kernel): the
+        scores as msa_index_decode writes them and topk int32 [Hi, rows, Kb] as msa_topk_decode
+        selects from them. workspace: uint8 or int32, 1-D, at least
+        workspace("msa_index_decode", rows)[0] bytes (a counter a row), zero before its first
+        use (torch.zeros); every launch leaves it zero, so one allocation for the most rows
+        serves every later step on its stream, and a CUDA graph."""
+        torch = _torch()
+        n = "msa_index_topk_decode"
+        c = self._checker(n, kernel="msa_index_decode")
+        _, _, hi, _, _, kb = self._msa_shape()
+        args = self._msa_index_args(n, c, index_q, row_req, visible, block_table, index_cache,
+                                    scores, 0)
+        rows = index_q.shape[0]
+        ptk = c("topk", topk, (torch.int32,), (hi, rows, kb))
+        pws = c.workspace("workspace", workspace, self.workspace("msa_index_decode", rows)[0],
+                          (torch.uint8, torch.int32), required=True)
+        self._launch(n, args, c, (ptk, pws))
 
     def _msa_topk(self, n, scores, visible, topk, ctx, workspace):
         torch = _torch()

@@ -114,6 +114,11 @@ SIGNATURES = {
         ("q_out", "index_q_out", "kv_cache", "index_cache")),
     "msa_index_prefill": (_MSA_INDEX + [("prefill_work", _I)], ("scores",)),
     "msa_index_decode": (_MSA_INDEX, ("scores",)),
+    # msa_index_decode's kernel with msa_topk_decode fused: its counters (workspace) return to
+    # zero, but the kernel writes them, so they are declared mutated too.
+    "msa_index_topk_decode": (
+        _MSA_INDEX + [("topk", _t(_I32, 3)), ("workspace", _t(_U8 + _I32, 1))],
+        ("scores", "topk", "workspace")),
     "msa_topk_prefill": ([("scores", _t(_F32, 3)), ("visible", _t(_I32, 1)),
                           ("topk", _t(_I32, 3)), ("ctx", _I), ("workspace", _OPT_U8)],
                          ("topk", "workspace")),
@@ -130,7 +135,8 @@ _KEYWORD = {"index_prefill": ("prefill_work",), "index_decode": ("max_ctx",),
             "sparse_prefill": ("g_kv", "scale", "ctx"),
             "sparse_decode": ("g_kv", "scale", "ws_o", "ws_lse"),
             "msa_norm_rope_insert": ("k_scale", "v_scale", "eps", "theta"),
-            "msa_index_prefill": ("prefill_work",), "msa_topk_prefill": ("ctx", "workspace"),
+            "msa_index_prefill": ("prefill_work",), "msa_index_topk_decode": ("workspace",),
+            "msa_topk_prefill": ("ctx", "workspace"),
             "msa_sparse_prefill": ("k_scale", "v_scale", "scale", "ctx"),
             "msa_sparse_decode": ("k_scale", "v_scale", "scale", "ws_o", "ws_lse")}
 _DEFAULTS = {"msa_norm_rope_insert": {"eps": 1e-6, "theta": 5e6}}

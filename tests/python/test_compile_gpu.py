@@ -1,5 +1,5 @@
 """The launchers as PyTorch custom ops on a GPU (prewarm_runtime.ops): torch.library.opcheck for
-each of the fifteen ops (MLA on the seeds' cache, MSA on MiniMax-M3's at tp 4); a step of
+each of the sixteen ops (MLA on the seeds' cache, MSA on MiniMax-M3's at tp 4); a step of
 examples/model_step.py's attention layers (projections, both FP8 GEMMs, insert, index scores,
 top-k, sparse attention; MiniMax-M3's msa_* path) compiled with torch.compile(fullgraph=True) and
 run against the same step eager, prefill then decode; the decode step captured in a CUDA graph
@@ -138,13 +138,16 @@ def msa_args(rt, launcher):
                 msa.randn((5, hi, di), g), msa.randn((5, di), g), *norms, pos,
                 slot.to(torch.int64), z(5, hq, d, dtype=bf), z(5, hi, di, dtype=bf), p.kv,
                 p.index, msa.K_SCALE, msa.V_SCALE, 1e-6, 5e6)
-    if launcher in ("msa_index_prefill", "msa_index_decode"):
+    if launcher in ("msa_index_prefill", "msa_index_decode", "msa_index_topk_decode"):
         prefill = launcher == "msa_index_prefill"
         rows, ctx = (64, 2000) if prefill else (3, 3000)
         p = msa.Paged(rt, 1 if prefill else rows, ctx, g)
         req, vis = msa.prefill_rows(rows, ctx) if prefill else msa.decode_rows([ctx] * rows)
         stride = int(msa.blocks_of(vis).max()) + 3
         args = (msa.randn((rows, hi, di), g), req, vis, p.table, p.index, z(hi, rows, stride))
+        if launcher == "msa_index_topk_decode":  # its workspace zeroed, as every launch leaves it
+            need = rt.workspace("msa_index_decode", rows)[0]
+            return args + (z(hi, rows, kb, dtype=torch.int32), z(need, dtype=torch.uint8))
         return args + ((rows * ctx,) if prefill else ())
     if launcher == "msa_topk_prefill":
         _, vis = msa.prefill_rows(40, 1500)

@@ -211,6 +211,61 @@ def test_msa_topk_decode(rt):
     check_topk(rt, rt.msa_topk_decode, vis, g)
 
 
+@pytest.mark.parametrize("ws_dtype", [torch.uint8, torch.int32], ids=["u8", "i32"])
+@pytest.mark.parametrize("rows", [3, 40])  # rows_tile 4, 64
+def test_msa_fused_index_topk_decode_equals_index_then_topk(rt, rows, ws_dtype):
+    """msa_index_topk_decode: its scores are msa_index_decode's bit for bit, its topk
+    msa_topk_decode's on those scores (and the reference's). Two runs on one workspace, sized
+    for more rows than either has (a server's): new queries, the second on one row fewer (as
+    the next step may have); each right, each leaving the workspace zero."""
+    g = gen(rows + 4242 + (ws_dtype == torch.int32))
+    hi, di, kb = shape(rt)[2], shape(rt)[4], shape(rt)[5]
+    s = rt.info["shape"]
+    # nb above, at, just past and below Kb = 16; one block; a block's last and first key.
+    ctxs = [[9000, 1, 2049, 128, 5000, 129, 2048, 12000][i % 8] + 97 * (i // 8)
+            for i in range(rows)]
+    p = Paged(rt, rows, max(ctxs), g)
+    req, vis = decode_rows(ctxs)
+    stride = int(blocks_of(vis).max()) + 3  # -inf past each row's blocks
+    need = rt.workspace("msa_index_decode", rows)[0]
+    assert need == rows * 4
+    ws = torch.zeros(need + 64, dtype=torch.uint8, device=DEV).view(ws_dtype)
+    for run, r in ((1, rows), (2, rows - 1)):
+        q, rq, vs = randn((r, hi, di), g), req[:r], vis[:r]
+        plain = nan((hi, r, stride), torch.float32)
+        rt.msa_index_decode(q, rq, vs, p.table, p.index, plain)
+        want = torch.full((hi, r, kb), -7, device=DEV, dtype=torch.int32)
+        rt.msa_topk_decode(plain, vs, want)
+        scores = nan((hi, r, stride), torch.float32)
+        topk = torch.full((hi, r, kb), -7, device=DEV, dtype=torch.int32)
+        rt.msa_index_topk_decode(q, rq, vs, p.table, p.index, scores, topk, workspace=ws)
+        torch.cuda.synchronize()
+        assert torch.equal(scores, plain), f"run {run}: the fused scores differ from the plain"
+        assert torch.equal(topk, want), f"run {run}: the fused topk differs from msa_topk_decode's"
+        assert torch.equal(topk, ref.topk(plain, vs, kb, s["sparse_init_block"],
+                                          s["sparse_local_block"])), f"run {run}"
+        assert not bool(ws.any()), f"run {run} left the workspace nonzero: {ws.nonzero().tolist()}"
+
+
+def test_msa_fused_index_topk_decode_refuses_a_workspace_too_small_or_off_the_gpu(rt):
+    hi, di, kb = shape(rt)[2], shape(rt)[4], shape(rt)[5]
+    g = gen(31)
+    p = Paged(rt, 4, 3000, g)
+    req, vis = decode_rows([3000, 2000, 1000, 10])
+    args = (randn((4, hi, di), g), req, vis, p.table, p.index,
+            nan((hi, 4, 24), torch.float32), torch.full((hi, 4, kb), -7, device=DEV,
+                                                        dtype=torch.int32))
+    n = "msa_index_topk_decode"
+    with pytest.raises(ValueError, match=f"^{n}: workspace must be on cuda:0, the runtime's GPU; "
+                                         "it is on cpu"):
+        rt.msa_index_topk_decode(*args, workspace=torch.zeros(16, dtype=torch.uint8))
+    with pytest.raises(ValueError, match=f"^{n}: workspace holds 12 bytes; this call needs 16"):
+        rt.msa_index_topk_decode(*args, workspace=torch.zeros(3, dtype=torch.int32, device=DEV))
+    with pytest.raises(ValueError, match=f"^{n}: workspace must be torch.uint8 or torch.int32"):
+        rt.msa_index_topk_decode(*args, workspace=torch.zeros(4, device=DEV))
+    assert torch.isnan(args[5]).all() and bool((args[6] == -7).all()), "nothing was launched"
+
+
 def selection(hkv, vis, kb, g):
     """Per KV head and row, min(kb, nb) distinct blocks below nb, always its own (nb - 1),
     ascending, -1 padded: int32 [hkv, rows, kb]."""

@@ -71,3 +71,28 @@ def test_an_op_of_a_closed_or_unknown_runtime_names_it():
     with pytest.raises(prewarm_runtime.PrewarmError,
                        match=r"prewarm::sparse_decode: no open Runtime has op_id 987654"):
         _registry.runtime(987654, "sparse_decode")
+
+
+def test_the_fused_msa_ops_fake_checks_topk_and_the_workspaces_dtype():
+    """msa_index_topk_decode's fake implementation (what torch.compile traces): msa_index_decode's
+    tensors, then topk int32 [Hi, rows, Kb] and a 1-D uint8 or int32 workspace; all three
+    written tensors declared mutated."""
+    torch = pytest.importorskip("torch")
+    n = "msa_index_topk_decode"
+    assert ops.SIGNATURES[n][1] == ("scores", "topk", "workspace")
+    assert [p for p, _ in ops.SIGNATURES[n][0]][:6] == \
+        [p for p, _ in ops.SIGNATURES["msa_index_decode"][0]]
+    bf, i32, u8 = torch.bfloat16, torch.int32, torch.uint8
+    good = [torch.zeros(2, 1, 128, dtype=bf), torch.zeros(2, dtype=i32),
+            torch.zeros(2, dtype=i32), torch.zeros(2, 4, dtype=i32),
+            torch.zeros(8, 128, 128, dtype=bf), torch.zeros(1, 2, 8),
+            torch.zeros(1, 2, 16, dtype=i32), torch.zeros(8, dtype=u8)]
+    ops._fake_check(n, None, good)
+    ops._fake_check(n, None, good[:7] + [torch.zeros(2, dtype=i32)])
+    with pytest.raises(ValueError, match=rf"^{n}: workspace must be torch.uint8 or torch.int32, "
+                                         r"got torch.float32"):
+        ops._fake_check(n, None, good[:7] + [torch.zeros(2)])
+    with pytest.raises(ValueError, match=rf"^{n}: workspace must have 1 dimensions, got 2"):
+        ops._fake_check(n, None, good[:7] + [torch.zeros(1, 8, dtype=u8)])
+    with pytest.raises(ValueError, match=rf"^{n}: topk must be torch.int32, got torch.int64"):
+        ops._fake_check(n, None, good[:6] + [torch.zeros(1, 2, 16, dtype=torch.int64), good[7]])

@@ -450,6 +450,61 @@ def test_msa_tensor_errors_name_the_argument(msa_filled):
     assert rt.stats()["hits"] == 0, "nothing was looked up for a refused call"
 
 
+def test_the_fused_msa_index_topk_decode_checks_topk_and_its_workspace(msa_filled):
+    """msa_index_topk_decode (msa_index_decode's kernel with msa_topk_decode fused): the index
+    arguments checked as msa_index_decode's, then topk and its workspace (a counter a row, uint8
+    or int32), each error naming the call and the argument; a good call picks msa_index_decode's
+    key, then answers NoGpuError."""
+    torch = pytest.importorskip("torch")
+    cache, arch = msa_filled
+    rt = prewarm_runtime.Runtime(str(cache), device=-1, arch=arch)
+    s = rt.info["shape"]
+    hi, kb = s["index_heads_per_rank"], s["sparse_topk_blocks"]
+    rows, i32, u8 = 2, torch.int32, torch.uint8
+    need = rt.workspace("msa_index_decode", rows)[0]
+    assert need == rows * 4
+    good = dict(msa_args(rt, rows=rows)["msa_index_decode"],
+                topk=torch.zeros(hi, rows, kb, dtype=i32), workspace=torch.zeros(need, dtype=u8))
+    n = "msa_index_topk_decode"
+
+    def call(error, match, **change):
+        with pytest.raises(error, match=match):
+            rt.msa_index_topk_decode(**{**good, **change})
+
+    call(ValueError, rf"^{n}: visible must be torch.int32, got torch.int64",
+         visible=torch.zeros(rows, dtype=torch.int64))
+    call(ValueError, rf"^{n}: scores must have shape \[{hi}, 2, \*\], got \[2, 8\]",
+         scores=torch.zeros(2, 8))
+    call(ValueError, rf"^{n}: topk must be torch.int32, got torch.int64",
+         topk=torch.zeros(hi, rows, kb, dtype=torch.int64))
+    call(ValueError, rf"^{n}: topk must have shape \[{hi}, 2, {kb}\], got \[{hi}, 2, {kb - 1}\]",
+         topk=torch.zeros(hi, rows, kb - 1, dtype=i32))
+    call(ValueError, rf"^{n}: topk must be contiguous",
+         topk=torch.zeros(hi, kb, rows, dtype=i32).transpose(1, 2))
+    call(TypeError, rf"^{n}: topk must be a torch.Tensor, got list", topk=[0])
+    call(ValueError, rf"^{n}: workspace must be torch.uint8 or torch.int32, got torch.float32",
+         workspace=torch.zeros(rows))
+    call(ValueError, rf"^{n}: workspace must have shape \[\*\], got \[1, {need}\]",
+         workspace=torch.zeros(1, need, dtype=u8))
+    call(ValueError, rf"^{n}: workspace holds {need - 1} bytes; this call needs {need}",
+         workspace=torch.zeros(need - 1, dtype=u8))
+    call(ValueError, rf"^{n}: workspace holds 4 bytes; this call needs {need}",
+         workspace=torch.zeros(1, dtype=i32))
+    call(ValueError, rf"^{n}: this call's kernel needs workspace, a workspace of {need} bytes",
+         workspace=None)
+    with pytest.raises(TypeError, match="workspace"):  # keyword-only, no default
+        rt.msa_index_topk_decode(*(v for k, v in good.items() if k != "workspace"))
+    assert rt.stats()["hits"] == 0, "nothing was looked up for a refused call"
+    # uint8 of the bytes asked, int32 of a counter a row, or more (a server's, for its most
+    # rows): msa_index_decode's key, then no GPU.
+    for ws in (torch.zeros(need, dtype=u8), torch.zeros(rows, dtype=i32),
+               torch.zeros(64, dtype=i32)):
+        with pytest.raises(prewarm_runtime.NoGpuError,
+                           match=rf"^msa_index_decode arch={arch},.*rows_tile=2.*without a GPU"):
+            rt.msa_index_topk_decode(**{**good, "workspace": ws})
+    assert rt.stats()["hits"] == 1 and rt.stats()["misses"] == 0
+
+
 def test_the_other_familys_launchers_are_an_error_saying_why(msa_filled, filled):
     torch = pytest.importorskip("torch")
     cache, arch = msa_filled
@@ -466,6 +521,9 @@ def test_the_other_familys_launchers_are_an_error_saying_why(msa_filled, filled)
     with pytest.raises(prewarm_runtime.InvalidArgumentError,
                        match="msa_sparse_decode does not run for this cache's model.*MSA model"):
         mla.msa_sparse_decode(*[None] * 8, k_scale=1.0, v_scale=1.0, scale=1.0)
+    with pytest.raises(prewarm_runtime.InvalidArgumentError,
+                       match="msa_index_decode does not run for this cache's model.*MSA model"):
+        mla.msa_index_topk_decode(*[None] * 7, workspace=None)
     with pytest.raises(prewarm_runtime.InvalidArgumentError, match="msa_topk_prefill does not run"):
         mla.workspace("msa_topk_prefill", 4, 100)
     assert rt.stats()["hits"] == mla.stats()["hits"] == 0
