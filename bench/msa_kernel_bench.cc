@@ -40,20 +40,21 @@ struct Options {
 };
 
 // `rows` query rows of a step: prefill rows are `rows / requests` tokens of each request, the
-// chunk ending at ctx; decode rows one token of each of `rows` requests at ctx.
+// chunk ending at ctx; decode rows `mtp` consecutive tokens (a decode token and mtp - 1
+// speculative ones) of each of rows / mtp requests, ending at ctx.
 struct Rows {
   std::vector<int> req, visible;
   int requests = 0, max_blocks = 0, stride = 0;
   double keys_seen = 0;
 };
-Rows MakeRows(bool prefill, int rows, int ctx, int requests) {
+Rows MakeRows(bool prefill, int rows, int ctx, int requests, int mtp = 1) {
   Rows r;
-  r.requests = prefill ? requests : rows;
+  r.requests = prefill ? requests : rows / mtp;
   r.max_blocks = pw_msa_blocks_of(ctx);
-  const int per_request = prefill ? rows / requests : 1;
+  const int per_request = prefill ? rows / requests : mtp;
   for (int i = 0; i < rows; ++i) {
-    r.req.push_back(prefill ? i / per_request : i);
-    r.visible.push_back(prefill ? ctx - per_request + i % per_request + 1 : ctx);
+    r.req.push_back(i / per_request);
+    r.visible.push_back(ctx - per_request + i % per_request + 1);
     r.keys_seen += r.visible.back();
     r.stride = std::max(r.stride, pw_msa_blocks_of(r.visible.back()));
   }
@@ -137,9 +138,10 @@ class MsaBench {
   }
 
   // The index key cache (bf16 pages) and the rows' tensors, for the index rows.
+  // Decode: `requests` is the rows a request has (MTP: 1 + speculative tokens).
   void Index(const Key& key, bool prefill, int rows, int ctx, int requests, bool picked) {
     if (Skip(key)) return;
-    const Rows r = MakeRows(prefill, rows, ctx, requests);
+    const Rows r = MakeRows(prefill, rows, ctx, requests, prefill ? 1 : requests);
     int num_blocks = 0;
     const std::vector<int> table = Table(r, 16384, &num_blocks);
     const int hi = KvHeads(), d = 128;
@@ -164,7 +166,9 @@ class MsaBench {
     // Fewest bytes: q, the scores, each request's visible keys once (bf16).
     const double keys = prefill ? static_cast<double>(ctx) * requests : r.keys_seen;
     const double bytes = rows * 2.0 * hi * d + 4.0 * hi * rows * r.stride + 2.0 * d * keys;
-    Row(key, prefill ? "large" : "rows_tile", picked, rows, ctx, ms, flops / 1e9, bytes);
+    const std::string mtp = !prefill && requests > 1 ? "/mtp" + std::to_string(requests) : "";
+    Row(key, prefill ? "large" : "rows_tile", picked, rows, ctx, ms, flops / 1e9, bytes,
+        mtp.c_str());
     if (prefill || rows == 1 || key.params.count("topk_blocks") == 0) return;
     // The fused top-k (msa_topk_decode's work in the same launch): its row beside the index's.
     const int kb = static_cast<int>(KeyInt(key, "topk_blocks"));
@@ -175,7 +179,7 @@ class MsaBench {
     const double fused =
         timer_.MedianMs([&] { return LaunchMsaIndexDecode(gpu_, module, key, a); }, 100);
     Row(key, "rows_tile", picked, rows, ctx, fused, flops / 1e9, bytes + 4.0 * hi * rows * kb,
-        "+topk");
+        (mtp + "+topk").c_str());
   }
 
   void Topk(const Key& key, bool prefill, int rows, int ctx, bool picked) {
@@ -430,6 +434,23 @@ int Main(int argc, char** argv) {
       }
       if (rows != 1)
         bench.Topk(picked_key("msa_topk_decode", decodes(rows, ctx)), false, rows, ctx, true);
+    }
+  }
+  // MTP: 16 requests of 4 rows each (a decode token and 3 speculative ones), the runs rows_tile
+  // cuts (a tile shares each key block's load among a request's rows); shown as rows_tile=T/mtp4.
+  for (int ctx : {8192 + 64, 32768}) {
+    constexpr int kRequests = 16, kMtp = 4;
+    if (!o.rows.empty() &&
+        std::find(o.rows.begin(), o.rows.end(), kRequests * kMtp) == o.rows.end()) {
+      continue;
+    }
+    Step step;
+    for (int i = 0; i < kRequests; ++i) step.requests.push_back({Phase::kDecode, kMtp, ctx});
+    const Key picked = picked_key("msa_index_decode", step);
+    for (int tile : {1, 4, 16, 64}) {
+      Key k = picked;
+      k.Set("rows_tile", static_cast<int64_t>(tile));
+      bench.Index(k, false, kRequests * kMtp, ctx, kMtp, k == picked);
     }
   }
   for (auto [rows, ctx] : {std::pair{8192, 8192}, std::pair{8192, 32768}, std::pair{512, 262144}}) {
