@@ -35,8 +35,10 @@ struct Options {
   int reps = 0;
   bool simt = false;
   std::vector<std::string> defines;
-  std::string launcher;   // only this one (empty: all)
-  std::vector<int> rows;  // msa_index_decode / msa_topk_decode: only these row counts (empty: all)
+  std::string launcher;  // only this one (empty: all)
+  // msa_index_decode, msa_topk_decode, msa_sparse_decode: only these row counts (empty: all)
+  std::vector<int> rows;
+  bool picked_only = false;  // --picked: only the variants the rules pick (one launch a row)
 };
 
 // `rows` query rows of a step: prefill rows are `rows / requests` tokens of each request, the
@@ -78,7 +80,11 @@ class MsaBench {
   double FloorMs() { return timer_.FloorMs(); }
   void set_copy(double c) { copy_tbs_ = c; }
 
-  bool Skip(const Key& key) const { return !o_.launcher.empty() && o_.launcher != key.launcher; }
+  // Not this row: another launcher than --launcher's, or (--picked) a variant the rule does not
+  // pick.
+  bool Skip(const Key& key, bool picked) const {
+    return (!o_.launcher.empty() && o_.launcher != key.launcher) || (o_.picked_only && !picked);
+  }
 
   void Row(const Key& key, const char* field, bool picked, int rows, int ctx, double ms,
            double gflop, double bytes, const char* suffix = "") const {
@@ -97,7 +103,7 @@ class MsaBench {
   }
 
   void Insert(const Key& key, int tokens, bool picked) {
-    if (Skip(key)) return;
+    if (Skip(key, picked)) return;
     const int hq = Heads(), hkv = KvHeads(), hi = KvHeads(), d = 128;
     const int slots = std::max(4 * tokens, 65536);
     std::vector<long long> slot(tokens);
@@ -140,7 +146,7 @@ class MsaBench {
   // The index key cache (bf16 pages) and the rows' tensors, for the index rows.
   // Decode: `requests` is the rows a request has (MTP: 1 + speculative tokens).
   void Index(const Key& key, bool prefill, int rows, int ctx, int requests, bool picked) {
-    if (Skip(key)) return;
+    if (Skip(key, picked)) return;
     const Rows r = MakeRows(prefill, rows, ctx, requests, prefill ? 1 : requests);
     int num_blocks = 0;
     const std::vector<int> table = Table(r, 16384, &num_blocks);
@@ -183,7 +189,7 @@ class MsaBench {
   }
 
   void Topk(const Key& key, bool prefill, int rows, int ctx, bool picked) {
-    if (Skip(key)) return;
+    if (Skip(key, picked)) return;
     const Rows r = MakeRows(prefill, rows, ctx, 1);
     const int hi = KvHeads();
     const size_t n = static_cast<size_t>(hi) * rows * r.stride;
@@ -223,7 +229,7 @@ class MsaBench {
   }
 
   void Sparse(const Key& key, bool prefill, int rows, int ctx, bool picked) {
-    if (Skip(key)) return;
+    if (Skip(key, picked)) return;
     const Rows r = MakeRows(prefill, rows, ctx, 1);
     int num_blocks = 0;
     const std::vector<int> table = Table(r, 16384, &num_blocks);
@@ -311,7 +317,7 @@ class MsaBench {
 
 constexpr char kUsage[] =
     "usage: msa_kernel_bench [--model-config PATH] [--tp N] [--bf16-tflops T] [--reps N] "
-    "[--simt]\n"
+    "[--simt] [--picked]\n"
     "                        [--define NAME[=VALUE]]... [--launcher msa_...] [--rows N,...]\n";
 
 int Main(int argc, char** argv) {
@@ -323,8 +329,8 @@ int Main(int argc, char** argv) {
                   kUsage);
       return 0;
     }
-    if (a == "--simt") {
-      o.simt = true;
+    if (a == "--simt" || a == "--picked") {
+      (a == "--simt" ? o.simt : o.picked_only) = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -473,6 +479,7 @@ int Main(int argc, char** argv) {
     }
   }
   for (int rows : {1, 16, 64, 128}) {
+    if (!o.rows.empty() && std::find(o.rows.begin(), o.rows.end(), rows) == o.rows.end()) continue;
     const Key picked = picked_key("msa_sparse_decode", decodes(rows, 8192));
     for (int splits : {1, 2, 4, 8, 16}) {
       Key k = picked;

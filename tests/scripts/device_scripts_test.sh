@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The device scripts' command lines: every bad argument is exit 2 naming it, before anything is
-# built, packed or run (scripts/package-device, scripts/msa-check, scripts/mla-bench), and
+# built, packed or run (scripts/package-device, msa-check, msa-profile, mla-bench), and
 # package-device --help explains --out and --base.
 #   device_scripts_test.sh REPO_ROOT
 set -uo pipefail
@@ -26,6 +26,11 @@ expect_bad package-device "--base no-such-revision: not a commit of this reposit
   --base no-such-revision
 expect_bad msa-check "unknown argument --bogus" --bogus
 expect_bad msa-check "--device .device-none: no .device-none/bin/msa_kernel_bench" --device .device-none
+expect_bad msa-profile "unknown argument --bogus" --bogus
+expect_bad msa-profile "--rows 0: must be a whole number" --rows 0
+expect_bad msa-profile "--launcher msa_foo: not one of" --launcher msa_foo
+expect_bad msa-profile "--device .device-none: no .device-none/bin/msa_kernel_bench" \
+  --device .device-none
 expect_bad mla-bench "unknown argument --bogus" --bogus
 expect_bad mla-bench "--device .device-none: no .device-none/bin/kernel_bench" --device .device-none
 out=$("$root/scripts/package-device" --help 2>&1)
