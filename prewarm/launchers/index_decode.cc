@@ -44,9 +44,7 @@ class IndexDecodeLauncher final : public Launcher {
     key.Set("rows_tile", rows_tile);
     SetIndexShape(key, ctx);
     // msa_index_decode's fused top-k is compiled in: msa_topk_decode's shape constants.
-    if (family_ == AttentionFamily::kMsa) {
-      SetMsaShape(key, ctx, {"topk_blocks", "init_blocks", "local_blocks"});
-    }
+    if (family_ == AttentionFamily::kMsa) SetTopkShape(key, ctx);
     return key;
   }
 

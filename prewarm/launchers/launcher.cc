@@ -73,6 +73,14 @@ void SetIndexShape(Key& key, const LaunchContext& ctx) {
   key.Set("index_heads", ctx.shape.index_n_heads).Set("index_head_dim", ctx.shape.index_head_dim);
 }
 
+void SetTopkShape(Key& key, const LaunchContext& ctx) {
+  if (ctx.shape.family == AttentionFamily::kMsa) {
+    SetMsaShape(key, ctx, {"topk_blocks", "init_blocks", "local_blocks"});
+    return;
+  }
+  key.Set("topk", ctx.shape.index_topk);
+}
+
 Key SparseAttentionKey(std::string_view launcher, const char* field, int64_t value,
                        const LaunchContext& ctx) {
   Key key = NewKey(launcher, ctx.arch);

@@ -135,6 +135,9 @@ void SetMsaShape(Key& key, const LaunchContext& ctx, std::initializer_list<const
 // The index launchers' shape constants: MLA's index_heads and index_head_dim, MSA's index_heads
 // and index_dim (by ctx.shape's family).
 void SetIndexShape(Key& key, const LaunchContext& ctx);
+// The top-k selection's shape constants (topk_prefill, topk_decode, and msa_index_decode's fused
+// top-k): MLA's topk, MSA's topk_blocks, init_blocks and local_blocks (by ctx.shape's family).
+void SetTopkShape(Key& key, const LaunchContext& ctx);
 
 // Smallest power of two >= x (x >= 1).
 int64_t CeilPow2(int64_t x);

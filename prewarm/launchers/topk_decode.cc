@@ -26,11 +26,7 @@ class TopkDecodeLauncher final : public Launcher {
  private:
   Key KeyFor(const LaunchContext& ctx) const {
     Key key = NewKey(Name(), ctx.arch);
-    if (family_ == AttentionFamily::kMsa) {
-      SetMsaShape(key, ctx, {"topk_blocks", "init_blocks", "local_blocks"});
-    } else {
-      key.Set("topk", ctx.shape.index_topk);
-    }
+    SetTopkShape(key, ctx);
     return key;
   }
 

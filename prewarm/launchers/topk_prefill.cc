@@ -46,11 +46,7 @@ class TopkPrefillLauncher final : public Launcher {
   Key KeyFor(int64_t strips, const LaunchContext& ctx) const {
     Key key = NewKey(Name(), ctx.arch);
     key.Set("strips", strips);
-    if (family_ == AttentionFamily::kMsa) {
-      SetMsaShape(key, ctx, {"topk_blocks", "init_blocks", "local_blocks"});
-    } else {
-      key.Set("topk", ctx.shape.index_topk);
-    }
+    SetTopkShape(key, ctx);
     return key;
   }
 
