@@ -32,6 +32,15 @@ struct PwMsaState {
   float m[PW_MMA_ACC], l[PW_MMA_ACC];
 };
 
+// O *= alpha of its row (by pw_msa_softmax, at once or deferred).
+PW_DEVICE_INLINE void pw_msa_rescale(PwMsaState& st, const float* alpha) {
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[pw_msa_rep(e)];
+  }
+}
+
 // The online softmax of a chunk of scores s (n_tiles 16-key tiles of the keys [c0, c0 + 16
 // n_tiles) of a 16-row tile, unscaled): masks the keys each row may not see (lim[rep(e)]: how
 // many keys of the slice element e's row sees), rescales O and the running sums, and leaves the
@@ -73,13 +82,7 @@ PW_DEVICE_INLINE bool pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
   }
   const bool moved = !pw_warp_all(same);
   if constexpr (kRescaleO) {
-    if (moved) {
-#pragma unroll
-      for (int e = 0; e < PW_MMA_ACC; ++e) {
-#pragma unroll
-        for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[pw_msa_rep(e)];
-      }
-    }
+    if (moved) pw_msa_rescale(st, alpha);
   } else {
 #pragma unroll
     for (int e = 0; e < PW_MMA_ACC; ++e) {
@@ -102,15 +105,6 @@ PW_DEVICE_INLINE bool pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
     if (pw_msa_rep(e) == e) st.l[e] = st.l[e] * alpha[e] + sum[e];
   }
   return moved;
-}
-
-// O *= alpha of its row (pw_msa_softmax<n, false>'s deferred rescale).
-PW_DEVICE_INLINE void pw_msa_rescale(PwMsaState& st, const float* alpha) {
-#pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) {
-#pragma unroll
-    for (int dt = 0; dt < PW_MSA_D / 16; ++dt) st.o[dt].v[e] *= alpha[pw_msa_rep(e)];
-  }
 }
 
 // After the last chunk: each row's sum over the lanes that share it.
