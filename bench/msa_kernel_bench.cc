@@ -399,6 +399,10 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "msa_kernel_bench: %s not dispatched\n", launcher);
     std::exit(1);
   };
+  // --rows: the decode rows of these counts only (none given: all).
+  auto wanted_rows = [&](int rows) {
+    return o.rows.empty() || std::find(o.rows.begin(), o.rows.end(), rows) != o.rows.end();
+  };
   auto decodes = [](int rows, int ctx) {
     Step s;
     for (int i = 0; i < rows; ++i) s.requests.push_back({Phase::kDecode, 1, ctx});
@@ -429,9 +433,7 @@ int Main(int argc, char** argv) {
   }
   for (int ctx : {8192 + 64, 32768, 131072}) {
     for (int rows : {1, 16, 128}) {
-      if (!o.rows.empty() && std::find(o.rows.begin(), o.rows.end(), rows) == o.rows.end()) {
-        continue;
-      }
+      if (!wanted_rows(rows)) continue;
       const Key picked = picked_key("msa_index_decode", decodes(rows, ctx));
       for (int tile : {1, 4, 16, 64}) {
         Key k = picked;
@@ -446,10 +448,7 @@ int Main(int argc, char** argv) {
   // cuts (a tile shares each key block's load among a request's rows); shown as rows_tile=T/mtp4.
   for (int ctx : {8192 + 64, 32768}) {
     constexpr int kRequests = 16, kMtp = 4;
-    if (!o.rows.empty() &&
-        std::find(o.rows.begin(), o.rows.end(), kRequests * kMtp) == o.rows.end()) {
-      continue;
-    }
+    if (!wanted_rows(kRequests * kMtp)) continue;
     Step step;
     for (int i = 0; i < kRequests; ++i) step.requests.push_back({Phase::kDecode, kMtp, ctx});
     const Key picked = picked_key("msa_index_decode", step);
@@ -479,7 +478,7 @@ int Main(int argc, char** argv) {
     }
   }
   for (int rows : {1, 16, 64, 128}) {
-    if (!o.rows.empty() && std::find(o.rows.begin(), o.rows.end(), rows) == o.rows.end()) continue;
+    if (!wanted_rows(rows)) continue;
     const Key picked = picked_key("msa_sparse_decode", decodes(rows, 8192));
     for (int splits : {1, 2, 4, 8, 16}) {
       Key k = picked;
