@@ -42,8 +42,13 @@ std::unique_ptr<Gpu> OpenGpuOrSayWhy(const char* program) {
 }
 
 KernelTimer::KernelTimer(Gpu& gpu, const Arch& arch, bool simt, std::vector<std::string> defines,
-                         int reps)
-    : gpu_(gpu), arch_(arch), simt_(simt), defines_(std::move(defines)), reps_(reps) {
+                         int reps, bool warm_l2)
+    : gpu_(gpu),
+      arch_(arch),
+      simt_(simt),
+      defines_(std::move(defines)),
+      reps_(reps),
+      warm_l2_(warm_l2) {
   flush_ = Must(AllocBuffer(gpu_, 512ull << 20));
 }
 

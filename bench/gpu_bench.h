@@ -32,8 +32,10 @@ std::unique_ptr<Gpu> OpenGpuOrSayWhy(const char* program);
 class KernelTimer {
  public:
   // `simt`: compile the SIMT path of common/mma.h; `defines`: NAME[=VALUE] added as -D to every
-  // compile; `reps` > 0 overrides every row's own count.
-  KernelTimer(Gpu& gpu, const Arch& arch, bool simt, std::vector<std::string> defines, int reps);
+  // compile; `reps` > 0 overrides every row's own count; `warm_l2`: no L2 flush between
+  // launches (what a kernel sees when the step's previous kernel just wrote its inputs).
+  KernelTimer(Gpu& gpu, const Arch& arch, bool simt, std::vector<std::string> defines, int reps,
+              bool warm_l2 = false);
 
   // Device-to-device copy of 1 GiB: bytes read plus written over the median time.
   double CopyTbs();
@@ -53,7 +55,9 @@ class KernelTimer {
   std::vector<float> TimesMs(Launch launch, int reps) {
     OrDie(launch());
     OrDie(gpu_.Synchronize());
-    auto flush = [&] { return gpu_.Fill(flush_.ptr(), 0, flush_.bytes()); };
+    auto flush = [&] {
+      return warm_l2_ ? absl::OkStatus() : gpu_.Fill(flush_.ptr(), 0, flush_.bytes());
+    };
     return Must(TimeEach(gpu_, launch, flush, reps_ > 0 ? reps_ : reps));
   }
   Gpu& gpu() { return gpu_; }
@@ -64,6 +68,7 @@ class KernelTimer {
   bool simt_;
   std::vector<std::string> defines_;
   int reps_;
+  bool warm_l2_;
   DeviceBuffer flush_;
   std::unique_ptr<Toolchain> tc_;
   std::map<std::string, void*> modules_;

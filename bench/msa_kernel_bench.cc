@@ -39,6 +39,7 @@ struct Options {
   // msa_index_decode, msa_topk_decode, msa_sparse_decode: only these row counts (empty: all)
   std::vector<int> rows;
   bool picked_only = false;  // --picked: only the variants the rules pick (one launch a row)
+  bool warm_l2 = false;      // --warm-l2: no L2 flush between launches
 };
 
 // `rows` query rows of a step: prefill rows are `rows / requests` tokens of each request, the
@@ -74,7 +75,7 @@ std::vector<int> Table(const Rows& r, int pool, int* num_blocks) {
 class MsaBench {
  public:
   MsaBench(Gpu& gpu, const Arch& arch, const Options& o, const Shape& shape)
-      : gpu_(gpu), o_(o), shape_(shape), timer_(gpu, arch, o.simt, o.defines, o.reps) {}
+      : gpu_(gpu), o_(o), shape_(shape), timer_(gpu, arch, o.simt, o.defines, o.reps, o.warm_l2) {}
 
   double CopyTbs() { return timer_.CopyTbs(); }
   double FloorMs() { return timer_.FloorMs(); }
@@ -317,7 +318,7 @@ class MsaBench {
 
 constexpr char kUsage[] =
     "usage: msa_kernel_bench [--model-config PATH] [--tp N] [--bf16-tflops T] [--reps N] "
-    "[--simt] [--picked]\n"
+    "[--simt] [--picked] [--warm-l2]\n"
     "                        [--define NAME[=VALUE]]... [--launcher msa_...] [--rows N,...]\n";
 
 int Main(int argc, char** argv) {
@@ -329,8 +330,8 @@ int Main(int argc, char** argv) {
                   kUsage);
       return 0;
     }
-    if (a == "--simt" || a == "--picked") {
-      (a == "--simt" ? o.simt : o.picked_only) = true;
+    if (a == "--simt" || a == "--picked" || a == "--warm-l2") {
+      (a == "--simt" ? o.simt : a == "--picked" ? o.picked_only : o.warm_l2) = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -386,10 +387,10 @@ int Main(int argc, char** argv) {
   std::printf(
       "msa_kernel_bench on %s%s, %s tp %d (per rank: %lld query heads, %lld KV heads): "
       "copy %.2f TB/s (measured), bf16 peak %.0f TFLOP/s (given); floor %.4f ms (a 4-byte fill, "
-      "timed as the rows are)\n",
+      "timed as the rows are)%s\n",
       gpu->Name().c_str(), o.simt ? ", SIMT path" : "", model.name.c_str(), o.tp,
       static_cast<long long>(shape.heads), static_cast<long long>(shape.kv_heads), copy,
-      o.bf16_tflops, bench.FloorMs());
+      o.bf16_tflops, bench.FloorMs(), o.warm_l2 ? "; L2 not flushed between launches" : "");
   std::printf("%-20s %-12s %1s %6s %7s %11s %9s %8s %8s %7s %7s\n", "launcher", "variant", "",
               "rows", "ctx", "median_ms", "GFLOP", "MB", "TB/s", "%copy", "%bf16");
   auto picked_key = [&](const char* launcher, const Step& step) {
