@@ -6,15 +6,22 @@
 // PW_TOPK_BLOCKS, PW_INIT_BLOCKS, PW_LOCAL_BLOCKS.
 // Grid (rows, ceil(stride / chunk)), block PW_MSA_INDEX_DECODE_THREADS.
 //
-// Memory-bound (each key is 256 bytes for a few multiply-adds a query vector), so FMAs, the same
-// code on every GPU. A warp takes whole key blocks of its block's run and streams each in passes:
-// 16 lanes a key (16 bytes each: every load instruction of 16 lanes reads one key's 256
-// contiguous bytes), 8 keys a lane, W / 2 keys a pass, PW_MSA_INDEX_DECODE_DEPTH passes in
-// flight; the loads of the pass DEPTH ahead (of the next key block past the last pass) are issued
-// as soon as a pass is scored. For each query vector of the run (up to QGROUP a stream of the
-// keys), each lane's partial dot products (8 dims each) are summed over its 16 lanes by a
-// transposing butterfly (3 folds and one add a pass), masked past visible and max-reduced in the
-// lane; after the key block, over the warp, and written.
+// Memory-bound (each key is 256 bytes for a few multiply-adds a query vector). A warp takes whole
+// key blocks of its block's share of the run (msa_index_geometry.h) and streams each in passes
+// of W / 2 keys, PW_MSA_INDEX_DECODE_DEPTH passes in flight; the loads of the pass DEPTH ahead
+// (of the next key block past the last pass) are issued as soon as a pass is scored. The pass
+// loop is rolled by DEPTH passes: unrolled whole, each warp ran every instruction once and
+// waited on instruction fetch. Scoring a pass:
+//   NVIDIA (mma.sync): two m16n8k16 n tiles of 8 keys against up to 16 of the run's query
+//     vectors (kPwMma below), the bf16 keys straight from the loads into the tensor cores;
+//   elsewhere (and the SIMT check build): FMAs, 16 lanes a key (16 bytes each: every load
+//     instruction of 16 lanes reads one key's 256 contiguous bytes), 8 keys a lane; for each
+//     query vector of the run (up to QGROUP a stream of the keys), each lane's partial dot
+//     products (8 dims each) are summed over its 16 lanes by a transposing butterfly (3 folds and
+//     one add a pass).
+// Each score is masked past visible and max-reduced in the lane; after the key block, over the
+// lanes holding its query vector, and written.
+#include "common/mma.h"
 #include "nvfp4_msa/msa_index_geometry.h"
 #include "nvfp4_msa/msa_layout.h"
 #include "nvfp4_msa/msa_topk_select.h"
@@ -23,14 +30,32 @@
 #define PW_DI PW_INDEX_DIM
 
 static_assert(PW_DI == 128, "a key is 16 lanes x 8 dims");
+// NVIDIA's mma.sync (PW_MSA_INDEX_DECODE_MMA 1, the default there): a pass is two m16n8k16
+// n tiles of 8 keys, the M the group's 16 qvecs (rows past the run's zero); lane (r, cq) loads
+// 16-byte pieces u = 0..3 of key 8t + r, dims 32u + 8cq .. + 7, and at k step kk multiplies
+// piece kk / 2's dims +4 (kk % 2) .. + 3 as the step's k = 2cq, 2cq + 1, 2cq + 8, 2cq + 9 (the
+// dims are summed over: Q's fragments take the same order). The bf16 pairs go to the tensor
+// cores as loaded: no unpacking, no butterfly. Elsewhere (and in the SIMT check build) FMAs.
+#ifndef PW_MSA_INDEX_DECODE_MMA
+#define PW_MSA_INDEX_DECODE_MMA 1
+#endif
+constexpr bool kPwMma = PW_MSA_INDEX_DECODE_MMA && PW_MMA_IMPL == PW_MMA_SYNC;
 constexpr int kPwWarps = PW_MSA_INDEX_DECODE_THREADS / PW_WARP;
-constexpr int kPwKeysPerLane = 8;                           // a pass: 8 keys a lane
+constexpr int kPwKeysPerLane = 8;                           // a pass: 8 loads a lane
 constexpr int kPwPassKeys = kPwKeysPerLane * PW_WARP / 16;  // ... W / 2 keys a warp
 constexpr int kPwPasses = PW_MSA_BLOCK / kPwPassKeys;       // passes a key block
 constexpr int kPwDepth = PW_MSA_INDEX_DECODE_DEPTH;         // passes in flight
-constexpr int kPwQg = PW_ROWS_TILE * PW_HI < PW_MSA_INDEX_DECODE_QGROUP
-                          ? PW_ROWS_TILE * PW_HI
-                          : PW_MSA_INDEX_DECODE_QGROUP;  // qvecs a stream of the keys
+constexpr int kPwQgMax = kPwMma ? 16 : PW_MSA_INDEX_DECODE_QGROUP;
+constexpr int kPwQg =
+    PW_ROWS_TILE * PW_HI < kPwQgMax ? PW_ROWS_TILE * PW_HI : kPwQgMax;  // qvecs a key stream
+static_assert(!kPwMma || kPwPassKeys == 16, "mma: a pass is two n tiles of 8 keys");
+__device__ inline void pw_msa_index_mma(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1) {
+#if PW_MMA_IMPL == PW_MMA_SYNC
+  pw_mma_m16n8k16(c, a, b0, b1);
+#else
+  (void)c, (void)a, (void)b0, (void)b1;  // kPwMma is false: never called
+#endif
+}
 static_assert(PW_MSA_BLOCK % kPwPassKeys == 0, "whole passes a key block");
 static_assert(kPwDepth >= 1 && kPwPasses % kPwDepth == 0, "the depth divides the passes");
 static_assert(PW_MSA_INDEX_DECODE_MAX_ITEMS <= PW_WARP, "a warp's pages: one a lane");
@@ -74,11 +99,13 @@ __device__ inline float pw_msa_warp_max_f32(float v) {
   return v;
 }
 
-// The pass's loads: this lane's 16 bytes of keys 8 g .. 8 g + 7 of the pass.
+// The pass's loads, from `keys` (the pass's first key plus the lane's offset): FMAs, its 16 bytes
+// of keys 8 g .. 8 g + 7; mma, pieces 0..3 of key r of n tiles 0 and 1.
 __device__ inline void pw_msa_load_pass(uint4 (&raw)[kPwKeysPerLane], const pw_u16* keys) {
 #pragma unroll
   for (int i = 0; i < kPwKeysPerLane; ++i) {
-    raw[i] = *reinterpret_cast<const uint4*>(keys + i * PW_DI);
+    const int off = kPwMma ? (i / 4) * 8 * PW_DI + (i % 4) * 32 : i * PW_DI;
+    raw[i] = *reinterpret_cast<const uint4*>(keys + off);
   }
 }
 
@@ -90,13 +117,22 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
   __shared__ pw_u32 cand_key[kPwWarps * PW_TOPK_BLOCKS];
   __shared__ int cand_id[kPwWarps * PW_TOPK_BLOCKS];
   __shared__ int last_block;
-  const int lead = blockIdx.x;
-  const int req = row_req[lead];
-  if (lead % PW_ROWS_TILE != 0 && row_req[lead - 1] == req) return;  // no run starts here
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   const int c = lane % 16, g = lane / 16;  // dims 8c .. 8c + 7 of keys 8 g + i of a pass
-  // The run: rows [lead, end) of request req, up to the tile's end; how far its rows see.
-  const int tile_end = (lead / PW_ROWS_TILE + 1) * PW_ROWS_TILE;
+  // The run of row blockIdx.x: rows [lead, end) of its request, within its rows tile. Each of
+  // the run's blocks (one a row: part = blockIdx.x - lead of L) takes every L-th share of the
+  // chunk's key blocks for all of the run's rows, so that a run of L rows (a decode token and
+  // its speculative ones) keeps L blocks busy, as L runs of one row would.
+  const int req = row_req[blockIdx.x];
+  const int tile0 = blockIdx.x / PW_ROWS_TILE * PW_ROWS_TILE;
+  int lead = static_cast<int>(blockIdx.x);
+  for (bool found = false; !found;) {  // uniform: the first row below lead outside the run
+    const int r = lead - 1 - lane;
+    const int stop = pw_msa_warp_min_i32(r < tile0 || row_req[r] != req ? lane : PW_WARP);
+    lead -= stop;
+    found = stop < PW_WARP;
+  }
+  const int tile_end = tile0 + PW_ROWS_TILE;
   int end = tile_end < rows ? tile_end : rows;
   for (int base = lead + 1; base < end; base += PW_WARP) {
     const int r = base + lane;
@@ -110,18 +146,19 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
   lim = pw_msa_warp_max_u32(lim);
   const int nb_run = pw_msa_blocks_of(static_cast<int>(lim));
   const int nq = (end - lead) * PW_HI;  // qvecs: (row, head), head fastest
+  const int part = static_cast<int>(blockIdx.x) - lead;
   const int kb0 = blockIdx.y * chunk;
   const int kb1 = kb0 + chunk < stride ? kb0 + chunk : stride;
   const int seen = kb1 < nb_run ? kb1 : nb_run;  // key blocks [kb0, seen) are scored
-  // This warp's key blocks: first, first + warps, ...; items of them below `seen`.
-  const int first = kb0 + warp;
-  const int items = seen > first ? (seen - first + kPwWarps - 1) / kPwWarps : 0;
+  // This warp's key blocks: first, first + step, ...; items of them below `seen`.
+  const int first = kb0 + part * kPwWarps + warp, step = kPwWarps * (nq / PW_HI);
+  const int items = seen > first ? (seen - first + step - 1) / step : 0;
   int pg = 0;  // lane i: the page of item i
   if (lane < items) {
-    pg = block_table[static_cast<long long>(req) * max_blocks + first + kPwWarps * lane];
+    pg = block_table[static_cast<long long>(req) * max_blocks + first + step * lane];
   }
   // The chunk's key blocks past the run's: -inf for every qvec.
-  for (int b = first + kPwWarps * items; b < kb1; b += kPwWarps) {
+  for (int b = first + step * items; b < kb1; b += step) {
     for (int qv = lane; qv < nq; qv += PW_WARP) {
       scores[(static_cast<long long>(qv % PW_HI) * rows + lead + qv / PW_HI) * stride + b] =
           pw_msa_neg_inf();
@@ -129,79 +166,136 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
   }
   // Tasks: (item, group of kPwQg qvecs), the group fastest; each streams the item's passes.
   const int groups = (nq + kPwQg - 1) / kPwQg;
-  const int tasks = items * groups;
-  const long long lane_off = kPwKeysPerLane * g * PW_DI + 8 * c;
+  const int lane_off = kPwMma ? (lane / 4) * PW_DI + 8 * (lane % 4)  // key r, dims 8cq ..
+                              : kPwKeysPerLane * g * PW_DI + 8 * c;
   uint4 raw[kPwDepth][kPwKeysPerLane];
-  if (tasks > 0) {
+  if (items > 0) {
     const long long base = static_cast<long long>(pw_msa_shfl_i32(pg, 0)) * PW_MSA_BLOCK * PW_DI;
 #pragma unroll
     for (int s = 0; s < kPwDepth; ++s) {
       pw_msa_load_pass(raw[s], index_cache + base + s * kPwPassKeys * PW_DI + lane_off);
     }
   }
-  int item = 0, grp = 0;
-  for (int t = 0; t < tasks; ++t) {
-    const int b = first + kPwWarps * item;
+  for (int item = 0, grp = 0; item < items;) {
+    const int b = first + kPwWarps * (nq / PW_HI) * item;
     const int next_item = grp + 1 < groups ? item : item + 1;
-    const bool more = t + 1 < tasks;
+    const bool more = next_item < items;
     const long long base = static_cast<long long>(pw_msa_shfl_i32(pg, item)) * PW_MSA_BLOCK * PW_DI;
     const long long next_base =
         static_cast<long long>(pw_msa_shfl_i32(pg, more ? next_item : item)) * PW_MSA_BLOCK * PW_DI;
     const int q0 = grp * kPwQg;
-    uint4 qraw[kPwQg];  // this lane's 8 dims of each qvec (bf16: unpacked as used)
-    int vq[kPwQg];
-    float mx[kPwQg];
+    // This lane's 8 dims of the group's qvecs (the run's qvecs are consecutive in index_q), read
+    // again each pass (from L1): held in registers they made the loop spill.
+    const pw_u16* qg = index_q + (static_cast<long long>(lead) * PW_HI + q0) * PW_DI + 8 * c;
+    // FMAs: qvec q's visible keys and running max; mma: those of rows r and r + 8 (q = 0, 1),
+    // and the group's A fragments.
+    constexpr int kState = kPwMma ? 2 : kPwQg;
+    int vq[kState];
+    float mx[kState];
 #pragma unroll
-    for (int q = 0; q < kPwQg; ++q) {
-      const bool valid = q0 + q < nq;
-      const int qv = valid ? q0 + q : q0;
-      const int row = lead + qv / PW_HI;
-      qraw[q] = *reinterpret_cast<const uint4*>(
-          index_q + (static_cast<long long>(row) * PW_HI + qv % PW_HI) * PW_DI + 8 * c);
-      vq[q] = valid ? visible[row] : 0;
+    for (int q = 0; q < kState; ++q) {
+      const int qv = q0 + (kPwMma ? lane / 4 + 8 * q : q);
+      vq[q] = qv < nq ? visible[lead + qv / PW_HI] : 0;
       mx[q] = pw_msa_neg_inf();
     }
+    pw_u32 qa[kPwMma ? PW_DI / 16 : 1][4];
+    if constexpr (kPwMma) {
+      const int r = lane / 4, cq = lane % 4;
 #pragma unroll
-    for (int p = 0; p < kPwPasses; ++p) {
-      uint4(&cur)[kPwKeysPerLane] = raw[p % kPwDepth];
-      // The key whose dot product this lane holds after the butterfly.
-      const int j = b * PW_MSA_BLOCK + p * kPwPassKeys + kPwKeysPerLane * g + c % 8;
+      for (int x = 0; x < 2; ++x) {
+        const bool real = q0 + r + 8 * x < nq;
+        const pw_u16* qr =
+            index_q + (static_cast<long long>(lead) * PW_HI + q0 + r + 8 * x) * PW_DI + 8 * cq;
 #pragma unroll
-      for (int q = 0; q < kPwQg; ++q) {
-        if (q0 + q >= nq) continue;  // uniform (not break: the loop must unroll on AMD too)
-        float qf[8];
-        pw_msa_unpack8(qraw[q], qf);
-        float v[kPwKeysPerLane];
-#pragma unroll
-        for (int i = 0; i < kPwKeysPerLane; ++i) {
-          float k[8];
-          pw_msa_unpack8(cur[i], k);
-          float d = 0.0f;
-#pragma unroll
-          for (int x = 0; x < 8; ++x) d = fmaf(qf[x], k[x], d);
-          v[i] = d;
+        for (int kk = 0; kk < PW_DI / 16; ++kk) {
+          const int d = 32 * (kk / 2) + 4 * (kk % 2);
+          qa[kk][x] = real ? *reinterpret_cast<const pw_u32*>(qr + d) : 0u;
+          qa[kk][2 + x] = real ? *reinterpret_cast<const pw_u32*>(qr + d + 2) : 0u;
         }
-        pw_msa_fold<4>(v, lane);
-        pw_msa_fold<2>(v, lane);
-        pw_msa_fold<1>(v, lane);
-        v[0] += pw_shfl_xor(v[0], 8);
-        mx[q] = fmaxf(mx[q], j < vq[q] ? v[0] : pw_msa_neg_inf());
-      }
-      // This buffer takes the pass kPwDepth ahead: of this key block, or of the next task's.
-      if (p + kPwDepth < kPwPasses) {
-        pw_msa_load_pass(cur, index_cache + base + (p + kPwDepth) * kPwPassKeys * PW_DI + lane_off);
-      } else if (more) {
-        pw_msa_load_pass(cur, index_cache + next_base +
-                                  (p + kPwDepth - kPwPasses) * kPwPassKeys * PW_DI + lane_off);
       }
     }
+    // Rolled by kPwDepth passes (the buffers' indices must be constants): unrolled whole, the
+    // loop was 8 passes x kPwQg qvecs of code that each warp ran once, and its warps waited on
+    // instruction fetch (Nsight Compute: no_instruction 43% of the stall samples at 16 rows).
+#pragma unroll 1
+    for (int p0 = 0; p0 < kPwPasses; p0 += kPwDepth) {
 #pragma unroll
-    for (int q = 0; q < kPwQg; ++q) {
-      if (q0 + q >= nq) continue;
-      const float m = pw_msa_warp_max_f32(mx[q]);
-      const int qv = q0 + q;
-      if (lane == q) {
-        scores[(static_cast<long long>(qv % PW_HI) * rows + lead + qv / PW_HI) * stride + b] = m;
+      for (int s = 0; s < kPwDepth; ++s) {
+        const int p = p0 + s;
+        uint4(&cur)[kPwKeysPerLane] = raw[s];
+        if constexpr (kPwMma) {
+          float acc[2][4] = {};
+#pragma unroll
+          for (int kk = 0; kk < PW_DI / 16; ++kk) {
+#pragma unroll
+            for (int t = 0; t < 2; ++t) {
+              const uint4 w = cur[4 * t + kk / 2];
+              pw_msa_index_mma(acc[t], qa[kk], kk % 2 ? w.z : w.x, kk % 2 ? w.w : w.y);
+            }
+          }
+          // acc[t][2x + e]: row r + 8x, key 8t + 2cq + e of the pass.
+          const int j = b * PW_MSA_BLOCK + p * kPwPassKeys + 2 * (lane % 4);
+#pragma unroll
+          for (int t = 0; t < 2; ++t) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int x = e / 2;
+              mx[x] = fmaxf(mx[x], j + 8 * t + e % 2 < vq[x] ? acc[t][e] : pw_msa_neg_inf());
+            }
+          }
+        }
+        // The key whose dot product this lane holds after the butterfly.
+        const int j = b * PW_MSA_BLOCK + p * kPwPassKeys + kPwKeysPerLane * g + c % 8;
+#pragma unroll
+        for (int q = 0; q < (kPwMma ? 0 : kPwQg); ++q) {
+          if (q0 + q >= nq) continue;  // uniform (not break: the loop must unroll on AMD too)
+          float qf[8];
+          pw_msa_unpack8(*reinterpret_cast<const uint4*>(qg + q * PW_DI), qf);
+          float v[kPwKeysPerLane];
+#pragma unroll
+          for (int i = 0; i < kPwKeysPerLane; ++i) {
+            float k[8];
+            pw_msa_unpack8(cur[i], k);
+            float d = 0.0f;
+#pragma unroll
+            for (int x = 0; x < 8; ++x) d = fmaf(qf[x], k[x], d);
+            v[i] = d;
+          }
+          pw_msa_fold<4>(v, lane);
+          pw_msa_fold<2>(v, lane);
+          pw_msa_fold<1>(v, lane);
+          v[0] += pw_shfl_xor(v[0], 8);
+          mx[q] = fmaxf(mx[q], j < vq[q] ? v[0] : pw_msa_neg_inf());
+        }
+        // This buffer takes the pass kPwDepth ahead: of this key block, or of the next task's.
+        if (p + kPwDepth < kPwPasses) {
+          pw_msa_load_pass(cur,
+                           index_cache + base + (p + kPwDepth) * kPwPassKeys * PW_DI + lane_off);
+        } else if (more) {
+          pw_msa_load_pass(cur, index_cache + next_base +
+                                    (p + kPwDepth - kPwPasses) * kPwPassKeys * PW_DI + lane_off);
+        }
+      }
+    }
+    if constexpr (kPwMma) {
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {  // over the 4 lanes of row r + 8x
+        float m = fmaxf(mx[x], pw_shfl_xor(mx[x], 1));
+        m = fmaxf(m, pw_shfl_xor(m, 2));
+        const int qv = q0 + lane / 4 + 8 * x;
+        if (lane % 4 == 0 && qv < nq) {
+          scores[(static_cast<long long>(qv % PW_HI) * rows + lead + qv / PW_HI) * stride + b] = m;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int q = 0; q < kPwQg; ++q) {
+        if (q0 + q >= nq) continue;
+        const float m = pw_msa_warp_max_f32(mx[q]);
+        const int qv = q0 + q;
+        if (lane == q) {
+          scores[(static_cast<long long>(qv % PW_HI) * rows + lead + qv / PW_HI) * stride + b] = m;
+        }
       }
     }
     if (++grp == groups) {
@@ -214,7 +308,7 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
-    last_block = atomicAdd(counters + lead, 1) == static_cast<int>(gridDim.y) - 1;
+    last_block = atomicAdd(counters + lead, 1) == static_cast<int>(gridDim.y) * (nq / PW_HI) - 1;
   }
   __syncthreads();
   if (!last_block) return;

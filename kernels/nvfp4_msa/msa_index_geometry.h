@@ -13,16 +13,18 @@
 //
 // msa_index_decode (FMAs: memory-bound): a run is consecutive rows of one request, cut at
 // multiples of rows_tile (each run's keys are read once for all its rows). Grid (rows,
-// ceil(stride / chunk)), chunk = pw_msa_index_decode_chunk(...): block (r, y) takes the run that
-// starts at row r (a block whose row starts none returns at once) and key blocks [y chunk,
-// (y + 1) chunk); warp w of it takes key blocks w, w + warps, ... of the chunk (at most
+// ceil(stride / chunk)), chunk = pw_msa_index_decode_chunk(...): block (r, y) takes the run of
+// row r (L rows from its first, lead; r is its part r - lead) and every L-th share of key blocks
+// [y chunk, (y + 1) chunk) for all of the run's rows: warp w of it takes key blocks
+// (r - lead) warps + w, then every L warps further, of the chunk (at most
 // PW_MSA_INDEX_DECODE_MAX_ITEMS: their pages are one load, a lane each), each a whole key block,
 // streamed in passes of W / 2 keys with PW_MSA_INDEX_DECODE_DEPTH passes in flight (across key
 // blocks too), and writes its scores itself: no shared memory, no barrier. The chunk is the
 // fewest key blocks that keep the grid within `blocks` blocks (2 a multiprocessor: one wave).
 // The fused top-k (a topk output given): each block counts itself done on its run's counter
 // (workspace[r], zero before the launch); the last of the run's blocks resets it to zero and
-// selects the run's rows' top-k from the scores, as msa_topk_decode does.
+// selects the run's rows' top-k from the scores, as msa_topk_decode does (a run has L x chunks
+// blocks).
 #pragma once
 #include "common/portability.h"
 
