@@ -32,4 +32,39 @@ __device__ inline void pw_nvfp4_dequant8_bf16(pw_u32 w, float sg, pw_u32* out) {
   }
 #endif
 }
+
+#define PW_NVFP4_LO_UNDO 65536.0f  // what pw_nvfp4_dequant8_bf16_lo's results are multiplied by
+#if PW_MMA_IMPL == PW_MMA_SYNC
+// The same eight values as four bf16 pairs (nibble j, nibble j + 4), j = 0..3, each times
+// sg * 2^-16, for kernels that permute the dims they sum over (or store) and multiply their
+// result by 2^16 (PW_NVFP4_LO_UNDO): no byte permute (nibbles j and j + 4 already lie 16 bits
+// apart) and one bf16x2 FMA instead of two. bf16(sg * 2^110) is bf16(sg) * 2^110 exactly, and its
+// product with the 2^-126-scaled pair rounds to bf16(e2m1 * bf16(sg)) * 2^-16: bit for bit
+// pw_nvfp4_dequant8_bf16's values times 2^-16, for sg from 2^-100 to 2^18 (global scales below
+// 585). sg_lo: pw_nvfp4_scale_lo(sg).
+PW_DEVICE_INLINE pw_u32 pw_nvfp4_scale_lo(float sg) {
+  const float s = sg * pw_u2f(0x76800000u);  // 2^110
+  return pw_pack_bf16x2(s, s);
+}
+// The scale of pw_nvfp4_dequant8_bf16_lo for an E4M3 (fn) scale code alone, the global scale
+// left for the caller to fold in: bf16(s * 2^110) from the code's bits (placed at float bits
+// 20..27 they are s * 2^-120, subnormal codes too; two exact multiplies by 2^115), NaN for the
+// NaN codes. The dequantized e2m1 * s is then exact in bf16 (6 significant bits at most).
+PW_DEVICE_INLINE pw_u32 pw_e4m3fn_scale_lo(pw_u32 code) {
+  const float x = pw_u2f(((code & 0x7fu) << 20) | ((code & 0x80u) << 24)) * pw_u2f(0x79000000u) *
+                  pw_u2f(0x79000000u);  // 2^115 twice
+  const float v = (code & 0x7fu) == 0x7fu ? pw_u2f(0x7fc00000u) : x;
+  return pw_pack_bf16x2(v, v);
+}
+PW_DEVICE_INLINE void pw_nvfp4_dequant8_bf16_lo(pw_u32 w, pw_u32 sg_lo, pw_u32* out) {
+  const pw_u32 neg_zero = 0x80008000u;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    // pw_e2m1x2_to_bf16x2_scaled(w >> 4j), each of its shifts one.
+    const pw_u32 mag = (j < 2 ? w << (6 - 4 * j) : w >> (4 * j - 6)) & 0x01c001c0u;
+    const pw_u32 v = mag | ((w << (12 - 4 * j)) & 0x80008000u);
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v), "r"(sg_lo), "r"(neg_zero));
+  }
+}
+#endif
 #endif  // PW_DEVICE_COMPILE

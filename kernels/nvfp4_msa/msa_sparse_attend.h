@@ -41,6 +41,14 @@ PW_DEVICE_INLINE void pw_msa_rescale(PwMsaState& st, const float* alpha) {
   }
 }
 
+// A row's running max moves only when a chunk's exceeds it by more than this (log2 units): its
+// probabilities are then at most 2^PW_MSA_LAZY_LOG2 (fp32 sums, bf16 P: no precision lost), and
+// O is rescaled far less often (FlashAttention-4's conditional rescale). The LSE, m + log2(l),
+// and O / l are the same whatever max the sums are taken against.
+#ifndef PW_MSA_LAZY_LOG2
+#define PW_MSA_LAZY_LOG2 8.0f
+#endif
+
 // The online softmax of a chunk of scores s (n_tiles 16-key tiles of the keys [c0, c0 + 16
 // n_tiles) of a 16-row tile, unscaled): masks the keys each row may not see (lim[rep(e)]: how
 // many keys of the slice element e's row sees), rescales O and the running sums, and leaves the
@@ -74,7 +82,9 @@ PW_DEVICE_INLINE bool pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     if (pw_msa_rep(e) != e) continue;
-    const float m_new = fmaxf(st.m[e], mx[e] * scale_log2);
+    float m_new = fmaxf(st.m[e], mx[e] * scale_log2);
+    // Lazy: a row keeps its max while the chunk's is at most PW_MSA_LAZY_LOG2 above it.
+    if (st.m[e] != ninf && m_new <= st.m[e] + PW_MSA_LAZY_LOG2) m_new = st.m[e];
     same = same && m_new == st.m[e];
     alpha[e] = m_new == ninf ? 1.0f : pw_exp2_fast(st.m[e] - m_new);
     st.m[e] = m_new;
@@ -173,7 +183,7 @@ PW_DEVICE_INLINE void pw_msa_chunk(const pw_u16* qa, const pw_u16* kb, const pw_
       pw_mma(st.o[dt], fa, fb);
     }
   }
-  pw_syncwarp();       // every lane's P reads are done before the next chunk writes P
+  pw_syncwarp();                 // every lane's P reads are done before the next chunk writes P
 #endif
 }
 
@@ -388,6 +398,10 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
     pw_msa_async_commit();  // Q, in for every consumer before the roles part
     pw_msa_async_wait();
     __syncthreads();
+    if constexpr (kPwMsaWgLo) {
+      pw_msa_permute_q(sm);
+      __syncthreads();
+    }
     if (cw < 0) {
       pw_setmaxnreg_dec<PW_MSA_WG_PRODUCER_REGS>();
       pw_msa_wg_produce(a, sm, pw_msa_shared, g, count, tiles);
@@ -417,7 +431,8 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
     st.m[e] = pw_msa_neg_inf();  // used at representatives only
     st.l[e] = 0.0f;
   }
-  const float scale_log2 = a.scale * 1.4426950408889634f;
+  const float scale_log2 =
+      a.scale * 1.4426950408889634f * (kPwMsaWgLo ? PW_NVFP4_LO_UNDO * a.k_scale : 1.0f);
   const pw_u16* qa = sm.q + 16 * mi * kPwMsaRow;
   const pw_u16* kb = sm.k + kj * kPwMg.slice_keys * kPwMsaRow;
   const pw_u16* vb = sm.v + kj * kPwMg.slice_keys * kPwMsaRow;
@@ -544,7 +559,7 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
       continue;
     const long long rh = static_cast<long long>(row0 + r) * PW_HEADS + head0 + hl;
     const float l = st.l[rep];
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const float inv = l > 0.0f ? (kPwMsaWgLo ? PW_NVFP4_LO_UNDO * a.v_scale : 1.0f) / l : 0.0f;
     const float lse = l > 0.0f ? (st.m[rep] + log2f(l)) * 0.69314718055994531f : pw_msa_neg_inf();
 #if PW_SPLITS > 1
     const long long at = rh * PW_SPLITS + out.split;
@@ -554,7 +569,11 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
     if (col == 0) out.ws_lse[at] = lse;
 #else
 #if PW_MMA_IMPL == PW_MMA_SYNC
-    if (e % 2 == 0) {  // e, e + 1: neighbours in one row
+    if constexpr (kPwMsaWgLo) {  // column col holds dim pw_msa_lo_dim(col)
+#pragma unroll
+      for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+        out.o[rh * PW_MSA_D + 16 * dt + pw_msa_lo_dim(col)] = pw_float_to_bf16(st.o[dt].v[e] * inv);
+    } else if (e % 2 == 0) {  // e, e + 1: neighbours in one row
 #pragma unroll
       for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
         *reinterpret_cast<pw_u32*>(out.o + rh * PW_MSA_D + 16 * dt + col) =

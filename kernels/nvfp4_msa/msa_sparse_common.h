@@ -70,6 +70,16 @@ constexpr bool kPwMsaWg = kPwMg.wg;
 #define PW_MSA_WG_BUILD 0
 constexpr bool kPwMsaWg = false;
 #endif
+// The warpgroup path's producers dequantize with pw_nvfp4_dequant8_bf16_lo (PW_MSA_WG_LO 1, the
+// default; 0 for A/B runs): the 8 dims of each 16-byte chunk of a K or V row are stored in the
+// order 0, 4, 1, 5, 2, 6, 3, 7 (pw_msa_lo_dim), times 2^-16 and without the global scale. Q's
+// chunks are permuted alike once they are in (pw_msa_permute_q), the scores' scale takes back
+// 2^16 k_scale, the output 2^16 v_scale, and each output column is stored at its dim.
+#ifndef PW_MSA_WG_LO
+#define PW_MSA_WG_LO 1
+#endif
+constexpr bool kPwMsaWgLo = kPwMsaWg && PW_MSA_WG_LO;
+PW_HD constexpr int pw_msa_lo_dim(int col) { return 8 * (col / 8) + (col % 8) / 2 + 4 * (col % 2); }
 constexpr int kPwMsaRow = pw_msa_row(PW_MSA_D);             // Q, K, V rows (bf16)
 constexpr int kPwMsaPRow = pw_msa_p_row(kPwMg.slice_keys);  // P rows (bf16)
 constexpr int kPwMsaTok = PW_MSA_KV_ROW(PW_MSA_D);          // bytes of a token's row (72)
@@ -106,8 +116,10 @@ struct PwMsaSmem {
   pw_u16* p;   // [warps][16][kPwMsaPRow]
   pw_u8* raw;  // [stages][key_warps][2 sides][kPwMsaRaw] (staged)
   // The list: per (row, topk entry) the physical and logical block, then the deduplicated
-  // entries (physical, logical, row mask).
-  int *sel_phys, *sel_block, *sel_mask, *ent_phys, *ent_block, *ent_mask;
+  // entries (physical, logical, row mask, and how many of the block's keys any of those rows
+  // sees: the dequant zeroes V's rows past that, which may be cache slots never written, so
+  // that P = 0 never meets a NaN there).
+  int *sel_phys, *sel_block, *sel_mask, *ent_phys, *ent_block, *ent_mask, *ent_lim;
   int* vis;   // [PW_MSA_MAX_ROWS] visible of the block's rows (0 past the last row)
   int* req;   // [PW_MSA_MAX_ROWS]
   int* misc;  // [8]: the list's length
@@ -129,7 +141,8 @@ PW_DEVICE_INLINE PwMsaSmem pw_msa_smem(unsigned char* base) {
   s.ent_phys = l + 3 * kPwMg.entries;
   s.ent_block = l + 4 * kPwMg.entries;
   s.ent_mask = l + 5 * kPwMg.entries;
-  s.vis = l + 6 * kPwMg.entries;
+  s.ent_lim = l + 6 * kPwMg.entries;
+  s.vis = l + 7 * kPwMg.entries;
   s.req = s.vis + PW_MSA_MAX_ROWS;
   s.misc = s.req + PW_MSA_MAX_ROWS;
   return s;
@@ -157,6 +170,22 @@ PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int
     uint4 v = make_uint4(0, 0, 0, 0);
     if (real) v = *reinterpret_cast<const uint4*>(src);
     *reinterpret_cast<uint4*>(dst) = v;
+  }
+}
+
+// kPwMsaWgLo: Q's chunks in shared memory permuted as the producers leave K's (pw_msa_lo_dim),
+// by every thread once Q is in.
+PW_DEVICE_INLINE void pw_msa_permute_q(const PwMsaSmem& sm) {
+  constexpr int chunks = PW_MSA_D / 8;
+  for (int i = threadIdx.x; i < kPwMsaMPad * chunks; i += kPwMg.threads) {
+    uint4* p = reinterpret_cast<uint4*>(sm.q + (i / chunks) * kPwMsaRow + 8 * (i % chunks));
+    const uint4 v = *p;
+    uint4 w;
+    asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(w.x) : "r"(v.x), "r"(v.z));
+    asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w.y) : "r"(v.x), "r"(v.z));
+    asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(w.z) : "r"(v.y), "r"(v.w));
+    asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w.w) : "r"(v.y), "r"(v.w));
+    *p = w;
   }
 }
 
@@ -203,6 +232,12 @@ PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, 
     sm.ent_phys[pos] = sm.sel_phys[i];
     sm.ent_block[pos] = sm.sel_block[i];
     sm.ent_mask[pos] = sm.sel_mask[i];
+    int seen = 0;
+    for (int r = 0; r < kPwMg.rows; ++r) {
+      if ((sm.sel_mask[i] >> r) & 1) seen = sm.vis[r] > seen ? sm.vis[r] : seen;
+    }
+    seen -= sm.sel_block[i] * PW_MSA_BLOCK;
+    sm.ent_lim[pos] = seen < PW_MSA_BLOCK ? seen : PW_MSA_BLOCK;
   }
   for (int j = 0; j < n; ++j) count += sm.sel_mask[j] != 0;
   __syncthreads();
@@ -315,6 +350,8 @@ PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm,
   constexpr int per = items / kThreads;
   if (pw_msa_subtile(0, t, count, split) < 0) return;
   constexpr int batch = per < 4 ? per : 4;  // items loaded at once
+  const int u = pw_msa_subtile(0, t, count, split);
+  const int lim = sm.ent_lim[u / kPwMsaSubtiles] - (u % kPwMsaSubtiles) * keys;  // V rows seen
 #pragma unroll 1
   for (int i0 = 0; i0 < per; i0 += batch) {
     uint2 w[batch];
@@ -326,17 +363,26 @@ PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm,
       const int side = it / (keys * kPwMsaUnits);
       const pw_u8* src = sm.raw + (buf * 2 + side) * kPwMsaRaw + tok * kPwMsaTok;
       w[i] = *reinterpret_cast<const uint2*>(src + 8 * unit);
-      sc[i] = src[PW_MSA_D / 2 + unit];
+      sc[i] = side && tok >= lim ? 0u : src[PW_MSA_D / 2 + unit];  // scale 0: zeros
     }
 #pragma unroll
     for (int i = 0; i < batch; ++i) {
       const int it = tid + (i0 + i) * kThreads;
       const int tok = it % keys, unit = (it / keys) % kPwMsaUnits;
       const int side = it / (keys * kPwMsaUnits);
-      const float sg = pw_e4m3fn_decode_fast(sc[i]) * (side ? a.v_scale : a.k_scale);
       uint4 lo, hi;
-      pw_nvfp4_dequant8_bf16(w[i].x, sg, &lo.x);
-      pw_nvfp4_dequant8_bf16(w[i].y, sg, &hi.x);
+#if PW_MMA_IMPL == PW_MMA_SYNC
+      if constexpr (kPwMsaWgLo) {
+        const pw_u32 sl = pw_e4m3fn_scale_lo(sc[i]);
+        pw_nvfp4_dequant8_bf16_lo(w[i].x, sl, &lo.x);
+        pw_nvfp4_dequant8_bf16_lo(w[i].y, sl, &hi.x);
+      } else
+#endif
+      {
+        const float sg = pw_e4m3fn_decode_fast(sc[i]) * (side ? a.v_scale : a.k_scale);
+        pw_nvfp4_dequant8_bf16(w[i].x, sg, &lo.x);
+        pw_nvfp4_dequant8_bf16(w[i].y, sg, &hi.x);
+      }
       unsigned char* dst = side ? v : k;
       *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit)) = lo;
       *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit + 1)) = hi;
@@ -355,12 +401,15 @@ PW_DEVICE_INLINE void pw_msa_dequant(const PwMsaArgs& a, const PwMsaSmem& sm, in
       const int kj = it / per_slice, rest = it % per_slice;
       const int side = rest / (kPwMg.slice_keys * kPwMsaUnits);
       const int tok = (rest / kPwMsaUnits) % kPwMg.slice_keys, unit = rest % kPwMsaUnits;
-      if (pw_msa_subtile(kj, t, count, split) < 0) continue;
+      const int u = pw_msa_subtile(kj, t, count, split);
+      if (u < 0) continue;
       const pw_u8* src =
           sm.raw + ((buf * kPwMg.key_warps + kj) * 2 + side) * kPwMsaRaw + tok * kPwMsaTok;
       pw_u16* dst = (side ? sm.v : sm.k) + (kj * kPwMg.slice_keys + tok) * kPwMsaRow + 16 * unit;
-      pw_msa_dequant16(*reinterpret_cast<const uint2*>(src + 8 * unit), src[PW_MSA_D / 2 + unit],
-                       side ? a.v_scale : a.k_scale, dst);
+      const bool unseen =
+          side && (u % kPwMsaSubtiles) * kPwMg.slice_keys + tok >= sm.ent_lim[u / kPwMsaSubtiles];
+      pw_msa_dequant16(*reinterpret_cast<const uint2*>(src + 8 * unit),
+                       unseen ? 0u : src[PW_MSA_D / 2 + unit], side ? a.v_scale : a.k_scale, dst);
     }
   } else {
     constexpr int per = (kPwMsaItems + kPwMg.threads - 1) / kPwMg.threads;
@@ -380,7 +429,7 @@ PW_DEVICE_INLINE void pw_msa_dequant(const PwMsaArgs& a, const PwMsaSmem& sm, in
       const pw_u8* src =
           a.kv + pw_msa_kv_offset(sm.ent_phys[e], side, g, key0 + tok, PW_KV_HEADS, PW_MSA_D);
       w[i] = *reinterpret_cast<const uint2*>(src + 8 * unit);
-      s[i] = src[PW_MSA_D / 2 + unit];
+      s[i] = side && key0 + tok >= sm.ent_lim[e] ? 0u : src[PW_MSA_D / 2 + unit];
     }
 #pragma unroll
     for (int i = 0; i < per; ++i) {

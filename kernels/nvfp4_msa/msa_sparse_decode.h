@@ -6,14 +6,18 @@
 //   - warp w takes the 16-key chunks w, w + W, ... of the share (chunk j: entry j / 8, keys
 //     16 (j % 8) ..), copying each chunk's raw bytes (K then V, 16 rows of 72 bytes, contiguous
 //     in the cache) into its ring of PW_MSA_DEC_STAGES slots with cp.async, three chunks ahead;
-//   - the operands of both GEMMs come from the raw bytes straight into registers. The dims of
-//     S = Q K^T are summed over, so they are permuted: lane (r = lane / 4, c = lane % 4) holds
-//     physical dims 32c .. 32c + 31 of Q's rows r and r + 8 and of K's key r (and 8 + r), and at
-//     k step kk multiplies dims 32c + 4kk .. + 3 (pairs 2kk and 2kk + 1 of its 16 bf16 pairs) as
-//     the step's k = 2c, 2c + 1, 2c + 8, 2c + 9: one 16-byte read of a key's row and its two
-//     scales. O += P V's output dims are permuted too: its n tile nt, column n is physical dim
-//     16n + nt, so lane (r, c) needs unit r (16 values, 8 bytes and a scale) of keys 2c, 2c + 1,
-//     2c + 8, 2c + 9, paired across keys by byte permutes. P comes from S's registers;
+//   - the operands of both GEMMs come from the raw bytes straight into registers, each 8 values
+//     of nibbles as 4 bf16 pairs (nibble j, j + 4) times 2^-16 (pw_nvfp4_dequant8_bf16_lo: one
+//     FMA a pair, no byte permute; the scores' scale and the output's 1 / l take the 2^16 back).
+//     The dims of S = Q K^T are summed over, so they are permuted: lane (r = lane / 4,
+//     c = lane % 4) holds physical dims 32c .. 32c + 31 of Q's rows r and r + 8 and of K's key r
+//     (and 8 + r), and at k step kk multiplies the pairs 2kk and 2kk + 1 of its 16, dims
+//     (d0, d0 + 4) and (d0 + 1, d0 + 5), d0 = 32c + 8 (kk / 2) + 2 (kk % 2), as the step's
+//     k = 2c, 2c + 1, 2c + 8, 2c + 9: one 16-byte read of a key's row and its two scales (Q's
+//     fragments are built in the same order). O += P V's output dims are permuted too: its n
+//     tile nt, column n is physical dim 16n + pw_msa_dec_v_dim(nt), so lane (r, c) needs unit r
+//     (16 values, 8 bytes and a scale) of keys 2c, 2c + 1, 2c + 8, 2c + 9, paired across keys
+//     by byte permutes. P comes from S's registers;
 //   - the warps' (O, max, sum) are combined by LSE through shared memory (the ring, free by then)
 //     and written: o and lse (splits 1) or the split's normalized partials (msa_sparse_decode.hip).
 // The SIMT check build runs msa_sparse_attend.h's tile path with the same block instead.
@@ -36,6 +40,42 @@ PW_DEVICE_INLINE pw_u32 pw_msa_prmt(pw_u32 a, pw_u32 b, pw_u32 sel) {
   pw_u32 d;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
   return d;
+}
+
+// PW_MSA_DEC_LO 1: the operands dequantized as pairs (nibble j, j + 4) times 2^-16
+// (pw_nvfp4_dequant8_bf16_lo), the dims permuted to match; 0: as pairs (2j, 2j + 1).
+#ifndef PW_MSA_DEC_LO
+#define PW_MSA_DEC_LO 1
+#endif
+// The 16 values' scale for pw_msa_dec_dequant: PW_MSA_DEC_LO, pw_e4m3fn_scale_lo of the code
+// (the caller folds the global scale into the scores' scale and the output's 1 / l); otherwise
+// the float value times the global scale g.
+struct PwMsaDecScale {
+#if PW_MSA_DEC_LO
+  pw_u32 lo;
+#else
+  float sg;
+#endif
+};
+PW_DEVICE_INLINE PwMsaDecScale pw_msa_dec_scale(pw_u32 code, float g) {
+#if PW_MSA_DEC_LO
+  (void)g;
+  return {pw_e4m3fn_scale_lo(code)};
+#else
+  return {pw_e4m3fn_decode_fast(code) * g};
+#endif
+}
+PW_DEVICE_INLINE void pw_msa_dec_dequant(pw_u32 w, PwMsaDecScale sc, pw_u32* out) {
+#if PW_MSA_DEC_LO
+  pw_nvfp4_dequant8_bf16_lo(w, sc.lo, out);
+#else
+  pw_nvfp4_dequant8_bf16(w, sc.sg, out);
+#endif
+}
+// O += P V's n tile nt, column n is physical dim 16 n + pw_msa_dec_v_dim(nt): the half nt % 2 of
+// pair nt / 2 of unit n's 16 dims, pairs 0..3 from its first 8 dims and 4..7 from the rest.
+PW_HD constexpr int pw_msa_dec_v_dim(int nt) {
+  return PW_MSA_DEC_LO ? (nt / 2 < 4 ? nt / 2 : nt / 2 + 4) + 4 * (nt % 2) : nt;
 }
 
 // Chunk i of the warp's share into its ring slot (nothing where it is past the share or the row
@@ -89,18 +129,22 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   static_assert(kPwMg.threads == 32 * (D / 16), "a Q fragment a thread");
   {
     const int ql = threadIdx.x % 32, kk = threadIdx.x / 32, qr = ql / 4, qc = ql % 4;
-    uint2 h[2];
+    // The step's dims: d0 + {0, 1} and d0 + {2, 3}; PW_MSA_DEC_LO: (d0, d0 + 4) and
+    // (d0 + 1, d0 + 5), K's pairs as pw_nvfp4_dequant8_bf16_lo leaves them.
+    const int d0 = 32 * qc + (PW_MSA_DEC_LO ? 8 * (kk / 2) + 2 * (kk % 2) : 4 * kk);
+    pw_u32 h[2][2];
 #pragma unroll
     for (int x = 0; x < 2; ++x) {
       const int m = qr + 8 * x;
       const bool real =
           m < kPwMg.head_block && head0 + m < PW_HEADS && (head0 % PW_MSA_GROUP) + m < PW_MSA_GROUP;
-      h[x] = real ? *reinterpret_cast<const uint2*>(
-                        a.q + (static_cast<long long>(row) * PW_HEADS + head0 + m) * D + 32 * qc +
-                        4 * kk)
-                  : make_uint2(0, 0);
+      const pw_u16* qm = a.q + (static_cast<long long>(row) * PW_HEADS + head0 + m) * D + d0;
+      const pw_u32 u = real ? *reinterpret_cast<const pw_u32*>(qm) : 0u;
+      const pw_u32 w = real ? *reinterpret_cast<const pw_u32*>(qm + (PW_MSA_DEC_LO ? 4 : 2)) : 0u;
+      h[x][0] = PW_MSA_DEC_LO ? pw_msa_prmt(u, w, 0x5410u) : u;
+      h[x][1] = PW_MSA_DEC_LO ? pw_msa_prmt(u, w, 0x7632u) : w;
     }
-    qs[32 * kk + ql] = make_uint4(h[0].x, h[1].x, h[0].y, h[1].y);
+    qs[32 * kk + ql] = make_uint4(h[0][0], h[1][0], h[0][1], h[1][1]);
   }
 
   // The row's list: logical blocks at list[0..count), physical at list[32..).
@@ -139,7 +183,10 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     st.m[e] = pw_msa_neg_inf();
     st.l[e] = 0.0f;
   }
-  const float scale_log2 = a.scale * 1.4426950408889634f;
+  // PW_MSA_DEC_LO: S and O come out times 2^-16 and without the global scales.
+  const float undo = PW_MSA_DEC_LO ? PW_NVFP4_LO_UNDO : 1.0f;
+  const float k_fold = PW_MSA_DEC_LO ? a.k_scale : 1.0f, v_fold = PW_MSA_DEC_LO ? a.v_scale : 1.0f;
+  const float scale_log2 = a.scale * 1.4426950408889634f * undo * k_fold;
 
 #pragma unroll
   for (int p = 0; p + 1 < PW_MSA_DEC_STAGES; ++p) pw_msa_dec_issue(a, list, g, e0, n, vis, p, ring);
@@ -170,9 +217,12 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     pw_u32 vs[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const unsigned char* row_v = vr + (2 * c + (k & 1) + 8 * (k / 2)) * kPwMsaTok;
+      const int key = 2 * c + (k & 1) + 8 * (k / 2);
+      const unsigned char* row_v = vr + key * kPwMsaTok;
       vw[k] = *reinterpret_cast<const uint2*>(row_v + 8 * r);
-      vs[k] = row_v[D / 2 + r];
+      // Scale 0 past what the row sees (cache slots maybe never written: P = 0 there must not
+      // meet a NaN).
+      vs[k] = key < lim ? row_v[D / 2 + r] : 0u;
     }
     pw_syncwarp();  // every lane's reads of the slot are done before it is copied into again
 
@@ -182,12 +232,12 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
       pw_u32 kb[16];
-      const float sg0 = pw_e4m3fn_decode_fast(ks[t] & 0xffu) * a.k_scale;
-      const float sg1 = pw_e4m3fn_decode_fast(ks[t] >> 8) * a.k_scale;
-      pw_nvfp4_dequant8_bf16(kw[t][0].x, sg0, kb);
-      pw_nvfp4_dequant8_bf16(kw[t][0].y, sg0, kb + 4);
-      pw_nvfp4_dequant8_bf16(kw[t][1].x, sg1, kb + 8);
-      pw_nvfp4_dequant8_bf16(kw[t][1].y, sg1, kb + 12);
+      const PwMsaDecScale sg0 = pw_msa_dec_scale(ks[t] & 0xffu, a.k_scale);
+      const PwMsaDecScale sg1 = pw_msa_dec_scale(ks[t] >> 8, a.k_scale);
+      pw_msa_dec_dequant(kw[t][0].x, sg0, kb);
+      pw_msa_dec_dequant(kw[t][0].y, sg0, kb + 4);
+      pw_msa_dec_dequant(kw[t][1].x, sg1, kb + 8);
+      pw_msa_dec_dequant(kw[t][1].y, sg1, kb + 12);
 #pragma unroll
       for (int kk = 0; kk < 8; ++kk) {
         const uint4 q = qs[32 * kk + lane];
@@ -207,9 +257,9 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     pw_u32 vv[4][8];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const float sg = pw_e4m3fn_decode_fast(vs[k]) * a.v_scale;
-      pw_nvfp4_dequant8_bf16(vw[k].x, sg, vv[k]);
-      pw_nvfp4_dequant8_bf16(vw[k].y, sg, vv[k] + 4);
+      const PwMsaDecScale sg = pw_msa_dec_scale(vs[k], a.v_scale);
+      pw_msa_dec_dequant(vw[k].x, sg, vv[k]);
+      pw_msa_dec_dequant(vw[k].y, sg, vv[k] + 4);
     }
 #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
@@ -247,7 +297,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
 #pragma unroll
     for (int e = 0; e < PW_MMA_ACC; ++e) {
       const int nt = 2 * dt + e / 4, col = 2 * c + (e & 1), h = (e % 4) / 2;
-      co[(r + 8 * h) * o_row + PW_MSA_DEC_O_N * col + nt] = st.o[dt].v[e] * f[h];
+      co[(r + 8 * h) * o_row + PW_MSA_DEC_O_N * col + pw_msa_dec_v_dim(nt)] = st.o[dt].v[e] * f[h];
     }
   }
   __syncthreads();
@@ -270,7 +320,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
       acc.z += v[2];
       acc.w += v[3];
     }
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const float inv = l > 0.0f ? undo * v_fold / l : 0.0f;
     const float lse = l > 0.0f ? (hi + log2f(l)) * 0.69314718055994531f : ninf;
     const long long rh = static_cast<long long>(row) * PW_HEADS + head0 + m;
 #if PW_SPLITS > 1

@@ -74,10 +74,10 @@ PW_HD constexpr int pw_msa_align16(int b) { return (b + 15) / 16 * 16; }
 PW_HD constexpr int pw_msa_raw_bytes(int stages, int keys, int d) {
   return stages * keys * 2 * (d / 2 + d / 16);
 }
-// Bytes of a block's list: six int arrays of `entries`, then the rows' visible and request, then
-// 8 ints (PwMsaSmem).
+// Bytes of a block's list: seven int arrays of `entries`, then the rows' visible and request,
+// then 8 ints (PwMsaSmem).
 PW_HD constexpr int pw_msa_list_bytes(int entries) {
-  return 6 * 4 * entries + 2 * 4 * PW_MSA_MAX_ROWS + 32;
+  return 7 * 4 * entries + 2 * 4 * PW_MSA_MAX_ROWS + 32;
 }
 
 PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_layout(int group, int head_block, int rows,

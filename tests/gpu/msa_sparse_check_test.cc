@@ -240,7 +240,25 @@ class MsaSparseCheckTest : public ::testing::Test {
     const int n = rows.Count();
     const int nreq = static_cast<int>(requests.size());
     const std::vector<int> table = in.BlockTable(nreq, max_blocks);
-    const std::vector<u8> kv = in.KvCache(nreq * max_blocks, kv_heads);
+    std::vector<u8> kv = in.KvCache(nreq * max_blocks, kv_heads);
+    // Cache slots no request has written (past its last token, in its blocks) hold NaN scales, as
+    // a fresh torch.empty cache may: no row sees them, so they must not reach any output (the
+    // kernels multiply V's rows past a row's keys by P = 0, which a NaN would survive).
+    const int row_bytes = PW_MSA_KV_ROW(kD);
+    for (int r = 0; r < nreq; ++r) {
+      const int written = requests[r].first + requests[r].second;
+      for (int j = written; j < max_blocks * PW_MSA_BLOCK; ++j) {
+        const int phys = table[static_cast<size_t>(r) * max_blocks + j / PW_MSA_BLOCK];
+        for (int side = 0; side < 2; ++side) {
+          for (int h = 0; h < kv_heads; ++h) {
+            const size_t at =
+                ((static_cast<size_t>(phys) * 2 + side) * kv_heads + h) * PW_MSA_BLOCK +
+                j % PW_MSA_BLOCK;
+            std::fill_n(&kv[at * row_bytes + kD / 2], kD / 16, side ? 0xff : 0x7f);
+          }
+        }
+      }
+    }
     const std::vector<u16> q = in.Bf16(static_cast<size_t>(n) * heads * kD);
     const std::vector<int> topk = in.Topk(rows, kv_heads, kTopk, !prefill);
     const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
