@@ -107,4 +107,39 @@ PW_DEVICE_INLINE bool pw_warp_all(bool pred) {
   return __all(pred) != 0;
 #endif
 }
+
+// True when `pred` holds in any lane of the warp / wavefront.
+PW_DEVICE_INLINE bool pw_warp_any(bool pred) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __any_sync(0xffffffffu, pred) != 0;
+#else
+  return __any(pred) != 0;
+#endif
+}
+
+// Bit l set where `pred` holds in lane l (a wavefront of 64 fills all 64 bits).
+PW_DEVICE_INLINE unsigned long long pw_warp_ballot(bool pred) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __ballot_sync(0xffffffffu, pred);
+#else
+  return __ballot(pred);
+#endif
+}
+
+// The lanes of a ballot below this one: its position among them.
+PW_DEVICE_INLINE int pw_lanes_below(unsigned long long ballot) {
+  const int lane = threadIdx.x % PW_WARP;
+  return __popcll(ballot & ((1ull << lane) - 1ull));
+}
+
+// The OR of v over the warp / wavefront, in every lane.
+PW_DEVICE_INLINE pw_u32 pw_warp_or(pw_u32 v) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __reduce_or_sync(0xffffffffu, v);
+#else
+#pragma unroll
+  for (int bit = 1; bit < PW_WARP; bit <<= 1) v |= __shfl_xor(v, bit);
+  return v;
+#endif
+}
 #endif

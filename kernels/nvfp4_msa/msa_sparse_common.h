@@ -211,35 +211,56 @@ PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, 
     sm.sel_block[i] = b;
   }
   __syncthreads();
-  // Each entry's first appearance carries the mask of every row selecting the same block.
-  for (int i = threadIdx.x; i < n; i += kPwMg.threads) {
+  // Each entry's first appearance carries the mask of every row selecting the same block. A warp
+  // takes an entry at a time; each lane holds the entries j = lane (mod warp) it is compared with
+  // (a thread an entry comparing with all n serially took microseconds a block).
+  constexpr int per_lane = (n + PW_WARP - 1) / PW_WARP;
+  constexpr int warps = kPwMg.threads / PW_WARP;
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  int jb[per_lane], jp[per_lane];
+#pragma unroll
+  for (int k = 0; k < per_lane; ++k) {
+    const int j = lane + k * PW_WARP;
+    jb[k] = j < n ? sm.sel_block[j] : -1;
+    jp[k] = j < n ? sm.sel_phys[j] : -1;
+  }
+  for (int i = warp; i < n; i += warps) {
     const int b = sm.sel_block[i], phys = sm.sel_phys[i];
-    unsigned mask = 0;
-    bool first = b >= 0;
-    for (int j = 0; j < n && first; ++j) {
-      if (sm.sel_block[j] != b || sm.sel_phys[j] != phys) continue;
-      if (j < i) first = false;
+    pw_u32 mask = 0;
+    bool earlier = false;
+#pragma unroll
+    for (int k = 0; k < per_lane; ++k) {
+      const int j = lane + k * PW_WARP;
+      if (jb[k] != b || jp[k] != phys) continue;
       mask |= 1u << (j / PW_TOPK_BLOCKS);
+      earlier = earlier || j < i;
     }
-    sm.sel_mask[i] = first ? static_cast<int>(mask) : 0;
+    mask = pw_warp_or(mask);
+    earlier = pw_warp_any(earlier);
+    if (lane == 0) sm.sel_mask[i] = b >= 0 && !earlier ? static_cast<int>(mask) : 0;
   }
   __syncthreads();
+  // The entries in order: an entry's position is the number of first appearances before it
+  // (every warp counts each chunk of PW_WARP by a ballot; warp c % warps writes chunk c).
   int count = 0;
-  for (int i = threadIdx.x; i < n; i += kPwMg.threads) {
-    if (sm.sel_mask[i] == 0) continue;
-    int pos = 0;
-    for (int j = 0; j < i; ++j) pos += sm.sel_mask[j] != 0;
-    sm.ent_phys[pos] = sm.sel_phys[i];
-    sm.ent_block[pos] = sm.sel_block[i];
-    sm.ent_mask[pos] = sm.sel_mask[i];
-    int seen = 0;
-    for (int r = 0; r < kPwMg.rows; ++r) {
-      if ((sm.sel_mask[i] >> r) & 1) seen = sm.vis[r] > seen ? sm.vis[r] : seen;
+  for (int c0 = 0; c0 < n; c0 += PW_WARP) {
+    const int i = c0 + lane;
+    const int m = i < n ? sm.sel_mask[i] : 0;
+    const unsigned long long firsts = pw_warp_ballot(m != 0);
+    if ((c0 / PW_WARP) % warps == warp && m != 0) {
+      const int pos = count + pw_lanes_below(firsts);
+      sm.ent_phys[pos] = sm.sel_phys[i];
+      sm.ent_block[pos] = sm.sel_block[i];
+      sm.ent_mask[pos] = m;
+      int seen = 0;
+      for (int r = 0; r < kPwMg.rows; ++r) {
+        if ((m >> r) & 1) seen = sm.vis[r] > seen ? sm.vis[r] : seen;
+      }
+      seen -= sm.sel_block[i] * PW_MSA_BLOCK;
+      sm.ent_lim[pos] = seen < PW_MSA_BLOCK ? seen : PW_MSA_BLOCK;
     }
-    seen -= sm.sel_block[i] * PW_MSA_BLOCK;
-    sm.ent_lim[pos] = seen < PW_MSA_BLOCK ? seen : PW_MSA_BLOCK;
+    count += __popcll(firsts);
   }
-  for (int j = 0; j < n; ++j) count += sm.sel_mask[j] != 0;
   __syncthreads();
   return count;
 }
