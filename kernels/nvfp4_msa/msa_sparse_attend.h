@@ -223,16 +223,21 @@ constexpr int kPwMsaConsumerRegs = kPwMsaWg ? (65536 - kPwMsaProducer * PW_MSA_W
                                             : 256;
 static_assert(!kPwMsaWg || kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
                                kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0 &&
-                               kPwMg.lead_warps % 4 == 0 && 2 + 2 * kPwMsaWgW <= 16,
+                               kPwMg.lead_warps % 4 == 0 && 4 + 2 * kPwMsaWgW <= 16,
               "the warpgroup path takes staged 64-key tiles, one slice, whole warpgroups");
 PW_DEVICE_INLINE int pw_msa_bar_full(int s) { return 1 + s; }
 PW_DEVICE_INLINE int pw_msa_bar_empty(int s) { return 1 + kPwMsaWgW + s; }
 constexpr int kPwMsaBarProducer = 1 + 2 * kPwMsaWgW;
+// The persistent block's work items: Q and the list of the next are in (the producers arrive,
+// the consumers wait), and the consumers hold the current item's Q in registers (the reverse).
+constexpr int kPwMsaBarItemFull = 2 + 2 * kPwMsaWgW;
+constexpr int kPwMsaBarItemEmpty = 3 + 2 * kPwMsaWgW;
 
-// A producer thread: tile t's raw bytes land in raw buffer t % stages (loaded stages - 1
-// tiles ahead), then become K and V in tile stage t % W once the consumers have emptied it.
+// A producer thread, over one work item's tiles: tile t's raw bytes land in raw buffer t % stages
+// (loaded stages - 1 tiles ahead), then become K and V in tile stage (t0 + t) % W (t0: the tiles
+// of the block's earlier items) once the consumers have emptied it.
 PW_DEVICE_INLINE void pw_msa_wg_produce(const PwMsaArgs& a, const PwMsaSmem& sm,
-                                        unsigned char* smem, int g, int count, int tiles) {
+                                        unsigned char* smem, int g, int count, int tiles, int t0) {
   constexpr int stages = kPwMsaStages;
   const int tid = threadIdx.x;
 #pragma unroll
@@ -248,16 +253,21 @@ PW_DEVICE_INLINE void pw_msa_wg_produce(const PwMsaArgs& a, const PwMsaSmem& sm,
     const int next = t + stages - 1;
     if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, 0, next, tid, kPwMsaProducer);
     pw_msa_async_commit();
-    if (t >= kPwMsaWgW) pw_bar_sync(pw_msa_bar_empty(t % kPwMsaWgW), kPwMg.threads);
-    unsigned char* kt = smem + kPwMg.wg_offset + (t % kPwMsaWgW) * 2 * kPwMsaWgTile;
+    const int ring = (t0 + t) % kPwMsaWgW;
+    if (t0 + t >= kPwMsaWgW) pw_bar_sync(pw_msa_bar_empty(ring), kPwMg.threads);
+    unsigned char* kt = smem + kPwMg.wg_offset + ring * 2 * kPwMsaWgTile;
 #if PW_MSA_WG_DIAG != 1
     pw_msa_dequant_wg<kPwMsaProducer>(a, sm, t % stages, count, 0, t, kt, kt + kPwMsaWgTile, tid);
 #endif
     pw_fence_proxy_async();  // the writes, for the tensor cores' reads
-    pw_bar_arrive(pw_msa_bar_full(t % kPwMsaWgW), kPwMg.threads);
+    pw_bar_arrive(pw_msa_bar_full(ring), kPwMg.threads);
   }
-  // The consumers' last W tiles: every barrier phase that was begun completes.
-  for (int t = tiles > kPwMsaWgW ? tiles - kPwMsaWgW : 0; t < tiles; ++t)
+}
+
+// After a block's last tile (the ring's position t0): waits out the consumers' last W tiles, so
+// that every barrier phase that was begun completes.
+PW_DEVICE_INLINE void pw_msa_wg_drain(int t0) {
+  for (int t = t0 > kPwMsaWgW ? t0 - kPwMsaWgW : 0; t < t0; ++t)
     pw_bar_sync(pw_msa_bar_empty(t % kPwMsaWgW), kPwMg.threads);
   pw_msa_async_wait();
 }
@@ -266,9 +276,9 @@ PW_DEVICE_INLINE void pw_msa_wg_produce(const PwMsaArgs& a, const PwMsaSmem& sm,
 // sees (0 for every row when no row of the warpgroup sees any: the tile is computed all the same,
 // so that no wgmma is issued on a divergent path, which ptxas would serialize).
 PW_DEVICE_INLINE void pw_msa_wg_tile(const PwMsaSmem& sm, int row0, int rows, int count, int t,
-                                     int r0, int r1, const int* vis, const unsigned* bit,
+                                     int t0, int r0, int r1, const int* vis, const unsigned* bit,
                                      int* lim) {
-  pw_bar_sync(pw_msa_bar_full(t % kPwMsaWgW), kPwMg.threads);
+  pw_bar_sync(pw_msa_bar_full((t0 + t) % kPwMsaWgW), kPwMg.threads);
   const int u = pw_msa_subtile(0, t, count, 0);
   const int ent = u < 0 ? 0 : u / kPwMsaSubtiles;
   const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
@@ -313,16 +323,14 @@ PW_DEVICE_INLINE void pw_msa_wg_pv(float (&o)[64], const pw_u32 (&pf)[4][4],
 // S of tile t and P V of tile t - 1 are issued together, the softmax of t runs once its S is in
 // while the tensor cores still add P V of t - 1 into O, then O is rescaled and tile t - 1's stage
 // handed back. The two warpgroups interleave the same way.
+// t0: the tile ring's position (the tiles of the block's earlier work items).
 PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem, int row0,
-                                        int rows, int count, int tiles, const int* vis,
-                                        const unsigned* bit, const pw_u16* qa, float scale_log2,
+                                        int rows, int count, int tiles, int t0, const int* vis,
+                                        const unsigned* bit, const PwMmaA* qf, float scale_log2,
                                         PwMsaState& st) {
   if (tiles <= 0) return;
   const int wgi = (threadIdx.x - kPwMsaProducer) / (4 * PW_WARP);
   const int r0 = 64 * wgi / kPwMg.head_block, r1 = (64 * wgi + 63) / kPwMg.head_block;
-  PwMmaA qf[PW_MSA_D / 16];
-#pragma unroll
-  for (int kk = 0; kk < PW_MSA_D / 16; ++kk) pw_mma_load_a(qf[kk], qa + 16 * kk, kPwMsaRow);
   float(&o)[64] = *reinterpret_cast<float(*)[64]>(&st.o[0].v[0]);
   PwMmaC s[4];
   float(&sf)[32] = *reinterpret_cast<float(*)[32]>(&s[0].v[0]);
@@ -337,9 +345,9 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
     }
   };
 
-  pw_msa_wg_tile(sm, row0, rows, count, 0, r0, r1, vis, bit, lim);
+  pw_msa_wg_tile(sm, row0, rows, count, 0, t0, r0, r1, vis, bit, lim);
   pw_wgmma_fence();
-  pw_msa_wg_scores(sf, qf, smem, 0);
+  pw_msa_wg_scores(sf, qf, smem, t0 % kPwMsaWgW);
   pw_wgmma_wait<0>();
   pw_wgmma_hold(sf);
 #if PW_MSA_WG_DIAG != 2
@@ -347,10 +355,10 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
 #endif
   pack();
   for (int t = 1; t < tiles; ++t) {
-    const int prev = (t - 1) % kPwMsaWgW;
-    pw_msa_wg_tile(sm, row0, rows, count, t, r0, r1, vis, bit, lim);
+    const int prev = (t0 + t - 1) % kPwMsaWgW;
+    pw_msa_wg_tile(sm, row0, rows, count, t, t0, r0, r1, vis, bit, lim);
     pw_wgmma_fence();
-    pw_msa_wg_scores(sf, qf, smem, t % kPwMsaWgW);
+    pw_msa_wg_scores(sf, qf, smem, (t0 + t) % kPwMsaWgW);
 #if PW_MSA_WG_DIAG != 3
     pw_msa_wg_pv(o, pf, smem, prev);
 #else
@@ -370,60 +378,31 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
     pack();
   }
   pw_wgmma_fence();
-  pw_msa_wg_pv(o, pf, smem, (tiles - 1) % kPwMsaWgW);
+  pw_msa_wg_pv(o, pf, smem, (t0 + tiles - 1) % kPwMsaWgW);
   pw_wgmma_wait<0>();
   pw_wgmma_hold(o);
   pw_wgmma_hold(pf);
-  pw_bar_arrive(pw_msa_bar_empty((tiles - 1) % kPwMsaWgW), kPwMg.threads);
+  pw_bar_arrive(pw_msa_bar_empty((t0 + tiles - 1) % kPwMsaWgW), kPwMg.threads);
 }
 #endif
 
-// The whole attention of rows [row0, row0 + rows) x heads [head0, head0 + head_block) of group
-// g over the block's list (prefill: all of it, in key_warps halves; decode: split `split` of
-// `splits` of the row's selections).
-PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int head0,
-                                    const PwMsaOut& out) {
-  extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
-  const PwMsaSmem sm = pw_msa_smem(pw_msa_shared);
-  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  // The lead warps (the warpgroup path's producer) only load and dequantize.
-  const int cw = warp - kPwMg.lead_warps;
-  const int mi = cw < 0 ? 0 : cw % kPwMg.m_tiles, kj = cw < 0 ? 0 : cw / kPwMg.m_tiles;
-  pw_msa_load_q(a, sm, row0, head0);
-  const int count = pw_msa_build_list(a, sm, row0, g);
-
-  const int tiles = pw_msa_tiles(count, out.split);
-#if PW_MSA_WG_BUILD
-  if constexpr (kPwMsaWg) {
-    pw_msa_async_commit();  // Q, in for every consumer before the roles part
-    pw_msa_async_wait();
-    __syncthreads();
-    if constexpr (kPwMsaWgLo) {
-      pw_msa_permute_q(sm);
-      __syncthreads();
-    }
-    if (cw < 0) {
-      pw_setmaxnreg_dec<PW_MSA_WG_PRODUCER_REGS>();
-      pw_msa_wg_produce(a, sm, pw_msa_shared, g, count, tiles);
-      return;
-    }
-    pw_setmaxnreg_inc<kPwMsaConsumerRegs>();
-  }
-#endif
-  // Each accumulator element's row: its visible keys and its bit in the entries' masks.
-  int vis[PW_MMA_ACC];
-  unsigned bit[PW_MMA_ACC];
+// Each accumulator element's row (warp m tile mi): its visible keys and its bit in the entries'
+// masks (0 past the last row or pair).
+PW_DEVICE_INLINE void pw_msa_rows(const PwMsaSmem& sm, int row0, int rows, int mi, int* vis,
+                                  unsigned* bit) {
+  const int lane = threadIdx.x % PW_WARP;
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     if (pw_msa_rep(e) != e) continue;
     const int m = 16 * mi + pw_mma_c_row(lane, e);
     const int r = m / kPwMg.head_block;
-    const bool real = m < kPwMg.rows * kPwMg.head_block && row0 + r < a.rows;
+    const bool real = m < kPwMg.rows * kPwMg.head_block && row0 + r < rows;
     vis[e] = real ? sm.vis[r] : 0;
     bit[e] = real ? 1u << r : 0u;
   }
+}
 
-  PwMsaState st;
+PW_DEVICE_INLINE void pw_msa_init(PwMsaState& st) {
 #pragma unroll
   for (int dt = 0; dt < PW_MSA_D / 16; ++dt) pw_mma_zero(st.o[dt]);
 #pragma unroll
@@ -431,61 +410,200 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
     st.m[e] = pw_msa_neg_inf();  // used at representatives only
     st.l[e] = 0.0f;
   }
-  const float scale_log2 =
-      a.scale * 1.4426950408889634f * (kPwMsaWgLo ? PW_NVFP4_LO_UNDO * a.k_scale : 1.0f);
+}
+
+// The output of warp m tile mi: O / l and lse (natural log) of each real (row, head).
+PW_DEVICE_INLINE void pw_msa_store(const PwMsaArgs& a, const PwMsaState& st, int row0, int head0,
+                                   int mi, const unsigned* bit, const PwMsaOut& out) {
+  const int lane = threadIdx.x % PW_WARP;
+#pragma unroll
+  for (int e = 0; e < PW_MMA_ACC; ++e) {
+    const int m = 16 * mi + pw_mma_c_row(lane, e), col = pw_mma_c_col(lane, e);
+    const int r = m / kPwMg.head_block, hl = m % kPwMg.head_block, rep = pw_msa_rep(e);
+    if (bit[rep] == 0 || head0 + hl >= PW_HEADS || (head0 % PW_MSA_GROUP) + hl >= PW_MSA_GROUP)
+      continue;
+    const long long rh = static_cast<long long>(row0 + r) * PW_HEADS + head0 + hl;
+    const float l = st.l[rep];
+    const float inv = l > 0.0f ? (kPwMsaWgLo ? PW_NVFP4_LO_UNDO * a.v_scale : 1.0f) / l : 0.0f;
+    const float lse = l > 0.0f ? (st.m[rep] + log2f(l)) * 0.69314718055994531f : pw_msa_neg_inf();
+#if PW_SPLITS > 1
+    const long long at = rh * PW_SPLITS + out.split;
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+      out.ws_o[at * PW_MSA_D + 16 * dt + col] = st.o[dt].v[e] * inv;
+    if (col == 0) out.ws_lse[at] = lse;
+#else
+#if PW_MMA_IMPL == PW_MMA_SYNC
+    if constexpr (kPwMsaWgLo) {  // column col holds dim pw_msa_lo_dim(col)
+#pragma unroll
+      for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+        out.o[rh * PW_MSA_D + 16 * dt + pw_msa_lo_dim(col)] = pw_float_to_bf16(st.o[dt].v[e] * inv);
+    } else if (e % 2 == 0) {  // e, e + 1: neighbours in one row
+#pragma unroll
+      for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+        *reinterpret_cast<pw_u32*>(out.o + rh * PW_MSA_D + 16 * dt + col) =
+            pw_pack_bf16x2(st.o[dt].v[e] * inv, st.o[dt].v[e + 1] * inv);
+    }
+#else
+#pragma unroll
+    for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
+      out.o[rh * PW_MSA_D + 16 * dt + col] = pw_float_to_bf16(st.o[dt].v[e] * inv);
+#endif
+    if (col == 0) out.lse[rh] = lse;
+#endif
+  }
+}
+
+// The scores' scale in log2 units (the warpgroup path's K is 2^16 / k_scale of its values).
+PW_DEVICE_INLINE float pw_msa_scale_log2(const PwMsaArgs& a) {
+  return a.scale * 1.4426950408889634f * (kPwMsaWgLo ? PW_NVFP4_LO_UNDO * a.k_scale : 1.0f);
+}
+
+// A prefill work item: rows [row0, row0 + geometry rows) x heads [head0, head0 + head_block) of
+// group g; item w is row tile w / (kv_heads * head_slices), head slice w % that.
+struct PwMsaItem {
+  int row0, g, head0;
+};
+PW_DEVICE_INLINE PwMsaItem pw_msa_item(int w) {
+  constexpr int ny = PW_KV_HEADS * kPwMg.head_slices;
+  const int y = w % ny;
+  PwMsaItem it;
+  it.row0 = (w / ny) * kPwMg.rows;
+  it.g = y / kPwMg.head_slices;
+  it.head0 = it.g * PW_MSA_GROUP + (y % kPwMg.head_slices) * kPwMg.head_block;
+  return it;
+}
+
+#if PW_MSA_WG_BUILD
+// The warpgroup path's persistent block (a grid of one block an SM; items w = blockIdx.x,
+// + gridDim.x, ...): the producers load the next item's Q and build its list (in the other of
+// two lists) while the consumers still multiply the current item's last tiles, and the tile ring
+// runs on across items, so that an item's start (the list's dependent loads, Q, the first
+// tiles' copies) and end (the last P V, the output) overlap its neighbours' work instead of
+// standing alone on the SM, as 1024 blocks of 7.8 waves did.
+PW_DEVICE_INLINE void pw_msa_wg_block(const PwMsaArgs& a, int items, const PwMsaOut& out) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
+  const int cw = static_cast<int>(threadIdx.x / PW_WARP) - kPwMg.lead_warps;
+  int t0 = 0;  // the tile ring's position: the tiles of the block's items so far
+  int k = 0;   // the block's items so far (its list is k % 2)
+  if (cw < 0) {
+    pw_setmaxnreg_dec<PW_MSA_WG_PRODUCER_REGS>();
+    const auto sync = [] { pw_bar_sync(kPwMsaBarProducer, kPwMsaProducer); };
+    for (int w = blockIdx.x; w < items; w += gridDim.x, ++k) {
+      const PwMsaItem it = pw_msa_item(w);
+      const PwMsaSmem sm = pw_msa_smem(pw_msa_shared, k % 2);
+      // The consumers hold item k - 1's Q in registers, and are done with item k - 2's list.
+      if (k > 0) pw_bar_sync(kPwMsaBarItemEmpty, kPwMg.threads);
+      // Q by cp.async under the list's dependent loads; each thread permutes its own chunks.
+      pw_msa_load_q<kPwMsaProducer>(a, sm, it.row0, it.head0, threadIdx.x);
+      pw_msa_async_commit();
+      const int count = pw_msa_build_list<kPwMsaProducer>(a, sm, it.row0, it.g, threadIdx.x, sync);
+      pw_msa_async_wait();
+      if constexpr (kPwMsaWgLo) pw_msa_permute_q<kPwMsaProducer>(sm, threadIdx.x);
+      pw_bar_arrive(kPwMsaBarItemFull, kPwMg.threads);
+      const int tiles = pw_msa_tiles(count, 0);
+      pw_msa_wg_produce(a, sm, pw_msa_shared, it.g, count, tiles, t0);
+      t0 += tiles;
+    }
+    pw_msa_wg_drain(t0);
+    return;
+  }
+  pw_setmaxnreg_inc<kPwMsaConsumerRegs>();
+  const int mi = cw % kPwMg.m_tiles;
+  const float scale_log2 = pw_msa_scale_log2(a);
+  for (int w = blockIdx.x; w < items; w += gridDim.x, ++k) {
+    const PwMsaItem it = pw_msa_item(w);
+    const PwMsaSmem sm = pw_msa_smem(pw_msa_shared, k % 2);
+    pw_bar_sync(kPwMsaBarItemFull, kPwMg.threads);
+    const int count = sm.misc[0], tiles = pw_msa_tiles(count, 0);
+    PwMmaA qf[PW_MSA_D / 16];
+#pragma unroll
+    for (int kk = 0; kk < PW_MSA_D / 16; ++kk)
+      pw_mma_load_a(qf[kk], sm.q + 16 * mi * kPwMsaRow + 16 * kk, kPwMsaRow);
+    if (w + static_cast<int>(gridDim.x) < items) pw_bar_arrive(kPwMsaBarItemEmpty, kPwMg.threads);
+    int vis[PW_MMA_ACC];
+    unsigned bit[PW_MMA_ACC];
+    pw_msa_rows(sm, it.row0, a.rows, mi, vis, bit);
+    PwMsaState st;
+    pw_msa_init(st);
+    pw_msa_wg_consume(sm, pw_msa_shared, it.row0, a.rows, count, tiles, t0, vis, bit, qf,
+                      scale_log2, st);
+    t0 += tiles;
+    pw_msa_finish(st);
+    pw_msa_store(a, st, it.row0, it.head0, mi, bit, out);
+  }
+}
+#endif
+
+// The whole attention of rows [row0, row0 + rows) x heads [head0, head0 + head_block) of group
+// g over the block's list (prefill: all of it, in key_warps halves; decode: split `split` of
+// `splits` of the row's selections). Not the warpgroup path's (pw_msa_wg_block).
+PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int head0,
+                                    const PwMsaOut& out) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
+  const PwMsaSmem sm = pw_msa_smem(pw_msa_shared);
+  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
+  // The lead warps only load and dequantize.
+  const int cw = warp - kPwMg.lead_warps;
+  const int mi = cw < 0 ? 0 : cw % kPwMg.m_tiles, kj = cw < 0 ? 0 : cw / kPwMg.m_tiles;
+  pw_msa_load_q<kPwMg.threads>(a, sm, row0, head0, threadIdx.x);
+  const int count =
+      pw_msa_build_list<kPwMg.threads>(a, sm, row0, g, threadIdx.x, [] { __syncthreads(); });
+
+  const int tiles = pw_msa_tiles(count, out.split);
+  int vis[PW_MMA_ACC];
+  unsigned bit[PW_MMA_ACC];
+  pw_msa_rows(sm, row0, a.rows, mi, vis, bit);
+  PwMsaState st;
+  pw_msa_init(st);
+  const float scale_log2 = pw_msa_scale_log2(a);
   const pw_u16* qa = sm.q + 16 * mi * kPwMsaRow;
   const pw_u16* kb = sm.k + kj * kPwMg.slice_keys * kPwMsaRow;
   const pw_u16* vb = sm.v + kj * kPwMg.slice_keys * kPwMsaRow;
   pw_u16* pw = sm.p + warp * 16 * kPwMsaPRow;
-
   // Staged: tile t's raw bytes in buffer t % stages, loaded stages - 1 tiles ahead (a committed
   // group a tile, empty past the last; the first carries Q). Tile t + stages - 1 goes into the
   // buffer tile t - 1 was dequantized from, after the barrier that follows that dequant.
   constexpr int stages = kPwMsaStaged ? kPwMsaStages : 2;
-  if constexpr (kPwMsaStaged && !kPwMsaWg) {
+  if constexpr (kPwMsaStaged) {
 #pragma unroll
     for (int s = 0; s + 1 < stages; ++s) {
       if (s < tiles) pw_msa_stage(a, sm, g, s, count, out.split, s);
       pw_msa_async_commit();
     }
   }
-#if PW_MSA_WG_BUILD
-  if constexpr (kPwMsaWg) {
-    pw_msa_wg_consume(sm, pw_msa_shared, row0, a.rows, count, tiles, vis, bit, qa, scale_log2, st);
-  } else
-#endif
-    for (int t = 0; t < tiles; ++t) {
-      if constexpr (kPwMsaStaged) pw_msa_async_wait_pending<stages - 2>();
-      __syncthreads();  // tile t's raw bytes are in; every warp is done with the last K, V
-      if constexpr (kPwMsaStaged) {
-        const int next = t + stages - 1;
-        if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, out.split, next);
-        pw_msa_async_commit();
-      }
-      pw_msa_dequant(a, sm, g, t % stages, count, out.split, t);
-      __syncthreads();
-      const int u = pw_msa_subtile(kj, t, count, out.split);
-      if (u < 0 || cw < 0) continue;
-      const int ent = u / kPwMsaSubtiles;
-      const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
-      const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
-      int lim[PW_MMA_ACC];
-      bool none = true;
-#pragma unroll
-      for (int e = 0; e < PW_MMA_ACC; ++e) {
-        if (pw_msa_rep(e) != e) continue;
-        lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
-        none = none && lim[e] <= 0;
-      }
-      if (pw_warp_all(none)) continue;  // no row of this warp sees this subtile
-      for (int c0 = 0; c0 < kPwMg.slice_keys; c0 += kPwMsaWarpKeys) {
-        none = true;
-#pragma unroll
-        for (int e = 0; e < PW_MMA_ACC; ++e) none = none && (pw_msa_rep(e) != e || lim[e] <= c0);
-        if (pw_warp_all(none)) continue;  // no row of this warp sees these keys
-        pw_msa_chunk(qa, kb, vb, pw, lim, c0, scale_log2, st);
-      }
+  for (int t = 0; t < tiles; ++t) {
+    if constexpr (kPwMsaStaged) pw_msa_async_wait_pending<stages - 2>();
+    __syncthreads();  // tile t's raw bytes are in; every warp is done with the last K, V
+    if constexpr (kPwMsaStaged) {
+      const int next = t + stages - 1;
+      if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, out.split, next);
+      pw_msa_async_commit();
     }
+    pw_msa_dequant(a, sm, g, t % stages, count, out.split, t);
+    __syncthreads();
+    const int u = pw_msa_subtile(kj, t, count, out.split);
+    if (u < 0 || cw < 0) continue;
+    const int ent = u / kPwMsaSubtiles;
+    const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
+    const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
+    int lim[PW_MMA_ACC];
+    bool none = true;
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+      if (pw_msa_rep(e) != e) continue;
+      lim[e] = (mask & bit[e]) ? vis[e] - base : 0;
+      none = none && lim[e] <= 0;
+    }
+    if (pw_warp_all(none)) continue;  // no row of this warp sees this subtile
+    for (int c0 = 0; c0 < kPwMg.slice_keys; c0 += kPwMsaWarpKeys) {
+      none = true;
+#pragma unroll
+      for (int e = 0; e < PW_MMA_ACC; ++e) none = none && (pw_msa_rep(e) != e || lim[e] <= c0);
+      if (pw_warp_all(none)) continue;  // no row of this warp sees these keys
+      pw_msa_chunk(qa, kb, vb, pw, lim, c0, scale_log2, st);
+    }
+  }
   pw_msa_async_wait();
   pw_msa_finish(st);
 
@@ -549,42 +667,7 @@ PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int hea
     }
   }
 
-  // The output: O / l and lse (natural log) of each real (row, head); a lead warp has none.
+  // A lead warp has no output.
   if (cw < 0) return;
-#pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) {
-    const int m = 16 * mi + pw_mma_c_row(lane, e), col = pw_mma_c_col(lane, e);
-    const int r = m / kPwMg.head_block, hl = m % kPwMg.head_block, rep = pw_msa_rep(e);
-    if (bit[rep] == 0 || head0 + hl >= PW_HEADS || (head0 % PW_MSA_GROUP) + hl >= PW_MSA_GROUP)
-      continue;
-    const long long rh = static_cast<long long>(row0 + r) * PW_HEADS + head0 + hl;
-    const float l = st.l[rep];
-    const float inv = l > 0.0f ? (kPwMsaWgLo ? PW_NVFP4_LO_UNDO * a.v_scale : 1.0f) / l : 0.0f;
-    const float lse = l > 0.0f ? (st.m[rep] + log2f(l)) * 0.69314718055994531f : pw_msa_neg_inf();
-#if PW_SPLITS > 1
-    const long long at = rh * PW_SPLITS + out.split;
-#pragma unroll
-    for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
-      out.ws_o[at * PW_MSA_D + 16 * dt + col] = st.o[dt].v[e] * inv;
-    if (col == 0) out.ws_lse[at] = lse;
-#else
-#if PW_MMA_IMPL == PW_MMA_SYNC
-    if constexpr (kPwMsaWgLo) {  // column col holds dim pw_msa_lo_dim(col)
-#pragma unroll
-      for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
-        out.o[rh * PW_MSA_D + 16 * dt + pw_msa_lo_dim(col)] = pw_float_to_bf16(st.o[dt].v[e] * inv);
-    } else if (e % 2 == 0) {  // e, e + 1: neighbours in one row
-#pragma unroll
-      for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
-        *reinterpret_cast<pw_u32*>(out.o + rh * PW_MSA_D + 16 * dt + col) =
-            pw_pack_bf16x2(st.o[dt].v[e] * inv, st.o[dt].v[e + 1] * inv);
-    }
-#else
-#pragma unroll
-    for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
-      out.o[rh * PW_MSA_D + 16 * dt + col] = pw_float_to_bf16(st.o[dt].v[e] * inv);
-#endif
-    if (col == 0) out.lse[rh] = lse;
-#endif
-  }
+  pw_msa_store(a, st, row0, head0, mi, bit, out);
 }

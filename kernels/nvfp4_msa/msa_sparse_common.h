@@ -122,19 +122,21 @@ struct PwMsaSmem {
   int *sel_phys, *sel_block, *sel_mask, *ent_phys, *ent_block, *ent_mask, *ent_lim;
   int* vis;   // [PW_MSA_MAX_ROWS] visible of the block's rows (0 past the last row)
   int* req;   // [PW_MSA_MAX_ROWS]
-  int* misc;  // [8]: the list's length
+  int* misc;  // [8]: the list's length (misc[0])
 };
 
 PW_DEVICE_INLINE float pw_msa_neg_inf() { return -__int_as_float(0x7f800000); }
 
-PW_DEVICE_INLINE PwMsaSmem pw_msa_smem(unsigned char* base) {
+// `list`: which of the warpgroup path's two lists (0 elsewhere).
+PW_DEVICE_INLINE PwMsaSmem pw_msa_smem(unsigned char* base, int list = 0) {
   PwMsaSmem s;
   s.q = reinterpret_cast<pw_u16*>(base + kPwMg.q_offset);
   s.k = reinterpret_cast<pw_u16*>(base + kPwMg.k_offset);
   s.v = reinterpret_cast<pw_u16*>(base + kPwMg.v_offset);
   s.p = reinterpret_cast<pw_u16*>(base + kPwMg.p_offset);
   s.raw = base + kPwMg.raw_offset;
-  int* l = reinterpret_cast<int*>(base + kPwMg.list_offset);
+  int* l =
+      reinterpret_cast<int*>(base + kPwMg.list_offset + list * pw_msa_list_bytes(kPwMg.entries));
   s.sel_phys = l;
   s.sel_block = l + kPwMg.entries;
   s.sel_mask = l + 2 * kPwMg.entries;
@@ -150,10 +152,12 @@ PW_DEVICE_INLINE PwMsaSmem pw_msa_smem(unsigned char* base) {
 
 // Q of the block's (row, head) pairs into shared memory (zeros past the last row or head).
 // Staged: by cp.async, uncommitted (the first tile's group carries it), so that its latency
-// overlaps the list's loads.
-PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int row0, int head0) {
+// overlaps the list's loads. By thread `tid` of kThreads.
+template <int kThreads>
+PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int row0, int head0,
+                                    int tid) {
   constexpr int chunks = PW_MSA_D / 8;
-  for (int i = threadIdx.x; i < kPwMsaMPad * chunks; i += kPwMg.threads) {
+  for (int i = tid; i < kPwMsaMPad * chunks; i += kThreads) {
     const int m = i / chunks, c = i % chunks;
     const int r = m / kPwMg.head_block, hl = m % kPwMg.head_block;
     const bool real = m < kPwMg.rows * kPwMg.head_block && row0 + r < a.rows &&
@@ -173,34 +177,46 @@ PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int
   }
 }
 
-// kPwMsaWgLo: Q's chunks in shared memory permuted as the producers leave K's (pw_msa_lo_dim),
-// by every thread once Q is in.
-PW_DEVICE_INLINE void pw_msa_permute_q(const PwMsaSmem& sm) {
+#if !defined(PW_AMD)
+// kPwMsaWgLo: a 16-byte chunk of 8 dims of Q in the order the producers leave K's
+// (pw_msa_lo_dim).
+PW_DEVICE_INLINE uint4 pw_msa_lo_chunk(uint4 v) {
+  uint4 w;
+  asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(w.x) : "r"(v.x), "r"(v.z));
+  asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w.y) : "r"(v.x), "r"(v.z));
+  asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(w.z) : "r"(v.y), "r"(v.w));
+  asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w.w) : "r"(v.y), "r"(v.w));
+  return w;
+}
+
+// kPwMsaWgLo: Q's chunks in shared memory permuted, by thread `tid` of kThreads once its own
+// chunks (pw_msa_load_q's) are in.
+template <int kThreads>
+PW_DEVICE_INLINE void pw_msa_permute_q(const PwMsaSmem& sm, int tid) {
   constexpr int chunks = PW_MSA_D / 8;
-  for (int i = threadIdx.x; i < kPwMsaMPad * chunks; i += kPwMg.threads) {
+  for (int i = tid; i < kPwMsaMPad * chunks; i += kThreads) {
     uint4* p = reinterpret_cast<uint4*>(sm.q + (i / chunks) * kPwMsaRow + 8 * (i % chunks));
-    const uint4 v = *p;
-    uint4 w;
-    asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(w.x) : "r"(v.x), "r"(v.z));
-    asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w.y) : "r"(v.x), "r"(v.z));
-    asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(w.z) : "r"(v.y), "r"(v.w));
-    asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w.w) : "r"(v.y), "r"(v.w));
-    *p = w;
+    *p = pw_msa_lo_chunk(*p);
   }
 }
+#endif
 
 // The block's list of KV blocks to read: the selections of its rows [row0, row0 + rows) for
 // group g, deduplicated (one entry per physical and logical block, with the mask of the rows
-// that selected it), in order of first appearance. Returns its length; barriers inside.
-PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, int row0, int g) {
+// that selected it), in order of first appearance. Returns its length (also left in misc[0]);
+// built by thread `tid` of kThreads, which meet at `sync` (the block's barrier, or the persistent
+// block's producers').
+template <int kThreads, class Sync>
+PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, int row0, int g,
+                                       int tid, Sync sync) {
   constexpr int n = kPwMg.entries;
-  if (threadIdx.x < PW_MSA_MAX_ROWS) {
-    const int r = threadIdx.x, row = row0 + r;
+  if (tid < PW_MSA_MAX_ROWS) {
+    const int r = tid, row = row0 + r;
     const bool real = r < kPwMg.rows && row < a.rows;
     sm.vis[r] = real ? a.visible[row] : 0;
     sm.req[r] = real ? a.row_req[row] : 0;
   }
-  for (int i = threadIdx.x; i < n; i += kPwMg.threads) {
+  for (int i = tid; i < n; i += kThreads) {
     const int r = i / PW_TOPK_BLOCKS, row = row0 + r;
     int b = -1, phys = -1;
     if (row < a.rows) {
@@ -210,28 +226,18 @@ PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, 
     sm.sel_phys[i] = phys;
     sm.sel_block[i] = b;
   }
-  __syncthreads();
-  // Each entry's first appearance carries the mask of every row selecting the same block. A warp
-  // takes an entry at a time; each lane holds the entries j = lane (mod warp) it is compared with
-  // (a thread an entry comparing with all n serially took microseconds a block).
-  constexpr int per_lane = (n + PW_WARP - 1) / PW_WARP;
-  constexpr int warps = kPwMg.threads / PW_WARP;
-  const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  int jb[per_lane], jp[per_lane];
-#pragma unroll
-  for (int k = 0; k < per_lane; ++k) {
-    const int j = lane + k * PW_WARP;
-    jb[k] = j < n ? sm.sel_block[j] : -1;
-    jp[k] = j < n ? sm.sel_phys[j] : -1;
-  }
+  sync();
+  // Each entry's first appearance carries the mask of every row selecting the same block: a warp
+  // an entry at a time, each lane comparing it with the entries j = lane (mod warp) (a thread an
+  // entry comparing with all n serially took microseconds a block).
+  constexpr int warps = kThreads / PW_WARP;
+  const int warp = tid / PW_WARP, lane = tid % PW_WARP;
   for (int i = warp; i < n; i += warps) {
     const int b = sm.sel_block[i], phys = sm.sel_phys[i];
     pw_u32 mask = 0;
     bool earlier = false;
-#pragma unroll
-    for (int k = 0; k < per_lane; ++k) {
-      const int j = lane + k * PW_WARP;
-      if (jb[k] != b || jp[k] != phys) continue;
+    for (int j = lane; j < n; j += PW_WARP) {
+      if (sm.sel_block[j] != b || sm.sel_phys[j] != phys) continue;
       mask |= 1u << (j / PW_TOPK_BLOCKS);
       earlier = earlier || j < i;
     }
@@ -239,7 +245,7 @@ PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, 
     earlier = pw_warp_any(earlier);
     if (lane == 0) sm.sel_mask[i] = b >= 0 && !earlier ? static_cast<int>(mask) : 0;
   }
-  __syncthreads();
+  sync();
   // The entries in order: an entry's position is the number of first appearances before it
   // (every warp counts each chunk of PW_WARP by a ballot; warp c % warps writes chunk c).
   int count = 0;
@@ -261,7 +267,8 @@ PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, 
     }
     count += __popcll(firsts);
   }
-  __syncthreads();
+  if (tid == 0) sm.misc[0] = count;
+  sync();
   return count;
 }
 
@@ -370,7 +377,9 @@ PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm,
   static_assert(items % kThreads == 0, "whole items a thread");
   constexpr int per = items / kThreads;
   if (pw_msa_subtile(0, t, count, split) < 0) return;
-  constexpr int batch = per < 4 ? per : 4;  // items loaded at once
+  // Items loaded at once: 2, where 4 made the persistent block's producers (64 registers)
+  // spill.
+  constexpr int batch = per < 2 ? per : 2;
   const int u = pw_msa_subtile(0, t, count, split);
   const int lim = sm.ent_lim[u / kPwMsaSubtiles] - (u % kPwMsaSubtiles) * keys;  // V rows seen
 #pragma unroll 1

@@ -196,10 +196,12 @@ PW_HD constexpr int pw_msa_wg_tile_bytes(int keys, int d) { return keys * d * 2;
 // producer keeps PW_MSA_WG_PRODUCER_REGS registers a thread and gives the rest to the consumers
 // (setmaxnreg: 192 each with two producers). Two producer warpgroups, not one: the dequant is
 // latency-bound at one warp a scheduler (bench/RESULTS.md, 2026-12-03). Shared memory: Q, the
-// raw ring, the list, the tile ring (aligned to 128).
+// raw ring, two lists, the tile ring (aligned to 128).
 #define PW_MSA_WG_RAW_STAGES 4
 #define PW_MSA_WG_TILE_STAGES 3
+#ifndef PW_MSA_WG_PRODUCER_REGS
 #define PW_MSA_WG_PRODUCER_REGS 64
+#endif
 #ifndef PW_MSA_WG_PRODUCERS
 #define PW_MSA_WG_PRODUCERS 2
 #endif
@@ -214,7 +216,9 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_wg_layout(PwMsaSparseGeometry g, int 
   g.wg_stages = PW_MSA_WG_TILE_STAGES;
   g.raw_offset = g.q_offset + g.m_tiles * 16 * pw_msa_row(d) * 2;
   g.list_offset = pw_msa_align16(g.raw_offset + pw_msa_raw_bytes(g.stages, g.slice_keys, d));
-  g.wg_offset = (g.list_offset + pw_msa_list_bytes(g.entries) + 127) / 128 * 128;
+  // Two lists: the persistent block's producers build the next work item's while the consumers
+  // still read the current one's.
+  g.wg_offset = (g.list_offset + 2 * pw_msa_list_bytes(g.entries) + 127) / 128 * 128;
   g.main_bytes = g.wg_offset + g.wg_stages * 2 * pw_msa_wg_tile_bytes(g.slice_keys, d);
   // The same key's mma.sync and SIMT builds (the GPU check's) keep their K, V and P tiles where
   // the tile ring is.

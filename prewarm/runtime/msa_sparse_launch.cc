@@ -1,6 +1,7 @@
 #include "prewarm/runtime/msa_sparse_launch.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "nvfp4_msa/msa_sparse_geometry.h"
 #include "prewarm/util/status_macros.h"
@@ -98,8 +99,17 @@ absl::Status LaunchMsaSparsePrefill(Gpu& gpu, void* module, const Key& key,
   RETURN_IF_ERROR(CheckAligned("msa_sparse_prefill", a));
   if (a.rows <= 0) return absl::OkStatus();  // a grid of 0 is an error
   MsaSparseArgs v = a;
-  const Dim3 grid = {CeilDiv(a.rows, g.rows),
-                     static_cast<unsigned>(KeyInt(key, "kv_heads") * g.head_slices), 1};
+  // Work items (row tiles x head slices) over a 1-D grid: the warpgroup path's blocks are
+  // persistent, one an SM taking items in turn; the others take one item each.
+  const int64_t items =
+      static_cast<int64_t>(CeilDiv(a.rows, g.rows)) * KeyInt(key, "kv_heads") * g.head_slices;
+  if (items > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(
+        StrCat("msa_sparse_prefill: rows ", a.rows, " make ", items,
+               " work items, more than the kernel counts (2^31 - 1)"));
+  }
+  const int64_t blocks = g.wg ? std::min<int64_t>(items, gpu.MultiprocessorCount()) : items;
+  const Dim3 grid = {static_cast<unsigned>(blocks), 1, 1};
   return Run(gpu, module, e[0], grid,
              {&v.q, &v.topk, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.kv,
               &v.k_scale, &v.v_scale, &v.scale, &v.o, &v.lse, &v.rows});
