@@ -229,9 +229,11 @@ class MsaSparseCheckTest : public ::testing::Test {
     const int kv_heads = static_cast<int>(KeyInt(key, "kv_heads"));
     const int group = heads / kv_heads;
     // Prefill: a first chunk (short contexts: -1 padding), a chunk across the 16-block mark,
-    // one deep into a context; decode: single and MTP rows from 1 to 7000 keys.
+    // one deep into a context, and a long one, so that the persistent grid's blocks (one an SM)
+    // take several work items each at every head count; decode: single and MTP rows from 1 to
+    // 7000 keys.
     const std::vector<std::pair<int, int>> requests =
-        prefill ? std::vector<std::pair<int, int>>{{0, 300}, {1900, 260}, {5000, 130}}
+        prefill ? std::vector<std::pair<int, int>>{{0, 300}, {1900, 260}, {5000, 130}, {8000, 1500}}
                 : std::vector<std::pair<int, int>>{{0, 1},    {76, 1},   {127, 1},  {128, 2},
                                                    {999, 1},  {2047, 3}, {2048, 1}, {4099, 2},
                                                    {6999, 1}, {1500, 4}};
