@@ -218,6 +218,9 @@ constexpr int kPwMsaWgTile = pw_msa_wg_tile_bytes(kPwMg.slice_keys, PW_MSA_D);
 constexpr int kPwMsaProducer = (kPwMsaWg ? kPwMg.lead_warps : 4) * PW_WARP;  // producer threads
 // The consumers' registers a thread: what the register file (64K) leaves them once the producer
 // has given back all but PW_MSA_WG_PRODUCER_REGS of its own, in steps of 8.
+static_assert(PW_MSA_WG_PRODUCER_REGS % 8 == 0 && PW_MSA_WG_PRODUCER_REGS >= 24 &&
+                  PW_MSA_WG_PRODUCER_REGS <= 256,
+              "setmaxnreg takes multiples of 8 from 24 to 256");
 constexpr int kPwMsaConsumerRegs = kPwMsaWg ? (65536 - kPwMsaProducer * PW_MSA_WG_PRODUCER_REGS) /
                                                   (kPwMg.threads - kPwMsaProducer) / 8 * 8
                                             : 256;

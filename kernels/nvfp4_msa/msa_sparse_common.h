@@ -151,8 +151,9 @@ PW_DEVICE_INLINE PwMsaSmem pw_msa_smem(unsigned char* base, int list = 0) {
 }
 
 // Q of the block's (row, head) pairs into shared memory (zeros past the last row or head).
-// Staged: by cp.async, uncommitted (the first tile's group carries it), so that its latency
-// overlaps the list's loads. By thread `tid` of kThreads.
+// Staged: by cp.async, uncommitted (the block's first tile's group carries it; the persistent
+// block's producers commit it alone), so that its latency overlaps the list's loads. By thread
+// `tid` of kThreads.
 template <int kThreads>
 PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int row0, int head0,
                                     int tid) {
@@ -380,6 +381,7 @@ PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm,
   // Items loaded at once: 2, where 4 made the persistent block's producers (64 registers)
   // spill.
   constexpr int batch = per < 2 ? per : 2;
+  static_assert(per % batch == 0, "whole batches a thread");
   const int u = pw_msa_subtile(0, t, count, split);
   const int lim = sm.ent_lim[u / kPwMsaSubtiles] - (u % kPwMsaSubtiles) * keys;  // V rows seen
 #pragma unroll 1

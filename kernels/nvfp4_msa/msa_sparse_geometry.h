@@ -195,8 +195,10 @@ PW_HD constexpr int pw_msa_wg_tile_bytes(int keys, int d) { return keys * d * 2;
 // consumer warpgroup (64 (row, head) pairs) multiplies S = Q K^T, its softmax and O += P V. A
 // producer keeps PW_MSA_WG_PRODUCER_REGS registers a thread and gives the rest to the consumers
 // (setmaxnreg: 192 each with two producers). Two producer warpgroups, not one: the dequant is
-// latency-bound at one warp a scheduler (bench/RESULTS.md, 2026-12-03). Shared memory: Q, the
-// raw ring, two lists, the tile ring (aligned to 128).
+// latency-bound at one warp a scheduler (bench/RESULTS.md, 2026-12-03). The grid is persistent
+// (one block an SM, taking work items in turn): the producers build the next item's list in the
+// other of two while the consumers finish the current one. Shared memory: Q, the raw ring, two
+// lists, the tile ring (aligned to 128).
 #define PW_MSA_WG_RAW_STAGES 4
 #define PW_MSA_WG_TILE_STAGES 3
 #ifndef PW_MSA_WG_PRODUCER_REGS

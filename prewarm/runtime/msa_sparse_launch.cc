@@ -103,12 +103,13 @@ absl::Status LaunchMsaSparsePrefill(Gpu& gpu, void* module, const Key& key,
   // persistent, one an SM taking items in turn; the others take one item each.
   const int64_t items =
       static_cast<int64_t>(CeilDiv(a.rows, g.rows)) * KeyInt(key, "kv_heads") * g.head_slices;
-  if (items > std::numeric_limits<int>::max()) {
-    return absl::InvalidArgumentError(
-        StrCat("msa_sparse_prefill: rows ", a.rows, " make ", items,
-               " work items, more than the kernel counts (2^31 - 1)"));
-  }
   const int64_t blocks = g.wg ? std::min<int64_t>(items, gpu.MultiprocessorCount()) : items;
+  // The kernel counts items in int (a block's next is w + gridDim.x), and a grid's x times its
+  // threads stays under 2^32 (HIP).
+  if (items > std::numeric_limits<int>::max() - blocks || blocks * e[0].threads >= (1LL << 32)) {
+    return absl::InvalidArgumentError(StrCat("msa_sparse_prefill: rows ", a.rows, " make ", items,
+                                             " work items, more than one launch takes"));
+  }
   const Dim3 grid = {static_cast<unsigned>(blocks), 1, 1};
   return Run(gpu, module, e[0], grid,
              {&v.q, &v.topk, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.kv,
