@@ -117,20 +117,20 @@ PW_DEVICE_INLINE bool pw_warp_any(bool pred) {
 #endif
 }
 
-// Bit l set where `pred` holds in lane l (a wavefront of 64 fills all 64 bits).
-PW_DEVICE_INLINE unsigned long long pw_warp_ballot(bool pred) {
-#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-  return __ballot_sync(0xffffffffu, pred);
+// The lanes of this warp for which `p` holds (a wavefront of 64 fills all 64 bits), the lanes
+// below this one, and a mask's count.
+PW_DEVICE_INLINE pw_u64 pw_ballot(bool p) {
+#if defined(PW_AMD)
+  return __ballot(p);
 #else
-  return __ballot(pred);
+  return __ballot_sync(0xffffffffu, p);
 #endif
 }
-
-// The lanes of a ballot below this one: its position among them.
-PW_DEVICE_INLINE int pw_lanes_below(unsigned long long ballot) {
+PW_DEVICE_INLINE pw_u64 pw_lanes_below() {
   const int lane = threadIdx.x % PW_WARP;
-  return __popcll(ballot & ((1ull << lane) - 1ull));
+  return (static_cast<pw_u64>(1) << lane) - 1;
 }
+PW_DEVICE_INLINE int pw_popc(pw_u64 v) { return __popcll(v); }
 
 // The OR of v over the warp / wavefront, in every lane.
 PW_DEVICE_INLINE pw_u32 pw_warp_or(pw_u32 v) {

@@ -39,20 +39,6 @@ struct PwTopkShared {
   int need;
 };
 
-// The lanes of this warp for which `p` holds, and the lanes below this one.
-PW_DEVICE_INLINE pw_u64 pw_ballot(bool p) {
-#if defined(PW_AMD)
-  return __ballot(p);
-#else
-  return __ballot_sync(0xffffffffu, p);
-#endif
-}
-PW_DEVICE_INLINE pw_u64 pw_lanes_below() {
-  const int lane = threadIdx.x % PW_WARP;
-  return (static_cast<pw_u64>(1) << lane) - 1;
-}
-PW_DEVICE_INLINE int pw_popc(pw_u64 v) { return __popcll(v); }
-
 // suffix[d] = sum of sh.hist[d..255], by a Hillis-Steele scan of 8 steps (256 threads, one digit
 // each) instead of one thread walking 256 bins; returns the buffer holding it.
 __device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {

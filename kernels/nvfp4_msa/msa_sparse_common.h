@@ -253,9 +253,9 @@ PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, 
   for (int c0 = 0; c0 < n; c0 += PW_WARP) {
     const int i = c0 + lane;
     const int m = i < n ? sm.sel_mask[i] : 0;
-    const unsigned long long firsts = pw_warp_ballot(m != 0);
+    const pw_u64 firsts = pw_ballot(m != 0);
     if ((c0 / PW_WARP) % warps == warp && m != 0) {
-      const int pos = count + pw_lanes_below(firsts);
+      const int pos = count + pw_popc(firsts & pw_lanes_below());
       sm.ent_phys[pos] = sm.sel_phys[i];
       sm.ent_block[pos] = sm.sel_block[i];
       sm.ent_mask[pos] = m;
@@ -266,7 +266,7 @@ PW_DEVICE_INLINE int pw_msa_build_list(const PwMsaArgs& a, const PwMsaSmem& sm, 
       seen -= sm.sel_block[i] * PW_MSA_BLOCK;
       sm.ent_lim[pos] = seen < PW_MSA_BLOCK ? seen : PW_MSA_BLOCK;
     }
-    count += __popcll(firsts);
+    count += pw_popc(firsts);
   }
   if (tid == 0) sm.misc[0] = count;
   sync();
