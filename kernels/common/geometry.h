@@ -10,6 +10,19 @@
 #define PW_NORM_ROPE_MAX_BLOCKS 1024   // norm_rope_insert large: the persistent grid's size
 #define PW_SPARSE_COMBINE_THREADS 128  // sparse_decode's combine: block size, 4 dims a thread
 
+// topk_decode's key cache in dynamic shared memory: a row's keys are read from global memory once
+// where they fit (up to what lds_kib leaves beside the block's 8 KiB of other shared memory, in
+// whole 256s: 56064 keys on an H200, 14336 on gfx942), else every pass reads them. The host gives
+// a launch room for its longest row (`stride`), at most that.
+PW_HD constexpr int pw_topk_decode_cache_cap(int lds_kib) {
+  return (lds_kib - 8) * 1024 / 4 / 256 * 256;
+}
+PW_HD constexpr int pw_topk_decode_cache_keys(int lds_kib, int stride) {
+  return (stride + 255) / 256 * 256 < pw_topk_decode_cache_cap(lds_kib)
+             ? (stride + 255) / 256 * 256
+             : pw_topk_decode_cache_cap(lds_kib);
+}
+
 // fp8_bmm: n columns per block. m_exact keys (M <= 16): 128 (16 a warp on NVIDIA), but 64 (8 a
 // warp) for narrow GEMMs (N <= 128), whose 128-column blocks would leave half the GPU idle (v_up:
 // 64 blocks) while each streams all of its W. block_m keys: all of N where block_m is 128 (large

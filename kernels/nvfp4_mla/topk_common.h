@@ -6,7 +6,8 @@
 //
 // One block:
 //   1. the row's keys (scores as ordered unsigned integers) are read once into shared memory
-//      when there are at most PW_TOPK_CACHE of them (else every pass reads global memory);
+//      when they fit the caller's cache (prefill: PW_TOPK_CACHE; decode: what the launch gave),
+//      else every pass reads global memory, each thread PW_TOPK_BATCH keys at once;
 //   2. radix select, 8-bit digits from the most significant: the threshold key T of the k-th
 //      largest, and how many keys equal to T are needed;
 //   3. one ordered compaction: warp w scans its contiguous segment with ballots, so candidate
@@ -19,7 +20,8 @@
 
 static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
 
-#define PW_TOPK_CACHE 8192  // keys a block holds in shared memory (32 KiB)
+#define PW_TOPK_CACHE 8192  // keys topk_prefill's block holds in shared memory (32 KiB)
+#define PW_TOPK_BATCH 8     // keys a thread loads before it uses any (loads in flight)
 #define PW_TOPK_WARPS (PW_BLOCK_THREADS / PW_WARP)
 
 // Scores as unsigned keys in the same order. -0 and +0 are the same score (a tie, broken by
@@ -30,7 +32,6 @@ __device__ inline pw_u32 pw_order_key(float f) {
 }
 
 struct PwTopkShared {
-  pw_u32 cache[PW_TOPK_CACHE];
   int hist[256];
   int suffix[2][256];  // hist summed from each digit up (a scan's two buffers)
   int warp_greater[PW_TOPK_WARPS];
@@ -64,9 +65,18 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
   for (int shift = 24; shift >= 0; shift -= 8) {
     sh.hist[threadIdx.x] = 0;
     __syncthreads();
-    for (int i = threadIdx.x; i < n; i += PW_BLOCK_THREADS) {
-      const pw_u32 key = key_at(i);
-      if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], 1);
+    for (int i0 = threadIdx.x; i0 < n; i0 += PW_TOPK_BATCH * PW_BLOCK_THREADS) {
+      pw_u32 key[PW_TOPK_BATCH];
+#pragma unroll
+      for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+        const int i = i0 + b * PW_BLOCK_THREADS;
+        key[b] = i < n ? key_at(i) : 0u;
+      }
+#pragma unroll
+      for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+        if (i0 + b * PW_BLOCK_THREADS < n && (key[b] & mask) == prefix)
+          atomicAdd(&sh.hist[(key[b] >> shift) & 255u], 1);
+      }
     }
     __syncthreads();
     // The digit: the largest d whose suffix reaches `remaining` (one thread finds it).
@@ -93,15 +103,25 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
 // emit(rank, i) for each selected candidate in ascending i, rank 0, 1, ...; returns how many
 // (min(k, candidates that are not padding)). Ties at the threshold go to the lowest i, so the
 // candidates must be numbered in the order of the indices they stand for.
+// `cache` holds cache_keys keys in shared memory: the row's, where n fits.
 template <typename KeyOf, typename Emit>
-__device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh) {
-  const bool cached = n <= PW_TOPK_CACHE;
+__device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
+                                     pw_u32* cache, int cache_keys) {
+  const bool cached = n <= cache_keys;
   if (cached) {
 #pragma unroll 8
-    for (int i = threadIdx.x; i < n; i += PW_BLOCK_THREADS) sh.cache[i] = key_of(i);
+    for (int i = threadIdx.x; i < n; i += PW_BLOCK_THREADS) cache[i] = key_of(i);
     __syncthreads();
   }
-  auto key_at = [&](int i) -> pw_u32 { return cached ? sh.cache[i] : key_of(i); };
+  auto key_at = [&](int i) -> pw_u32 { return cached ? cache[i] : key_of(i); };
+  // A warp's keys base + lane, base + 32 + lane, ... (PW_TOPK_BATCH of them; 0 from `end` on).
+  auto warp_keys = [&](int base, int end, pw_u32(&key)[PW_TOPK_BATCH]) {
+#pragma unroll
+    for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+      const int i = base + b * PW_WARP + static_cast<int>(threadIdx.x % PW_WARP);
+      key[b] = i < end ? key_at(i) : 0u;
+    }
+  };
   pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
   int need = 0;
   if (n > k) pw_radix_select(n, k, key_at, sh, threshold, need);
@@ -112,11 +132,14 @@ __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTo
   const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
   const pw_u64 below = pw_lanes_below();
   int greater = 0, equal = 0;
-  for (int base = begin; base < end; base += PW_WARP) {
-    const int i = base + static_cast<int>(threadIdx.x % PW_WARP);
-    const pw_u32 key = i < end ? key_at(i) : 0u;
-    greater += pw_popc(pw_ballot(key > threshold));
-    equal += pw_popc(pw_ballot(key == threshold && key != 0u));
+  for (int base = begin; base < end; base += PW_TOPK_BATCH * PW_WARP) {
+    pw_u32 key[PW_TOPK_BATCH];
+    warp_keys(base, end, key);
+#pragma unroll
+    for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+      greater += pw_popc(pw_ballot(key[b] > threshold));
+      equal += pw_popc(pw_ballot(key[b] == threshold && key[b] != 0u));
+    }
   }
   if (threadIdx.x % PW_WARP == 0) {
     sh.warp_greater[w] = greater;
@@ -135,16 +158,20 @@ __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTo
   if (n <= k) need = total_taken_ties;  // threshold 1: keep every tie (key 1 is a real key)
   // Ties before this warp's segment that were taken: min(tie, need).
   slot += tie < need ? tie : need;
-  for (int base = begin; base < end; base += PW_WARP) {
-    const int i = base + static_cast<int>(threadIdx.x % PW_WARP);
-    const pw_u32 key = i < end ? key_at(i) : 0u;
-    const bool is_tie = key == threshold && key != 0u;
-    const pw_u64 ties = pw_ballot(is_tie);
-    const bool take = key > threshold || (is_tie && tie + pw_popc(ties & below) < need);
-    const pw_u64 takers = pw_ballot(take);
-    if (take) emit(slot + pw_popc(takers & below), i);
-    slot += pw_popc(takers);
-    tie += pw_popc(ties);
+  for (int base = begin; base < end; base += PW_TOPK_BATCH * PW_WARP) {
+    pw_u32 key[PW_TOPK_BATCH];
+    warp_keys(base, end, key);
+#pragma unroll
+    for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+      const int i = base + b * PW_WARP + static_cast<int>(threadIdx.x % PW_WARP);
+      const bool is_tie = key[b] == threshold && key[b] != 0u;
+      const pw_u64 ties = pw_ballot(is_tie);
+      const bool take = key[b] > threshold || (is_tie && tie + pw_popc(ties & below) < need);
+      const pw_u64 takers = pw_ballot(take);
+      if (take) emit(slot + pw_popc(takers & below), i);
+      slot += pw_popc(takers);
+      tie += pw_popc(ties);
+    }
   }
   __syncthreads();  // sh is reused by the caller's next select
   return total_greater + (total_taken_ties < need ? total_taken_ties : need);

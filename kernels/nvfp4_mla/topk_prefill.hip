@@ -14,6 +14,7 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_topk_prefill(const float* scores, const int* visible, int stride, int* out, pw_u32* ws_key,
                     int* ws_idx) {
   __shared__ PwTopkShared sh;
+  __shared__ pw_u32 cache[PW_TOPK_CACHE];
   const int row = blockIdx.x;
   const float* s = scores + static_cast<long long>(row) * stride;
   const int n = visible[row];
@@ -21,7 +22,7 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
   int* o = out + static_cast<long long>(row) * PW_TOPK;
   const int count = pw_topk_select(
       n, PW_TOPK, [&](int i) { return pw_order_key(s[i]); }, [&](int rank, int i) { o[rank] = i; },
-      sh);
+      sh, cache, PW_TOPK_CACHE);
   for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) o[i] = -1;
 #else
   const int len = (n + PW_STRIPS - 1) / PW_STRIPS;
@@ -37,7 +38,7 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
         wk[rank] = pw_order_key(s[begin + i]);
         wi[rank] = begin + i;
       },
-      sh);
+      sh, cache, PW_TOPK_CACHE);
   for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) {
     wk[i] = 0u;
     wi[i] = -1;
@@ -49,13 +50,14 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
 extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_topk_prefill_merge(const pw_u32* ws_key, const int* ws_idx, int* out) {
   __shared__ PwTopkShared sh;
+  __shared__ pw_u32 cache[PW_TOPK_CACHE];
   const int row = blockIdx.x;
   const long long base = static_cast<long long>(row) * PW_STRIPS * PW_TOPK;
   int* o = out + static_cast<long long>(row) * PW_TOPK;
   // Padding candidates (strips with fewer than Ktop positions) carry key 0: never selected.
   const int count = pw_topk_select(
       PW_STRIPS * PW_TOPK, PW_TOPK, [&](int i) { return ws_key[base + i]; },
-      [&](int rank, int i) { o[rank] = ws_idx[base + i]; }, sh);
+      [&](int rank, int i) { o[rank] = ws_idx[base + i]; }, sh, cache, PW_TOPK_CACHE);
   for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) o[i] = -1;
 }
 #endif

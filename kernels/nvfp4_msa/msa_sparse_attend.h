@@ -63,17 +63,32 @@ PW_DEVICE_INLINE bool pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
   const int lane = threadIdx.x % PW_WARP;
   const float ninf = pw_msa_neg_inf();
   float mx[PW_MMA_ACC];
-#pragma unroll
-  for (int e = 0; e < PW_MMA_ACC; ++e) mx[e] = ninf;
+  bool whole = true;  // every row of the warp sees every key of the chunk: nothing to mask
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
-    const int r = pw_msa_rep(e);
+    mx[e] = ninf;
+    if (pw_msa_rep(e) == e) whole = whole && lim[e] >= c0 + 16 * n_tiles;
+  }
+  if (pw_warp_all(whole)) {
 #pragma unroll
-    for (int nt = 0; nt < n_tiles; ++nt) {
-      const int col = c0 + 16 * nt + pw_mma_c_col(lane, e);
-      const float x = col < lim[r] ? s[nt].v[e] : ninf;
-      p[nt].v[e] = x;
-      mx[r] = fmaxf(mx[r], x);
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+#pragma unroll
+      for (int nt = 0; nt < n_tiles; ++nt) {
+        p[nt].v[e] = s[nt].v[e];
+        mx[pw_msa_rep(e)] = fmaxf(mx[pw_msa_rep(e)], s[nt].v[e]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < PW_MMA_ACC; ++e) {
+      const int r = pw_msa_rep(e);
+#pragma unroll
+      for (int nt = 0; nt < n_tiles; ++nt) {
+        const int col = c0 + 16 * nt + pw_mma_c_col(lane, e);
+        const float x = col < lim[r] ? s[nt].v[e] : ninf;
+        p[nt].v[e] = x;
+        mx[r] = fmaxf(mx[r], x);
+      }
     }
   }
   pw_msa_lanes_reduce<true>(mx);
@@ -99,13 +114,14 @@ PW_DEVICE_INLINE bool pw_msa_softmax(const PwMmaC (&s)[n_tiles], PwMmaC (&p)[n_t
       if (pw_msa_rep(e) == e) alpha_out[e] = alpha[e];
     }
   }
+  // A row whose max is still -inf has only masked (-inf) scores: against 0 they give 0 too.
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
     const int r = pw_msa_rep(e);
-    const bool none = st.m[r] == ninf;
+    const float m = st.m[r] == ninf ? 0.0f : st.m[r];
 #pragma unroll
     for (int nt = 0; nt < n_tiles; ++nt) {
-      const float x = none ? 0.0f : pw_exp2_fast(fmaf(p[nt].v[e], scale_log2, -st.m[r]));
+      const float x = pw_exp2_fast(fmaf(p[nt].v[e], scale_log2, -m));
       p[nt].v[e] = x;
       sum[r] += x;
     }
@@ -290,22 +306,18 @@ PW_DEVICE_INLINE void pw_msa_wg_drain(int t0) {
 }
 
 // A consumer's tile t: waits until it is full; lim[rep(e)]: how many of its keys element e's row
-// sees (0 for every row when no row of the warpgroup sees any: the tile is computed all the same,
+// sees (0 or less: none; a warpgroup none of whose rows sees any computes the tile all the same,
 // so that no wgmma is issued on a divergent path, which ptxas would serialize).
-PW_DEVICE_INLINE void pw_msa_wg_tile(const PwMsaSmem& sm, int row0, int rows, int count, int t,
-                                     int t0, int r0, int r1, const int* vis, const unsigned* bit,
-                                     int* lim) {
+PW_DEVICE_INLINE void pw_msa_wg_tile(const PwMsaSmem& sm, int count, int t, int t0, const int* vis,
+                                     const unsigned* bit, int* lim) {
   pw_bar_sync(pw_msa_bar_full((t0 + t) % kPwMsaWgW), kPwMg.threads);
   const int u = pw_msa_subtile(0, t, count, 0);
   const int ent = u < 0 ? 0 : u / kPwMsaSubtiles;
   const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
-  const unsigned mask = static_cast<unsigned>(sm.ent_mask[ent]);
-  bool sees = false;
-  for (int r = r0; r <= r1 && u >= 0; ++r)
-    sees = sees || (r < kPwMg.rows && row0 + r < rows && ((mask >> r) & 1u) && sm.vis[r] > base);
+  const unsigned mask = u < 0 ? 0u : static_cast<unsigned>(sm.ent_mask[ent]);
 #pragma unroll
   for (int e = 0; e < PW_MMA_ACC; ++e) {
-    if (pw_msa_rep(e) == e) lim[e] = sees && (mask & bit[e]) ? vis[e] - base : 0;
+    if (pw_msa_rep(e) == e) lim[e] = mask & bit[e] ? vis[e] - base : 0;
   }
 }
 
@@ -313,11 +325,12 @@ PW_DEVICE_INLINE void pw_msa_wg_tile(const PwMsaSmem& sm, int row0, int rows, in
 PW_DEVICE_INLINE void pw_msa_wg_scores(float (&sf)[32], const PwMmaA* qf, const unsigned char* smem,
                                        int stage) {
   const unsigned char* kt = smem + kPwMg.wg_offset + stage * 2 * kPwMsaWgTile;
-  pw_wgmma_m64n64k16_bf16<false>(sf, qf[0].r, pw_wgmma_desc(kt, 128, kPwMsaWgKeyGroup));
+  // A 16-dim step 256 bytes on: the descriptor's address field (bytes / 16) plus 16.
+  const pw_u64 d = pw_wgmma_desc(kt, 128, kPwMsaWgKeyGroup);
+  pw_wgmma_m64n64k16_bf16<false>(sf, qf[0].r, d);
 #pragma unroll
   for (int kk = 1; kk < PW_MSA_D / 16; ++kk)
-    pw_wgmma_m64n64k16_bf16<true>(sf, qf[kk].r,
-                                  pw_wgmma_desc(kt + 256 * kk, 128, kPwMsaWgKeyGroup));
+    pw_wgmma_m64n64k16_bf16<true>(sf, qf[kk].r, d + 16 * kk);
   pw_wgmma_commit();
 }
 
@@ -325,10 +338,11 @@ PW_DEVICE_INLINE void pw_msa_wg_scores(float (&sf)[32], const PwMmaA* qf, const 
 PW_DEVICE_INLINE void pw_msa_wg_pv(float (&o)[64], const pw_u32 (&pf)[4][4],
                                    const unsigned char* smem, int stage) {
   const unsigned char* vt = smem + kPwMg.wg_offset + stage * 2 * kPwMsaWgTile + kPwMsaWgTile;
+  // A 16-key step 2 key groups on (the address field: bytes / 16).
+  const pw_u64 d = pw_wgmma_desc(vt, kPwMsaWgKeyGroup, 128);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk)
-    pw_wgmma_m64n128k16_bf16_bt(
-        o, pf[kk], pw_wgmma_desc(vt + 2 * kPwMsaWgKeyGroup * kk, kPwMsaWgKeyGroup, 128), 1);
+    pw_wgmma_m64n128k16_bf16_bt(o, pf[kk], d + 2 * kPwMsaWgKeyGroup / 16 * kk, 1);
   pw_wgmma_commit();
 }
 
@@ -341,13 +355,11 @@ PW_DEVICE_INLINE void pw_msa_wg_pv(float (&o)[64], const pw_u32 (&pf)[4][4],
 // while the tensor cores still add P V of t - 1 into O, then O is rescaled and tile t - 1's stage
 // handed back. The two warpgroups interleave the same way.
 // t0: the tile ring's position (the tiles of the block's earlier work items).
-PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem, int row0,
-                                        int rows, int count, int tiles, int t0, const int* vis,
-                                        const unsigned* bit, const PwMmaA* qf, float scale_log2,
-                                        PwMsaState& st) {
+PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem, int count,
+                                        int tiles, int t0, const int* vis, const unsigned* bit,
+                                        const PwMmaA* qf, float scale_log2, PwMsaState& st) {
   if (tiles <= 0) return;
   const int wgi = (threadIdx.x - kPwMsaProducer) / (4 * PW_WARP);
-  const int r0 = 64 * wgi / kPwMg.head_block, r1 = (64 * wgi + 63) / kPwMg.head_block;
   float(&o)[64] = *reinterpret_cast<float(*)[64]>(&st.o[0].v[0]);
   PwMmaC s[4];
   float(&sf)[32] = *reinterpret_cast<float(*)[32]>(&s[0].v[0]);
@@ -362,7 +374,7 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
     }
   };
 
-  pw_msa_wg_tile(sm, row0, rows, count, 0, t0, r0, r1, vis, bit, lim);
+  pw_msa_wg_tile(sm, count, 0, t0, vis, bit, lim);
   pw_msa_wg_turn(wgi);
   pw_wgmma_fence();
   pw_msa_wg_scores(sf, qf, smem, t0 % kPwMsaWgW);
@@ -375,7 +387,7 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
   pack();
   for (int t = 1; t < tiles; ++t) {
     const int prev = (t0 + t - 1) % kPwMsaWgW;
-    pw_msa_wg_tile(sm, row0, rows, count, t, t0, r0, r1, vis, bit, lim);
+    pw_msa_wg_tile(sm, count, t, t0, vis, bit, lim);
     pw_msa_wg_turn(wgi);
     pw_wgmma_fence();
     pw_msa_wg_scores(sf, qf, smem, (t0 + t) % kPwMsaWgW);
@@ -551,8 +563,7 @@ PW_DEVICE_INLINE void pw_msa_wg_block(const PwMsaArgs& a, int items, const PwMsa
     pw_msa_rows(sm, it.row0, a.rows, mi, vis, bit);
     PwMsaState st;
     pw_msa_init(st);
-    pw_msa_wg_consume(sm, pw_msa_shared, it.row0, a.rows, count, tiles, t0, vis, bit, qf,
-                      scale_log2, st);
+    pw_msa_wg_consume(sm, pw_msa_shared, count, tiles, t0, vis, bit, qf, scale_log2, st);
     t0 += tiles;
     pw_msa_finish(st);
     pw_msa_store(a, st, it.row0, it.head0, mi, bit, out);

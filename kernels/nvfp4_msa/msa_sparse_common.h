@@ -390,18 +390,20 @@ PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm,
     pw_u32 sc[batch];
 #pragma unroll
     for (int i = 0; i < batch; ++i) {
-      const int it = tid + (i0 + i) * kThreads;
-      const int tok = it % keys, unit = (it / keys) % kPwMsaUnits;
-      const int side = it / (keys * kPwMsaUnits);
+      // Unsigned: the divisions by powers of two are shifts.
+      const unsigned it = static_cast<unsigned>(tid + (i0 + i) * kThreads);
+      const unsigned tok = it % keys, unit = (it / keys) % kPwMsaUnits;
+      const unsigned side = it / (keys * kPwMsaUnits);
       const pw_u8* src = sm.raw + (buf * 2 + side) * kPwMsaRaw + tok * kPwMsaTok;
       w[i] = *reinterpret_cast<const uint2*>(src + 8 * unit);
-      sc[i] = side && tok >= lim ? 0u : src[PW_MSA_D / 2 + unit];  // scale 0: zeros
+      sc[i] =
+          side && static_cast<int>(tok) >= lim ? 0u : src[PW_MSA_D / 2 + unit];  // scale 0: zeros
     }
 #pragma unroll
     for (int i = 0; i < batch; ++i) {
-      const int it = tid + (i0 + i) * kThreads;
-      const int tok = it % keys, unit = (it / keys) % kPwMsaUnits;
-      const int side = it / (keys * kPwMsaUnits);
+      const unsigned it = static_cast<unsigned>(tid + (i0 + i) * kThreads);
+      const unsigned tok = it % keys, unit = (it / keys) % kPwMsaUnits;
+      const unsigned side = it / (keys * kPwMsaUnits);
       uint4 lo, hi;
 #if PW_MMA_IMPL == PW_MMA_SYNC
       if constexpr (kPwMsaWgLo) {
