@@ -8,7 +8,9 @@
 // would cost (a variant must be faster where the rule sends it).
 //   msa_kernel_bench [--model-config tests/data/models/minimax-m3.json] [--tp 4]
 //                    [--bf16-tflops 790] [--reps N] [--simt] [--define NAME[=VALUE]]...
-//                    [--launcher L] [--rows N[,N]...]
+//                    [--launcher L] [--rows N[,N]...] [--prefill-grid N]
+// --prefill-grid N: msa_sparse_prefill's warpgroup path launches at most N persistent blocks
+// (default one an SM; a large N gives a block an item, as a plain grid).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +42,7 @@ struct Options {
   std::vector<int> rows;
   bool picked_only = false;  // --picked: only the variants the rules pick (one launch a row)
   bool warm_l2 = false;      // --warm-l2: no L2 flush between launches
+  int prefill_grid = 0;      // --prefill-grid: msa_sparse_prefill's max_grid (0: one an SM)
 };
 
 // `rows` query rows of a step: prefill rows are `rows / requests` tokens of each request, the
@@ -284,6 +287,7 @@ class MsaBench {
     a.block_table = dtable.ptr(), a.max_blocks = r.max_blocks, a.kv = dkv.ptr();
     a.k_scale = a.v_scale = 0.05f, a.scale = 1.0f / std::sqrt(128.0f);
     a.o = o.ptr(), a.lse = lse.ptr(), a.rows = rows, a.ws_o = ws_o.ptr(), a.ws_lse = ws_l.ptr();
+    a.max_grid = o_.prefill_grid;
     void* module = timer_.Module(key);
     const double ms = timer_.MedianMs(
         [&] {
@@ -319,7 +323,8 @@ class MsaBench {
 constexpr char kUsage[] =
     "usage: msa_kernel_bench [--model-config PATH] [--tp N] [--bf16-tflops T] [--reps N] "
     "[--simt] [--picked] [--warm-l2]\n"
-    "                        [--define NAME[=VALUE]]... [--launcher msa_...] [--rows N,...]\n";
+    "                        [--define NAME[=VALUE]]... [--launcher msa_...] [--rows N,...]\n"
+    "                        [--prefill-grid N]\n";
 
 int Main(int argc, char** argv) {
   Options o;
@@ -363,6 +368,8 @@ int Main(int argc, char** argv) {
       o.tp = static_cast<int>(x);
     } else if (number && a == "--reps") {
       o.reps = static_cast<int>(x);
+    } else if (number && a == "--prefill-grid" && x <= 1 << 30 && x == std::floor(x)) {
+      o.prefill_grid = static_cast<int>(x);  // msa_sparse_prefill's persistent grid, at most N
     } else if (number && a == "--bf16-tflops") {
       o.bf16_tflops = x;
     } else {

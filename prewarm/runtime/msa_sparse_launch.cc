@@ -103,7 +103,14 @@ absl::Status LaunchMsaSparsePrefill(Gpu& gpu, void* module, const Key& key,
   // persistent, one an SM taking items in turn; the others take one item each.
   const int64_t items =
       static_cast<int64_t>(CeilDiv(a.rows, g.rows)) * KeyInt(key, "kv_heads") * g.head_slices;
-  const int64_t blocks = g.wg ? std::min<int64_t>(items, gpu.MultiprocessorCount()) : items;
+  if (a.max_grid < 0) {
+    return absl::InvalidArgumentError(StrCat("msa_sparse_prefill: max_grid ", a.max_grid,
+                                             ": must be 0 (one block a "
+                                             "multiprocessor) or more"));
+  }
+  const int64_t blocks =
+      g.wg ? std::min<int64_t>(items, a.max_grid > 0 ? a.max_grid : gpu.MultiprocessorCount())
+           : items;
   // The kernel counts items in int (a block's next is w + gridDim.x), and a grid's x times its
   // threads stays under 2^32 (HIP).
   if (items > std::numeric_limits<int>::max() - blocks || blocks * e[0].threads >= (1LL << 32)) {

@@ -29,6 +29,9 @@ struct MsaSparseArgs {
   DevicePtr o = 0, lse = 0;
   int rows = 0;
   DevicePtr ws_o = 0, ws_lse = 0;  // msa_sparse_decode with splits > 1
+  // msa_sparse_prefill's warpgroup path (sm_90): the most blocks of its persistent grid (0: one a
+  // multiprocessor), for a caller that leaves multiprocessors to other work, or an A/B.
+  int max_grid = 0;
 };
 
 // The launches a key's helper makes, in order (decode with splits > 1: the split kernel, then

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# bench/msa_kernel_bench's command line: every bad argument is exit 2 with a message naming it and
+# the usage, before any GPU is touched; --help prints the usage and exits 0; with no GPU it says
+# it skipped and exits 0.
+#   msa_kernel_bench_test.sh PATH_TO_MSA_KERNEL_BENCH
+set -uo pipefail
+bench=$1
+cd "$(dirname "$0")/../.." || exit 1  # the default --model-config is relative to the root
+fail=0
+expect_bad() {  # expected message, then the arguments
+  local want=$1
+  shift
+  local out rc
+  out=$("$bench" "$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne 2 ]] || ! grep -qF -- "$want" <<<"$out" || ! grep -q "usage: msa_kernel_bench" <<<"$out"; then
+    echo "FAIL: msa_kernel_bench $*: exit $rc, output: $out"
+    fail=1
+  fi
+}
+expect_bad "bad argument --bogus 1" --bogus 1
+expect_bad "--rows needs a value" --rows
+expect_bad "bad --rows 16,0" --rows 16,0
+expect_bad "bad argument --tp x" --tp x
+expect_bad "bad argument --reps -3" --reps -3
+expect_bad "bad argument --prefill-grid 0" --prefill-grid 0
+expect_bad "bad argument --prefill-grid 0" --prefill-grid 1 --prefill-grid 0
+expect_bad "bad argument --prefill-grid -2" --prefill-grid -2
+expect_bad "bad argument --prefill-grid 1.5" --prefill-grid 1.5
+expect_bad "bad argument --prefill-grid 4294967296" --prefill-grid 4294967296
+out=$("$bench" --help 2>&1)
+if [[ $? -ne 0 ]] || ! grep -qF -- "[--prefill-grid N]" <<<"$out"; then
+  echo "FAIL: msa_kernel_bench --help: $out"
+  fail=1
+fi
+if ! command -v nvidia-smi >/dev/null && [[ ! -e /dev/kfd ]]; then
+  out=$("$bench" --prefill-grid 8 --launcher msa_sparse_prefill 2>&1)
+  if [[ $? -ne 0 ]] || ! grep -q "skipped: no GPU" <<<"$out"; then
+    echo "FAIL: msa_kernel_bench with no GPU: $out"
+    fail=1
+  fi
+fi
+exit $fail
