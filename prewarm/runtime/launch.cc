@@ -86,7 +86,11 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
     return std::vector<EntryLaunch>{{"pw_fp8_bmm", kBlock, Unsigned(g.smem_bytes)}};
   }
   if (l == "norm_rope_insert") return std::vector<EntryLaunch>{{"pw_norm_rope_insert", kBlock, 0}};
-  if (l == "topk_decode") return std::vector<EntryLaunch>{{"pw_topk_decode", kBlock, 0}};
+  if (l == "topk_decode") {  // at most: a launch gives what its longest row needs
+    ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+    return std::vector<EntryLaunch>{
+        {"pw_topk_decode", kBlock, Unsigned(4 * pw_topk_decode_cache_cap(SharedMemoryKib(arch)))}};
+  }
   if (l == "topk_prefill") {
     std::vector<EntryLaunch> e = {{"pw_topk_prefill", kBlock, 0}};
     if (KeyInt(key, "strips") > 1) e.push_back({"pw_topk_prefill_merge", kBlock, 0});
@@ -198,10 +202,13 @@ absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const Top
 }
 
 absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key& key, const TopkArgs& a) {
-  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
+  ASSIGN_OR_RETURN(std::vector<EntryLaunch> e, EntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   TopkArgs v = a;
+  int cache_keys = pw_topk_decode_cache_keys(SharedMemoryKib(arch), std::max(a.stride, 0));
+  e[0].shared_bytes = Unsigned(4 * cache_keys);
   return Run(gpu, module, e[0], {static_cast<unsigned>(a.rows), 1, 1},
-             {&v.scores, &v.visible, &v.stride, &v.out});
+             {&v.scores, &v.visible, &v.stride, &v.out, &cache_keys});
 }
 
 size_t SparseWorkspaceBytes(const Key& key, int rows) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/bf16.h"
 #include "common/fp8.h"
+#include "common/geometry.h"
 #include "common/nvfp4.h"
 #include "gtest/gtest.h"
 #include "prewarm/compile/fill.h"
@@ -24,6 +25,7 @@
 #include "prewarm/util/cpu.h"
 #include "prewarm/util/sha256.h"
 #include "prewarm/util/status_macros.h"
+#include "tests/gpu/msa_index_keys.h"
 #include "tests/gpu/random_inputs.h"
 #include "tests/gpu/reference.h"
 #include "tests/testing/cli.h"
@@ -425,6 +427,53 @@ TEST_F(GpuCheckTest, AnFp8BmmPointerThatIsNotSixteenByteAlignedIsAnErrorNamingIt
     EXPECT_NE(s.message().find(std::string("fp8_bmm: ") + c.name + " is not 16-byte aligned"),
               std::string::npos)
         << s;
+  }
+}
+
+// topk_decode over rows longer than the plan's witnesses: rows cached in the launch's dynamic
+// shared memory (sized by its longest row, at most what the arch has), rows past that cache
+// (every pass reads global memory, several keys a thread at once), and rows shorter than Ktop, in
+// one launch; and a launch whose rows all fit a small cache. Exact against the CPU.
+TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
+  arch_ = *ParseArch(gpu_->ArchName());
+  Key key = NewKey("topk_decode", arch_);
+  key.Set("topk", 2048);
+  testing::TempDir dir;
+  absl::StatusOr<std::vector<msa_test::CompiledKey>> compiled =
+      msa_test::CompileThroughCache({key}, arch_, dir.path(), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_TRUE((*compiled)[0].error.empty()) << (*compiled)[0].error;
+  absl::StatusOr<void*> module = gpu_->LoadModule((*compiled)[0].code);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const int cap = pw_topk_decode_cache_cap(SharedMemoryKib(arch_));
+  for (const std::vector<int>& visible :
+       {std::vector<int>{8256, 131072, 1000, cap, cap + 1, 32768, 2048, 70001},
+        std::vector<int>{100, 4000, 2049, 3071}}) {
+    const int n = static_cast<int>(visible.size());
+    const int stride = *std::max_element(visible.begin(), visible.end());
+    Inputs in(static_cast<uint64_t>(stride));
+    const std::vector<float> scores = in.GridScores(n, stride, visible);
+    absl::StatusOr<DeviceBuffer> ds = Upload(*gpu_, scores), dvis = Upload(*gpu_, visible);
+    absl::StatusOr<DeviceBuffer> dout = AllocBuffer(*gpu_, static_cast<size_t>(n) * 2048 * 4);
+    ASSERT_TRUE(ds.ok() && dvis.ok() && dout.ok());
+    ASSERT_TRUE(gpu_->Fill(dout->ptr(), 0xab, dout->bytes()).ok());
+    const TopkArgs a{ds->ptr(), dvis->ptr(), stride, n, dout->ptr(), 0, 0};
+    ASSERT_TRUE(LaunchTopkDecode(*gpu_, *module, key, a).ok());
+    ASSERT_TRUE(gpu_->Synchronize().ok());
+    absl::StatusOr<std::vector<int>> out =
+        Download<int>(*gpu_, *dout, static_cast<size_t>(n) * 2048);
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::vector<int> rows(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) rows[static_cast<size_t>(r)] = r;
+    const std::vector<std::vector<int>> want =
+        ref::TopKRows(scores.data(), stride, rows, visible.data(), 2048);
+    for (int r = 0; r < n; ++r) {
+      int wrong = 0;
+      for (int i = 0; i < 2048; ++i)
+        wrong += (*out)[static_cast<size_t>(r) * 2048 + i] != want[r][i];
+      EXPECT_EQ(wrong, 0) << "row of " << visible[r] << " keys (stride " << stride << ", cache "
+                          << std::min(cap, (stride + 255) / 256 * 256) << " keys)";
+    }
   }
 }
 
