@@ -242,7 +242,7 @@ constexpr int kPwMsaConsumerRegs = kPwMsaWg ? (65536 - kPwMsaProducer * PW_MSA_W
                                             : 256;
 static_assert(!kPwMsaWg || kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
                                kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0 &&
-                               kPwMg.lead_warps % 4 == 0 && 6 + 2 * kPwMsaWgW <= 16,
+                               kPwMg.lead_warps % 4 == 0 && 4 + 2 * kPwMsaWgW <= 16,
               "the warpgroup path takes staged 64-key tiles, one slice, whole warpgroups");
 PW_DEVICE_INLINE int pw_msa_bar_full(int s) { return 1 + s; }
 PW_DEVICE_INLINE int pw_msa_bar_empty(int s) { return 1 + kPwMsaWgW + s; }
@@ -251,20 +251,6 @@ constexpr int kPwMsaBarProducer = 1 + 2 * kPwMsaWgW;
 // the consumers wait), and the consumers hold the current item's Q in registers (the reverse).
 constexpr int kPwMsaBarItemFull = 2 + 2 * kPwMsaWgW;
 constexpr int kPwMsaBarItemEmpty = 3 + 2 * kPwMsaWgW;
-// PW_MSA_WG_PINGPONG 1 (an A/B): the consumer warpgroups take turns issuing their GEMMs
-// (FlashAttention-3's ping-pong: one's softmax beside the other's GEMMs); warpgroup i waits at
-// kPwMsaBarTurn + i for its turn and hands it on after issuing.
-#ifndef PW_MSA_WG_PINGPONG
-#define PW_MSA_WG_PINGPONG 0
-#endif
-constexpr bool kPwMsaPingPong = PW_MSA_WG_PINGPONG && kPwMg.m_tiles == 8;  // two warpgroups
-constexpr int kPwMsaBarTurn = 4 + 2 * kPwMsaWgW;
-PW_DEVICE_INLINE void pw_msa_wg_turn(int wgi) {
-  if (kPwMsaPingPong) pw_bar_sync(kPwMsaBarTurn + wgi, 8 * PW_WARP);
-}
-PW_DEVICE_INLINE void pw_msa_wg_pass(int wgi) {
-  if (kPwMsaPingPong) pw_bar_arrive(kPwMsaBarTurn + 1 - wgi, 8 * PW_WARP);
-}
 
 // A producer thread, over one work item's tiles: tile t's raw bytes land in raw buffer t % stages
 // (loaded stages - 1 tiles ahead), then become K and V in tile stage (t0 + t) % W (t0: the tiles
@@ -359,7 +345,6 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
                                         int tiles, int t0, const int* vis, const unsigned* bit,
                                         const PwMmaA* qf, float scale_log2, PwMsaState& st) {
   if (tiles <= 0) return;
-  const int wgi = (threadIdx.x - kPwMsaProducer) / (4 * PW_WARP);
   float(&o)[64] = *reinterpret_cast<float(*)[64]>(&st.o[0].v[0]);
   PwMmaC s[4];
   float(&sf)[32] = *reinterpret_cast<float(*)[32]>(&s[0].v[0]);
@@ -375,10 +360,8 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
   };
 
   pw_msa_wg_tile(sm, count, 0, t0, vis, bit, lim);
-  pw_msa_wg_turn(wgi);
   pw_wgmma_fence();
   pw_msa_wg_scores(sf, qf, smem, t0 % kPwMsaWgW);
-  pw_msa_wg_pass(wgi);
   pw_wgmma_wait<0>();
   pw_wgmma_hold(sf);
 #if PW_MSA_WG_DIAG != 2
@@ -388,7 +371,6 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
   for (int t = 1; t < tiles; ++t) {
     const int prev = (t0 + t - 1) % kPwMsaWgW;
     pw_msa_wg_tile(sm, count, t, t0, vis, bit, lim);
-    pw_msa_wg_turn(wgi);
     pw_wgmma_fence();
     pw_msa_wg_scores(sf, qf, smem, (t0 + t) % kPwMsaWgW);
 #if PW_MSA_WG_DIAG != 3
@@ -396,7 +378,6 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
 #else
     pw_wgmma_commit();
 #endif
-    pw_msa_wg_pass(wgi);
     pw_wgmma_wait<1>();  // S of tile t is in
     pw_wgmma_hold(sf);
     bool moved = false;
@@ -410,10 +391,8 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
     if (moved) pw_msa_rescale(st, alpha);
     pack();
   }
-  pw_msa_wg_turn(wgi);
   pw_wgmma_fence();
   pw_msa_wg_pv(o, pf, smem, (t0 + tiles - 1) % kPwMsaWgW);
-  pw_msa_wg_pass(wgi);
   pw_wgmma_wait<0>();
   pw_wgmma_hold(o);
   pw_wgmma_hold(pf);
@@ -544,10 +523,8 @@ PW_DEVICE_INLINE void pw_msa_wg_block(const PwMsaArgs& a, int items, const PwMsa
     return;
   }
   pw_setmaxnreg_inc<kPwMsaConsumerRegs>();
-  const int mi = cw % kPwMg.m_tiles, wgi = cw / 4;
+  const int mi = cw % kPwMg.m_tiles;
   const float scale_log2 = pw_msa_scale_log2(a);
-  // Ping-pong: warpgroup 0 takes the first turn, and the one turn left over at the end.
-  if (wgi == 1) pw_msa_wg_pass(wgi);
   for (int w = blockIdx.x; w < items; w += gridDim.x, ++k) {
     const PwMsaItem it = pw_msa_item(w);
     const PwMsaSmem sm = pw_msa_smem(pw_msa_shared, k % 2);
@@ -568,7 +545,6 @@ PW_DEVICE_INLINE void pw_msa_wg_block(const PwMsaArgs& a, int items, const PwMsa
     pw_msa_finish(st);
     pw_msa_store(a, st, it.row0, it.head0, mi, bit, out);
   }
-  if (wgi == 0) pw_msa_wg_turn(wgi);
 }
 #endif
 

@@ -70,15 +70,13 @@ constexpr bool kPwMsaWg = kPwMg.wg;
 #define PW_MSA_WG_BUILD 0
 constexpr bool kPwMsaWg = false;
 #endif
-// The warpgroup path's producers dequantize with pw_nvfp4_dequant8_bf16_lo (PW_MSA_WG_LO 1, the
-// default; 0 for A/B runs): the 8 dims of each 16-byte chunk of a K or V row are stored in the
-// order 0, 4, 1, 5, 2, 6, 3, 7 (pw_msa_lo_dim), times 2^-16 and without the global scale. Q's
-// chunks are permuted alike once they are in (pw_msa_permute_q), the scores' scale takes back
-// 2^16 k_scale, the output 2^16 v_scale, and each output column is stored at its dim.
-#ifndef PW_MSA_WG_LO
-#define PW_MSA_WG_LO 1
-#endif
-constexpr bool kPwMsaWgLo = kPwMsaWg && PW_MSA_WG_LO;
+// The warpgroup path's producers dequantize with pw_nvfp4_dequant8_bf16_lo (2% faster than as
+// pairs (2j, 2j + 1) times the float scale: bench/RESULTS.md, eleventh session): the 8 dims of each
+// 16-byte chunk of a K or V row are stored in the order 0, 4, 1, 5, 2, 6, 3, 7 (pw_msa_lo_dim),
+// times 2^-16 and without the global scale. Q's chunks are permuted alike once they are in
+// (pw_msa_permute_q), the scores' scale takes back 2^16 k_scale, the output 2^16 v_scale, and each
+// output column is stored at its dim.
+constexpr bool kPwMsaWgLo = kPwMsaWg;
 PW_HD constexpr int pw_msa_lo_dim(int col) { return 8 * (col / 8) + (col % 8) / 2 + 4 * (col % 2); }
 constexpr int kPwMsaRow = pw_msa_row(PW_MSA_D);             // Q, K, V rows (bf16)
 constexpr int kPwMsaPRow = pw_msa_p_row(kPwMg.slice_keys);  // P rows (bf16)
@@ -366,6 +364,7 @@ PW_HD constexpr int pw_msa_wg_chunk(int key, int dim8) {
   return (key / 8) * kPwMsaWgKeyGroup + dim8 * 128 + (key % 8) * 16;
 }
 
+#if PW_MSA_WG_BUILD
 // Tile t into the wgmma-layout K and V tiles at k and v (bytes kPwMsaTileKeys * D * 2 each)
 // from the staged raw bytes in buffer `buf`, by thread `tid` of kThreads: item (side, unit,
 // token), token fastest, so that a quarter warp's 16-byte stores fill one core matrix's 128
@@ -405,24 +404,16 @@ PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm,
       const unsigned tok = it % keys, unit = (it / keys) % kPwMsaUnits;
       const unsigned side = it / (keys * kPwMsaUnits);
       uint4 lo, hi;
-#if PW_MMA_IMPL == PW_MMA_SYNC
-      if constexpr (kPwMsaWgLo) {
-        const pw_u32 sl = pw_e4m3fn_scale_lo(sc[i]);
-        pw_nvfp4_dequant8_bf16_lo(w[i].x, sl, &lo.x);
-        pw_nvfp4_dequant8_bf16_lo(w[i].y, sl, &hi.x);
-      } else
-#endif
-      {
-        const float sg = pw_e4m3fn_decode_fast(sc[i]) * (side ? a.v_scale : a.k_scale);
-        pw_nvfp4_dequant8_bf16(w[i].x, sg, &lo.x);
-        pw_nvfp4_dequant8_bf16(w[i].y, sg, &hi.x);
-      }
+      const pw_u32 sl = pw_e4m3fn_scale_lo(sc[i]);
+      pw_nvfp4_dequant8_bf16_lo(w[i].x, sl, &lo.x);
+      pw_nvfp4_dequant8_bf16_lo(w[i].y, sl, &hi.x);
       unsigned char* dst = side ? v : k;
       *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit)) = lo;
       *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit + 1)) = hi;
     }
   }
 }
+#endif
 
 // Dequantizes the tile into the K and V tiles: item (slice, side, token, 16-value unit). From
 // the staged raw bytes in buffer `buf`, or (not staged) loaded from global memory, each thread's

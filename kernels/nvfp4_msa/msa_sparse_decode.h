@@ -42,40 +42,14 @@ PW_DEVICE_INLINE pw_u32 pw_msa_prmt(pw_u32 a, pw_u32 b, pw_u32 sel) {
   return d;
 }
 
-// PW_MSA_DEC_LO 1: the operands dequantized as pairs (nibble j, j + 4) times 2^-16
-// (pw_nvfp4_dequant8_bf16_lo), the dims permuted to match; 0: as pairs (2j, 2j + 1).
-#ifndef PW_MSA_DEC_LO
-#define PW_MSA_DEC_LO 1
-#endif
-// The 16 values' scale for pw_msa_dec_dequant: PW_MSA_DEC_LO, pw_e4m3fn_scale_lo of the code
-// (the caller folds the global scale into the scores' scale and the output's 1 / l); otherwise
-// the float value times the global scale g.
-struct PwMsaDecScale {
-#if PW_MSA_DEC_LO
-  pw_u32 lo;
-#else
-  float sg;
-#endif
-};
-PW_DEVICE_INLINE PwMsaDecScale pw_msa_dec_scale(pw_u32 code, float g) {
-#if PW_MSA_DEC_LO
-  (void)g;
-  return {pw_e4m3fn_scale_lo(code)};
-#else
-  return {pw_e4m3fn_decode_fast(code) * g};
-#endif
-}
-PW_DEVICE_INLINE void pw_msa_dec_dequant(pw_u32 w, PwMsaDecScale sc, pw_u32* out) {
-#if PW_MSA_DEC_LO
-  pw_nvfp4_dequant8_bf16_lo(w, sc.lo, out);
-#else
-  pw_nvfp4_dequant8_bf16(w, sc.sg, out);
-#endif
-}
+// The operands are dequantized as pairs (nibble j, j + 4) times 2^-16
+// (pw_nvfp4_dequant8_bf16_lo, the scale from pw_e4m3fn_scale_lo), the dims permuted to match; the
+// scores' scale and the output's 1 / l take back the 2^16 and the global scales. (As pairs (2j,
+// 2j + 1) times the float scale, decode was 4 to 11% slower: bench/RESULTS.md, eleventh session.)
 // O += P V's n tile nt, column n is physical dim 16 n + pw_msa_dec_v_dim(nt): the half nt % 2 of
 // pair nt / 2 of unit n's 16 dims, pairs 0..3 from its first 8 dims and 4..7 from the rest.
 PW_HD constexpr int pw_msa_dec_v_dim(int nt) {
-  return PW_MSA_DEC_LO ? (nt / 2 < 4 ? nt / 2 : nt / 2 + 4) + 4 * (nt % 2) : nt;
+  return (nt / 2 < 4 ? nt / 2 : nt / 2 + 4) + 4 * (nt % 2);
 }
 
 // Chunk i of the warp's share into its ring slot (nothing where it is past the share or the row
@@ -129,9 +103,9 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   static_assert(kPwMg.threads == 32 * (D / 16), "a Q fragment a thread");
   {
     const int ql = threadIdx.x % 32, kk = threadIdx.x / 32, qr = ql / 4, qc = ql % 4;
-    // The step's dims: d0 + {0, 1} and d0 + {2, 3}; PW_MSA_DEC_LO: (d0, d0 + 4) and
-    // (d0 + 1, d0 + 5), K's pairs as pw_nvfp4_dequant8_bf16_lo leaves them.
-    const int d0 = 32 * qc + (PW_MSA_DEC_LO ? 8 * (kk / 2) + 2 * (kk % 2) : 4 * kk);
+    // The step's dims: (d0, d0 + 4) and (d0 + 1, d0 + 5), K's pairs as
+    // pw_nvfp4_dequant8_bf16_lo leaves them.
+    const int d0 = 32 * qc + 8 * (kk / 2) + 2 * (kk % 2);
     pw_u32 h[2][2];
 #pragma unroll
     for (int x = 0; x < 2; ++x) {
@@ -140,9 +114,9 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
           m < kPwMg.head_block && head0 + m < PW_HEADS && (head0 % PW_MSA_GROUP) + m < PW_MSA_GROUP;
       const pw_u16* qm = a.q + (static_cast<long long>(row) * PW_HEADS + head0 + m) * D + d0;
       const pw_u32 u = real ? *reinterpret_cast<const pw_u32*>(qm) : 0u;
-      const pw_u32 w = real ? *reinterpret_cast<const pw_u32*>(qm + (PW_MSA_DEC_LO ? 4 : 2)) : 0u;
-      h[x][0] = PW_MSA_DEC_LO ? pw_msa_prmt(u, w, 0x5410u) : u;
-      h[x][1] = PW_MSA_DEC_LO ? pw_msa_prmt(u, w, 0x7632u) : w;
+      const pw_u32 w = real ? *reinterpret_cast<const pw_u32*>(qm + 4) : 0u;
+      h[x][0] = pw_msa_prmt(u, w, 0x5410u);
+      h[x][1] = pw_msa_prmt(u, w, 0x7632u);
     }
     qs[32 * kk + ql] = make_uint4(h[0][0], h[1][0], h[0][1], h[1][1]);
   }
@@ -183,9 +157,8 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     st.m[e] = pw_msa_neg_inf();
     st.l[e] = 0.0f;
   }
-  // PW_MSA_DEC_LO: S and O come out times 2^-16 and without the global scales.
-  const float undo = PW_MSA_DEC_LO ? PW_NVFP4_LO_UNDO : 1.0f;
-  const float k_fold = PW_MSA_DEC_LO ? a.k_scale : 1.0f, v_fold = PW_MSA_DEC_LO ? a.v_scale : 1.0f;
+  // S and O come out times 2^-16 and without the global scales.
+  const float undo = PW_NVFP4_LO_UNDO, k_fold = a.k_scale, v_fold = a.v_scale;
   const float scale_log2 = a.scale * 1.4426950408889634f * undo * k_fold;
 
 #pragma unroll
@@ -232,12 +205,11 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
       pw_u32 kb[16];
-      const PwMsaDecScale sg0 = pw_msa_dec_scale(ks[t] & 0xffu, a.k_scale);
-      const PwMsaDecScale sg1 = pw_msa_dec_scale(ks[t] >> 8, a.k_scale);
-      pw_msa_dec_dequant(kw[t][0].x, sg0, kb);
-      pw_msa_dec_dequant(kw[t][0].y, sg0, kb + 4);
-      pw_msa_dec_dequant(kw[t][1].x, sg1, kb + 8);
-      pw_msa_dec_dequant(kw[t][1].y, sg1, kb + 12);
+      const pw_u32 sg0 = pw_e4m3fn_scale_lo(ks[t] & 0xffu), sg1 = pw_e4m3fn_scale_lo(ks[t] >> 8);
+      pw_nvfp4_dequant8_bf16_lo(kw[t][0].x, sg0, kb);
+      pw_nvfp4_dequant8_bf16_lo(kw[t][0].y, sg0, kb + 4);
+      pw_nvfp4_dequant8_bf16_lo(kw[t][1].x, sg1, kb + 8);
+      pw_nvfp4_dequant8_bf16_lo(kw[t][1].y, sg1, kb + 12);
 #pragma unroll
       for (int kk = 0; kk < 8; ++kk) {
         const uint4 q = qs[32 * kk + lane];
@@ -257,9 +229,9 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     pw_u32 vv[4][8];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const PwMsaDecScale sg = pw_msa_dec_scale(vs[k], a.v_scale);
-      pw_msa_dec_dequant(vw[k].x, sg, vv[k]);
-      pw_msa_dec_dequant(vw[k].y, sg, vv[k] + 4);
+      const pw_u32 sg = pw_e4m3fn_scale_lo(vs[k]);
+      pw_nvfp4_dequant8_bf16_lo(vw[k].x, sg, vv[k]);
+      pw_nvfp4_dequant8_bf16_lo(vw[k].y, sg, vv[k] + 4);
     }
 #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
