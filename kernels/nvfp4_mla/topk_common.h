@@ -7,7 +7,7 @@
 // One block:
 //   1. the row's keys (scores as ordered unsigned integers) are read once into shared memory
 //      when they fit the caller's cache (prefill: PW_TOPK_CACHE; decode: what the launch gave),
-//      else every pass reads global memory, each thread PW_TOPK_BATCH keys at once;
+//      else every pass reads global memory (topk_decode: PW_TOPK_BATCH keys a thread at once);
 //   2. radix select, 8-bit digits from the most significant: the threshold key T of the k-th
 //      largest, and how many keys equal to T are needed;
 //   3. one ordered compaction: warp w scans its contiguous segment with ballots, so candidate
@@ -21,7 +21,7 @@
 static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
 
 #define PW_TOPK_CACHE 8192  // keys topk_prefill's block holds in shared memory (32 KiB)
-#define PW_TOPK_BATCH 8     // keys a thread loads before it uses any (loads in flight)
+#define PW_TOPK_BATCH 8     // topk_decode: keys a thread loads at once from global memory
 #define PW_TOPK_WARPS (PW_BLOCK_THREADS / PW_WARP)
 
 // Scores as unsigned keys in the same order. -0 and +0 are the same score (a tie, broken by
@@ -57,7 +57,9 @@ __device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {
 
 // The threshold key T of the k-th largest of n keys (k <= n) and how many keys equal to T are
 // among the top k (the rest are above T). Radix select over 8-bit digits, most significant first.
-template <typename KeyAt>
+// kBatch: keys a thread reads before it counts any (1 from shared memory; PW_TOPK_BATCH from
+// global memory, where one read a thread in flight left each pass latency-bound).
+template <int kBatch, typename KeyAt>
 __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared& sh,
                                        pw_u32& threshold, int& need) {
   pw_u32 prefix = 0, mask = 0;
@@ -65,15 +67,15 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
   for (int shift = 24; shift >= 0; shift -= 8) {
     sh.hist[threadIdx.x] = 0;
     __syncthreads();
-    for (int i0 = threadIdx.x; i0 < n; i0 += PW_TOPK_BATCH * PW_BLOCK_THREADS) {
-      pw_u32 key[PW_TOPK_BATCH];
+    for (int i0 = threadIdx.x; i0 < n; i0 += kBatch * PW_BLOCK_THREADS) {
+      pw_u32 key[kBatch];
 #pragma unroll
-      for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+      for (int b = 0; b < kBatch; ++b) {
         const int i = i0 + b * PW_BLOCK_THREADS;
         key[b] = i < n ? key_at(i) : 0u;
       }
 #pragma unroll
-      for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+      for (int b = 0; b < kBatch; ++b) {
         if (i0 + b * PW_BLOCK_THREADS < n && (key[b] & mask) == prefix)
           atomicAdd(&sh.hist[(key[b] >> shift) & 255u], 1);
       }
@@ -102,29 +104,28 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
 // The top k of candidates 0..n-1 (keys key_of(i); key 0 is padding, never selected): calls
 // emit(rank, i) for each selected candidate in ascending i, rank 0, 1, ...; returns how many
 // (min(k, candidates that are not padding)). Ties at the threshold go to the lowest i, so the
-// candidates must be numbered in the order of the indices they stand for.
-// `cache` holds cache_keys keys in shared memory: the row's, where n fits.
-template <typename KeyOf, typename Emit>
-__device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
-                                     pw_u32* cache, int cache_keys) {
-  const bool cached = n <= cache_keys;
+// candidates must be numbered in the order of the indices they stand for. `cached`: the keys are
+// read into `cache` once; kBatch: keys a thread reads at once in each pass (pw_topk_select).
+template <int kBatch, typename KeyOf, typename Emit>
+__device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
+                                        pw_u32* cache, bool cached) {
   if (cached) {
 #pragma unroll 8
     for (int i = threadIdx.x; i < n; i += PW_BLOCK_THREADS) cache[i] = key_of(i);
     __syncthreads();
   }
   auto key_at = [&](int i) -> pw_u32 { return cached ? cache[i] : key_of(i); };
-  // A warp's keys base + lane, base + 32 + lane, ... (PW_TOPK_BATCH of them; 0 from `end` on).
-  auto warp_keys = [&](int base, int end, pw_u32(&key)[PW_TOPK_BATCH]) {
+  // A warp's keys base + lane, base + 32 + lane, ... (kBatch of them; 0 from `end` on).
+  auto warp_keys = [&](int base, int end, pw_u32(&key)[kBatch]) {
 #pragma unroll
-    for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+    for (int b = 0; b < kBatch; ++b) {
       const int i = base + b * PW_WARP + static_cast<int>(threadIdx.x % PW_WARP);
       key[b] = i < end ? key_at(i) : 0u;
     }
   };
   pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
   int need = 0;
-  if (n > k) pw_radix_select(n, k, key_at, sh, threshold, need);
+  if (n > k) pw_radix_select<kBatch>(n, k, key_at, sh, threshold, need);
 
   // The ordered compaction. Warp w owns candidates [begin, end), whole warps of them.
   const int w = threadIdx.x / PW_WARP;
@@ -132,11 +133,11 @@ __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTo
   const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
   const pw_u64 below = pw_lanes_below();
   int greater = 0, equal = 0;
-  for (int base = begin; base < end; base += PW_TOPK_BATCH * PW_WARP) {
-    pw_u32 key[PW_TOPK_BATCH];
+  for (int base = begin; base < end; base += kBatch * PW_WARP) {
+    pw_u32 key[kBatch];
     warp_keys(base, end, key);
 #pragma unroll
-    for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+    for (int b = 0; b < kBatch; ++b) {
       greater += pw_popc(pw_ballot(key[b] > threshold));
       equal += pw_popc(pw_ballot(key[b] == threshold && key[b] != 0u));
     }
@@ -158,11 +159,11 @@ __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTo
   if (n <= k) need = total_taken_ties;  // threshold 1: keep every tie (key 1 is a real key)
   // Ties before this warp's segment that were taken: min(tie, need).
   slot += tie < need ? tie : need;
-  for (int base = begin; base < end; base += PW_TOPK_BATCH * PW_WARP) {
-    pw_u32 key[PW_TOPK_BATCH];
+  for (int base = begin; base < end; base += kBatch * PW_WARP) {
+    pw_u32 key[kBatch];
     warp_keys(base, end, key);
 #pragma unroll
-    for (int b = 0; b < PW_TOPK_BATCH; ++b) {
+    for (int b = 0; b < kBatch; ++b) {
       const int i = base + b * PW_WARP + static_cast<int>(threadIdx.x % PW_WARP);
       const bool is_tie = key[b] == threshold && key[b] != 0u;
       const pw_u64 ties = pw_ballot(is_tie);
@@ -175,4 +176,15 @@ __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTo
   }
   __syncthreads();  // sh is reused by the caller's next select
   return total_greater + (total_taken_ties < need ? total_taken_ties : need);
+}
+
+// `cache` holds cache_keys keys in shared memory: the row's, where n fits (read once, then each
+// pass from there); else every pass reads global memory, kUncachedBatch keys a thread at once
+// (topk_decode: PW_TOPK_BATCH; topk_prefill's strips keep rows within its cache, and 1 keeps its
+// registers from spilling).
+template <int kUncachedBatch = 1, typename KeyOf, typename Emit>
+__device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
+                                     pw_u32* cache, int cache_keys) {
+  return n <= cache_keys ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true)
+                         : pw_topk_select_in<kUncachedBatch>(n, k, key_of, emit, sh, cache, false);
 }

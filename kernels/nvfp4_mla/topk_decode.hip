@@ -12,7 +12,7 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
   const int row = blockIdx.x;
   const float* s = scores + static_cast<long long>(row) * stride;
   int* o = out + static_cast<long long>(row) * PW_TOPK;
-  const int count = pw_topk_select(
+  const int count = pw_topk_select<PW_TOPK_BATCH>(
       visible[row], PW_TOPK, [&](int i) { return pw_order_key(s[i]); },
       [&](int rank, int i) { o[rank] = i; }, sh, pw_topk_cache, cache_keys);
   for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) o[i] = -1;
