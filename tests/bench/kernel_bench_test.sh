@@ -6,18 +6,9 @@
 set -uo pipefail
 bench=$1
 models=$(cd "$(dirname "$0")/../data/models" && pwd)
-fail=0
-expect_bad() {  # expected message, then the arguments
-  local want=$1
-  shift
-  local out rc
-  out=$("$bench" "$@" 2>&1)
-  rc=$?
-  if [[ $rc -ne 2 ]] || ! grep -qF -- "$want" <<<"$out" || ! grep -q "usage: kernel_bench" <<<"$out"; then
-    echo "FAIL: kernel_bench $*: exit $rc, output: $out"
-    fail=1
-  fi
-}
+name=kernel_bench
+# shellcheck source=tests/bench/expect_bad.sh
+source "$(dirname "${BASH_SOURCE[0]}")/expect_bad.sh"
 expect_bad "unknown argument --bogus" --bogus
 expect_bad "--rows needs a value" --rows
 expect_bad "--rows abc: must be a positive integer" --rows abc

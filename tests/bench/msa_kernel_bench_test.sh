@@ -5,19 +5,11 @@
 #   msa_kernel_bench_test.sh PATH_TO_MSA_KERNEL_BENCH
 set -uo pipefail
 bench=$1
-cd "$(dirname "$0")/../.." || exit 1  # the default --model-config is relative to the root
-fail=0
-expect_bad() {  # expected message, then the arguments
-  local want=$1
-  shift
-  local out rc
-  out=$("$bench" "$@" 2>&1)
-  rc=$?
-  if [[ $rc -ne 2 ]] || ! grep -qF -- "$want" <<<"$out" || ! grep -q "usage: msa_kernel_bench" <<<"$out"; then
-    echo "FAIL: msa_kernel_bench $*: exit $rc, output: $out"
-    fail=1
-  fi
-}
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../.." || exit 1  # the default --model-config is relative to the root
+name=msa_kernel_bench
+# shellcheck source=tests/bench/expect_bad.sh
+source "$here/expect_bad.sh"
 expect_bad "bad argument --bogus 1" --bogus 1
 expect_bad "--rows needs a value" --rows
 expect_bad "bad --rows 16,0" --rows 16,0
