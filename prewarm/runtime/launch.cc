@@ -1,6 +1,7 @@
 #include "prewarm/runtime/launch.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "common/geometry.h"
 #include "nvfp4_mla/index_geometry.h"
@@ -204,8 +205,12 @@ absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const Top
 absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key& key, const TopkArgs& a) {
   ASSIGN_OR_RETURN(std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  if (a.stride < 0 || a.stride > std::numeric_limits<int>::max() - 256) {
+    return absl::InvalidArgumentError(
+        StrCat("topk_decode: stride ", a.stride, ": must be from 0 to 2^31 - 257 scores"));
+  }
   TopkArgs v = a;
-  int cache_keys = pw_topk_decode_cache_keys(SharedMemoryKib(arch), std::max(a.stride, 0));
+  int cache_keys = pw_topk_decode_cache_keys(SharedMemoryKib(arch), a.stride);
   e[0].shared_bytes = Unsigned(4 * cache_keys);
   return Run(gpu, module, e[0], {static_cast<unsigned>(a.rows), 1, 1},
              {&v.scores, &v.visible, &v.stride, &v.out, &cache_keys});

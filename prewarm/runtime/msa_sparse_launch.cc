@@ -97,7 +97,11 @@ absl::Status LaunchMsaSparsePrefill(Gpu& gpu, void* module, const Key& key,
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, MsaSparseEntryLaunches(key));
   ASSIGN_OR_RETURN(const PwMsaSparseGeometry g, Geometry(key));
   RETURN_IF_ERROR(CheckAligned("msa_sparse_prefill", a));
-  if (a.rows <= 0) return absl::OkStatus();  // a grid of 0 is an error
+  if (a.rows <= 0) return absl::OkStatus();                 // a grid of 0 is an error
+  if (a.rows > std::numeric_limits<int>::max() - g.rows) {  // the kernel rounds rows up in int
+    return absl::InvalidArgumentError(
+        StrCat("msa_sparse_prefill: rows ", a.rows, ": more than one launch takes"));
+  }
   MsaSparseArgs v = a;
   // Work items (row tiles x head slices) over a 1-D grid: the warpgroup path's blocks are
   // persistent, one an SM taking items in turn; the others take one item each.
