@@ -18,9 +18,8 @@ PW_HD constexpr int pw_topk_decode_cache_cap(int lds_kib) {
   return (lds_kib - 8) * 1024 / 4 / 256 * 256;
 }
 PW_HD constexpr int pw_topk_decode_cache_keys(int lds_kib, int stride) {
-  return (stride + 255) / 256 * 256 < pw_topk_decode_cache_cap(lds_kib)
-             ? (stride + 255) / 256 * 256
-             : pw_topk_decode_cache_cap(lds_kib);
+  const int want = (stride + 255) / 256 * 256, cap = pw_topk_decode_cache_cap(lds_kib);
+  return want < cap ? want : cap;
 }
 
 // fp8_bmm: n columns per block. m_exact keys (M <= 16): 128 (16 a warp on NVIDIA), but 64 (8 a

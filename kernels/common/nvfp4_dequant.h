@@ -41,11 +41,7 @@ __device__ inline void pw_nvfp4_dequant8_bf16(pw_u32 w, float sg, pw_u32* out) {
 // apart) and one bf16x2 FMA instead of two. bf16(sg * 2^110) is bf16(sg) * 2^110 exactly, and its
 // product with the 2^-126-scaled pair rounds to bf16(e2m1 * bf16(sg)) * 2^-16: bit for bit
 // pw_nvfp4_dequant8_bf16's values times 2^-16, for sg from 2^-100 to 2^18 (global scales below
-// 585). sg_lo: pw_nvfp4_scale_lo(sg).
-PW_DEVICE_INLINE pw_u32 pw_nvfp4_scale_lo(float sg) {
-  const float s = sg * pw_u2f(0x76800000u);  // 2^110
-  return pw_pack_bf16x2(s, s);
-}
+// 585). sg_lo: bf16(sg * 2^110) in both halves (pw_e4m3fn_scale_lo gives it for an E4M3 code).
 // The scale of pw_nvfp4_dequant8_bf16_lo for an E4M3 (fn) scale code alone, the global scale
 // left for the caller to fold in: bf16(s * 2^110) from the code's bits (placed at float bits
 // 20..27 they are s * 2^-120, subnormal codes too; two exact multiplies by 2^115), NaN for the

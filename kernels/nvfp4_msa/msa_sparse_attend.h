@@ -199,7 +199,7 @@ PW_DEVICE_INLINE void pw_msa_chunk(const pw_u16* qa, const pw_u16* kb, const pw_
       pw_mma(st.o[dt], fa, fb);
     }
   }
-  pw_syncwarp();                 // every lane's P reads are done before the next chunk writes P
+  pw_syncwarp();               // every lane's P reads are done before the next chunk writes P
 #endif
 }
 
@@ -438,7 +438,7 @@ PW_DEVICE_INLINE void pw_msa_store(const PwMsaArgs& a, const PwMsaState& st, int
       continue;
     const long long rh = static_cast<long long>(row0 + r) * PW_HEADS + head0 + hl;
     const float l = st.l[rep];
-    const float inv = l > 0.0f ? (kPwMsaWgLo ? PW_NVFP4_LO_UNDO * a.v_scale : 1.0f) / l : 0.0f;
+    const float inv = l > 0.0f ? (kPwMsaWg ? PW_NVFP4_LO_UNDO * a.v_scale : 1.0f) / l : 0.0f;
     const float lse = l > 0.0f ? (st.m[rep] + log2f(l)) * 0.69314718055994531f : pw_msa_neg_inf();
 #if PW_SPLITS > 1
     const long long at = rh * PW_SPLITS + out.split;
@@ -448,7 +448,7 @@ PW_DEVICE_INLINE void pw_msa_store(const PwMsaArgs& a, const PwMsaState& st, int
     if (col == 0) out.ws_lse[at] = lse;
 #else
 #if PW_MMA_IMPL == PW_MMA_SYNC
-    if constexpr (kPwMsaWgLo) {  // column col holds dim pw_msa_lo_dim(col)
+    if constexpr (kPwMsaWg) {  // column col holds dim pw_msa_lo_dim(col)
 #pragma unroll
       for (int dt = 0; dt < PW_MSA_D / 16; ++dt)
         out.o[rh * PW_MSA_D + 16 * dt + pw_msa_lo_dim(col)] = pw_float_to_bf16(st.o[dt].v[e] * inv);
@@ -470,7 +470,7 @@ PW_DEVICE_INLINE void pw_msa_store(const PwMsaArgs& a, const PwMsaState& st, int
 
 // The scores' scale in log2 units (the warpgroup path's K is 2^16 / k_scale of its values).
 PW_DEVICE_INLINE float pw_msa_scale_log2(const PwMsaArgs& a) {
-  return a.scale * 1.4426950408889634f * (kPwMsaWgLo ? PW_NVFP4_LO_UNDO * a.k_scale : 1.0f);
+  return a.scale * 1.4426950408889634f * (kPwMsaWg ? PW_NVFP4_LO_UNDO * a.k_scale : 1.0f);
 }
 
 // A prefill work item: rows [row0, row0 + geometry rows) x heads [head0, head0 + head_block) of
@@ -513,7 +513,7 @@ PW_DEVICE_INLINE void pw_msa_wg_block(const PwMsaArgs& a, int items, const PwMsa
       pw_msa_async_commit();
       const int count = pw_msa_build_list<kPwMsaProducer>(a, sm, it.row0, it.g, threadIdx.x, sync);
       pw_msa_async_wait();
-      if constexpr (kPwMsaWgLo) pw_msa_permute_q<kPwMsaProducer>(sm, threadIdx.x);
+      if constexpr (kPwMsaWg) pw_msa_permute_q<kPwMsaProducer>(sm, threadIdx.x);
       pw_bar_arrive(kPwMsaBarItemFull, kPwMg.threads);
       const int tiles = pw_msa_tiles(count, 0);
       pw_msa_wg_produce(a, sm, pw_msa_shared, it.g, count, tiles, t0);

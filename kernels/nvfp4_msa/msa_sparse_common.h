@@ -76,7 +76,6 @@ constexpr bool kPwMsaWg = false;
 // times 2^-16 and without the global scale. Q's chunks are permuted alike once they are in
 // (pw_msa_permute_q), the scores' scale takes back 2^16 k_scale, the output 2^16 v_scale, and each
 // output column is stored at its dim.
-constexpr bool kPwMsaWgLo = kPwMsaWg;
 PW_HD constexpr int pw_msa_lo_dim(int col) { return 8 * (col / 8) + (col % 8) / 2 + 4 * (col % 2); }
 constexpr int kPwMsaRow = pw_msa_row(PW_MSA_D);             // Q, K, V rows (bf16)
 constexpr int kPwMsaPRow = pw_msa_p_row(kPwMg.slice_keys);  // P rows (bf16)
@@ -177,7 +176,7 @@ PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int
 }
 
 #if !defined(PW_AMD)
-// kPwMsaWgLo: a 16-byte chunk of 8 dims of Q in the order the producers leave K's
+// The warpgroup path: a 16-byte chunk of 8 dims of Q in the order the producers leave K's
 // (pw_msa_lo_dim).
 PW_DEVICE_INLINE uint4 pw_msa_lo_chunk(uint4 v) {
   uint4 w;
@@ -188,8 +187,8 @@ PW_DEVICE_INLINE uint4 pw_msa_lo_chunk(uint4 v) {
   return w;
 }
 
-// kPwMsaWgLo: Q's chunks in shared memory permuted, by thread `tid` of kThreads once its own
-// chunks (pw_msa_load_q's) are in.
+// The warpgroup path: Q's chunks in shared memory permuted, by thread `tid` of kThreads once its
+// own chunks (pw_msa_load_q's) are in.
 template <int kThreads>
 PW_DEVICE_INLINE void pw_msa_permute_q(const PwMsaSmem& sm, int tid) {
   constexpr int chunks = PW_MSA_D / 8;
