@@ -261,7 +261,7 @@ PW_DEVICE_INLINE void pw_msa_wg_produce(const PwMsaArgs& a, const PwMsaSmem& sm,
   const int tid = threadIdx.x;
 #pragma unroll
   for (int s = 0; s + 1 < stages; ++s) {
-    if (s < tiles) pw_msa_stage(a, sm, g, s, count, 0, s, tid, kPwMsaProducer);
+    if (s < tiles) pw_msa_stage_wg<kPwMsaProducer>(a, sm, g, s, count, s, tid);
     pw_msa_async_commit();
   }
   for (int t = 0; t < tiles; ++t) {
@@ -270,13 +270,13 @@ PW_DEVICE_INLINE void pw_msa_wg_produce(const PwMsaArgs& a, const PwMsaSmem& sm,
     // (the buffer the next copy goes into).
     pw_bar_sync(kPwMsaBarProducer, kPwMsaProducer);
     const int next = t + stages - 1;
-    if (next < tiles) pw_msa_stage(a, sm, g, next % stages, count, 0, next, tid, kPwMsaProducer);
+    if (next < tiles) pw_msa_stage_wg<kPwMsaProducer>(a, sm, g, next % stages, count, next, tid);
     pw_msa_async_commit();
     const int ring = (t0 + t) % kPwMsaWgW;
     if (t0 + t >= kPwMsaWgW) pw_bar_sync(pw_msa_bar_empty(ring), kPwMg.threads);
     unsigned char* kt = smem + kPwMg.wg_offset + ring * 2 * kPwMsaWgTile;
 #if PW_MSA_WG_DIAG != 1
-    pw_msa_dequant_wg<kPwMsaProducer>(a, sm, t % stages, count, 0, t, kt, kt + kPwMsaWgTile, tid);
+    pw_msa_dequant_wg<kPwMsaProducer>(sm, t % stages, count, t, kt, kt + kPwMsaWgTile, tid);
 #endif
     pw_fence_proxy_async();  // the writes, for the tensor cores' reads
     pw_bar_arrive(pw_msa_bar_full(ring), kPwMg.threads);

@@ -364,51 +364,82 @@ PW_HD constexpr int pw_msa_wg_chunk(int key, int dim8) {
 }
 
 #if PW_MSA_WG_BUILD
-// Tile t into the wgmma-layout K and V tiles at k and v (bytes kPwMsaTileKeys * D * 2 each)
-// from the staged raw bytes in buffer `buf`, by thread `tid` of kThreads: item (side, unit,
-// token), token fastest, so that a quarter warp's 16-byte stores fill one core matrix's 128
-// bytes. Each thread loads all its items' bytes before it converts any.
+// The warpgroup path's pw_msa_stage (one slice, prefill): tile t's raw bytes, K then V, 16-byte
+// chunk c of the 2 x kPwMsaRaw going to byte 16 c of buffer `buf` (each side's 64 token rows lie
+// contiguous in the cache and in the buffer), thread `tid` of kThreads taking chunks tid,
+// tid + kThreads, ...: the tile's source computed once, a chunk's offset from its index alone.
 template <int kThreads>
-PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaArgs& a, const PwMsaSmem& sm, int buf, int count,
-                                        int split, int t, unsigned char* k, unsigned char* v,
-                                        int tid) {
-  constexpr int keys = kPwMg.slice_keys, items = 2 * kPwMsaUnits * keys;
-  static_assert(items % kThreads == 0, "whole items a thread");
-  constexpr int per = items / kThreads;
-  if (pw_msa_subtile(0, t, count, split) < 0) return;
-  // Items loaded at once: 2, where 4 made the persistent block's producers (64 registers)
-  // spill.
-  constexpr int batch = per < 2 ? per : 2;
-  static_assert(per % batch == 0, "whole batches a thread");
-  const int u = pw_msa_subtile(0, t, count, split);
+PW_DEVICE_INLINE void pw_msa_stage_wg(const PwMsaArgs& a, const PwMsaSmem& sm, int g, int buf,
+                                      int count, int t, int tid) {
+#if !defined(PW_AMD)
+  constexpr int chunks = kPwMsaRaw / 16, per = (2 * chunks + kThreads - 1) / kThreads;
+  constexpr long long side_bytes =
+      static_cast<long long>(PW_KV_HEADS) * PW_MSA_BLOCK * kPwMsaTok;  // V's rows after K's
+  const int u = pw_msa_subtile(0, t, count, 0);
+  if (u < 0) return;
+  const pw_u8* src =
+      a.kv + pw_msa_kv_offset(sm.ent_phys[u / kPwMsaSubtiles], 0, g,
+                              (u % kPwMsaSubtiles) * kPwMg.slice_keys, PW_KV_HEADS, PW_MSA_D);
+  const pw_u32 dst = pw_smem_addr(sm.raw + buf * 2 * kPwMsaRaw);
+#pragma unroll
+  for (int i = 0; i < per; ++i) {
+    const int c = tid + i * kThreads;
+    if (c >= 2 * chunks) break;
+    const bool v = c >= chunks;
+    const int w = v ? c - chunks : c;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + 16 * c),
+                 "l"(src + (v ? side_bytes : 0) + 16 * w));
+  }
+#else
+  (void)a, (void)sm, (void)g, (void)buf, (void)count, (void)t, (void)tid;
+#endif
+}
+
+// Tile t into the wgmma-layout K and V tiles at k and v (bytes kPwMsaTileKeys * D * 2 each)
+// from the staged raw bytes in buffer `buf`, by thread `tid` of kThreads: an item is (side,
+// token, pair of 16-value units), token fastest, so that a quarter warp's 16-byte stores fill one
+// core matrix's 128 bytes. A thread's token and the pair are the same for every tile and side
+// (its kThreads / keys threads a token split the pairs), so that its loads (the pair's 16 bytes
+// and two scales) and stores are at offsets known once; it loads all its items' bytes before it
+// converts any.
+template <int kThreads>
+PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaSmem& sm, int buf, int count, int t,
+                                        unsigned char* k, unsigned char* v, int tid) {
+  constexpr int keys = kPwMg.slice_keys, pairs = kPwMsaUnits / 2, lanes = kThreads / keys;
+  static_assert(kThreads % keys == 0 && pairs % lanes == 0, "whole pairs a thread");
+  constexpr int per = 2 * pairs / lanes;  // (side, pair) items a thread
+  const int u = pw_msa_subtile(0, t, count, 0);
+  if (u < 0) return;
   const int lim = sm.ent_lim[u / kPwMsaSubtiles] - (u % kPwMsaSubtiles) * keys;  // V rows seen
-#pragma unroll 1
-  for (int i0 = 0; i0 < per; i0 += batch) {
-    uint2 w[batch];
-    pw_u32 sc[batch];
+  const unsigned tok = static_cast<unsigned>(tid) % keys, q = static_cast<unsigned>(tid) / keys;
+  const pw_u8* raw = sm.raw + buf * 2 * kPwMsaRaw + tok * kPwMsaTok;
+  uint2 w[per][2];
+  pw_u32 sc[per];
 #pragma unroll
-    for (int i = 0; i < batch; ++i) {
-      // Unsigned: the divisions by powers of two are shifts.
-      const unsigned it = static_cast<unsigned>(tid + (i0 + i) * kThreads);
-      const unsigned tok = it % keys, unit = (it / keys) % kPwMsaUnits;
-      const unsigned side = it / (keys * kPwMsaUnits);
-      const pw_u8* src = sm.raw + (buf * 2 + side) * kPwMsaRaw + tok * kPwMsaTok;
-      w[i] = *reinterpret_cast<const uint2*>(src + 8 * unit);
-      sc[i] =
-          side && static_cast<int>(tok) >= lim ? 0u : src[PW_MSA_D / 2 + unit];  // scale 0: zeros
-    }
+  for (int i = 0; i < per; ++i) {
+    // Item i: side (lanes i) / pairs, pair q + (lanes i) % pairs (q < lanes: no carry).
+    const int side = lanes * i / pairs;
+    const unsigned p = q + lanes * i % pairs;
+    const pw_u8* row = raw + side * kPwMsaRaw;
+    w[i][0] = *reinterpret_cast<const uint2*>(row + 16 * p);
+    w[i][1] = *reinterpret_cast<const uint2*>(row + 16 * p + 8);
+    // The pair's two scales; 0 past what the row sees in V: zeros.
+    const pw_u32 s2 = *reinterpret_cast<const pw_u16*>(row + PW_MSA_D / 2 + 2 * p);
+    sc[i] = side && static_cast<int>(tok) >= lim ? 0u : s2;
+  }
+  const int dst0 = pw_msa_wg_chunk(static_cast<int>(tok), 4 * static_cast<int>(q));
 #pragma unroll
-    for (int i = 0; i < batch; ++i) {
-      const unsigned it = static_cast<unsigned>(tid + (i0 + i) * kThreads);
-      const unsigned tok = it % keys, unit = (it / keys) % kPwMsaUnits;
-      const unsigned side = it / (keys * kPwMsaUnits);
+  for (int i = 0; i < per; ++i) {
+    const int side = lanes * i / pairs;
+    unsigned char* dst = (side ? v : k) + dst0 + 4 * (lanes * i % pairs) * 128;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // units 2 p + h: dim chunks 4 p + 2 h, + 1
       uint4 lo, hi;
-      const pw_u32 sl = pw_e4m3fn_scale_lo(sc[i]);
-      pw_nvfp4_dequant8_bf16_lo(w[i].x, sl, &lo.x);
-      pw_nvfp4_dequant8_bf16_lo(w[i].y, sl, &hi.x);
-      unsigned char* dst = side ? v : k;
-      *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit)) = lo;
-      *reinterpret_cast<uint4*>(dst + pw_msa_wg_chunk(tok, 2 * unit + 1)) = hi;
+      const pw_u32 sl = pw_e4m3fn_scale_lo((sc[i] >> (8 * h)) & 0xffu);
+      pw_nvfp4_dequant8_bf16_lo(w[i][h].x, sl, &lo.x);
+      pw_nvfp4_dequant8_bf16_lo(w[i][h].y, sl, &hi.x);
+      *reinterpret_cast<uint4*>(dst + 2 * h * 128) = lo;
+      *reinterpret_cast<uint4*>(dst + (2 * h + 1) * 128) = hi;
     }
   }
 }
