@@ -52,15 +52,33 @@ PW_DEVICE_INLINE pw_u32 pw_e4m3fn_scale_lo(pw_u32 code) {
   const float v = (code & 0x7fu) == 0x7fu ? pw_u2f(0x7fc00000u) : x;
   return pw_pack_bf16x2(v, v);
 }
+// Two scale codes at once (code16: the first in bits 0..7, the second in 8..15), for codes that
+// are neither negative nor NaN (an NVFP4 block's E4M3 scale; a NaN code gives a finite value,
+// where pw_e4m3fn_scale_lo gives NaN): pw_e4m3fn_scale_lo's bf16(s * 2^110) pair of each. The 7
+// bits placed at bf16 bits 4..10 are s * 2^-120 (subnormal codes too), then two exact bf16x2
+// multiplies by 2^115: 7 instructions for two scales, not 16.
+PW_DEVICE_INLINE void pw_e4m3fn_scale_lo2(pw_u32 code16, pw_u32& s0, pw_u32& s1) {
+  const pw_u32 pow115 = 0x79007900u, neg_zero = 0x80008000u;  // bf16 2^115 in both halves
+  pw_u32 v = ((code16 << 4) & 0x7f0u) | ((code16 << 12) & 0x07f00000u);
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow115), "r"(neg_zero));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow115), "r"(neg_zero));
+  asm("prmt.b32 %0, %1, 0, 0x1010;" : "=r"(s0) : "r"(v));
+  asm("prmt.b32 %0, %1, 0, 0x3232;" : "=r"(s1) : "r"(v));
+}
 PW_DEVICE_INLINE void pw_nvfp4_dequant8_bf16_lo(pw_u32 w, pw_u32 sg_lo, pw_u32* out) {
-  const pw_u32 neg_zero = 0x80008000u;
+  // pw_e2m1x2_to_bf16x2_scaled(w >> 4j) for j = 0..3, by bit selects: sel(x) keeps x's sign
+  // bits (3, 7 of each 16-bit half) and takes the magnitudes from x >> 6, so that nibble 1 (and
+  // 5) of x lies in place (magnitude at bits 6..8, sign at 15) and nibble 0 (and 4) 4 bits
+  // lower. x = w gives nibbles 3 and 7 (2 and 6), x = w << 8 nibbles 1 and 5 (0 and 4): 11
+  // integer instructions for the four pairs, not 15.
+  constexpr pw_u32 mags = 0x01dc01dcu, bf16_bits = 0x81c081c0u, neg_zero = 0x80008000u;
+  const auto sel = [](pw_u32 x) { return ((x >> 6) & mags) | (x & ~mags); };
+  const pw_u32 hi = sel(w), lo = sel(w << 8);
+  const pw_u32 v[4] = {(lo << 4) & bf16_bits, lo & bf16_bits, (hi << 4) & bf16_bits,
+                       hi & bf16_bits};
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    // pw_e2m1x2_to_bf16x2_scaled(w >> 4j), each of its shifts one.
-    const pw_u32 mag = (j < 2 ? w << (6 - 4 * j) : w >> (4 * j - 6)) & 0x01c001c0u;
-    const pw_u32 v = mag | ((w << (12 - 4 * j)) & 0x80008000u);
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v), "r"(sg_lo), "r"(neg_zero));
-  }
+  for (int j = 0; j < 4; ++j)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v[j]), "r"(sg_lo), "r"(neg_zero));
 }
 #endif
 #endif  // PW_DEVICE_COMPILE

@@ -432,10 +432,12 @@ PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaSmem& sm, int buf, int count,
   for (int i = 0; i < per; ++i) {
     const int side = lanes * i / pairs;
     unsigned char* dst = (side ? v : k) + dst0 + 4 * (lanes * i % pairs) * 128;
+    pw_u32 sl2[2];
+    pw_e4m3fn_scale_lo2(sc[i], sl2[0], sl2[1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // units 2 p + h: dim chunks 4 p + 2 h, + 1
       uint4 lo, hi;
-      const pw_u32 sl = pw_e4m3fn_scale_lo((sc[i] >> (8 * h)) & 0xffu);
+      const pw_u32 sl = sl2[h];
       pw_nvfp4_dequant8_bf16_lo(w[i][h].x, sl, &lo.x);
       pw_nvfp4_dequant8_bf16_lo(w[i][h].y, sl, &hi.x);
       *reinterpret_cast<uint4*>(dst + 2 * h * 128) = lo;
