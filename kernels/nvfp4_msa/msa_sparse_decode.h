@@ -128,12 +128,9 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     b = a.topk[(static_cast<long long>(g) * a.rows + row) * PW_TOPK_BLOCKS + lane];
     if (b >= 0) phys = a.block_table[static_cast<long long>(req) * a.max_blocks + b];
   }
-  bool keep = b >= 0 && b * PW_MSA_BLOCK < vis;
-#pragma unroll
-  for (int j = 0; j < PW_TOPK_BLOCKS; ++j) {
-    const int bj = __shfl_sync(0xffffffffu, b, j), pj = __shfl_sync(0xffffffffu, phys, j);
-    keep = keep && !(j < lane && bj == b && pj == phys);
-  }
+  // The first of equal entries kept: equal logical blocks of one request are one physical block.
+  const unsigned same = __match_any_sync(0xffffffffu, b);
+  const bool keep = b >= 0 && b * PW_MSA_BLOCK < vis && (same & ((1u << lane) - 1u)) == 0u;
   const unsigned kept = __ballot_sync(0xffffffffu, keep);
   const int count = __popc(kept);
   if (keep) {
@@ -205,7 +202,8 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
       pw_u32 kb[16];
-      const pw_u32 sg0 = pw_e4m3fn_scale_lo(ks[t] & 0xffu), sg1 = pw_e4m3fn_scale_lo(ks[t] >> 8);
+      pw_u32 sg0, sg1;
+      pw_e4m3fn_scale_lo2(ks[t], sg0, sg1);
       pw_nvfp4_dequant8_bf16_lo(kw[t][0].x, sg0, kb);
       pw_nvfp4_dequant8_bf16_lo(kw[t][0].y, sg0, kb + 4);
       pw_nvfp4_dequant8_bf16_lo(kw[t][1].x, sg1, kb + 8);
@@ -254,6 +252,10 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   }
   __syncthreads();
   const float ninf = pw_msa_neg_inf();
+  // Each warp scales its O by 2^(m - hi) of the row's max over the warps; then 16 threads leave
+  // each row's max and its sum over the warps (against that max) for the outputs.
+  float* row_hi = cl + W * 16;
+  float* row_l = row_hi + 16;
   float f[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -262,35 +264,53 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     for (int w = 0; w < W; ++w) hi = fmaxf(hi, cm[w * 16 + r + 8 * h]);
     f[h] = hi == ninf ? 0.0f : pw_exp2_fast(st.m[2 * h] - hi);
   }
-  constexpr int o_row = pw_msa_dec_o_row(D), o_warp = 16 * o_row;
+  constexpr int o_warp = 16 * pw_msa_dec_o_row(D);
   float* co = reinterpret_cast<float*>(pw_msa_shared) + warp * o_warp;
 #pragma unroll
-  for (int dt = 0; dt < D / 16; ++dt) {
+  for (int h = 0; h < 2; ++h) {
 #pragma unroll
-    for (int e = 0; e < PW_MMA_ACC; ++e) {
-      const int nt = 2 * dt + e / 4, col = 2 * c + (e & 1), h = (e % 4) / 2;
-      co[(r + 8 * h) * o_row + PW_MSA_DEC_O_N * col + pw_msa_dec_v_dim(nt)] = st.o[dt].v[e] * f[h];
+    for (int j = 0; j < 2; ++j) {
+      // Column n = 2c + j of row r + 8h: its 16 n tiles are physical dims 16 n + v_dim(nt).
+      const int n = 2 * c + j;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        float v[4];
+#pragma unroll
+        for (int nt = 0; nt < D / 8; ++nt) {
+          const int t = pw_msa_dec_v_dim(nt);
+          if (t / 4 == q) v[t % 4] = st.o[nt / 2].v[4 * (nt % 2) + 2 * h + j] * f[h];
+        }
+        *reinterpret_cast<float4*>(co + pw_msa_dec_o_at(r + 8 * h, 16 * n + 4 * q, D)) =
+            make_float4(v[0], v[1], v[2], v[3]);
+      }
     }
+  }
+  if (threadIdx.x < 16) {  // row m's max and sum
+    const int m = threadIdx.x;
+    float hi = ninf, l = 0.0f;
+#pragma unroll
+    for (int w = 0; w < W; ++w) hi = fmaxf(hi, cm[w * 16 + m]);
+#pragma unroll
+    for (int w = 0; w < W; ++w)
+      l += hi == ninf ? 0.0f : cl[w * 16 + m] * pw_exp2_fast(cm[w * 16 + m] - hi);
+    row_hi[m] = hi;
+    row_l[m] = l;
   }
   __syncthreads();
   const float* all = reinterpret_cast<const float*>(pw_msa_shared);
   for (int it = threadIdx.x; it < kPwMg.head_block * (D / 4); it += kPwMg.threads) {
     const int m = it / (D / 4), d4 = 4 * (it % (D / 4));
     if (head0 + m >= PW_HEADS || (head0 % PW_MSA_GROUP) + m >= PW_MSA_GROUP) continue;
-    float hi = ninf;
-#pragma unroll
-    for (int w = 0; w < W; ++w) hi = fmaxf(hi, cm[w * 16 + m]);
-    float l = 0.0f;
+    const float hi = row_hi[m], l = row_l[m];
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const int own = m * o_row + PW_MSA_DEC_O_N * (d4 / 16) + d4 % 16;
+    const int own = pw_msa_dec_o_at(m, d4, D);
 #pragma unroll
     for (int w = 0; w < W; ++w) {
-      l += hi == ninf ? 0.0f : cl[w * 16 + m] * pw_exp2_fast(cm[w * 16 + m] - hi);
-      const float* v = all + w * o_warp + own;
-      acc.x += v[0];
-      acc.y += v[1];
-      acc.z += v[2];
-      acc.w += v[3];
+      const float4 v = *reinterpret_cast<const float4*>(all + w * o_warp + own);
+      acc.x += v.x;
+      acc.y += v.y;
+      acc.z += v.z;
+      acc.w += v.w;
     }
     const float inv = l > 0.0f ? undo * v_fold / l : 0.0f;
     const float lse = l > 0.0f ? (hi + log2f(l)) * 0.69314718055994531f : ninf;

@@ -154,11 +154,14 @@ PW_HD constexpr int pw_msa_dec_raw(int d) { return PW_MSA_DEC_KEYS * (d / 2 + d 
 PW_HD constexpr int pw_msa_dec_ring_bytes(int d) {
   return PW_MSA_DEC_WARPS * PW_MSA_DEC_STAGES * 2 * pw_msa_dec_raw(d);
 }
-// A warp's O in the combine: physical dim 16 n + t of row m at m * pw_msa_dec_o_row(d) +
-// pw_msa_dec_o_n * n + t (n, t < 16: the fragment's column and n tile). Lane (r, c) stores
-// rows r (+ 8) and columns n = 2c (+ 1) at once: r + 40c (+ const) mod 32, 32 banks.
-#define PW_MSA_DEC_O_N 20
-PW_HD constexpr int pw_msa_dec_o_row(int d) { return (d / 16 - 1) * PW_MSA_DEC_O_N + 16 + 1 + 4; }
+// A warp's O in the combine: physical dim 16 n + 4 q + i (n < d / 16: the fragment's column; q,
+// i < 4) of row m at m * pw_msa_dec_o_row(d) + 16 n + 4 ((q + n / 2) % 4) + i. Lane (r, c) stores
+// its columns n = 2 c (+ 1) of rows r (+ 8) 16 bytes at a time, chunk q of a column at once:
+// with rows d + 16 floats apart, a quarter warp's 8 stores hit 8 different 16-byte bank groups.
+PW_HD constexpr int pw_msa_dec_o_row(int d) { return d + 16; }
+PW_HD constexpr int pw_msa_dec_o_at(int m, int dim, int d) {
+  return m * pw_msa_dec_o_row(d) + dim / 16 * 16 + 4 * ((dim % 16 / 4 + dim / 32) % 4) + dim % 4;
+}
 PW_HD constexpr int pw_msa_dec_o_bytes(int d) {
   return PW_MSA_DEC_WARPS * 16 * pw_msa_dec_o_row(d) * 4;
 }
@@ -171,7 +174,7 @@ PW_HD constexpr int pw_msa_dec_ml_offset(int d) {
 }
 // Then Q's A fragments, shared by the warps: step kk's of lane l at 16 (32 kk + l) (16 bytes).
 PW_HD constexpr int pw_msa_dec_q_offset(int d) {
-  return pw_msa_dec_ml_offset(d) + PW_MSA_DEC_WARPS * 16 * 2 * 4;
+  return pw_msa_dec_ml_offset(d) + (PW_MSA_DEC_WARPS * 16 * 2 + 32) * 4;
 }
 PW_HD constexpr int pw_msa_dec_bytes(int d) { return pw_msa_dec_q_offset(d) + (d / 16) * 32 * 16; }
 
