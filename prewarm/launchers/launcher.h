@@ -56,12 +56,15 @@ struct Thresholds {
   // H200 bench measured, 8192- and 512-token chunks at 1K to 32K contexts (bench/RESULTS.md), so
   // the dimension stays in the key, as the seed keys it, with one reachable value.
   int64_t msa_sparse_one_round_max = std::numeric_limits<int64_t>::max();
-  // msa_sparse_decode: splits = largest pow2 <= this / (R x G), G = Hkv_r x ceil(group / 16) the
-  // blocks a row takes unsplit, at most msa_sparse_splits_cap. The H200's fastest at tp 4 (G 1):
-  // 8 splits for 1 row, 4 for 16 (8 within 6%), 2 for 64 and 128 (1 within 4% at 128); at tp 1
-  // (G 4): 8, 2, 1, 1. The cap: 8 is a portable cluster (sm_90 combines inside it, no second
-  // kernel) and 16 was slower than 8 at every row count measured.
-  int64_t msa_sparse_splits_work = 128;
+  // msa_sparse_decode: splits = largest pow2 s with s^2 x R x G <= this (else 1), G = Hkv_r x
+  // ceil(group / 16) the blocks a row takes unsplit, at most msa_sparse_splits_cap. Splitting
+  // pays less as rows fill the GPU and costs a combine that grows with the splits: the H200's
+  // fastest at tp 4 (G 1) are 8 splits for 1 row, 4 for 16, 2 for 64, 1 or 2 for 128 (within
+  // 4%); at tp 1 (G 4): 8, 2, 1, 1 (bench/RESULTS.md, twelfth session). The linear bound it
+  // replaces (s x R x G <= 128) sent 16 rows to 8 splits, 6 to 9% slower than 4. The cap: 8 is a
+  // portable cluster (sm_90 combines inside it, no second kernel) and 16 was slower than 8 at
+  // every row count measured.
+  int64_t msa_sparse_splits_work = 256;
   int64_t msa_sparse_splits_cap = 8;
   // ... and the 16 in G: the heads of one group an NVIDIA decode block takes (the M of
   // mma.m16n8k16: PW_MSA_DEC_HEADS in kernels/nvfp4_msa/msa_sparse_geometry.h, which a test

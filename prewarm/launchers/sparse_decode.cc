@@ -3,7 +3,7 @@
 // GQA over the selected blocks, its own bounds and the blocks a row takes unsplit, G = Hkv_r x
 // ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV group:
 // msa_sparse_decode_heads):
-// splits = min(8, max(1, largest power of two <= 128 / (R x G))).
+// splits = min(8, largest power of two s with s^2 x R x G <= 256, else 1).
 #include <algorithm>
 
 #include "prewarm/launchers/launcher.h"
@@ -11,9 +11,11 @@
 namespace prewarm {
 namespace {
 
-// The rule's inputs besides R: the blocks a row takes unsplit, the work bound and the cap.
+// The rule's inputs besides R: the blocks a row takes unsplit, the work bound and the cap; and
+// whether the bound holds splits^2 (MSA) or splits (MLA) times R x G.
 struct SplitRule {
   int64_t row_blocks, work, cap;
+  bool square = false;
 };
 
 SplitRule RuleFor(AttentionFamily family, const LaunchContext& ctx) {
@@ -24,13 +26,14 @@ SplitRule RuleFor(AttentionFamily family, const LaunchContext& ctx) {
   const int64_t group = std::max<int64_t>(1, s.heads / kv);
   const int64_t per_block = std::max<int64_t>(1, t.msa_sparse_decode_heads);
   return {kv * ((group + per_block - 1) / per_block), t.msa_sparse_splits_work,
-          t.msa_sparse_splits_cap};
+          t.msa_sparse_splits_cap, true};
 }
 
 int64_t Splits(int64_t r, const SplitRule& rule) {
   int64_t p = 1;
-  // largest p with p * R * G <= work, else 1
-  while (p * 2 * r * rule.row_blocks <= rule.work) p *= 2;
+  // largest p with p * R * G (MSA: p^2 * R * G) <= work, else 1; p stops at the cap
+  while (p < rule.cap && (rule.square ? 4 * p * p : 2 * p) * r * rule.row_blocks <= rule.work)
+    p *= 2;
   return std::min(rule.cap, p);
 }
 

@@ -341,7 +341,9 @@ def test_each_msa_launcher_picks_its_key_then_answers_no_gpu(msa_filled):
     first = {"msa_norm_rope_insert": shape + ".*small=true", "msa_index_prefill": "large=false",
              "msa_index_decode": "rows_tile=2", "msa_topk_prefill": "strips=1",
              "msa_topk_decode": "topk_blocks=16", "msa_sparse_prefill": shape + ".*rounds=1",
-             "msa_sparse_decode": shape + ".*splits=8"}
+             # 2 rows: s^2 x 2 x G <= 256, G 1 at tp 4 (8, the cap), 4 at tp 1 (4)
+             "msa_sparse_decode": shape + (".*splits=8" if s["kv_heads_per_rank"] == 1
+                                           else ".*splits=4")}
     args = msa_args(rt)
     for name, kwargs in args.items():
         with pytest.raises(prewarm_runtime.NoGpuError,
@@ -373,11 +375,11 @@ def test_msa_workspace_sizes_follow_the_key_rules(msa_filled):
     cache, arch = msa_filled
     rt = prewarm_runtime.Runtime(str(cache), device=-1, arch=arch)
     hq, hi = rt.info["shape"]["heads_per_rank"], rt.info["shape"]["index_heads_per_rank"]
-    # msa_sparse_decode: splits = largest pow2 <= 128 / (R x G), at most 8, G = Hkv_r x
-    # ceil(group / 16): at tp 4 (G 1) 8 and 8 for 1 and 16 rows, at tp 1 (G 4) 8 and 2.
+    # msa_sparse_decode: splits = largest pow2 s with s^2 x R x G <= 256, at most 8, G = Hkv_r x
+    # ceil(group / 16): at tp 4 (G 1) 8 and 4 for 1 and 16 rows, at tp 1 (G 4) 8 and 2.
     hkv = rt.info["shape"]["kv_heads_per_rank"]
     g = hkv * -(-(hq // hkv) // 16)
-    for rows, splits in ((1, 8), (16, 8 if g == 1 else 2)):
+    for rows, splits in ((1, 8), (16, 4 if g == 1 else 2)):
         assert rt.workspace("msa_sparse_decode", rows) == (rows * hq * splits * 128 * 4,
                                                            rows * hq * splits * 4)
     # msa_topk_prefill: strips = pow2 >= ceil(ctx / 131072): one strip needs none.
