@@ -35,28 +35,13 @@ __device__ inline void pw_nvfp4_dequant8_bf16(pw_u32 w, float sg, pw_u32* out) {
 
 #define PW_NVFP4_LO_UNDO 65536.0f  // what pw_nvfp4_dequant8_bf16_lo's results are multiplied by
 #if PW_MMA_IMPL == PW_MMA_SYNC
-// The same eight values as four bf16 pairs (nibble j, nibble j + 4), j = 0..3, each times
-// sg * 2^-16, for kernels that permute the dims they sum over (or store) and multiply their
-// result by 2^16 (PW_NVFP4_LO_UNDO): no byte permute (nibbles j and j + 4 already lie 16 bits
-// apart) and one bf16x2 FMA instead of two. bf16(sg * 2^110) is bf16(sg) * 2^110 exactly, and its
-// product with the 2^-126-scaled pair rounds to bf16(e2m1 * bf16(sg)) * 2^-16: bit for bit
-// pw_nvfp4_dequant8_bf16's values times 2^-16, for sg from 2^-100 to 2^18 (global scales below
-// 585). sg_lo: bf16(sg * 2^110) in both halves (pw_e4m3fn_scale_lo gives it for an E4M3 code).
-// The scale of pw_nvfp4_dequant8_bf16_lo for an E4M3 (fn) scale code alone, the global scale
-// left for the caller to fold in: bf16(s * 2^110) from the code's bits (placed at float bits
-// 20..27 they are s * 2^-120, subnormal codes too; two exact multiplies by 2^115), NaN for the
-// NaN codes. The dequantized e2m1 * s is then exact in bf16 (6 significant bits at most).
-PW_DEVICE_INLINE pw_u32 pw_e4m3fn_scale_lo(pw_u32 code) {
-  const float x = pw_u2f(((code & 0x7fu) << 20) | ((code & 0x80u) << 24)) * pw_u2f(0x79000000u) *
-                  pw_u2f(0x79000000u);  // 2^115 twice
-  const float v = (code & 0x7fu) == 0x7fu ? pw_u2f(0x7fc00000u) : x;
-  return pw_pack_bf16x2(v, v);
-}
-// Two scale codes at once (code16: the first in bits 0..7, the second in 8..15), for codes that
-// are neither negative nor NaN (an NVFP4 block's E4M3 scale; a NaN code gives a finite value,
-// where pw_e4m3fn_scale_lo gives NaN): pw_e4m3fn_scale_lo's bf16(s * 2^110) pair of each. The 7
-// bits placed at bf16 bits 4..10 are s * 2^-120 (subnormal codes too), then two exact bf16x2
-// multiplies by 2^115: 7 instructions for two scales, not 16.
+// The scales of pw_nvfp4_dequant8_bf16_lo for two E4M3 (fn) scale codes at once (code16: the
+// first in bits 0..7, the second in 8..15), the global scale left for the caller to fold in: s0
+// and s1 are bf16(s * 2^110) in both halves. The codes' 7 bits placed at bf16 bits 4..10 are
+// s * 2^-120 (subnormal codes too), then two exact bf16x2 multiplies by 2^115: 7 instructions for
+// two scales. For an NVFP4 block's scales, neither negative nor NaN: a NaN code gives a finite
+// value (480 * 2^110), which callers must not let reach a result (they mask scores and zero the
+// scales of V rows past what a row sees).
 PW_DEVICE_INLINE void pw_e4m3fn_scale_lo2(pw_u32 code16, pw_u32& s0, pw_u32& s1) {
   const pw_u32 pow115 = 0x79007900u, neg_zero = 0x80008000u;  // bf16 2^115 in both halves
   pw_u32 v = ((code16 << 4) & 0x7f0u) | ((code16 << 12) & 0x07f00000u);
@@ -65,6 +50,14 @@ PW_DEVICE_INLINE void pw_e4m3fn_scale_lo2(pw_u32 code16, pw_u32& s0, pw_u32& s1)
   asm("prmt.b32 %0, %1, 0, 0x1010;" : "=r"(s0) : "r"(v));
   asm("prmt.b32 %0, %1, 0, 0x3232;" : "=r"(s1) : "r"(v));
 }
+// The same eight values as four bf16 pairs (nibble j, nibble j + 4), j = 0..3, each times
+// sg * 2^-16, for kernels that permute the dims they sum over (or store) and multiply their
+// result by 2^16 (PW_NVFP4_LO_UNDO): no byte permute (nibbles j and j + 4 already lie 16 bits
+// apart) and one bf16x2 FMA instead of two. bf16(sg * 2^110) is bf16(sg) * 2^110 exactly, and its
+// product with the 2^-126-scaled pair rounds to bf16(e2m1 * bf16(sg)) * 2^-16: bit for bit
+// pw_nvfp4_dequant8_bf16's values times 2^-16, for sg from 2^-100 to 2^18 (global scales below
+// 585). sg_lo: bf16(sg * 2^110) in both halves (pw_e4m3fn_scale_lo2 gives it for E4M3 codes,
+// whose e2m1 * s is then exact in bf16: 6 significant bits at most).
 PW_DEVICE_INLINE void pw_nvfp4_dequant8_bf16_lo(pw_u32 w, pw_u32 sg_lo, pw_u32* out) {
   // pw_e2m1x2_to_bf16x2_scaled(w >> 4j) for j = 0..3, by bit selects: sel(x) keeps x's sign
   // bits (3, 7 of each 16-bit half) and takes the magnitudes from x >> 6, so that nibble 1 (and

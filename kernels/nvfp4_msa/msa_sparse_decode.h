@@ -43,7 +43,7 @@ PW_DEVICE_INLINE pw_u32 pw_msa_prmt(pw_u32 a, pw_u32 b, pw_u32 sel) {
 }
 
 // The operands are dequantized as pairs (nibble j, j + 4) times 2^-16
-// (pw_nvfp4_dequant8_bf16_lo, the scale from pw_e4m3fn_scale_lo), the dims permuted to match; the
+// (pw_nvfp4_dequant8_bf16_lo, the scales from pw_e4m3fn_scale_lo2), the dims permuted to match; the
 // scores' scale and the output's 1 / l take back the 2^16 and the global scales. (As pairs (2j,
 // 2j + 1) times the float scale, decode was 4 to 11% slower: bench/RESULTS.md, eleventh session.)
 // O += P V's n tile nt, column n is physical dim 16 n + pw_msa_dec_v_dim(nt): the half nt % 2 of
@@ -226,10 +226,14 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     for (int i2 = 0; i2 < 4; ++i2) pa[i2] = pw_pack_bf16x2(s[0].v[2 * i2], s[0].v[2 * i2 + 1]);
     pw_u32 vv[4][8];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const pw_u32 sg = pw_e4m3fn_scale_lo(vs[k]);
-      pw_nvfp4_dequant8_bf16_lo(vw[k].x, sg, vv[k]);
-      pw_nvfp4_dequant8_bf16_lo(vw[k].y, sg, vv[k] + 4);
+    for (int k = 0; k < 4; k += 2) {  // keys k and k + 1's scales decoded together
+      pw_u32 sg[2];
+      pw_e4m3fn_scale_lo2(vs[k] | (vs[k + 1] << 8), sg[0], sg[1]);
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {
+        pw_nvfp4_dequant8_bf16_lo(vw[k + x].x, sg[x], vv[k + x]);
+        pw_nvfp4_dequant8_bf16_lo(vw[k + x].y, sg[x], vv[k + x] + 4);
+      }
     }
 #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
