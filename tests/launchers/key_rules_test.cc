@@ -253,8 +253,8 @@ TEST_F(MsaKeyRulesTest, SparseRoundsAndSplits) {
   }
   // tp 1: 4 KV groups of 16 heads, G 4.
   shape_ = *ShapeForRank(model_, 1);
-  for (const auto& [rows, splits] : std::vector<std::pair<int64_t, int64_t>>{
-           {1, 8}, {4, 4}, {16, 2}, {17, 1}, {128, 1}}) {
+  for (const auto& [rows, splits] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 8}, {4, 4}, {16, 2}, {17, 1}, {128, 1}}) {
     EXPECT_EQ(Param<int64_t>(One("msa_sparse_decode", Decodes(rows, 8192)), "splits"), splits)
         << rows << " rows at tp 1";
   }
