@@ -21,10 +21,6 @@
 #include "common/portability.h"
 #include "common/wgmma.h"
 
-#ifndef PW_TOPK_CLUSTER_SHARED
-#define PW_TOPK_CLUSTER_SHARED 0
-#endif
-
 static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
 
 #define PW_TOPK_CACHE 8192  // keys topk_prefill's block holds in shared memory (32 KiB)
@@ -40,19 +36,21 @@ __device__ inline pw_u32 pw_order_key(float f) {
 
 struct PwTopkShared {
   int hist[256];
-#if PW_TOPK_CLUSTER_SHARED
-  // A cluster's block (topk_decode on Hopper): its own counts of a pass, read by its peers, and
-  // its slice's totals. Only where the including kernel asks for them (PW_TOPK_CLUSTER_SHARED),
-  // so that topk_prefill's shared memory (6 blocks an H200 multiprocessor) stays as it was.
-  int local[2][256];
-  int block_greater, block_equal;
-#endif
   int suffix[2][256];  // hist summed from each digit up (a scan's two buffers)
   int warp_greater[PW_TOPK_WARPS];
   int warp_equal[PW_TOPK_WARPS];
   pw_u32 prefix;
   int need;
 };
+#if PW_WGMMA
+// A cluster's block (pw_topk_select_cluster) has more: its own counts of a pass, read by its
+// peers, and its slice's totals. Only the cluster kernel declares it, so that the other kernels'
+// shared memory (topk_prefill: 6 blocks an H200 multiprocessor) stays as it was.
+struct PwTopkClusterShared : PwTopkShared {
+  int local[2][256];
+  int block_greater, block_equal;
+};
+#endif
 
 // Thread block clusters (Hopper): a row's keys split over kCluster blocks, which merge their
 // counts through distributed shared memory. The barrier's arrive releases this block's shared
@@ -116,8 +114,8 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
     // A cluster's pass counts into local[pass % 2]: the peers read the last pass's meanwhile (a
     // buffer is written again two passes on, after a barrier every peer reached once done).
     int* hist = sh.hist;
-#if PW_TOPK_CLUSTER_SHARED
-    if (kCluster > 1) hist = sh.local[(shift / 8) % 2];
+#if PW_WGMMA
+    if (kCluster > 1) hist = static_cast<PwTopkClusterShared&>(sh).local[(shift / 8) % 2];
 #endif
     hist[threadIdx.x] = 0;
     __syncthreads();
@@ -218,12 +216,13 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
     total_greater += sh.warp_greater[v];
     total_taken_ties += sh.warp_equal[v];
   }
-#if PW_TOPK_CLUSTER_SHARED
+#if PW_WGMMA
   if constexpr (kCluster > 1) {
     // The blocks before this one in the row: their keys come first.
+    PwTopkClusterShared& csh = static_cast<PwTopkClusterShared&>(sh);
     if (threadIdx.x == 0) {
-      sh.block_greater = total_greater;
-      sh.block_equal = total_taken_ties;
+      csh.block_greater = total_greater;
+      csh.block_equal = total_taken_ties;
     }
     __syncthreads();
     pw_cluster_arrive();
@@ -231,7 +230,8 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
     total_greater = total_taken_ties = 0;
 #pragma unroll
     for (int r = 0; r < kCluster; ++r) {
-      const int g = pw_cluster_load(&sh.block_greater, r), e = pw_cluster_load(&sh.block_equal, r);
+      const int g = pw_cluster_load(&csh.block_greater, r),
+                e = pw_cluster_load(&csh.block_equal, r);
       if (r < rank) {
         slot += g;
         tie += e;

@@ -7,15 +7,24 @@
 //     blocks one thread block cluster, each a slice of the row's keys (pw_topk_select_cluster).
 // The host takes the cluster where it pays (pw_topk_decode_cluster_pays: few rows or long ones).
 #include "common/geometry.h"
-#include "common/wgmma.h"
-// Its cluster entry's shared state (topk_common.h); the block-a-row entry carries it unused.
-#define PW_TOPK_CLUSTER_SHARED PW_WGMMA
 #include "nvfp4_mla/topk_common.h"
+
+// The shared state of a block: a cluster's block has its peers' counts too.
+template <bool kCluster>
+struct PwTopkDecodeShared {
+  using type = PwTopkShared;
+};
+#if PW_WGMMA
+template <>
+struct PwTopkDecodeShared<true> {
+  using type = PwTopkClusterShared;
+};
+#endif
 
 template <int kBlocks>
 __device__ inline void pw_topk_decode_rows(const float* scores, const int* visible, int stride,
                                            int* out, int cache_keys) {
-  __shared__ PwTopkShared sh;
+  __shared__ typename PwTopkDecodeShared<(kBlocks > 1)>::type sh;
   extern __shared__ pw_u32 pw_topk_cache[];
   const int row = blockIdx.y, rank = static_cast<int>(blockIdx.x);
   const float* s = scores + static_cast<long long>(row) * stride;
