@@ -437,9 +437,8 @@ PW_DEVICE_INLINE void pw_msa_dequant_wg(const PwMsaSmem& sm, int buf, int count,
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // units 2 p + h: dim chunks 4 p + 2 h, + 1
       uint4 lo, hi;
-      const pw_u32 sl = sl2[h];
-      pw_nvfp4_dequant8_bf16_lo(w[i][h].x, sl, &lo.x);
-      pw_nvfp4_dequant8_bf16_lo(w[i][h].y, sl, &hi.x);
+      pw_nvfp4_dequant8_bf16_lo(w[i][h].x, sl2[h], &lo.x);
+      pw_nvfp4_dequant8_bf16_lo(w[i][h].y, sl2[h], &hi.x);
       *reinterpret_cast<uint4*>(dst + 2 * h * 128) = lo;
       *reinterpret_cast<uint4*>(dst + (2 * h + 1) * 128) = hi;
     }

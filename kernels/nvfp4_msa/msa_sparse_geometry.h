@@ -142,9 +142,10 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 // row's selection on its own and copies their raw bytes (K then V, 16 x 72 bytes each) into its
 // own ring of PW_MSA_DEC_STAGES chunks in shared memory (cp.async); after the loop the same
 // bytes hold every warp's rescaled O for the block's LSE combine (16 rows of pw_msa_dec_o_row
-// f32, padded so that a warp's stores of its fragments hit 32 different banks). Then each
-// warp's list of selected blocks (logical, physical: 64 ints), the warps' row max and sum
-// (16 x 2 f32) and Q's fragments.
+// f32, laid out by pw_msa_dec_o_at so that a warp's 16-byte stores meet no bank conflict). Then
+// each warp's list of selected blocks (logical, physical: 64 ints), the warps' row max and sum
+// (W x 16 x 2 f32), each row's max and sum over the warps (16 x 2 f32, during the combine) and
+// Q's fragments.
 #define PW_MSA_DEC_WARPS 8
 // Heads of one group a block takes (the host's split rule: Thresholds::msa_sparse_decode_heads).
 #define PW_MSA_DEC_HEADS 16
