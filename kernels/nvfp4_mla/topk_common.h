@@ -4,7 +4,9 @@
 // visible. The order is the positions' own (causal) order: the attention reads the selected
 // records in the order they lie in the cache, and no sort is needed.
 //
-// One block:
+// One block (or, topk_decode on Hopper, one cluster of blocks, each holding a slice of the row's
+// keys in row order: each pass's counts are added up over the cluster through distributed shared
+// memory, so every block picks the same digit; the compaction's offsets add the slices before):
 //   1. the row's keys (scores as ordered unsigned integers) are read once into shared memory
 //      when they fit the caller's cache (prefill: PW_TOPK_CACHE; decode: what the launch gave),
 //      else every pass reads global memory (topk_decode: PW_TOPK_BATCH keys a thread at once);
@@ -17,6 +19,11 @@
 #pragma once
 #include "common/geometry.h"
 #include "common/portability.h"
+#include "common/wgmma.h"
+
+#ifndef PW_TOPK_CLUSTER_SHARED
+#define PW_TOPK_CLUSTER_SHARED 0
+#endif
 
 static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
 
@@ -33,12 +40,51 @@ __device__ inline pw_u32 pw_order_key(float f) {
 
 struct PwTopkShared {
   int hist[256];
+#if PW_TOPK_CLUSTER_SHARED
+  // A cluster's block (topk_decode on Hopper): its own counts of a pass, read by its peers, and
+  // its slice's totals. Only where the including kernel asks for them (PW_TOPK_CLUSTER_SHARED),
+  // so that topk_prefill's shared memory (6 blocks an H200 multiprocessor) stays as it was.
+  int local[2][256];
+  int block_greater, block_equal;
+#endif
   int suffix[2][256];  // hist summed from each digit up (a scan's two buffers)
   int warp_greater[PW_TOPK_WARPS];
   int warp_equal[PW_TOPK_WARPS];
   pw_u32 prefix;
   int need;
 };
+
+// Thread block clusters (Hopper): a row's keys split over kCluster blocks, which merge their
+// counts through distributed shared memory. The barrier's arrive releases this block's shared
+// writes and its wait acquires the peers'.
+#if PW_WGMMA
+__device__ inline void pw_cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ inline void pw_cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// `p` (this block's shared memory) in the cluster's block `rank`.
+__device__ inline int pw_cluster_load(const int* p, int rank) {
+  pw_u32 a;
+  int v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(pw_smem_addr(p)), "r"(rank));
+  asm volatile("ld.shared::cluster.s32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+  return v;
+}
+#else
+__device__ inline void pw_cluster_arrive() {}
+__device__ inline void pw_cluster_wait() {}
+__device__ inline int pw_cluster_load(const int* p, int) { return *p; }
+#endif
+// The sum over the cluster's blocks of `p` (after a barrier that published every block's).
+template <int kCluster>
+__device__ inline int pw_cluster_sum(const int* p) {
+  int t = 0;
+#pragma unroll
+  for (int r = 0; r < kCluster; ++r) t += pw_cluster_load(p, r);
+  return t;
+}
 
 // suffix[d] = sum of sh.hist[d..255], by a Hillis-Steele scan of 8 steps (256 threads, one digit
 // each) instead of one thread walking 256 bins; returns the buffer holding it.
@@ -55,17 +101,25 @@ __device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {
   return sh.suffix[cur];
 }
 
-// The threshold key T of the k-th largest of n keys (k <= n) and how many keys equal to T are
-// among the top k (the rest are above T). Radix select over 8-bit digits, most significant first.
-// kBatch: keys a thread reads before it counts any (1 from shared memory; PW_TOPK_BATCH from
-// global memory, where one read a thread in flight left each pass latency-bound).
-template <int kBatch, typename KeyAt>
+// The threshold key T of the k-th largest of the keys (k <= their number) and how many keys equal
+// to T are among the top k (the rest are above T). Radix select over 8-bit digits, most
+// significant first. This block counts its n keys; with kCluster > 1 the cluster's blocks hold a
+// row's keys between them and each pass adds up their counts (every block then picks the same
+// digit). kBatch: keys a thread reads before it counts any (1 from shared memory; PW_TOPK_BATCH
+// from global memory, where one read a thread in flight left each pass latency-bound).
+template <int kBatch, int kCluster = 1, typename KeyAt>
 __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared& sh,
                                        pw_u32& threshold, int& need) {
   pw_u32 prefix = 0, mask = 0;
   int remaining = k;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    sh.hist[threadIdx.x] = 0;
+    // A cluster's pass counts into local[pass % 2]: the peers read the last pass's meanwhile (a
+    // buffer is written again two passes on, after a barrier every peer reached once done).
+    int* hist = sh.hist;
+#if PW_TOPK_CLUSTER_SHARED
+    if (kCluster > 1) hist = sh.local[(shift / 8) % 2];
+#endif
+    hist[threadIdx.x] = 0;
     __syncthreads();
     for (int i0 = threadIdx.x; i0 < n; i0 += kBatch * PW_BLOCK_THREADS) {
       pw_u32 key[kBatch];
@@ -77,10 +131,15 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         if (i0 + b * PW_BLOCK_THREADS < n && (key[b] & mask) == prefix)
-          atomicAdd(&sh.hist[(key[b] >> shift) & 255u], 1);
+          atomicAdd(&hist[(key[b] >> shift) & 255u], 1);
       }
     }
     __syncthreads();
+    if constexpr (kCluster > 1) {
+      pw_cluster_arrive();
+      pw_cluster_wait();  // every block's counts are in
+      sh.hist[threadIdx.x] = pw_cluster_sum<kCluster>(&hist[threadIdx.x]);
+    }
     // The digit: the largest d whose suffix reaches `remaining` (one thread finds it).
     const int* suffix = pw_digit_suffix(sh);
     {
@@ -106,9 +165,12 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
 // (min(k, candidates that are not padding)). Ties at the threshold go to the lowest i, so the
 // candidates must be numbered in the order of the indices they stand for. `cached`: the keys are
 // read into `cache` once; kBatch: keys a thread reads at once in each pass (pw_topk_select).
-template <int kBatch, typename KeyOf, typename Emit>
+// kCluster > 1: this block is `rank` of a cluster that holds the n_all keys in rank order
+// (pw_topk_select_cluster), n of them here.
+template <int kBatch, int kCluster = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
-                                        pw_u32* cache, bool cached) {
+                                        pw_u32* cache, bool cached, int n_all = -1, int rank = 0) {
+  if (kCluster == 1) n_all = n;
   if (cached) {
 #pragma unroll 8
     for (int i = threadIdx.x; i < n; i += PW_BLOCK_THREADS) cache[i] = key_of(i);
@@ -125,7 +187,7 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
   };
   pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
   int need = 0;
-  if (n > k) pw_radix_select<kBatch>(n, k, key_at, sh, threshold, need);
+  if (n_all > k) pw_radix_select<kBatch, kCluster>(n, k, key_at, sh, threshold, need);
 
   // The ordered compaction. Warp w owns candidates [begin, end), whole warps of them.
   const int w = threadIdx.x / PW_WARP;
@@ -156,7 +218,31 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
     total_greater += sh.warp_greater[v];
     total_taken_ties += sh.warp_equal[v];
   }
-  if (n <= k) need = total_taken_ties;  // threshold 1: keep every tie (key 1 is a real key)
+#if PW_TOPK_CLUSTER_SHARED
+  if constexpr (kCluster > 1) {
+    // The blocks before this one in the row: their keys come first.
+    if (threadIdx.x == 0) {
+      sh.block_greater = total_greater;
+      sh.block_equal = total_taken_ties;
+    }
+    __syncthreads();
+    pw_cluster_arrive();
+    pw_cluster_wait();
+    total_greater = total_taken_ties = 0;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {
+      const int g = pw_cluster_load(&sh.block_greater, r), e = pw_cluster_load(&sh.block_equal, r);
+      if (r < rank) {
+        slot += g;
+        tie += e;
+      }
+      total_greater += g;
+      total_taken_ties += e;
+    }
+    pw_cluster_arrive();  // done with the peers' shared memory (waited for before the return)
+  }
+#endif
+  if (n_all <= k) need = total_taken_ties;  // threshold 1: keep every tie (key 1 is a real key)
   // Ties before this warp's segment that were taken: min(tie, need).
   slot += tie < need ? tie : need;
   for (int base = begin; base < end; base += kBatch * PW_WARP) {
@@ -174,7 +260,8 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
       tie += pw_popc(ties);
     }
   }
-  __syncthreads();  // sh is reused by the caller's next select
+  __syncthreads();                                // sh is reused by the caller's next select
+  if constexpr (kCluster > 1) pw_cluster_wait();  // no peer reads this block's shared memory now
   return total_greater + (total_taken_ties < need ? total_taken_ties : need);
 }
 
@@ -187,4 +274,23 @@ __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTo
                                      pw_u32* cache, int cache_keys) {
   return n <= cache_keys ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true)
                          : pw_topk_select_in<kUncachedBatch>(n, k, key_of, emit, sh, cache, false);
+}
+
+// The top k of a row of n keys held by a cluster of kCluster blocks, this one `rank`: its slice
+// is keys [lo, lo + slice) of the row (pw_topk_decode_slice: whole warps of keys), cached when
+// the slice fits. emit(rank_in_row, i) as pw_topk_select's, i the row's index; every block
+// returns the row's count.
+template <int kCluster, int kUncachedBatch = 1, typename KeyOf, typename Emit>
+__device__ inline int pw_topk_select_cluster(int n, int k, KeyOf key_of, Emit emit,
+                                             PwTopkShared& sh, pw_u32* cache, int cache_keys,
+                                             int rank) {
+  const int slice = pw_topk_decode_slice(n, kCluster);
+  const int lo = rank * slice < n ? rank * slice : n;
+  const int mine = lo + slice < n ? slice : n - lo;
+  auto key = [&](int i) { return key_of(lo + i); };
+  auto put = [&](int r, int i) { emit(r, lo + i); };
+  return slice <= cache_keys
+             ? pw_topk_select_in<1, kCluster>(mine, k, key, put, sh, cache, true, n, rank)
+             : pw_topk_select_in<kUncachedBatch, kCluster>(mine, k, key, put, sh, cache, false, n,
+                                                           rank);
 }

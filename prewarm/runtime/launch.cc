@@ -59,6 +59,11 @@ absl::StatusOr<PwFp8BmmGeometry> Fp8Geometry(const Key& key) {
                              sm.has_value() && *sm == 90);
 }
 
+// topk_decode's cluster entry (pw_topk_decode_cluster): Hopper's sm_90a builds.
+bool TopkDecodeClusters(const Arch& arch) {
+  return arch.platform == Platform::kNvidia && arch.name == "sm_90";
+}
+
 }  // namespace
 
 absl::StatusOr<Arch> KeyArch(const Key& key) {
@@ -89,8 +94,10 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
   if (l == "norm_rope_insert") return std::vector<EntryLaunch>{{"pw_norm_rope_insert", kBlock, 0}};
   if (l == "topk_decode") {  // at most: a launch gives what its longest row needs
     ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-    return std::vector<EntryLaunch>{
-        {"pw_topk_decode", kBlock, Unsigned(4 * pw_topk_decode_cache_cap(SharedMemoryKib(arch)))}};
+    const unsigned cache = Unsigned(4 * pw_topk_decode_cache_cap(SharedMemoryKib(arch)));
+    std::vector<EntryLaunch> e = {{"pw_topk_decode", kBlock, cache}};
+    if (TopkDecodeClusters(arch)) e.push_back({"pw_topk_decode_cluster", kBlock, cache});
+    return e;
   }
   if (l == "topk_prefill") {
     std::vector<EntryLaunch> e = {{"pw_topk_prefill", kBlock, 0}};
@@ -210,9 +217,15 @@ absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key& key, const Topk
         StrCat("topk_decode: stride ", a.stride, ": must be from 0 to 2^31 - 257 scores"));
   }
   TopkArgs v = a;
-  int cache_keys = pw_topk_decode_cache_keys(SharedMemoryKib(arch), a.stride);
-  e[0].shared_bytes = Unsigned(4 * cache_keys);
-  return Run(gpu, module, e[0], {static_cast<unsigned>(a.rows), 1, 1},
+  // A row's blocks (a cluster on sm_90, where it pays) and the cache each needs for its slice of
+  // the longest row.
+  const bool cluster = TopkDecodeClusters(arch) && pw_topk_decode_cluster_pays(a.rows, a.stride);
+  const int blocks = pw_topk_decode_blocks(cluster);
+  EntryLaunch& entry = e[cluster ? 1 : 0];
+  int cache_keys = pw_topk_decode_cache_keys(
+      SharedMemoryKib(arch), pw_topk_decode_slice(static_cast<int>(a.stride), blocks));
+  entry.shared_bytes = Unsigned(4 * cache_keys);
+  return Run(gpu, module, entry, {static_cast<unsigned>(blocks), static_cast<unsigned>(a.rows), 1},
              {&v.scores, &v.visible, &v.stride, &v.out, &cache_keys});
 }
 

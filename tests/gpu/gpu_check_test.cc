@@ -48,6 +48,11 @@ struct Result {
 };
 Result Failed(std::string why) { return {INFINITY, 0, "error: " + why}; }
 
+// The selected entries of a top-k row (the rest are -1).
+int TopkCount(const int* row) {
+  return static_cast<int>(std::count_if(row, row + 2048, [](int i) { return i >= 0; }));
+}
+
 // The comma-separated items of a test-only environment variable (none when it is unset).
 std::vector<std::string> CommaListEnv(const char* name) {
   const char* v = std::getenv(name);
@@ -446,11 +451,20 @@ TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
   absl::StatusOr<void*> module = gpu_->LoadModule((*compiled)[0].code);
   ASSERT_TRUE(module.ok()) << module.status();
   const int cap = pw_topk_decode_cache_cap(SharedMemoryKib(arch_));
+  // A row's blocks: on sm_90 a cluster where it pays (few rows or long ones), each block holding a
+  // slice; rows of fewer keys than the cluster has warps leave blocks with none; 8 cache-fulls and
+  // one past them: every slice read from global memory each pass. 40 rows of at most 16K keys: a
+  // block a row, on sm_90 too.
+  const bool clusters = arch_.platform == Platform::kNvidia && arch_.name == "sm_90";
+  std::vector<int> many;
+  for (int r = 0; r < 40; ++r) many.push_back(r % 5 == 0 ? 16384 : 100 + 397 * r);
   for (const std::vector<int>& visible :
        {std::vector<int>{8256, 131072, 1000, cap, cap + 1, 32768, 2048, 70001},
-        std::vector<int>{100, 4000, 2049, 3071}}) {
+        std::vector<int>{100, 4000, 2049, 3071, 33, 2047},
+        std::vector<int>{8 * cap + 1, 5000, 8 * cap}, many}) {
     const int n = static_cast<int>(visible.size());
     const int stride = *std::max_element(visible.begin(), visible.end());
+    const int blocks = pw_topk_decode_blocks(clusters && pw_topk_decode_cluster_pays(n, stride));
     Inputs in(static_cast<uint64_t>(stride));
     const std::vector<float> scores = in.GridScores(n, stride, visible);
     absl::StatusOr<DeviceBuffer> ds = Upload(*gpu_, scores), dvis = Upload(*gpu_, visible);
@@ -458,7 +472,8 @@ TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
     ASSERT_TRUE(ds.ok() && dvis.ok() && dout.ok());
     ASSERT_TRUE(gpu_->Fill(dout->ptr(), 0xab, dout->bytes()).ok());
     const TopkArgs a{ds->ptr(), dvis->ptr(), stride, n, dout->ptr(), 0, 0};
-    ASSERT_TRUE(LaunchTopkDecode(*gpu_, *module, key, a).ok());
+    const absl::Status launched = LaunchTopkDecode(*gpu_, *module, key, a);
+    ASSERT_TRUE(launched.ok()) << launched;
     ASSERT_TRUE(gpu_->Synchronize().ok());
     absl::StatusOr<std::vector<int>> out =
         Download<int>(*gpu_, *dout, static_cast<size_t>(n) * 2048);
@@ -468,11 +483,21 @@ TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
     const std::vector<std::vector<int>> want =
         ref::TopKRows(scores.data(), stride, rows, visible.data(), 2048);
     for (int r = 0; r < n; ++r) {
-      int wrong = 0;
-      for (int i = 0; i < 2048; ++i)
-        wrong += (*out)[static_cast<size_t>(r) * 2048 + i] != want[r][i];
-      EXPECT_EQ(wrong, 0) << "row of " << visible[r] << " keys (stride " << stride << ", cache "
-                          << std::min(cap, (stride + 255) / 256 * 256) << " keys)";
+      int wrong = 0, first = -1;
+      for (int i = 0; i < 2048; ++i) {
+        if ((*out)[static_cast<size_t>(r) * 2048 + i] == want[r][i]) continue;
+        if (wrong++ == 0) first = i;
+      }
+      EXPECT_EQ(wrong, 0) << "row " << r << " of " << visible[r] << " keys: first wrong at "
+                          << first << " (got "
+                          << (first < 0 ? 0 : (*out)[static_cast<size_t>(r) * 2048 + first])
+                          << ", want " << (first < 0 ? 0 : want[r][first]) << "; "
+                          << TopkCount((*out).data() + static_cast<size_t>(r) * 2048)
+                          << " selected, want " << TopkCount(want[r].data()) << ") (stride "
+                          << stride << ", " << blocks << " blocks a row, cache "
+                          << pw_topk_decode_cache_keys(SharedMemoryKib(arch_),
+                                                       pw_topk_decode_slice(stride, blocks))
+                          << " keys a block)";
     }
   }
 }
