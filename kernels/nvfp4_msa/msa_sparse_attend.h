@@ -214,9 +214,13 @@ struct PwMsaOut {
 
 #if PW_MSA_WG_BUILD
 // The warpgroup path (kPwMsaWg: NVIDIA sm_90a, rounds 1; pw_msa_wg_layout): the lead (producer)
-// warpgroups produce 64-key tiles, the consumer warpgroups after them multiply them. Named
-// barriers: tile stage s is full (1 + s) once the producers have dequantized it, and empty
-// (1 + W + s) once every consumer is done with it; the producers' own warps meet at 1 + 2 W.
+// warpgroups produce 64-key tiles, the consumer warpgroups (C) after them multiply them. Named
+// barriers: tile stage s is full for consumer warpgroup c (1 + C s + c) once the producers have
+// dequantized it, and empty (1 + C W + s) once every consumer is done with it; the producers'
+// own warps meet at 1 + (C + 1) W, then the work items' two. A full barrier each: with one for
+// both, every tile held the two warpgroups in step (their multiplies and their softmaxes at the
+// same time); apart, they drift into each other's gaps (H200, 8192-token chunk at tp 4:
+// 0.362 -> 0.340 ms at 8K; turns forced as FlashAttention-3's ping-pong gained nothing more).
 // PW_MSA_WG_W (2 .. the geometry's) uses fewer tile stages, for A/B runs.
 constexpr int kPwMsaWgStages = kPwMsaWg ? kPwMg.wg_stages : 1;  // 1: never used (rounds 2)
 #if defined(PW_MSA_WG_W)
@@ -240,17 +244,20 @@ static_assert(PW_MSA_WG_PRODUCER_REGS % 8 == 0 && PW_MSA_WG_PRODUCER_REGS >= 24 
 constexpr int kPwMsaConsumerRegs = kPwMsaWg ? (65536 - kPwMsaProducer * PW_MSA_WG_PRODUCER_REGS) /
                                                   (kPwMg.threads - kPwMsaProducer) / 8 * 8
                                             : 256;
-static_assert(!kPwMsaWg || kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
-                               kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0 &&
-                               kPwMg.lead_warps % 4 == 0 && 4 + 2 * kPwMsaWgW <= 16,
-              "the warpgroup path takes staged 64-key tiles, one slice, whole warpgroups");
-PW_DEVICE_INLINE int pw_msa_bar_full(int s) { return 1 + s; }
-PW_DEVICE_INLINE int pw_msa_bar_empty(int s) { return 1 + kPwMsaWgW + s; }
-constexpr int kPwMsaBarProducer = 1 + 2 * kPwMsaWgW;
+constexpr int kPwMsaWgC = kPwMsaWg ? kPwMg.m_tiles / 4 : 1;  // consumer warpgroups
+// A tile's full barrier counts the producers and one consumer warpgroup.
+constexpr int kPwMsaFullThreads = kPwMsaProducer + 4 * PW_WARP;
+PW_DEVICE_INLINE int pw_msa_bar_full(int s, int c) { return 1 + kPwMsaWgC * s + c; }
+PW_DEVICE_INLINE int pw_msa_bar_empty(int s) { return 1 + kPwMsaWgC * kPwMsaWgW + s; }
+constexpr int kPwMsaBarProducer = 1 + (kPwMsaWgC + 1) * kPwMsaWgW;
 // The persistent block's work items: Q and the list of the next are in (the producers arrive,
 // the consumers wait), and the consumers hold the current item's Q in registers (the reverse).
-constexpr int kPwMsaBarItemFull = 2 + 2 * kPwMsaWgW;
-constexpr int kPwMsaBarItemEmpty = 3 + 2 * kPwMsaWgW;
+constexpr int kPwMsaBarItemFull = kPwMsaBarProducer + 1;
+constexpr int kPwMsaBarItemEmpty = kPwMsaBarProducer + 2;
+static_assert(!kPwMsaWg || kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
+                               kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0 &&
+                               kPwMg.lead_warps % 4 == 0 && kPwMsaBarItemEmpty < 16,
+              "the warpgroup path takes staged 64-key tiles, one slice, whole warpgroups");
 
 // A producer thread, over one work item's tiles: tile t's raw bytes land in raw buffer t % stages
 // (loaded stages - 1 tiles ahead), then become K and V in tile stage (t0 + t) % W (t0: the tiles
@@ -279,7 +286,8 @@ PW_DEVICE_INLINE void pw_msa_wg_produce(const PwMsaArgs& a, const PwMsaSmem& sm,
     pw_msa_dequant_wg<kPwMsaProducer>(sm, t % stages, count, t, kt, kt + kPwMsaWgTile, tid);
 #endif
     pw_fence_proxy_async();  // the writes, for the tensor cores' reads
-    pw_bar_arrive(pw_msa_bar_full(ring), kPwMg.threads);
+#pragma unroll
+    for (int c = 0; c < kPwMsaWgC; ++c) pw_bar_arrive(pw_msa_bar_full(ring, c), kPwMsaFullThreads);
   }
 }
 
@@ -291,12 +299,12 @@ PW_DEVICE_INLINE void pw_msa_wg_drain(int t0) {
   pw_msa_async_wait();
 }
 
-// A consumer's tile t: waits until it is full; lim[rep(e)]: how many of its keys element e's row
-// sees (0 or less: none; a warpgroup none of whose rows sees any computes the tile all the same,
-// so that no wgmma is issued on a divergent path, which ptxas would serialize).
-PW_DEVICE_INLINE void pw_msa_wg_tile(const PwMsaSmem& sm, int count, int t, int t0, const int* vis,
-                                     const unsigned* bit, int* lim) {
-  pw_bar_sync(pw_msa_bar_full((t0 + t) % kPwMsaWgW), kPwMg.threads);
+// A consumer's tile t (warpgroup c): waits until it is full; lim[rep(e)]: how many of its keys
+// element e's row sees (0 or less: none; a warpgroup none of whose rows sees any computes the tile
+// all the same, so that no wgmma is issued on a divergent path, which ptxas would serialize).
+PW_DEVICE_INLINE void pw_msa_wg_tile(const PwMsaSmem& sm, int count, int t, int t0, int c,
+                                     const int* vis, const unsigned* bit, int* lim) {
+  pw_bar_sync(pw_msa_bar_full((t0 + t) % kPwMsaWgW, c), kPwMsaFullThreads);
   const int u = pw_msa_subtile(0, t, count, 0);
   const int ent = u < 0 ? 0 : u / kPwMsaSubtiles;
   const int base = sm.ent_block[ent] * PW_MSA_BLOCK + (u % kPwMsaSubtiles) * kPwMg.slice_keys;
@@ -339,11 +347,14 @@ PW_DEVICE_INLINE void pw_msa_wg_pv(float (&o)[64], const pw_u32 (&pf)[4][4],
 // N-major from the same layout. The tiles overlap in the warpgroup (FlashAttention-3's order):
 // S of tile t and P V of tile t - 1 are issued together, the softmax of t runs once its S is in
 // while the tensor cores still add P V of t - 1 into O, then O is rescaled and tile t - 1's stage
-// handed back. The two warpgroups interleave the same way.
-// t0: the tile ring's position (the tiles of the block's earlier work items).
+// handed back. The two warpgroups run the same way, each on its own full barriers, so that one's
+// softmax can fall under the other's multiplies.
+// t0: the tile ring's position (the tiles of the block's earlier work items); c: this consumer
+// warpgroup.
 PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem, int count,
-                                        int tiles, int t0, const int* vis, const unsigned* bit,
-                                        const PwMmaA* qf, float scale_log2, PwMsaState& st) {
+                                        int tiles, int t0, int c, const int* vis,
+                                        const unsigned* bit, const PwMmaA* qf, float scale_log2,
+                                        PwMsaState& st) {
   if (tiles <= 0) return;
   float(&o)[64] = *reinterpret_cast<float(*)[64]>(&st.o[0].v[0]);
   PwMmaC s[4];
@@ -359,7 +370,7 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
     }
   };
 
-  pw_msa_wg_tile(sm, count, 0, t0, vis, bit, lim);
+  pw_msa_wg_tile(sm, count, 0, t0, c, vis, bit, lim);
   pw_wgmma_fence();
   pw_msa_wg_scores(sf, qf, smem, t0 % kPwMsaWgW);
   pw_wgmma_wait<0>();
@@ -370,7 +381,7 @@ PW_DEVICE_INLINE void pw_msa_wg_consume(const PwMsaSmem& sm, unsigned char* smem
   pack();
   for (int t = 1; t < tiles; ++t) {
     const int prev = (t0 + t - 1) % kPwMsaWgW;
-    pw_msa_wg_tile(sm, count, t, t0, vis, bit, lim);
+    pw_msa_wg_tile(sm, count, t, t0, c, vis, bit, lim);
     pw_wgmma_fence();
     pw_msa_wg_scores(sf, qf, smem, (t0 + t) % kPwMsaWgW);
 #if PW_MSA_WG_DIAG != 3
@@ -540,7 +551,7 @@ PW_DEVICE_INLINE void pw_msa_wg_block(const PwMsaArgs& a, int items, const PwMsa
     pw_msa_rows(sm, it.row0, a.rows, mi, vis, bit);
     PwMsaState st;
     pw_msa_init(st);
-    pw_msa_wg_consume(sm, pw_msa_shared, count, tiles, t0, vis, bit, qf, scale_log2, st);
+    pw_msa_wg_consume(sm, pw_msa_shared, count, tiles, t0, cw / 4, vis, bit, qf, scale_log2, st);
     t0 += tiles;
     pw_msa_finish(st);
     pw_msa_store(a, st, it.row0, it.head0, mi, bit, out);

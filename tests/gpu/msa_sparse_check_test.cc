@@ -25,6 +25,8 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/bf16.h"
 #include "common/mma.h"
 #include "gtest/gtest.h"
@@ -369,13 +371,17 @@ class MsaSparseCheckTest : public ::testing::Test {
   }
 
   // Compiles every key (with `defines`), checks each, prints a row per key; the failures.
-  int CheckAll(const std::vector<std::string>& defines, const std::string& suffix, uint64_t seed) {
+  // launcher: only its keys (empty: every key).
+  int CheckAll(const std::vector<std::string>& defines, const std::string& suffix, uint64_t seed,
+               const std::string& launcher = "") {
     auto tc = OpenToolchain(arch_.platform);
     EXPECT_TRUE(tc.ok()) << tc.status();
     if (!tc.ok()) return 1;
     testing::TempDir dir;
     const CacheStore store(dir.path());
-    const std::vector<Key> keys = AllKeys(arch_);
+    std::vector<Key> keys = AllKeys(arch_);
+    if (!launcher.empty())
+      std::erase_if(keys, [&](const Key& k) { return k.launcher != launcher; });
     const auto payloads = CompileKeys(store, **tc, arch_, keys, defines);
     int failures = 0;
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -415,6 +421,18 @@ TEST_F(MsaSparseCheckTest, EveryVariantMatchesTheCpuReferenceWithMatrixCoresAndS
   const int failures = CheckAll({}, "", 7919u);
   const int simt_failures = CheckAll({"-DPW_FORCE_SIMT=1"}, "/simt", 104729u);
   std::printf("%d + %d (SIMT) variants outside their bounds\n", failures, simt_failures);
+}
+
+// A/B runs of a kernel's compile-time options: with PREWARM_MSA_CHECK_DEFINES=NAME=VALUE,...
+// set, msa_sparse_prefill's keys compiled with them, matrix cores only (the same bounds).
+TEST_F(MsaSparseCheckTest, PrefillWithTheEnvironmentsDefinesMatchesTheCpuReference) {
+  const char* v = std::getenv("PREWARM_MSA_CHECK_DEFINES");
+  if (v == nullptr) GTEST_SKIP() << "set PREWARM_MSA_CHECK_DEFINES=NAME=VALUE,...";
+  std::vector<std::string> defines;
+  for (absl::string_view d : absl::StrSplit(v, ',', absl::SkipEmpty()))
+    defines.push_back(absl::StrCat("-D", d));
+  std::printf("msa_sparse_prefill with %s\n", v);
+  EXPECT_EQ(CheckAll(defines, "/defines", 7919u, "msa_sparse_prefill"), 0);
 }
 
 // Timings at MiniMax-M3's tp 4 shape (16 heads, 1 KV head) with CUDA events, L2 flushed before
