@@ -202,9 +202,15 @@ PW_HD constexpr int pw_msa_wg_tile_bytes(int keys, int d) { return keys * d * 2;
 // latency-bound at one warp a scheduler (bench/RESULTS.md, 2026-12-03). The grid is persistent
 // (one block an SM, taking work items in turn): the producers build the next item's list in the
 // other of two while the consumers finish the current one. Shared memory: Q, the raw ring, two
-// lists, the tile ring (aligned to 128).
+// lists, the tile ring (aligned to 128): 206 KiB at 16 heads a group, 213 KiB at 8. Four tile
+// stages, not three: 2.5% faster on the H200 (bench/RESULTS.md, thirteenth session; two were 20%
+// slower), and five do not fit.
+#ifndef PW_MSA_WG_RAW_STAGES  // A/B builds set them in both the host's and the kernel's compiles
 #define PW_MSA_WG_RAW_STAGES 4
-#define PW_MSA_WG_TILE_STAGES 3
+#endif
+#ifndef PW_MSA_WG_TILE_STAGES
+#define PW_MSA_WG_TILE_STAGES 4
+#endif
 #ifndef PW_MSA_WG_PRODUCER_REGS
 #define PW_MSA_WG_PRODUCER_REGS 64
 #endif
