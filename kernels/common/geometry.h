@@ -28,7 +28,8 @@ PW_HD constexpr int pw_topk_decode_cache_keys(int lds_kib, int stride) {
 // The cluster pays where the rows leave most multiprocessors idle or are long: on the H200 (16
 // rows: 8K 18.2 -> 14.0 us, 32K 55.4 -> 18.2, 128K 280 -> 38.4; 128 rows at 32K 57.5 -> 42.5),
 // but not for 128 rows of 8K (19.0 -> 30.6 us: 1,024 blocks where 128 do).
-#define PW_TOPK_DECODE_CLUSTER 8
+#define PW_TOPK_CLUSTER_MAX 8  // the portable cluster size
+#define PW_TOPK_DECODE_CLUSTER PW_TOPK_CLUSTER_MAX
 #define PW_TOPK_DECODE_CLUSTER_ROWS 32     // rows up to this take a cluster at any length
 #define PW_TOPK_DECODE_CLUSTER_KEYS 16384  // ... and longer rows (stride) at any row count
 PW_HD constexpr int pw_topk_decode_blocks(bool clusters) {
@@ -37,8 +38,17 @@ PW_HD constexpr int pw_topk_decode_blocks(bool clusters) {
 PW_HD constexpr bool pw_topk_decode_cluster_pays(int rows, long long stride) {
   return rows <= PW_TOPK_DECODE_CLUSTER_ROWS || stride > PW_TOPK_DECODE_CLUSTER_KEYS;
 }
-PW_HD constexpr int pw_topk_decode_slice(int n, int blocks) {
+#define PW_TOPK_CACHE 8192  // keys topk_prefill's block holds in shared memory (32 KiB)
+// A cluster's block's slice of a row of n keys: whole warps of keys.
+PW_HD constexpr int pw_topk_slice(int n, int blocks) {
   return ((n + blocks - 1) / blocks + 31) / 32 * 32;
+}
+// topk_prefill with strips S of 2 to 8 on Hopper: a row's S blocks are one cluster (block x its
+// slice x of the keys, at most PW_TOPK_CACHE of them: the key rule's strips), which add up each
+// radix pass's counts as topk_decode's do, instead of S strips' top-k into a workspace and a
+// second launch to merge them (pw_topk_prefill_cluster).
+PW_HD constexpr bool pw_topk_prefill_cluster(int strips, bool hopper) {
+  return hopper && strips > 1 && strips <= PW_TOPK_CLUSTER_MAX;
 }
 
 // fp8_bmm: n columns per block. m_exact keys (M <= 16): 128 (16 a warp on NVIDIA), but 64 (8 a

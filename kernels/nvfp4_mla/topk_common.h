@@ -27,8 +27,7 @@
 
 static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
 
-#define PW_TOPK_CACHE 8192  // keys topk_prefill's block holds in shared memory (32 KiB)
-#define PW_TOPK_BATCH 8     // topk_decode: keys a thread loads at once from global memory
+#define PW_TOPK_BATCH 8  // topk_decode: keys a thread loads at once from global memory
 #define PW_TOPK_WARPS (PW_BLOCK_THREADS / PW_WARP)
 
 // Scores as unsigned keys in the same order. -0 and +0 are the same score (a tie, broken by
@@ -170,6 +169,8 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
 template <int kBatch, int kCluster = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
                                         pw_u32* cache, bool cached, int n_all = -1, int rank = 0) {
+  static_assert(kCluster == 1 || PW_TOPK_CLUSTER_SHARED,
+                "a cluster's select needs the cluster's shared state (PW_TOPK_CLUSTER_SHARED)");
   if (kCluster == 1) n_all = n;
   if (cached) {
 #pragma unroll 8
@@ -277,14 +278,14 @@ __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTo
 }
 
 // The top k of a row of n keys held by a cluster of kCluster blocks, this one `rank`: its slice
-// is keys [lo, lo + slice) of the row (pw_topk_decode_slice: whole warps of keys), cached when
+// is keys [lo, lo + slice) of the row (pw_topk_slice: whole warps of keys), cached when
 // the slice fits. emit(rank_in_row, i) as pw_topk_select's, i the row's index; every block
 // returns the row's count.
 template <int kCluster, int kUncachedBatch = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select_cluster(int n, int k, KeyOf key_of, Emit emit,
                                              PwTopkShared& sh, pw_u32* cache, int cache_keys,
                                              int rank) {
-  const int slice = pw_topk_decode_slice(n, kCluster);
+  const int slice = pw_topk_slice(n, kCluster);
   const int lo = rank * slice < n ? rank * slice : n;
   const int mine = lo + slice < n ? slice : n - lo;
   auto key = [&](int i) { return key_of(lo + i); };
@@ -293,4 +294,25 @@ __device__ inline int pw_topk_select_cluster(int n, int k, KeyOf key_of, Emit em
              ? pw_topk_select_in<1, kCluster>(mine, k, key, put, sh, cache, true, n, rank)
              : pw_topk_select_in<kUncachedBatch, kCluster>(mine, k, key, put, sh, cache, false, n,
                                                            rank);
+}
+
+// A row's top k into o[0, k), -1 past its count: scores s[0, n); this block alone (kBlocks 1:
+// rows of up to cache_keys keys cached, longer ones read kUncachedBatch keys a thread a pass),
+// or block `rank` of a cluster of kBlocks holding the row between them, each writing a share of
+// the padding.
+template <int kBlocks, int kUncachedBatch>
+__device__ inline void pw_topk_row(const float* s, int n, int k, int* o, PwTopkShared& sh,
+                                   pw_u32* cache, int cache_keys, int rank) {
+  auto key = [&](int i) { return pw_order_key(s[i]); };
+  auto emit = [&](int r, int i) { o[r] = i; };
+  int count;
+  if constexpr (kBlocks > 1) {
+    count = pw_topk_select_cluster<kBlocks, kUncachedBatch>(n, k, key, emit, sh, cache, cache_keys,
+                                                            rank);
+  } else {
+    count = pw_topk_select<kUncachedBatch>(n, k, key, emit, sh, cache, cache_keys);
+  }
+  for (int i = count + rank * PW_BLOCK_THREADS + static_cast<int>(threadIdx.x); i < k;
+       i += kBlocks * PW_BLOCK_THREADS)
+    o[i] = -1;
 }

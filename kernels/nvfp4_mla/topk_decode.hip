@@ -17,23 +17,10 @@ __device__ inline void pw_topk_decode_rows(const float* scores, const int* visib
                                            int* out, int cache_keys) {
   __shared__ PwTopkShared sh;
   extern __shared__ pw_u32 pw_topk_cache[];
-  const int row = blockIdx.y, rank = static_cast<int>(blockIdx.x);
-  const float* s = scores + static_cast<long long>(row) * stride;
-  int* o = out + static_cast<long long>(row) * PW_TOPK;
-  auto key = [&](int i) { return pw_order_key(s[i]); };
-  auto emit = [&](int r, int i) { o[r] = i; };
-  int count;
-  if constexpr (kBlocks > 1) {
-    count = pw_topk_select_cluster<kBlocks, PW_TOPK_BATCH>(visible[row], PW_TOPK, key, emit, sh,
-                                                           pw_topk_cache, cache_keys, rank);
-  } else {
-    count = pw_topk_select<PW_TOPK_BATCH>(visible[row], PW_TOPK, key, emit, sh, pw_topk_cache,
-                                          cache_keys);
-  }
-  // The padding, each block a share.
-  for (int i = count + rank * PW_BLOCK_THREADS + threadIdx.x; i < PW_TOPK;
-       i += kBlocks * PW_BLOCK_THREADS)
-    o[i] = -1;
+  const int row = blockIdx.y;
+  pw_topk_row<kBlocks, PW_TOPK_BATCH>(scores + static_cast<long long>(row) * stride, visible[row],
+                                      PW_TOPK, out + static_cast<long long>(row) * PW_TOPK, sh,
+                                      pw_topk_cache, cache_keys, static_cast<int>(blockIdx.x));
 }
 
 extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)

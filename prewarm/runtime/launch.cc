@@ -59,9 +59,33 @@ absl::StatusOr<PwFp8BmmGeometry> Fp8Geometry(const Key& key) {
                              sm.has_value() && *sm == 90);
 }
 
-// topk_decode's cluster entry (pw_topk_decode_cluster): Hopper's sm_90a builds.
-bool TopkDecodeClusters(const Arch& arch) {
+// Thread block clusters (topk_decode's and topk_prefill's cluster entries): Hopper's sm_90a
+// builds.
+bool Clusters(const Arch& arch) {
   return arch.platform == Platform::kNvidia && arch.name == "sm_90";
+}
+
+// topk_prefill's launch: a cluster of `strips` blocks a row on Hopper (2 to 8 strips), else the
+// strips (and their merge where more than one).
+absl::StatusOr<bool> TopkPrefillClusters(const Key& key) {
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  return pw_topk_prefill_cluster(static_cast<int>(KeyInt(key, "strips")), Clusters(arch));
+}
+
+// A top-k launch whose rows are the grid's y (a row's blocks its x: a cluster), in pieces of at
+// most 65,535 rows (the y dimension's limit): launch(v) for each piece's arguments.
+template <typename F>
+absl::Status TopkRowPieces(const TopkArgs& a, int k, F launch) {
+  constexpr int kMaxY = 65535;
+  for (int r0 = 0; r0 < a.rows; r0 += kMaxY) {
+    TopkArgs v = a;
+    v.rows = std::min(kMaxY, a.rows - r0);
+    v.scores += static_cast<DevicePtr>(r0) * static_cast<DevicePtr>(a.stride) * 4;
+    v.visible += static_cast<DevicePtr>(r0) * 4;
+    v.out += static_cast<DevicePtr>(r0) * static_cast<DevicePtr>(k) * 4;
+    RETURN_IF_ERROR(launch(v));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -96,12 +120,14 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
     ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
     const unsigned cache = Unsigned(4 * pw_topk_decode_cache_cap(SharedMemoryKib(arch)));
     std::vector<EntryLaunch> e = {{"pw_topk_decode", kBlock, cache}};
-    if (TopkDecodeClusters(arch)) e.push_back({"pw_topk_decode_cluster", kBlock, cache});
+    if (Clusters(arch)) e.push_back({"pw_topk_decode_cluster", kBlock, cache});
     return e;
   }
   if (l == "topk_prefill") {
     std::vector<EntryLaunch> e = {{"pw_topk_prefill", kBlock, 0}};
     if (KeyInt(key, "strips") > 1) e.push_back({"pw_topk_prefill_merge", kBlock, 0});
+    ASSIGN_OR_RETURN(const bool clusters, TopkPrefillClusters(key));
+    if (clusters) e.push_back({"pw_topk_prefill_cluster", kBlock, 0});
     return e;
   }
   if (l == "index_prefill") {
@@ -193,13 +219,22 @@ absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const Ind
 
 size_t TopkWorkspaceBytes(const Key& key, int rows) {
   const int64_t strips = KeyInt(key, "strips");
-  if (strips <= 1) return 0;
+  const absl::StatusOr<bool> clusters = TopkPrefillClusters(key);
+  if (strips <= 1 || (clusters.ok() && *clusters)) return 0;  // a cluster a row: none
   return static_cast<size_t>(rows) * strips * KeyInt(key, "topk") * 4;
 }
 
 absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const TopkArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   TopkArgs v = a;
+  ASSIGN_OR_RETURN(const bool clusters, TopkPrefillClusters(key));
+  if (clusters) {
+    const unsigned strips = static_cast<unsigned>(KeyInt(key, "strips"));
+    return TopkRowPieces(a, static_cast<int>(KeyInt(key, "topk")), [&](TopkArgs p) {
+      return Run(gpu, module, e.back(), {strips, static_cast<unsigned>(p.rows), 1},
+                 {&p.scores, &p.visible, &p.stride, &p.out});
+    });
+  }
   RETURN_IF_ERROR(Run(gpu, module, e[0],
                       {static_cast<unsigned>(a.rows),
                        static_cast<unsigned>(std::max<int64_t>(1, KeyInt(key, "strips"))), 1},
@@ -216,17 +251,19 @@ absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key& key, const Topk
     return absl::InvalidArgumentError(
         StrCat("topk_decode: stride ", a.stride, ": must be from 0 to 2^31 - 257 scores"));
   }
-  TopkArgs v = a;
   // A row's blocks (a cluster on sm_90, where it pays) and the cache each needs for its slice of
   // the longest row.
-  const bool cluster = TopkDecodeClusters(arch) && pw_topk_decode_cluster_pays(a.rows, a.stride);
+  const bool cluster = Clusters(arch) && pw_topk_decode_cluster_pays(a.rows, a.stride);
   const int blocks = pw_topk_decode_blocks(cluster);
   EntryLaunch& entry = e[cluster ? 1 : 0];
-  int cache_keys = pw_topk_decode_cache_keys(
-      SharedMemoryKib(arch), pw_topk_decode_slice(static_cast<int>(a.stride), blocks));
+  int cache_keys = pw_topk_decode_cache_keys(SharedMemoryKib(arch),
+                                             pw_topk_slice(static_cast<int>(a.stride), blocks));
   entry.shared_bytes = Unsigned(4 * cache_keys);
-  return Run(gpu, module, entry, {static_cast<unsigned>(blocks), static_cast<unsigned>(a.rows), 1},
-             {&v.scores, &v.visible, &v.stride, &v.out, &cache_keys});
+  return TopkRowPieces(a, static_cast<int>(KeyInt(key, "topk")), [&](TopkArgs p) {
+    return Run(gpu, module, entry,
+               {static_cast<unsigned>(blocks), static_cast<unsigned>(p.rows), 1},
+               {&p.scores, &p.visible, &p.stride, &p.out, &cache_keys});
+  });
 }
 
 size_t SparseWorkspaceBytes(const Key& key, int rows) {

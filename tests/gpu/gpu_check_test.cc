@@ -435,6 +435,68 @@ TEST_F(GpuCheckTest, AnFp8BmmPointerThatIsNotSixteenByteAlignedIsAnErrorNamingIt
   }
 }
 
+// A top-k key (topk 2048) compiled through the cache and loaded.
+absl::StatusOr<void*> LoadTopkKey(Gpu& gpu, const Arch& arch, const Key& key,
+                                  const std::string& dir) {
+  ASSIGN_OR_RETURN(const std::vector<msa_test::CompiledKey> compiled,
+                   msa_test::CompileThroughCache({key}, arch, dir, {}));
+  if (!compiled[0].error.empty()) return absl::InternalError(compiled[0].error);
+  return gpu.LoadModule(compiled[0].code);
+}
+
+// One top-k launch of rows with `visible` keys each (scores on a grid: ties are common), poisoned
+// output, the workspace TopkWorkspaceBytes asks for; the rows `check` (all when empty) compared
+// with the CPU. "" when every one is exact, else the first wrong row and where (`how`: the
+// launch's shape, for the message).
+std::string TopkRowsWrong(Gpu& gpu, void* module, const Key& key, bool prefill,
+                          const std::vector<int>& visible, std::vector<int> check,
+                          const std::string& how) {
+  const int n = static_cast<int>(visible.size());
+  const int stride = *std::max_element(visible.begin(), visible.end());
+  Inputs in(static_cast<uint64_t>(stride) * 7 + static_cast<uint64_t>(n));
+  const std::vector<float> scores = in.GridScores(n, stride, visible);
+  absl::StatusOr<DeviceBuffer> ds = Upload(gpu, scores), dvis = Upload(gpu, visible);
+  absl::StatusOr<DeviceBuffer> dout = AllocBuffer(gpu, static_cast<size_t>(n) * 2048 * 4);
+  const size_t ws = TopkWorkspaceBytes(key, n);
+  absl::StatusOr<DeviceBuffer> dwk = AllocBuffer(gpu, ws), dwi = AllocBuffer(gpu, ws);
+  if (!ds.ok() || !dvis.ok() || !dout.ok() || !dwk.ok() || !dwi.ok()) return "cannot allocate";
+  if (!gpu.Fill(dout->ptr(), 0xab, dout->bytes()).ok()) return "cannot poison the output";
+  const TopkArgs a{ds->ptr(),
+                   dvis->ptr(),
+                   stride,
+                   n,
+                   dout->ptr(),
+                   ws > 0 ? dwk->ptr() : 0,
+                   ws > 0 ? dwi->ptr() : 0};
+  const absl::Status launched =
+      prefill ? LaunchTopkPrefill(gpu, module, key, a) : LaunchTopkDecode(gpu, module, key, a);
+  if (!launched.ok()) return std::string(launched.message());
+  if (const absl::Status st = gpu.Synchronize(); !st.ok()) return std::string(st.message());
+  absl::StatusOr<std::vector<int>> out = Download<int>(gpu, *dout, static_cast<size_t>(n) * 2048);
+  if (!out.ok()) return std::string(out.status().message());
+  if (check.empty()) {
+    for (int r = 0; r < n; ++r) check.push_back(r);
+  }
+  const std::vector<std::vector<int>> want =
+      ref::TopKRows(scores.data(), stride, check, visible.data(), 2048);
+  for (size_t c = 0; c < check.size(); ++c) {
+    const int r = check[c];
+    const int* got = out->data() + static_cast<size_t>(r) * 2048;
+    int wrong = 0, first = -1;
+    for (int i = 0; i < 2048; ++i) {
+      if (got[i] == want[c][i]) continue;
+      if (wrong++ == 0) first = i;
+    }
+    if (wrong > 0) {
+      return absl::StrCat(
+          "row ", r, " of ", visible[r], " keys: ", wrong, " entries wrong, the first at ", first,
+          " (got ", got[first], ", want ", want[c][first], "; ", TopkCount(got), " selected, want ",
+          TopkCount(want[c].data()), ") (", n, " rows, stride ", stride, ", ", how, ")");
+    }
+  }
+  return "";
+}
+
 // topk_decode over rows longer than the plan's witnesses: rows cached in the launch's dynamic
 // shared memory (sized by its longest row, at most what the arch has), rows past that cache
 // (every pass reads global memory, several keys a thread at once), and rows shorter than Ktop, in
@@ -444,60 +506,66 @@ TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
   Key key = NewKey("topk_decode", arch_);
   key.Set("topk", 2048);
   testing::TempDir dir;
-  absl::StatusOr<std::vector<msa_test::CompiledKey>> compiled =
-      msa_test::CompileThroughCache({key}, arch_, dir.path(), {});
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
-  ASSERT_TRUE((*compiled)[0].error.empty()) << (*compiled)[0].error;
-  absl::StatusOr<void*> module = gpu_->LoadModule((*compiled)[0].code);
+  absl::StatusOr<void*> module = LoadTopkKey(*gpu_, arch_, key, dir.path());
   ASSERT_TRUE(module.ok()) << module.status();
   const int cap = pw_topk_decode_cache_cap(SharedMemoryKib(arch_));
   // A row's blocks: on sm_90 a cluster where it pays (few rows or long ones), each block holding a
   // slice; rows of fewer keys than the cluster has warps leave blocks with none; 8 cache-fulls and
   // one past them: every slice read from global memory each pass. 40 rows of at most 16K keys: a
-  // block a row, on sm_90 too.
+  // block a row, on sm_90 too; 65,537 short rows: more than a launch's grid holds in y.
   const bool clusters = arch_.platform == Platform::kNvidia && arch_.name == "sm_90";
-  std::vector<int> many;
+  std::vector<int> many, most;
   for (int r = 0; r < 40; ++r) many.push_back(r % 5 == 0 ? 16384 : 100 + 397 * r);
+  for (int r = 0; r < 65537; ++r) most.push_back(1 + (r * 37) % 2600);
   for (const std::vector<int>& visible :
        {std::vector<int>{8256, 131072, 1000, cap, cap + 1, 32768, 2048, 70001},
         std::vector<int>{100, 4000, 2049, 3071, 33, 2047},
-        std::vector<int>{8 * cap + 1, 5000, 8 * cap}, many}) {
+        std::vector<int>{8 * cap + 1, 5000, 8 * cap}, many, most}) {
     const int n = static_cast<int>(visible.size());
     const int stride = *std::max_element(visible.begin(), visible.end());
     const int blocks = pw_topk_decode_blocks(clusters && pw_topk_decode_cluster_pays(n, stride));
-    Inputs in(static_cast<uint64_t>(stride));
-    const std::vector<float> scores = in.GridScores(n, stride, visible);
-    absl::StatusOr<DeviceBuffer> ds = Upload(*gpu_, scores), dvis = Upload(*gpu_, visible);
-    absl::StatusOr<DeviceBuffer> dout = AllocBuffer(*gpu_, static_cast<size_t>(n) * 2048 * 4);
-    ASSERT_TRUE(ds.ok() && dvis.ok() && dout.ok());
-    ASSERT_TRUE(gpu_->Fill(dout->ptr(), 0xab, dout->bytes()).ok());
-    const TopkArgs a{ds->ptr(), dvis->ptr(), stride, n, dout->ptr(), 0, 0};
-    const absl::Status launched = LaunchTopkDecode(*gpu_, *module, key, a);
-    ASSERT_TRUE(launched.ok()) << launched;
-    ASSERT_TRUE(gpu_->Synchronize().ok());
-    absl::StatusOr<std::vector<int>> out =
-        Download<int>(*gpu_, *dout, static_cast<size_t>(n) * 2048);
-    ASSERT_TRUE(out.ok()) << out.status();
-    std::vector<int> rows(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) rows[static_cast<size_t>(r)] = r;
-    const std::vector<std::vector<int>> want =
-        ref::TopKRows(scores.data(), stride, rows, visible.data(), 2048);
-    for (int r = 0; r < n; ++r) {
-      int wrong = 0, first = -1;
-      for (int i = 0; i < 2048; ++i) {
-        if ((*out)[static_cast<size_t>(r) * 2048 + i] == want[r][i]) continue;
-        if (wrong++ == 0) first = i;
-      }
-      EXPECT_EQ(wrong, 0) << "row " << r << " of " << visible[r] << " keys: first wrong at "
-                          << first << " (got "
-                          << (first < 0 ? 0 : (*out)[static_cast<size_t>(r) * 2048 + first])
-                          << ", want " << (first < 0 ? 0 : want[r][first]) << "; "
-                          << TopkCount((*out).data() + static_cast<size_t>(r) * 2048)
-                          << " selected, want " << TopkCount(want[r].data()) << ") (stride "
-                          << stride << ", " << blocks << " blocks a row, cache "
-                          << pw_topk_decode_cache_keys(SharedMemoryKib(arch_),
-                                                       pw_topk_decode_slice(stride, blocks))
-                          << " keys a block)";
+    const std::vector<int> check =
+        n < 1000 ? std::vector<int>{} : std::vector<int>{0, 1, 777, 65534, 65535, 65536};
+    EXPECT_EQ(TopkRowsWrong(*gpu_, *module, key, false, visible, check,
+                            absl::StrCat(blocks, " blocks a row, cache ",
+                                         pw_topk_decode_cache_keys(SharedMemoryKib(arch_),
+                                                                   pw_topk_slice(stride, blocks)),
+                                         " keys a block")),
+              "");
+  }
+}
+
+// topk_prefill over rows up to its strips' length (strips x 8192 keys): on sm_90, 2 to 8 strips
+// take a thread block cluster a row (no workspace), 16 the strips and their merge; rows of a
+// whole length, one short of it, just past a cache-full of the first block, around Ktop, shorter
+// than a cluster's warps, of one key; and 65,537 short rows (strips 2), more than a launch's grid
+// holds in y. Exact against the CPU.
+TEST_F(GpuCheckTest, TopkPrefillOfLongRowsMatchesTheCpuReference) {
+  arch_ = *ParseArch(gpu_->ArchName());
+  const bool hopper = arch_.platform == Platform::kNvidia && arch_.name == "sm_90";
+  for (int strips : {2, 4, 8, 16}) {
+    Key key = NewKey("topk_prefill", arch_);
+    key.Set("topk", 2048);
+    key.Set("strips", strips);
+    testing::TempDir dir;
+    absl::StatusOr<void*> module = LoadTopkKey(*gpu_, arch_, key, dir.path());
+    ASSERT_TRUE(module.ok()) << "strips " << strips << ": " << module.status();
+    const int len = strips * PW_TOPK_CACHE;
+    std::vector<std::vector<int>> launches = {
+        {len, len - 1, PW_TOPK_CACHE + 1, 2049, 2048, 2047, 33, 1, 5000, len - 8191}};
+    if (strips == 2) {
+      std::vector<int> most;
+      for (int r = 0; r < 65537; ++r) most.push_back(1 + (r * 37) % 3000);
+      launches.push_back(most);
+    }
+    const std::string how = pw_topk_prefill_cluster(strips, hopper)
+                                ? absl::StrCat("a cluster of ", strips, " a row")
+                                : absl::StrCat(strips, " strips and their merge");
+    for (const std::vector<int>& visible : launches) {
+      const std::vector<int> check = visible.size() < 1000
+                                         ? std::vector<int>{}
+                                         : std::vector<int>{0, 1, 777, 65534, 65535, 65536};
+      EXPECT_EQ(TopkRowsWrong(*gpu_, *module, key, true, visible, check, how), "");
     }
   }
 }

@@ -9,7 +9,9 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "prewarm/launchers/launcher.h"
 #include "prewarm/launchers/step_generator.h"
+#include "prewarm/runtime/launch.h"
 #include "prewarm/util/files.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
@@ -348,6 +350,33 @@ TEST_F(FilledCacheTest, AFamilyThatIsNotAStringIsIgnored) {
     auto kc = KernelCache::Open(Options(cache, true));
     ASSERT_TRUE(kc.ok()) << family.dump() << ": " << kc.status();
     EXPECT_EQ((*kc)->shape().family, AttentionFamily::kMla) << family.dump();
+  }
+}
+
+// topk_prefill's entries and workspace by arch: on sm_90, 2 to 8 strips run as a thread block
+// cluster a row (an entry of its own, no workspace); 16 strips, and every strip count on AMD,
+// select each strip's top-k into the workspace (key and index: rows x strips x topk each) and
+// merge.
+TEST(LaunchTest, TopkPrefillTakesAClusterARowOnHopperAndStripsElsewhere) {
+  for (const char* arch_name : {"sm_90", "gfx942"}) {
+    const absl::StatusOr<Arch> arch = ParseArch(arch_name);
+    ASSERT_TRUE(arch.ok()) << arch.status();
+    for (int strips : {1, 2, 4, 8, 16}) {
+      Key key = NewKey("topk_prefill", *arch);
+      key.Set("topk", 2048);
+      key.Set("strips", strips);
+      const bool cluster = std::string(arch_name) == "sm_90" && strips > 1 && strips <= 8;
+      const absl::StatusOr<std::vector<EntryLaunch>> e = EntryLaunches(key);
+      ASSERT_TRUE(e.ok()) << e.status();
+      std::vector<std::string> names;
+      for (const EntryLaunch& l : *e) names.push_back(l.entry);
+      std::vector<std::string> want = {"pw_topk_prefill"};
+      if (strips > 1) want.push_back("pw_topk_prefill_merge");
+      if (cluster) want.push_back("pw_topk_prefill_cluster");
+      EXPECT_EQ(names, want) << arch_name << " strips " << strips;
+      const size_t ws = cluster || strips == 1 ? 0 : size_t{10} * strips * 2048 * 4;
+      EXPECT_EQ(TopkWorkspaceBytes(key, 10), ws) << arch_name << " strips " << strips;
+    }
   }
 }
 
