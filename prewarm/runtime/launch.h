@@ -58,7 +58,9 @@ struct TopkArgs {
   DevicePtr scores = 0, visible = 0;
   int stride = 0, rows = 0;
   DevicePtr out = 0;
-  DevicePtr ws_key = 0, ws_idx = 0;  // topk_prefill with strips > 1: TopkWorkspaceBytes each
+  // topk_prefill with strips > 1 (but a cluster a row on sm_90, 2 to 8 strips: none):
+  // TopkWorkspaceBytes each.
+  DevicePtr ws_key = 0, ws_idx = 0;
 };
 size_t TopkWorkspaceBytes(const Key& key, int rows);
 absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const TopkArgs& a);

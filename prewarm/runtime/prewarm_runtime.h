@@ -152,7 +152,8 @@ typedef struct {
   const void* visible; /* int32 [rows] */
   int stride, rows;
   void* out;    /* int32 [rows][Ktop]; ascending indices, -1 past the visible range */
-  void* ws_key; /* topk_prefill with strips: prewarm_runtime_workspace bytes each */
+  void* ws_key; /* topk_prefill with strips (but 2 to 8 on sm_90, a thread block cluster a row:
+                   none): prewarm_runtime_workspace bytes each */
   void* ws_idx;
   long long ctx; /* topk_prefill key: the request's context */
 } prewarm_topk_args;
