@@ -26,7 +26,8 @@ SubprocessOptions PrewarmSubprocessOptions(
 std::string TestDataPath(const std::string& relative);
 
 // The prewarm binary: $PREWARM_TEST_BINARY when set (the device machine runs a copied build),
-// else the one this build made.
+// else the one this build made, else (a copied build without the variable) the prewarm beside
+// the test's own binary.
 std::string PrewarmBinary();
 
 }  // namespace prewarm::testing
