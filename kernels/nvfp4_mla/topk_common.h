@@ -4,9 +4,10 @@
 // visible. The order is the positions' own (causal) order: the attention reads the selected
 // records in the order they lie in the cache, and no sort is needed.
 //
-// One block (or, topk_decode on Hopper, one cluster of blocks, each holding a slice of the row's
-// keys in row order: each pass's counts are added up over the cluster through distributed shared
-// memory, so every block picks the same digit; the compaction's offsets add the slices before):
+// One block (or, on Hopper, topk_decode's and topk_prefill's cluster entries: one cluster of
+// blocks, each holding a slice of the row's keys in row order: each pass's counts are added up
+// over the cluster through distributed shared memory, so every block picks the same digit; the
+// compaction's offsets add the slices before):
 //   1. the row's keys (scores as ordered unsigned integers) are read once into shared memory
 //      when they fit the caller's cache (prefill: PW_TOPK_CACHE; decode: what the launch gave),
 //      else every pass reads global memory (topk_decode: PW_TOPK_BATCH keys a thread at once);
@@ -40,9 +41,10 @@ __device__ inline pw_u32 pw_order_key(float f) {
 struct PwTopkShared {
   int hist[256];
 #if PW_TOPK_CLUSTER_SHARED
-  // A cluster's block (topk_decode on Hopper): its own counts of a pass, read by its peers, and
-  // its slice's totals. Only where the including kernel asks for them (PW_TOPK_CLUSTER_SHARED),
-  // so that topk_prefill's shared memory (6 blocks an H200 multiprocessor) stays as it was.
+  // A cluster's block (the cluster entries on Hopper): its own counts of a pass, read by its
+  // peers, and its slice's totals. Only where the including kernel asks for them
+  // (PW_TOPK_CLUSTER_SHARED: compiles with a cluster entry), so that topk_prefill's strips-1
+  // compile keeps its 6 blocks an H200 multiprocessor.
   int local[2][256];
   int block_greater, block_equal;
 #endif

@@ -226,7 +226,6 @@ size_t TopkWorkspaceBytes(const Key& key, int rows) {
 
 absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const TopkArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
-  TopkArgs v = a;
   ASSIGN_OR_RETURN(const bool clusters, TopkPrefillClusters(key));
   if (clusters) {
     const unsigned strips = static_cast<unsigned>(KeyInt(key, "strips"));
@@ -235,6 +234,7 @@ absl::Status LaunchTopkPrefill(Gpu& gpu, void* module, const Key& key, const Top
                  {&p.scores, &p.visible, &p.stride, &p.out});
     });
   }
+  TopkArgs v = a;
   RETURN_IF_ERROR(Run(gpu, module, e[0],
                       {static_cast<unsigned>(a.rows),
                        static_cast<unsigned>(std::max<int64_t>(1, KeyInt(key, "strips"))), 1},
