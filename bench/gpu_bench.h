@@ -58,13 +58,30 @@ class KernelTimer {
     auto flush = [&] {
       return warm_l2_ ? absl::OkStatus() : gpu_.Fill(flush_.ptr(), 0, flush_.bytes());
     };
-    return Must(TimeEach(gpu_, launch, flush, reps_ > 0 ? reps_ : reps));
+    std::vector<float> ms = Must(TimeEach(gpu_, launch, flush, reps_ > 0 ? reps_ : reps));
+    if (trace_ && TraceBegin()) {  // one more launch, as the timed ones, its trace printed
+      OrDie(flush());
+      OrDie(launch());
+      OrDie(gpu_.Synchronize());
+      TraceEnd();
+    }
+    return ms;
   }
+  // --trace: after each row's timing, one launch of the last compiled module read back through
+  // common/trace.h's buffers (the module must be built with PW_TRACE=1) and printed.
+  void set_trace(bool on) { trace_ = on; }
   Gpu& gpu() { return gpu_; }
 
  private:
+  bool TraceBegin();  // false: the module has no trace buffers
+  void TraceEnd();
+
   Gpu& gpu_;
   Arch arch_;
+  bool trace_ = false;
+  void* last_module_ = nullptr;
+  DevicePtr trace_ns_ = 0, trace_clk_ = 0;
+  size_t trace_bytes_ = 0;
   bool simt_;
   std::vector<std::string> defines_;
   int reps_;

@@ -8,9 +8,11 @@
 // would cost (a variant must be faster where the rule sends it).
 //   msa_kernel_bench [--model-config tests/data/models/minimax-m3.json] [--tp 4]
 //                    [--bf16-tflops 790] [--reps N] [--simt] [--define NAME[=VALUE]]...
-//                    [--launcher L] [--rows N[,N]...] [--prefill-grid N]
+//                    [--launcher L] [--rows N[,N]...] [--prefill-grid N] [--warm-l2] [--trace]
 // --prefill-grid N: msa_sparse_prefill's warpgroup path launches at most N persistent blocks
 // (default one an SM; a large N gives a block an item, as a plain grid).
+// --trace: the kernels built with PW_TRACE=1 (common/trace.h); after each row, when each of its
+// trace points happened over the blocks of one more launch (msa_index_decode, msa_sparse_decode).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +44,7 @@ struct Options {
   std::vector<int> rows;
   bool picked_only = false;  // --picked: only the variants the rules pick (one launch a row)
   bool warm_l2 = false;      // --warm-l2: no L2 flush between launches
+  bool trace = false;        // --trace: PW_TRACE=1 builds, each row's trace points printed
   int prefill_grid = 0;      // --prefill-grid: msa_sparse_prefill's max_grid (0: one an SM)
 };
 
@@ -78,7 +81,9 @@ std::vector<int> Table(const Rows& r, int pool, int* num_blocks) {
 class MsaBench {
  public:
   MsaBench(Gpu& gpu, const Arch& arch, const Options& o, const Shape& shape)
-      : gpu_(gpu), o_(o), shape_(shape), timer_(gpu, arch, o.simt, o.defines, o.reps, o.warm_l2) {}
+      : gpu_(gpu), o_(o), shape_(shape), timer_(gpu, arch, o.simt, o.defines, o.reps, o.warm_l2) {
+    timer_.set_trace(o.trace);
+  }
 
   double CopyTbs() { return timer_.CopyTbs(); }
   double FloorMs() { return timer_.FloorMs(); }
@@ -322,7 +327,7 @@ class MsaBench {
 
 constexpr char kUsage[] =
     "usage: msa_kernel_bench [--model-config PATH] [--tp N] [--bf16-tflops T] [--reps N] "
-    "[--simt] [--picked] [--warm-l2]\n"
+    "[--simt] [--picked] [--warm-l2] [--trace]\n"
     "                        [--define NAME[=VALUE]]... [--launcher msa_...] [--rows N,...]\n"
     "                        [--prefill-grid N]\n";
 
@@ -337,6 +342,11 @@ int Main(int argc, char** argv) {
     }
     if (a == "--simt" || a == "--picked" || a == "--warm-l2") {
       (a == "--simt" ? o.simt : a == "--picked" ? o.picked_only : o.warm_l2) = true;
+      continue;
+    }
+    if (a == "--trace") {
+      o.trace = true;
+      o.defines.push_back("PW_TRACE=1");
       continue;
     }
     if (i + 1 >= argc) {

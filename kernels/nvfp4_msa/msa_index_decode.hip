@@ -22,6 +22,7 @@
 // Each score is masked past visible and max-reduced in the lane; after the key block, over the
 // lanes holding its query vector, and written.
 #include "common/mma.h"
+#include "common/trace.h"
 #include "nvfp4_msa/msa_index_geometry.h"
 #include "nvfp4_msa/msa_layout.h"
 #include "nvfp4_msa/msa_topk_select.h"
@@ -117,33 +118,51 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
   __shared__ pw_u32 cand_key[kPwWarps * PW_TOPK_BLOCKS];
   __shared__ int cand_id[kPwWarps * PW_TOPK_BLOCKS];
   __shared__ int last_block;
+  pw_trace(0);
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   const int c = lane % 16, g = lane / 16;  // dims 8c .. 8c + 7 of keys 8 g + i of a pass
   // The run of row blockIdx.x: rows [lead, end) of its request, within its rows tile. Each of
   // the run's blocks (one a row: part = blockIdx.x - lead of L) takes every L-th share of the
   // chunk's key blocks for all of the run's rows, so that a run of L rows (a decode token and
-  // its speculative ones) keeps L blocks busy, as L runs of one row would.
-  const int req = row_req[blockIdx.x];
+  // its speculative ones) keeps L blocks busy, as L runs of one row would. The tile's requests
+  // and visible counts are loaded at once (lane i: rows tile0 + i, + W, ..): one load's latency
+  // before the pages', where finding the run row by row took three in a chain.
+  constexpr int kTileWords = (PW_ROWS_TILE + PW_WARP - 1) / PW_WARP;
+  constexpr int kPwNoReq = -0x7fffffff - 1;  // past the tile: no request's id
   const int tile0 = blockIdx.x / PW_ROWS_TILE * PW_ROWS_TILE;
-  int lead = static_cast<int>(blockIdx.x);
-  for (bool found = false; !found;) {  // uniform: the first row below lead outside the run
-    const int r = lead - 1 - lane;
-    const int stop = pw_msa_warp_min_i32(r < tile0 || row_req[r] != req ? lane : PW_WARP);
-    lead -= stop;
-    found = stop < PW_WARP;
+  const int me = static_cast<int>(blockIdx.x) - tile0;
+  int rq[kTileWords], vs[kTileWords];
+#pragma unroll
+  for (int w = 0; w < kTileWords; ++w) {
+    const int i = PW_WARP * w + lane;
+    const bool in = i < PW_ROWS_TILE && tile0 + i < rows;
+    rq[w] = in ? row_req[tile0 + i] : kPwNoReq;
+    vs[w] = in ? visible[tile0 + i] : 0;
   }
-  const int tile_end = tile0 + PW_ROWS_TILE;
-  int end = tile_end < rows ? tile_end : rows;
-  for (int base = lead + 1; base < end; base += PW_WARP) {
-    const int r = base + lane;
-    end = pw_msa_warp_min_i32(r < end && row_req[r] != req ? r : end);
+  int req = kPwNoReq;
+#pragma unroll
+  for (int w = 0; w < kTileWords; ++w) {
+    if (w == me / PW_WARP) req = pw_msa_shfl_i32(rq[w], me % PW_WARP);  // uniform
   }
+  // lead: one past the last row before this one of another request; end: the first after it.
+  pw_u32 after_other = 0;
+  int first_other = PW_WARP * kTileWords;
+#pragma unroll
+  for (int w = 0; w < kTileWords; ++w) {
+    const int i = PW_WARP * w + lane;
+    if (rq[w] != req && i < me) after_other = static_cast<pw_u32>(i + 1);
+    if (rq[w] != req && i > me && i < first_other) first_other = i;
+  }
+  const int lead = tile0 + static_cast<int>(pw_msa_warp_max_u32(after_other));
+  const int end = tile0 + pw_msa_warp_min_i32(first_other);
   pw_u32 lim = 0;
-  for (int r = lead + lane; r < end; r += PW_WARP) {
-    const int v = visible[r];
-    lim = v > static_cast<int>(lim) ? static_cast<pw_u32>(v) : lim;
+#pragma unroll
+  for (int w = 0; w < kTileWords; ++w) {
+    const int r = tile0 + PW_WARP * w + lane;
+    if (r >= lead && r < end && vs[w] > static_cast<int>(lim)) lim = static_cast<pw_u32>(vs[w]);
   }
   lim = pw_msa_warp_max_u32(lim);
+  pw_trace(1);  // the tile's requests and visible counts
   const int nb_run = pw_msa_blocks_of(static_cast<int>(lim));
   const int nq = (end - lead) * PW_HI;  // qvecs: (row, head), head fastest
   const int part = static_cast<int>(blockIdx.x) - lead;
@@ -176,6 +195,7 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
       pw_msa_load_pass(raw[s], index_cache + base + s * kPwPassKeys * PW_DI + lane_off);
     }
   }
+  pw_trace(2);  // the pages: the first passes' loads issued
   for (int item = 0, grp = 0; item < items;) {
     const int b = first + kPwWarps * (nq / PW_HI) * item;
     const int next_item = grp + 1 < groups ? item : item + 1;
@@ -298,11 +318,13 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
         }
       }
     }
+    if (item == 0 && grp == 0) pw_trace(3);  // the first key block scored
     if (++grp == groups) {
       grp = 0;
       ++item;
     }
   }
+  pw_trace(4);  // every key block scored
   if (topk == nullptr) return;
   // The fused top-k: the run's last block to finish selects from every block's scores.
   __threadfence();
@@ -311,6 +333,7 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
     last_block = atomicAdd(counters + lead, 1) == static_cast<int>(gridDim.y) * (nq / PW_HI) - 1;
   }
   __syncthreads();
+  pw_trace(5);  // counted done
   if (!last_block) return;
   __threadfence();
   if (threadIdx.x == 0) counters[lead] = 0;  // ready for the next launch
@@ -321,4 +344,5 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
                                 pw_msa_blocks_of(visible[row]), topk + hr * PW_TOPK_BLOCKS,
                                 cand_key, cand_id);
   }
+  pw_trace(6);  // the run's top-k written
 }

@@ -22,6 +22,7 @@
 //     and written: o and lse (splits 1) or the split's normalized partials (msa_sparse_decode.hip).
 // The SIMT check build runs msa_sparse_attend.h's tile path with the same block instead.
 #pragma once
+#include "common/trace.h"
 #include "nvfp4_msa/msa_sparse_attend.h"
 
 #if PW_MMA_IMPL == PW_MMA_SYNC
@@ -140,6 +141,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   }
 
   __syncthreads();  // Q's fragments and the list are in
+  pw_trace(1);
 
   const int e0 = static_cast<int>(static_cast<long long>(out.split) * count / PW_SPLITS);
   const int e1 = static_cast<int>(static_cast<long long>(out.split + 1) * count / PW_SPLITS);
@@ -163,7 +165,8 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   for (int i = 0; i < n; ++i) {
     pw_msa_dec_issue(a, list, g, e0, n, vis, i + PW_MSA_DEC_STAGES - 1, ring);
     pw_msa_async_wait_pending<PW_MSA_DEC_STAGES - 1>();
-    pw_syncwarp();  // every lane's pieces of chunk i are in
+    pw_syncwarp();            // every lane's pieces of chunk i are in
+    if (i == 0) pw_trace(2);  // the first chunk in
     const int j = warp + W * i;
     const int base = list[e0 + j / kPwMsaDecChunksPerBlock] * PW_MSA_BLOCK +
                      (j % kPwMsaDecChunksPerBlock) * PW_MSA_DEC_KEYS;
@@ -245,6 +248,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   }
   pw_msa_async_wait();
   pw_msa_finish(st);
+  pw_trace(3);      // the chunks done
   __syncthreads();  // every warp is done with its ring: it becomes the combine's O
 
   // The block's LSE combine: rows r (representative 0) and r + 8 (representative 2).

@@ -75,6 +75,7 @@ extern "C" __global__ void __launch_bounds__(kPwMg.threads,
                          const int* block_table, int max_blocks, const pw_u8* kv, float k_scale,
                          float v_scale, float scale, pw_u16* o, float* lse, float* ws_o,
                          float* ws_lse, int rows) {
+  pw_trace(0);
   const PwMsaArgs a{q,  topk,    row_req, visible, block_table, max_blocks,
                     kv, k_scale, v_scale, scale,   rows};
   const int g = blockIdx.y / kPwMg.head_slices;
@@ -85,9 +86,11 @@ extern "C" __global__ void __launch_bounds__(kPwMg.threads,
 #else
   pw_msa_attend(a, blockIdx.x, g, head0, out);
 #endif
+  pw_trace(4);  // the block's partial written
 #if PW_MSA_DEC_CLUSTER
   pw_msa_cluster_combine(ws_o, ws_lse, o, lse, blockIdx.x, head0, static_cast<int>(blockIdx.z));
 #endif
+  pw_trace(5);
 }
 
 #if PW_SPLITS > 1 && !PW_MSA_DEC_CLUSTER

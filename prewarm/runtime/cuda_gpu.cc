@@ -35,6 +35,7 @@ struct CudaApi {
   CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
   CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
   CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*module_get_global)(CUdeviceptr*, size_t*, CUmodule, const char*) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                             unsigned, void*, void**, void**) = nullptr;
   CUresult (*ctx_synchronize)() = nullptr;
@@ -96,6 +97,13 @@ class CudaGpu final : public Gpu {
     RETURN_IF_ERROR(Check(api_.module_get_function(&f, module, name.c_str()),
                           StrCat("cuModuleGetFunction ", name)));
     return f;
+  }
+  absl::StatusOr<DevicePtr> GetGlobal(void* module, const std::string& name,
+                                      size_t* bytes) override {
+    CUdeviceptr p = 0;
+    RETURN_IF_ERROR(Check(api_.module_get_global(&p, bytes, module, name.c_str()),
+                          StrCat("cuModuleGetGlobal ", name)));
+    return p;
   }
   absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
                       unsigned shared_bytes) override {
@@ -169,6 +177,7 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   RETURN_IF_ERROR(lib.Get("cuMemcpyDtoD_v2", a.memcpy_dtod));
   RETURN_IF_ERROR(lib.Get("cuModuleLoadData", a.module_load_data));
   RETURN_IF_ERROR(lib.Get("cuModuleGetFunction", a.module_get_function));
+  RETURN_IF_ERROR(lib.Get("cuModuleGetGlobal_v2", a.module_get_global));
   RETURN_IF_ERROR(lib.Get("cuLaunchKernel", a.launch_kernel));
   RETURN_IF_ERROR(lib.Get("cuCtxSynchronize", a.ctx_synchronize));
   RETURN_IF_ERROR(lib.Get("cuGetErrorString", a.get_error_string));

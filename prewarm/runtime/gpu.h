@@ -45,6 +45,10 @@ class Gpu {
   // Loads a code object (cubin or AMDGPU ELF); the handle lives until the Gpu is destroyed.
   virtual absl::StatusOr<void*> LoadModule(const std::string& code) = 0;
   virtual absl::StatusOr<void*> GetFunction(void* module, const std::string& name) = 0;
+  // A __device__ variable of a loaded module (extern "C" name): its address; its size in bytes
+  // into *bytes.
+  virtual absl::StatusOr<DevicePtr> GetGlobal(void* module, const std::string& name,
+                                              size_t* bytes) = 0;
   // `args` points at each kernel argument's value, in order. `shared_bytes` of dynamic shared
   // memory; above 48 KiB the function is first allowed that much (CUDA's opt-in).
   virtual absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,

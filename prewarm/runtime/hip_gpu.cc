@@ -23,6 +23,7 @@ struct HipApi {
   HipError (*memset)(void*, int, size_t) = nullptr;
   HipError (*module_load_data)(void**, const void*) = nullptr;
   HipError (*module_get_function)(void**, void*, const char*) = nullptr;
+  HipError (*module_get_global)(void**, size_t*, void*, const char*) = nullptr;
   HipError (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      void*, void**, void**) = nullptr;
   HipError (*synchronize)() = nullptr;
@@ -80,6 +81,13 @@ class HipGpu final : public Gpu {
                           StrCat("hipModuleGetFunction ", name)));
     return f;
   }
+  absl::StatusOr<DevicePtr> GetGlobal(void* module, const std::string& name,
+                                      size_t* bytes) override {
+    void* p = nullptr;
+    RETURN_IF_ERROR(Check(api_.module_get_global(&p, bytes, module, name.c_str()),
+                          StrCat("hipModuleGetGlobal ", name)));
+    return reinterpret_cast<DevicePtr>(p);
+  }
   absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
                       unsigned shared_bytes) override {
     std::vector<void*> a = args;
@@ -134,6 +142,7 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenHipGpu(int device) {
   RETURN_IF_ERROR(lib.Get("hipMemset", a.memset));
   RETURN_IF_ERROR(lib.Get("hipModuleLoadData", a.module_load_data));
   RETURN_IF_ERROR(lib.Get("hipModuleGetFunction", a.module_get_function));
+  RETURN_IF_ERROR(lib.Get("hipModuleGetGlobal", a.module_get_global));
   RETURN_IF_ERROR(lib.Get("hipModuleLaunchKernel", a.launch));
   RETURN_IF_ERROR(lib.Get("hipDeviceSynchronize", a.synchronize));
   RETURN_IF_ERROR(lib.Get("hipGetErrorString", a.error_string));

@@ -591,6 +591,89 @@ TEST_F(MsaIndexCheckTest, EveryVariantMatchesTheCpuReferenceInBothBuilds) {
   std::printf("%d checks outside their bounds\n", failures);
 }
 
+// common/trace.h through the runtime's Gpu::GetGlobal: a PW_TRACE=1 build of msa_index_decode
+// (fused top-k) records, in every block, its events in order on both clocks, and the run's
+// top-k event in one block a run; a plain build has no trace buffers (an error naming them).
+TEST_F(MsaIndexCheckTest, ATraceBuildRecordsEveryBlocksEventsInOrder) {
+  if (arch_.platform != Platform::kNvidia) GTEST_SKIP() << "trace points are NVIDIA's only";
+  const Key key = IndexDecodeKey(arch_, 16, 1);
+  testing::TempDir dir;
+  absl::StatusOr<std::vector<CompiledKey>> traced =
+      CompileThroughCache({key}, arch_, dir.path() + "/trace", {"-DPW_TRACE=1"});
+  absl::StatusOr<std::vector<CompiledKey>> plain =
+      CompileThroughCache({key}, arch_, dir.path() + "/plain", {});
+  ASSERT_TRUE(traced.ok() && plain.ok());
+  ASSERT_TRUE((*traced)[0].error.empty() && (*plain)[0].error.empty()) << (*traced)[0].error;
+  absl::StatusOr<void*> mt = gpu_->LoadModule((*traced)[0].code);
+  absl::StatusOr<void*> mp = gpu_->LoadModule((*plain)[0].code);
+  ASSERT_TRUE(mt.ok() && mp.ok());
+  size_t bytes = 0;
+  absl::StatusOr<DevicePtr> none = gpu_->GetGlobal(*mp, "pw_trace_ns", &bytes);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(std::string(none.status().message()).find("pw_trace_ns"), std::string::npos)
+      << none.status();
+  size_t clk_bytes = 0;
+  absl::StatusOr<DevicePtr> ns = gpu_->GetGlobal(*mt, "pw_trace_ns", &bytes);
+  absl::StatusOr<DevicePtr> clk = gpu_->GetGlobal(*mt, "pw_trace_clk", &clk_bytes);
+  ASSERT_TRUE(ns.ok() && clk.ok()) << ns.status() << " " << clk.status();
+  constexpr size_t kEvents = 8;
+  ASSERT_EQ(bytes, size_t{4096} * kEvents * 8);
+  ASSERT_EQ(clk_bytes, bytes);
+  ASSERT_TRUE(gpu_->Fill(*ns, 0, bytes).ok() && gpu_->Fill(*clk, 0, bytes).ok());
+
+  // 12 decode rows, one a request, at contexts of 1 to 40 key blocks.
+  Inputs in(4242);
+  std::vector<std::pair<int, int>> reqs;
+  for (int r = 0; r < 12; ++r) reqs.push_back({in.Int(1, 5000), 1});
+  const Batch b = MakeBatch(reqs, in, 0);
+  const int rows = static_cast<int>(b.row_req.size());
+  auto dcache = Upload(*gpu_, in.Bf16(static_cast<size_t>(b.pages) * kBs * kD, 1.0));
+  auto dq = Upload(*gpu_, in.Bf16(static_cast<size_t>(rows) * kD, 1.0));
+  auto dreq = Upload(*gpu_, b.row_req);
+  auto dvis = Upload(*gpu_, b.visible);
+  auto dtable = Upload(*gpu_, b.table);
+  auto dsc = AllocBuffer(*gpu_, static_cast<size_t>(rows) * b.stride * 4);
+  auto dtop = AllocBuffer(*gpu_, static_cast<size_t>(rows) * 16 * 4);
+  auto dws = Poisoned<u8>(MsaIndexDecodeWorkspaceBytes(rows), 0);
+  ASSERT_TRUE(dcache.ok() && dq.ok() && dreq.ok() && dvis.ok() && dtable.ok() && dsc.ok() &&
+              dtop.ok() && dws.ok());
+  MsaIndexArgs a;
+  a.index_q = dq->ptr(), a.row_req = dreq->ptr(), a.visible = dvis->ptr();
+  a.block_table = dtable->ptr(), a.max_blocks = b.max_blocks, a.index_cache = dcache->ptr();
+  a.scores = dsc->ptr(), a.stride = b.stride, a.rows = rows;
+  a.topk = dtop->ptr(), a.workspace = dws->ptr();
+  ASSERT_TRUE(LaunchMsaIndexDecode(*gpu_, *mt, key, a).ok());
+  ASSERT_TRUE(gpu_->Synchronize().ok());
+  std::vector<uint64_t> got_ns(bytes / 8), got_clk(bytes / 8);
+  ASSERT_TRUE(gpu_->CopyToHost(got_ns.data(), *ns, bytes).ok());
+  ASSERT_TRUE(gpu_->CopyToHost(got_clk.data(), *clk, bytes).ok());
+  int blocks = 0, topk_blocks = 0;
+  for (size_t blk = 0; blk < 4096; ++blk) {
+    const uint64_t* t = &got_ns[blk * kEvents];
+    const uint64_t* c = &got_clk[blk * kEvents];
+    if (t[0] == 0) {  // not a block of this launch: nothing recorded
+      for (size_t e = 0; e < kEvents; ++e) EXPECT_EQ(t[e], 0u) << "block " << blk;
+      continue;
+    }
+    ++blocks;
+    uint64_t last_ns = t[0], last_clk = c[0];
+    for (size_t e = 1; e < 7; ++e) {
+      const bool always = e != 3 && e != 6;  // 3: a block with key blocks; 6: a run's last block
+      if (t[e] == 0) {
+        EXPECT_FALSE(always) << "block " << blk << " event " << e << " not recorded";
+        continue;
+      }
+      EXPECT_GE(t[e], last_ns) << "block " << blk << " event " << e;
+      EXPECT_GE(c[e], last_clk) << "block " << blk << " event " << e;
+      last_ns = t[e], last_clk = c[e];
+    }
+    topk_blocks += t[6] != 0;
+    EXPECT_EQ(t[7], 0u) << "block " << blk << ": event 7 has no trace point";
+  }
+  EXPECT_GE(blocks, rows);
+  EXPECT_EQ(topk_blocks, rows) << "one block a run (a row) selects its top-k";
+}
+
 // Random bf16 quickly (timing inputs of hundreds of MB): sign, exponent 2^-4 .. 2^3, mantissa.
 std::vector<u16> FastBf16(size_t n, uint64_t seed) {
   std::vector<u16> v(n);
