@@ -190,7 +190,8 @@ PW_DEVICE_INLINE void pw_msa_write_all(int nb, int* out) {
 }
 
 // msa_topk_decode's selection of one (row, head) by a block of WARPS warps (docs/kernels.md):
-// scores s[0, nb) to out[0, Kb), ascending, -1 padded. The row's blocks in sub-strips of
+// scores s[0, nb) to out[0, Kb), ascending, -1 padded. Rows of at most WARPS x Kb blocks (and
+// one a thread) by ranks, in parallel; longer ones: the row's blocks in sub-strips of
 // PW_MSA_TOPK_DECODE_SUB_E blocks a lane; warp w takes sub-strips w, w + WARPS, ..., in
 // increasing block order, and keeps its running Kb best (lane r the r-th), selecting each time
 // from its winners and the sub-strip's candidates that beat its Kb-th (equal keys lose: their
@@ -209,6 +210,34 @@ PW_DEVICE_INLINE void pw_msa_block_topk(S s, int nb, int* out, pw_u32* cand_key,
   int wid;
   if (nb <= PW_TOPK_BLOCKS) {
     if (warp == 0) pw_msa_write_all(nb, out);
+    return;
+  }
+  // A row of at most one block a thread (and kCands): each thread ranks its block against every
+  // other (their keys through cand_key), and the Kb of rank below Kb are written in block order,
+  // each at the count of taken blocks before it (ballots, and the warps' counts in cand_id).
+  // All the block's warps at once, where one warp's Kb rounds of warp reductions made most of
+  // the fused top-k's tail (3.3 us of msa_index_decode at 16 rows of 8K: bench/RESULTS.md,
+  // fourteenth session).
+  if (nb <= kCands && nb <= WARPS * PW_WARP) {
+    const int b = static_cast<int>(threadIdx.x);
+    const pw_u32 key = b < nb ? pw_msa_block_key(s, b, nb) : 0u;
+    if (b < nb) cand_key[b] = key;
+    __syncthreads();
+    int rank = 0;
+    if (b < nb) {
+      for (int j = 0; j < nb; ++j) {
+        const pw_u32 kj = cand_key[j];
+        rank += kj > key || (kj == key && j < b) ? 1 : 0;  // better: ties to the lower block
+      }
+    }
+    const bool take = b < nb && rank < PW_TOPK_BLOCKS;
+    const pw_u64 taken = pw_ballot(take);
+    if (lane == 0) cand_id[warp] = pw_popc(taken);
+    __syncthreads();
+    int pos = pw_popc(taken & pw_lanes_below());
+    for (int w = 0; w < warp; ++w) pos += cand_id[w];
+    if (take) out[pos] = b;
+    __syncthreads();  // the candidates are read before anyone writes them again
     return;
   }
   if (nb <= kSub) {
