@@ -67,6 +67,15 @@ PW_DEVICE_INLINE float pw_shfl_xor(float v, int lane_mask) {
 #endif
 }
 
+// v of lane + delta (lanes past the warp's end get their own v back).
+PW_DEVICE_INLINE int pw_shfl_down_i32(int v, int delta) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __shfl_down_sync(0xffffffffu, v, delta);
+#else
+  return __shfl_down(v, delta);
+#endif
+}
+
 #if !defined(PW_AMD)
 // The shared-memory address of a generic pointer into shared memory, for inline PTX. The
 // intrinsic (not PTX's cvta) so the compiler sees base + offset and folds a loop's offsets into

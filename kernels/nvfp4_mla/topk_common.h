@@ -39,16 +39,14 @@ __device__ inline pw_u32 pw_order_key(float f) {
 }
 
 struct PwTopkShared {
-  int hist[256];
+  // A pass's counts, a digit a thread; passes alternate between the two, so that a cluster's
+  // peers may still read the last pass's while this block counts the next.
+  int hist[2][256];
+  int warp_total[PW_TOPK_WARPS];  // a pass's counts of each warp's digits
 #if PW_TOPK_CLUSTER_SHARED
-  // A cluster's block (the cluster entries on Hopper): its own counts of a pass, read by its
-  // peers, and its slice's totals. Only where the including kernel asks for them
-  // (PW_TOPK_CLUSTER_SHARED: compiles with a cluster entry), so that topk_prefill's strips-1
-  // compile keeps its 6 blocks an H200 multiprocessor.
-  int local[2][256];
+  // A cluster's block (the cluster entries on Hopper): its slice's totals, read by its peers.
   int block_greater, block_equal;
 #endif
-  int suffix[2][256];  // hist summed from each digit up (a scan's two buffers)
   int warp_greater[PW_TOPK_WARPS];
   int warp_equal[PW_TOPK_WARPS];
   pw_u32 prefix;
@@ -87,21 +85,6 @@ __device__ inline int pw_cluster_sum(const int* p) {
   return t;
 }
 
-// suffix[d] = sum of sh.hist[d..255], by a Hillis-Steele scan of 8 steps (256 threads, one digit
-// each) instead of one thread walking 256 bins; returns the buffer holding it.
-__device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {
-  const int d = threadIdx.x;
-  int cur = 0;
-  sh.suffix[0][d] = sh.hist[d];
-  __syncthreads();
-  for (int step = 1; step < 256; step <<= 1) {
-    sh.suffix[cur ^ 1][d] = sh.suffix[cur][d] + (d + step < 256 ? sh.suffix[cur][d + step] : 0);
-    cur ^= 1;
-    __syncthreads();
-  }
-  return sh.suffix[cur];
-}
-
 // The threshold key T of the k-th largest of the keys (k <= their number) and how many keys equal
 // to T are among the top k (the rest are above T). Radix select over 8-bit digits, most
 // significant first. This block counts its n keys; with kCluster > 1 the cluster's blocks hold a
@@ -111,17 +94,13 @@ __device__ inline const int* pw_digit_suffix(PwTopkShared& sh) {
 template <int kBatch, int kCluster = 1, typename KeyAt>
 __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared& sh,
                                        pw_u32& threshold, int& need) {
+  const int d = threadIdx.x, lane = d % PW_WARP, w = d / PW_WARP;
   pw_u32 prefix = 0, mask = 0;
   int remaining = k;
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    // A cluster's pass counts into local[pass % 2]: the peers read the last pass's meanwhile (a
-    // buffer is written again two passes on, after a barrier every peer reached once done).
-    int* hist = sh.hist;
-#if PW_TOPK_CLUSTER_SHARED
-    if (kCluster > 1) hist = sh.local[(shift / 8) % 2];
-#endif
-    hist[threadIdx.x] = 0;
-    __syncthreads();
+  sh.hist[0][d] = 0;
+  __syncthreads();
+  for (int pass = 0, shift = 24; shift >= 0; ++pass, shift -= 8) {
+    int* hist = sh.hist[pass % 2];
     for (int i0 = threadIdx.x; i0 < n; i0 += kBatch * PW_BLOCK_THREADS) {
       pw_u32 key[kBatch];
 #pragma unroll
@@ -136,26 +115,38 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
       }
     }
     __syncthreads();
+    int v = hist[d];  // digit d's count: this block's, or (a cluster) the row's
     if constexpr (kCluster > 1) {
       pw_cluster_arrive();
       pw_cluster_wait();  // every block's counts are in
-      sh.hist[threadIdx.x] = pw_cluster_sum<kCluster>(&hist[threadIdx.x]);
+      v = pw_cluster_sum<kCluster>(&hist[d]);
     }
-    // The digit: the largest d whose suffix reaches `remaining` (one thread finds it).
-    const int* suffix = pw_digit_suffix(sh);
-    {
-      const int d = threadIdx.x;
-      const int above = d < 255 ? suffix[d + 1] : 0;
-      if (suffix[d] >= remaining && (d == 255 || above < remaining)) {
-        sh.prefix = prefix | (static_cast<pw_u32>(d) << shift);
-        sh.need = remaining - above;
-      }
+    // The next pass's counts: the buffer last read a pass ago (by the peers too: each has since
+    // reached this pass's cluster barrier).
+    sh.hist[(pass + 1) % 2][d] = 0;
+    // The digit: the largest d whose suffix (the counts of digits d..255) reaches `remaining`.
+    // Suffixes by a scan of the warp's counts in registers and the totals of the warps above.
+    int s = v;
+#pragma unroll
+    for (int o = 1; o < PW_WARP; o <<= 1) {
+      const int t = pw_shfl_down_i32(s, o);
+      if (lane + o < PW_WARP) s += t;
+    }
+    if (lane == 0) sh.warp_total[w] = s;
+    const int next = pw_shfl_down_i32(s, 1);
+    __syncthreads();
+    int above = 0;
+#pragma unroll
+    for (int u = 0; u < PW_TOPK_WARPS; ++u) above += u > w ? sh.warp_total[u] : 0;
+    const int after = (lane + 1 < PW_WARP ? next : 0) + above;  // the suffix of d + 1
+    if (s + above >= remaining && after < remaining) {
+      sh.prefix = prefix | (static_cast<pw_u32>(d) << shift);
+      sh.need = remaining - after;
     }
     __syncthreads();
     prefix = sh.prefix;
     remaining = sh.need;
     mask |= 255u << shift;
-    __syncthreads();
   }
   threshold = prefix;
   need = remaining;
