@@ -149,7 +149,9 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 #define PW_MSA_DEC_WARPS 8
 // Heads of one group a block takes (the host's split rule: Thresholds::msa_sparse_decode_heads).
 #define PW_MSA_DEC_HEADS 16
+#ifndef PW_MSA_DEC_STAGES  // A/B builds set it in both the host's and the kernel's compiles
 #define PW_MSA_DEC_STAGES 4
+#endif
 #define PW_MSA_DEC_KEYS 16
 PW_HD constexpr int pw_msa_dec_raw(int d) { return PW_MSA_DEC_KEYS * (d / 2 + d / 16); }
 PW_HD constexpr int pw_msa_dec_ring_bytes(int d) {

@@ -424,15 +424,20 @@ TEST_F(MsaSparseCheckTest, EveryVariantMatchesTheCpuReferenceWithMatrixCoresAndS
 }
 
 // A/B runs of a kernel's compile-time options: with PREWARM_MSA_CHECK_DEFINES=NAME=VALUE,...
-// set, msa_sparse_prefill's keys compiled with them, matrix cores only (the same bounds).
-TEST_F(MsaSparseCheckTest, PrefillWithTheEnvironmentsDefinesMatchesTheCpuReference) {
+// set, the keys of msa_sparse_prefill (or of PREWARM_MSA_CHECK_LAUNCHER, msa_sparse_decode)
+// compiled with them, matrix cores only (the same bounds).
+TEST_F(MsaSparseCheckTest, WithTheEnvironmentsDefinesMatchesTheCpuReference) {
   const char* v = std::getenv("PREWARM_MSA_CHECK_DEFINES");
   if (v == nullptr) GTEST_SKIP() << "set PREWARM_MSA_CHECK_DEFINES=NAME=VALUE,...";
+  const char* l = std::getenv("PREWARM_MSA_CHECK_LAUNCHER");
+  const std::string launcher = l != nullptr ? l : "msa_sparse_prefill";
+  ASSERT_TRUE(launcher == "msa_sparse_prefill" || launcher == "msa_sparse_decode")
+      << "PREWARM_MSA_CHECK_LAUNCHER=" << launcher << ": msa_sparse_prefill or msa_sparse_decode";
   std::vector<std::string> defines;
   for (absl::string_view d : absl::StrSplit(v, ',', absl::SkipEmpty()))
     defines.push_back(absl::StrCat("-D", d));
-  std::printf("msa_sparse_prefill with %s\n", v);
-  EXPECT_EQ(CheckAll(defines, "/defines", 7919u, "msa_sparse_prefill"), 0);
+  std::printf("%s with %s\n", launcher.c_str(), v);
+  EXPECT_EQ(CheckAll(defines, "/defines", 7919u, launcher), 0);
 }
 
 // Timings at MiniMax-M3's tp 4 shape (16 heads, 1 KV head) with CUDA events, L2 flushed before
