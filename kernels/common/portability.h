@@ -141,6 +141,17 @@ PW_DEVICE_INLINE pw_u64 pw_lanes_below() {
 }
 PW_DEVICE_INLINE int pw_popc(pw_u64 v) { return __popcll(v); }
 
+// The sum of v over the warp / wavefront, in every lane.
+PW_DEVICE_INLINE int pw_warp_add_i32(int v) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __reduce_add_sync(0xffffffffu, v);
+#else
+#pragma unroll
+  for (int bit = 1; bit < PW_WARP; bit <<= 1) v += __shfl_xor(v, bit);
+  return v;
+#endif
+}
+
 // The OR of v over the warp / wavefront, in every lane.
 PW_DEVICE_INLINE pw_u32 pw_warp_or(pw_u32 v) {
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)

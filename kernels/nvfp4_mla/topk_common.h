@@ -91,9 +91,12 @@ __device__ inline int pw_cluster_sum(const int* p) {
 // row's keys between them and each pass adds up their counts (every block then picks the same
 // digit). kBatch: keys a thread reads before it counts any (1 from shared memory; PW_TOPK_BATCH
 // from global memory, where one read a thread in flight left each pass latency-bound).
+// `cached` (16-byte aligned): the keys are there, and each pass reads them 4 at a time (a
+// quarter of the loads and loop instructions of a key at a time: the kernels issue-bound).
 template <int kBatch, int kCluster = 1, typename KeyAt>
 __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared& sh,
-                                       pw_u32& threshold, int& need) {
+                                       pw_u32& threshold, int& need,
+                                       const pw_u32* cached = nullptr) {
   const int d = threadIdx.x, lane = d % PW_WARP, w = d / PW_WARP;
   pw_u32 prefix = 0, mask = 0;
   int remaining = k;
@@ -101,7 +104,20 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
   __syncthreads();
   for (int pass = 0, shift = 24; shift >= 0; ++pass, shift -= 8) {
     int* hist = sh.hist[pass % 2];
-    for (int i0 = threadIdx.x; i0 < n; i0 += kBatch * PW_BLOCK_THREADS) {
+    auto count = [&](pw_u32 key) {
+      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1);
+    };
+    const int n4 = cached != nullptr ? n / 4 : 0;
+    for (int j = threadIdx.x; j < n4; j += PW_BLOCK_THREADS) {
+      const uint4 q = reinterpret_cast<const uint4*>(cached)[j];
+      count(q.x);
+      count(q.y);
+      count(q.z);
+      count(q.w);
+    }
+    for (int i = 4 * n4 + threadIdx.x; cached != nullptr && i < n; i += PW_BLOCK_THREADS)
+      count(cached[i]);
+    for (int i0 = threadIdx.x; cached == nullptr && i0 < n; i0 += kBatch * PW_BLOCK_THREADS) {
       pw_u32 key[kBatch];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
@@ -110,8 +126,7 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        if (i0 + b * PW_BLOCK_THREADS < n && (key[b] & mask) == prefix)
-          atomicAdd(&hist[(key[b] >> shift) & 255u], 1);
+        if (i0 + b * PW_BLOCK_THREADS < n) count(key[b]);
       }
     }
     __syncthreads();
@@ -181,7 +196,9 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
   };
   pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
   int need = 0;
-  if (n_all > k) pw_radix_select<kBatch, kCluster>(n, k, key_at, sh, threshold, need);
+  if (n_all > k) {
+    pw_radix_select<kBatch, kCluster>(n, k, key_at, sh, threshold, need, cached ? cache : nullptr);
+  }
 
   // The ordered compaction. Warp w owns candidates [begin, end), whole warps of them.
   const int w = threadIdx.x / PW_WARP;
@@ -189,13 +206,35 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
   const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
   const pw_u64 below = pw_lanes_below();
   int greater = 0, equal = 0;
-  for (int base = begin; base < end; base += kBatch * PW_WARP) {
-    pw_u32 key[kBatch];
-    warp_keys(base, end, key);
+  if (cached) {
+    // The counts need no order: each lane counts 4 keys a read (begin is whole warps of keys),
+    // then the warp adds them up.
+    const int lane = static_cast<int>(threadIdx.x % PW_WARP);
+    const int end4 = begin + (end > begin ? (end - begin) / 4 * 4 : 0);
+    for (int j = begin + 4 * lane; j < end4; j += 4 * PW_WARP) {
+      const uint4 q = *reinterpret_cast<const uint4*>(cache + j);
+      const pw_u32 v[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      greater += pw_popc(pw_ballot(key[b] > threshold));
-      equal += pw_popc(pw_ballot(key[b] == threshold && key[b] != 0u));
+      for (int b = 0; b < 4; ++b) {
+        greater += v[b] > threshold ? 1 : 0;
+        equal += v[b] == threshold && v[b] != 0u ? 1 : 0;
+      }
+    }
+    for (int j = end4 + lane; j < end; j += PW_WARP) {
+      greater += cache[j] > threshold ? 1 : 0;
+      equal += cache[j] == threshold && cache[j] != 0u ? 1 : 0;
+    }
+    greater = pw_warp_add_i32(greater);
+    equal = pw_warp_add_i32(equal);
+  } else {
+    for (int base = begin; base < end; base += kBatch * PW_WARP) {
+      pw_u32 key[kBatch];
+      warp_keys(base, end, key);
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        greater += pw_popc(pw_ballot(key[b] > threshold));
+        equal += pw_popc(pw_ballot(key[b] == threshold && key[b] != 0u));
+      }
     }
   }
   if (threadIdx.x % PW_WARP == 0) {
@@ -259,10 +298,10 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
   return total_greater + (total_taken_ties < need ? total_taken_ties : need);
 }
 
-// `cache` holds cache_keys keys in shared memory: the row's, where n fits (read once, then each
-// pass from there); else every pass reads global memory, kUncachedBatch keys a thread at once
-// (topk_decode: PW_TOPK_BATCH; topk_prefill's strips keep rows within its cache, and 1 keeps its
-// registers from spilling).
+// `cache` (16-byte aligned) holds cache_keys keys in shared memory: the row's, where n fits (read
+// once, then each pass from there); else every pass reads global memory, kUncachedBatch keys a
+// thread at once (topk_decode: PW_TOPK_BATCH; topk_prefill's strips keep rows within its cache, and
+// 1 keeps its registers from spilling).
 template <int kUncachedBatch = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
                                      pw_u32* cache, int cache_keys) {

@@ -16,7 +16,7 @@ template <int kBlocks>
 __device__ inline void pw_topk_decode_rows(const float* scores, const int* visible, int stride,
                                            int* out, int cache_keys) {
   __shared__ PwTopkShared sh;
-  extern __shared__ pw_u32 pw_topk_cache[];
+  extern __shared__ __attribute__((aligned(16))) pw_u32 pw_topk_cache[];
   const int row = blockIdx.y;
   pw_topk_row<kBlocks, PW_TOPK_BATCH>(scores + static_cast<long long>(row) * stride, visible[row],
                                       PW_TOPK, out + static_cast<long long>(row) * PW_TOPK, sh,

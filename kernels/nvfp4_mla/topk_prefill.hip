@@ -28,7 +28,7 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_topk_prefill(const float* scores, const int* visible, int stride, int* out, pw_u32* ws_key,
                     int* ws_idx) {
   __shared__ PwTopkShared sh;
-  __shared__ pw_u32 cache[PW_TOPK_CACHE];
+  __shared__ __attribute__((aligned(16))) pw_u32 cache[PW_TOPK_CACHE];
   const int row = blockIdx.x;
   const float* s = scores + static_cast<long long>(row) * stride;
   const int n = visible[row];
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
 extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
     pw_topk_prefill_merge(const pw_u32* ws_key, const int* ws_idx, int* out) {
   __shared__ PwTopkShared sh;
-  __shared__ pw_u32 cache[PW_TOPK_CACHE];
+  __shared__ __attribute__((aligned(16))) pw_u32 cache[PW_TOPK_CACHE];
   const int row = blockIdx.x;
   const long long base = static_cast<long long>(row) * PW_STRIPS * PW_TOPK;
   int* o = out + static_cast<long long>(row) * PW_TOPK;
@@ -78,7 +78,7 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
 extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS) __cluster_dims__(PW_STRIPS, 1, 1)
     pw_topk_prefill_cluster(const float* scores, const int* visible, int stride, int* out) {
   __shared__ PwTopkShared sh;
-  __shared__ pw_u32 cache[PW_TOPK_CACHE];
+  __shared__ __attribute__((aligned(16))) pw_u32 cache[PW_TOPK_CACHE];
   const int row = blockIdx.y;
   pw_topk_row<PW_STRIPS, 1>(scores + static_cast<long long>(row) * stride, visible[row], PW_TOPK,
                             out + static_cast<long long>(row) * PW_TOPK, sh, cache, PW_TOPK_CACHE,
