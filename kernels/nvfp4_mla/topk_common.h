@@ -9,8 +9,10 @@
 // over the cluster through distributed shared memory, so every block picks the same digit; the
 // compaction's offsets add the slices before):
 //   1. the row's keys (scores as ordered unsigned integers) are read once into shared memory
-//      when they fit the caller's cache (prefill: PW_TOPK_CACHE; decode: what the launch gave),
-//      else every pass reads global memory (topk_decode: PW_TOPK_BATCH keys a thread at once);
+//      when they fit the caller's cache (prefill: PW_TOPK_CACHE; decode: what the launch gave;
+//      4 at a time where the scores are 16-byte aligned), counting the first radix pass on the
+//      way; else every pass reads global memory (topk_decode: PW_TOPK_BATCH keys a thread at
+//      once);
 //   2. radix select, 8-bit digits from the most significant: the threshold key T of the k-th
 //      largest, and how many keys equal to T are needed;
 //   3. one ordered compaction: warp w scans its contiguous segment with ballots, so candidate
@@ -93,21 +95,25 @@ __device__ inline int pw_cluster_sum(const int* p) {
 // from global memory, where one read a thread in flight left each pass latency-bound).
 // `cached` (16-byte aligned): the keys are there, and each pass reads them 4 at a time (a
 // quarter of the loads and loop instructions of a key at a time: the kernels issue-bound).
+// first_counted: the first pass's counts are already in sh.hist[0] (the cache's fill made them).
 template <int kBatch, int kCluster = 1, typename KeyAt>
 __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared& sh,
-                                       pw_u32& threshold, int& need,
-                                       const pw_u32* cached = nullptr) {
+                                       pw_u32& threshold, int& need, const pw_u32* cached = nullptr,
+                                       bool first_counted = false) {
   const int d = threadIdx.x, lane = d % PW_WARP, w = d / PW_WARP;
   pw_u32 prefix = 0, mask = 0;
   int remaining = k;
-  sh.hist[0][d] = 0;
-  __syncthreads();
+  if (!first_counted) {
+    sh.hist[0][d] = 0;
+    __syncthreads();
+  }
   for (int pass = 0, shift = 24; shift >= 0; ++pass, shift -= 8) {
     int* hist = sh.hist[pass % 2];
     auto count = [&](pw_u32 key) {
       if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1);
     };
-    const int n4 = cached != nullptr ? n / 4 : 0;
+    const int pn = pass == 0 && first_counted ? 0 : n;  // keys this pass counts
+    const int n4 = cached != nullptr ? pn / 4 : 0;
     for (int j = threadIdx.x; j < n4; j += PW_BLOCK_THREADS) {
       const uint4 q = reinterpret_cast<const uint4*>(cached)[j];
       count(q.x);
@@ -115,18 +121,18 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
       count(q.z);
       count(q.w);
     }
-    for (int i = 4 * n4 + threadIdx.x; cached != nullptr && i < n; i += PW_BLOCK_THREADS)
+    for (int i = 4 * n4 + threadIdx.x; cached != nullptr && i < pn; i += PW_BLOCK_THREADS)
       count(cached[i]);
-    for (int i0 = threadIdx.x; cached == nullptr && i0 < n; i0 += kBatch * PW_BLOCK_THREADS) {
+    for (int i0 = threadIdx.x; cached == nullptr && i0 < pn; i0 += kBatch * PW_BLOCK_THREADS) {
       pw_u32 key[kBatch];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const int i = i0 + b * PW_BLOCK_THREADS;
-        key[b] = i < n ? key_at(i) : 0u;
+        key[b] = i < pn ? key_at(i) : 0u;
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
-        if (i0 + b * PW_BLOCK_THREADS < n) count(key[b]);
+        if (i0 + b * PW_BLOCK_THREADS < pn) count(key[b]);
       }
     }
     __syncthreads();
@@ -174,15 +180,43 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
 // read into `cache` once; kBatch: keys a thread reads at once in each pass (pw_topk_select).
 // kCluster > 1: this block is `rank` of a cluster that holds the n_all keys in rank order
 // (pw_topk_select_cluster), n of them here.
+// `raw`: where key_of(i) is pw_order_key(raw[i]), the scores themselves, so that the cache's fill
+// reads them 4 at a time where they are 16-byte aligned. The fill also counts the radix select's
+// first pass.
 template <int kBatch, int kCluster = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
-                                        pw_u32* cache, bool cached, int n_all = -1, int rank = 0) {
+                                        pw_u32* cache, bool cached, int n_all = -1, int rank = 0,
+                                        const float* raw = nullptr) {
   static_assert(kCluster == 1 || PW_TOPK_CLUSTER_SHARED,
                 "a cluster's select needs the cluster's shared state (PW_TOPK_CLUSTER_SHARED)");
   if (kCluster == 1) n_all = n;
+  const bool count_first = cached && n_all > k;
   if (cached) {
+    if (count_first) {
+      sh.hist[0][threadIdx.x] = 0;
+      __syncthreads();
+    }
+    auto put = [&](int i, pw_u32 key) {
+      cache[i] = key;
+      if (count_first) atomicAdd(&sh.hist[0][key >> 24], 1);
+    };
+    const bool vec = raw != nullptr && (reinterpret_cast<unsigned long long>(raw) & 15ull) == 0;
+    const int n4 = vec ? n / 4 : 0;
+#pragma unroll 2
+    for (int j = threadIdx.x; j < n4; j += PW_BLOCK_THREADS) {
+      const float4 f = reinterpret_cast<const float4*>(raw)[j];
+      const uint4 q =
+          make_uint4(pw_order_key(f.x), pw_order_key(f.y), pw_order_key(f.z), pw_order_key(f.w));
+      reinterpret_cast<uint4*>(cache)[j] = q;
+      if (count_first) {
+        atomicAdd(&sh.hist[0][q.x >> 24], 1);
+        atomicAdd(&sh.hist[0][q.y >> 24], 1);
+        atomicAdd(&sh.hist[0][q.z >> 24], 1);
+        atomicAdd(&sh.hist[0][q.w >> 24], 1);
+      }
+    }
 #pragma unroll 8
-    for (int i = threadIdx.x; i < n; i += PW_BLOCK_THREADS) cache[i] = key_of(i);
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += PW_BLOCK_THREADS) put(i, key_of(i));
     __syncthreads();
   }
   auto key_at = [&](int i) -> pw_u32 { return cached ? cache[i] : key_of(i); };
@@ -197,7 +231,8 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
   pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
   int need = 0;
   if (n_all > k) {
-    pw_radix_select<kBatch, kCluster>(n, k, key_at, sh, threshold, need, cached ? cache : nullptr);
+    pw_radix_select<kBatch, kCluster>(n, k, key_at, sh, threshold, need, cached ? cache : nullptr,
+                                      count_first);
   }
 
   // The ordered compaction. Warp w owns candidates [begin, end), whole warps of them.
@@ -304,8 +339,8 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
 // 1 keeps its registers from spilling).
 template <int kUncachedBatch = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
-                                     pw_u32* cache, int cache_keys) {
-  return n <= cache_keys ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true)
+                                     pw_u32* cache, int cache_keys, const float* raw = nullptr) {
+  return n <= cache_keys ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true, -1, 0, raw)
                          : pw_topk_select_in<kUncachedBatch>(n, k, key_of, emit, sh, cache, false);
 }
 
@@ -316,14 +351,15 @@ __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTo
 template <int kCluster, int kUncachedBatch = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select_cluster(int n, int k, KeyOf key_of, Emit emit,
                                              PwTopkShared& sh, pw_u32* cache, int cache_keys,
-                                             int rank) {
+                                             int rank, const float* raw = nullptr) {
   const int slice = pw_topk_slice(n, kCluster);
   const int lo = rank * slice < n ? rank * slice : n;
   const int mine = lo + slice < n ? slice : n - lo;
   auto key = [&](int i) { return key_of(lo + i); };
   auto put = [&](int r, int i) { emit(r, lo + i); };
   return slice <= cache_keys
-             ? pw_topk_select_in<1, kCluster>(mine, k, key, put, sh, cache, true, n, rank)
+             ? pw_topk_select_in<1, kCluster>(mine, k, key, put, sh, cache, true, n, rank,
+                                              raw != nullptr ? raw + lo : nullptr)
              : pw_topk_select_in<kUncachedBatch, kCluster>(mine, k, key, put, sh, cache, false, n,
                                                            rank);
 }
@@ -340,9 +376,9 @@ __device__ inline void pw_topk_row(const float* s, int n, int k, int* o, PwTopkS
   int count;
   if constexpr (kBlocks > 1) {
     count = pw_topk_select_cluster<kBlocks, kUncachedBatch>(n, k, key, emit, sh, cache, cache_keys,
-                                                            rank);
+                                                            rank, s);
   } else {
-    count = pw_topk_select<kUncachedBatch>(n, k, key, emit, sh, cache, cache_keys);
+    count = pw_topk_select<kUncachedBatch>(n, k, key, emit, sh, cache, cache_keys, s);
   }
   for (int i = count + rank * PW_BLOCK_THREADS + static_cast<int>(threadIdx.x); i < k;
        i += kBlocks * PW_BLOCK_THREADS)

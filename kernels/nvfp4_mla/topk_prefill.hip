@@ -50,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(PW_BLOCK_THREADS)
         wk[rank] = pw_order_key(s[begin + i]);
         wi[rank] = begin + i;
       },
-      sh, cache, PW_TOPK_CACHE);
+      sh, cache, PW_TOPK_CACHE, s + begin);
   for (int i = count + threadIdx.x; i < PW_TOPK; i += PW_BLOCK_THREADS) {
     wk[i] = 0u;
     wi[i] = -1;
