@@ -62,7 +62,7 @@ absl::StatusOr<DirFd> CacheStore::OpenDir(const EntryRef& ref, bool create) cons
   return root.Sub(LauncherDirName(ref), create);
 }
 
-CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
+CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode, bool count) const {
   Lookup out;
   const std::string name = EntryName(ref);
   absl::StatusOr<DirFd> dir = OpenDir(ref, /*create=*/false);
@@ -106,7 +106,7 @@ CacheStore::Lookup CacheStore::Read(const EntryRef& ref, ReadLock mode) const {
   }
   if (out.state == State::kError) return out;  // not the entry's fault: not counted
   // The re-check under the writer's lock sees the same bad file again: count it once.
-  if (mode != ReadLock::kHeld) rejected_[static_cast<int>(out.reason)].fetch_add(1);
+  if (mode != ReadLock::kHeld && count) rejected_[static_cast<int>(out.reason)].fetch_add(1);
   return out;
 }
 

@@ -89,8 +89,9 @@ class CacheStore {
     kNone,
   };
   // Reads and checks the entry (and its payload, with the store's PayloadCheck). A rejected
-  // entry is counted by reason.
-  Lookup Read(const EntryRef& ref, ReadLock lock) const;
+  // entry is counted by reason, unless `count` is false: a caller's second look at an entry it
+  // already counted (a filler retrying a key it deferred).
+  Lookup Read(const EntryRef& ref, ReadLock lock, bool count = true) const;
 
   // The cheap check (CheckEntryHeader): stat and the first 4 KiB, no lock, no checksum.
   Lookup QuickCheck(const EntryRef& ref) const;

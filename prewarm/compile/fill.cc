@@ -20,7 +20,11 @@ struct Queued {
 class Filler {
  public:
   Filler(const CacheStore& store, const std::vector<FillItem>& items, const FillOptions& options)
-      : store_(store), items_(items), options_(options), results_(items.size()) {
+      : store_(store),
+        items_(items),
+        options_(options),
+        results_(items.size()),
+        rejected_(items.size(), 0) {
     for (size_t i = 0; i < items.size(); ++i) queue_.push_back({i, false});
   }
 
@@ -85,8 +89,13 @@ class Filler {
       r.error = "cancelled";
       return r;
     }
+    // A deferred key whose entry was rejected at its first look is not counted again: a key is
+    // deferred when its write lock is busy, which a reader elsewhere (or a worker spawned while
+    // this thread held the read lock, until it execs) can make it for a moment.
     CacheStore::Lookup before =
-        store_.Read(item.ref, may_defer ? CacheStore::ReadLock::kTry : CacheStore::ReadLock::kWait);
+        store_.Read(item.ref, may_defer ? CacheStore::ReadLock::kTry : CacheStore::ReadLock::kWait,
+                    /*count=*/!rejected_[index]);
+    if (before.state == CacheStore::State::kRejected) rejected_[index] = 1;
     if (before.state == CacheStore::State::kHit) {
       Code(index, before.payload);
       r.state = KeyState::kCached;
@@ -145,6 +154,9 @@ class Filler {
   std::mutex mu_;
   std::deque<Queued> queue_;
   std::vector<FillResult> results_;
+  // Per key: its entry was rejected (and counted) at an earlier look. Written only by the thread
+  // processing the key; a deferred key's next thread takes it from the queue under mu_.
+  std::vector<char> rejected_;
 };
 
 }  // namespace

@@ -159,6 +159,39 @@ TEST_F(FillTest, AKeyLockedElsewhereIsDeferredThenWaitedFor) {
   EXPECT_EQ(Count(r, KeyState::kCompiled), 3);
 }
 
+// A bad entry whose write lock is busy for a moment (a reader elsewhere holding the shared
+// lock; a compile worker spawned while the filler read it holds it too until it execs) is
+// deferred and looked at again: its rejection is counted once, then it is compiled.
+TEST_F(FillTest, ABadEntryDeferredByABusyLockIsCountedOnce) {
+  CacheStore store(dir_.path());
+  std::vector<FillItem> items(items_.begin(), items_.begin() + 3);
+  ASSERT_EQ(Count(FillCache(store, items, Options(1)), KeyState::kCompiled), 3);
+  std::filesystem::remove(store.EntryPath(items[0].ref));
+  testing::TempDir::WriteFileAt(store.EntryPath(items[0].ref), "garbage, not an entry");
+  auto reader = FileLock::Acquire(store.LockPath(items[0].ref), FileLock::Mode::kShared);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<size_t> order;
+  FillOptions o = Options(1);
+  o.on_done = [&](size_t i, const FillResult&) {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(i);
+    cv.notify_all();
+  };
+  std::thread release([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return order.size() == 2; });
+    reader = absl::UnavailableError("released");  // drops the shared lock
+  });
+  std::vector<FillResult> r = FillCache(store, items, o);
+  release.join();
+  EXPECT_EQ(order, (std::vector<size_t>{1, 2, 0}));  // deferred, then looked at again
+  EXPECT_EQ(r[0].state, KeyState::kCompiled);
+  EXPECT_EQ(store.rejected(RejectReason::kBadMagic), 1);
+  EXPECT_EQ(store.Read(items[0].ref, CacheStore::ReadLock::kWait).state, CacheStore::State::kHit);
+}
+
 TEST_F(FillTest, TwoFillersOnOneDirectoryCompileEachKeyOnce) {
   std::vector<FillResult> a, b;
   std::thread ta([&] { a = FillCache(CacheStore(dir_.path()), items_, Options(2)); });
