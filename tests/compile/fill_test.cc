@@ -48,6 +48,31 @@ class FillTest : public ::testing::Test {
     return o;
   }
 
+  // FillCache over `items` with one job, dropping `held` (a lock another pod or a reader holds
+  // on items[0]) once the filler has done every other key: a key deferred for it, not waited for
+  // first, finishes last. The order the keys finished in goes to *order.
+  std::vector<FillResult> FillReleasingWhenOthersAreDone(const CacheStore& store,
+                                                         const std::vector<FillItem>& items,
+                                                         absl::StatusOr<FileLock>& held,
+                                                         std::vector<size_t>* order) {
+    std::mutex mu;
+    std::condition_variable cv;
+    FillOptions o = Options(1);
+    o.on_done = [&](size_t i, const FillResult&) {
+      std::lock_guard<std::mutex> lock(mu);
+      order->push_back(i);
+      cv.notify_all();
+    };
+    std::thread release([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return order->size() == items.size() - 1; });
+      held = absl::UnavailableError("released");  // drops the lock
+    });
+    std::vector<FillResult> r = FillCache(store, items, o);
+    release.join();
+    return r;
+  }
+
   static int Count(const std::vector<FillResult>& r, KeyState s) {
     int n = 0;
     for (const FillResult& x : r) {
@@ -137,24 +162,8 @@ TEST_F(FillTest, AKeyLockedElsewhereIsDeferredThenWaitedFor) {
   std::vector<FillItem> items(items_.begin(), items_.begin() + 3);
   auto held = store.LockForWrite(items[0].ref, /*wait=*/true);  // "another pod" compiles it
   ASSERT_TRUE(held.ok());
-  std::mutex mu;
-  std::condition_variable cv;
   std::vector<size_t> order;
-  FillOptions o = Options(1);
-  o.on_done = [&](size_t i, const FillResult&) {
-    std::lock_guard<std::mutex> lock(mu);
-    order.push_back(i);
-    cv.notify_all();
-  };
-  // "The other pod" finishes once the filler has done everything else: the locked key must
-  // have been deferred, not waited for first.
-  std::thread release([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return order.size() == 2; });
-    held = absl::UnavailableError("released");  // drops the lock
-  });
-  std::vector<FillResult> r = FillCache(store, items, o);
-  release.join();
+  std::vector<FillResult> r = FillReleasingWhenOthersAreDone(store, items, held, &order);
   EXPECT_EQ(order, (std::vector<size_t>{1, 2, 0}));
   EXPECT_EQ(Count(r, KeyState::kCompiled), 3);
 }
@@ -170,22 +179,8 @@ TEST_F(FillTest, ABadEntryDeferredByABusyLockIsCountedOnce) {
   testing::TempDir::WriteFileAt(store.EntryPath(items[0].ref), "garbage, not an entry");
   auto reader = FileLock::Acquire(store.LockPath(items[0].ref), FileLock::Mode::kShared);
   ASSERT_TRUE(reader.ok()) << reader.status();
-  std::mutex mu;
-  std::condition_variable cv;
   std::vector<size_t> order;
-  FillOptions o = Options(1);
-  o.on_done = [&](size_t i, const FillResult&) {
-    std::lock_guard<std::mutex> lock(mu);
-    order.push_back(i);
-    cv.notify_all();
-  };
-  std::thread release([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return order.size() == 2; });
-    reader = absl::UnavailableError("released");  // drops the shared lock
-  });
-  std::vector<FillResult> r = FillCache(store, items, o);
-  release.join();
+  std::vector<FillResult> r = FillReleasingWhenOthersAreDone(store, items, reader, &order);
   EXPECT_EQ(order, (std::vector<size_t>{1, 2, 0}));  // deferred, then looked at again
   EXPECT_EQ(r[0].state, KeyState::kCompiled);
   EXPECT_EQ(store.rejected(RejectReason::kBadMagic), 1);
