@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/trace.h"
 #include "prewarm/catalog/catalog.h"
 
 namespace prewarm {
@@ -95,7 +96,7 @@ bool KernelTimer::TraceBegin() {
 }
 
 void KernelTimer::TraceEnd() {
-  constexpr int kEvents = 8;  // PW_TRACE_EVENTS
+  constexpr int kEvents = PW_TRACE_EVENTS;
   const size_t n = trace_bytes_ / 8;
   std::vector<uint64_t> ns(n), clk(n);
   OrDie(gpu_.CopyToHost(ns.data(), trace_ns_, trace_bytes_));
