@@ -1,19 +1,23 @@
 // fp8_bmm's streamed warpgroup path (part of fp8_bmm.hip, included after its shared pieces): the
-// block_m 64 and 128 keys of the persistent geometry (common/geometry.h: v_up, M above 128) on
-// sm_90a. One block an SM, two warpgroups, walking a contiguous run of (batch, 128-row) tiles
+// keys of the persistent geometry (common/geometry.h: v_up above M = 128, q_absorb above M = 512)
+// on sm_90a. One block an SM, two warpgroups, walking a contiguous run of (batch, 128-row) tiles
 // (rows past M are zeros that are never stored):
 //   - the run's W (cols x K) sits in shared memory as wgmma core matrices, copied again only
 //     where the run crosses into another batch;
-//   - X comes in as 128-row x 128-wide group pieces of bf16 (32 KiB), PW_FP8_BMM_STAGES of them
-//     in shared memory, cp.async'd PW_FP8_BMM_STAGES - 1 pieces ahead of the one being used, so
-//     the copies of the next pieces are in flight while this one is quantized and multiplied;
+//   - X comes in as 128-row x 128-wide group pieces of bf16 (32 KiB), the geometry's `stages` of
+//     them in shared memory, cp.async'd stages - 1 pieces ahead of the one being used, so the
+//     copies of the next pieces are in flight while this one is quantized and multiplied;
 //   - each warpgroup takes 64 rows of a piece from shared memory into registers, quantizes them
 //     there straight into wgmma's A fragments (row scales from a 4-lane shuffle), and multiplies
 //     them with m64n128k32 e4m3 into f32 accumulators, W read by the tensor cores through a
 //     descriptor (no fragment loads, no e4m3 -> f16 conversions, which sm_90's e4m3 mma.sync
 //     spends most of its instructions on);
-//   - per group a fresh set of accumulators (K of several groups, 128 columns: v_up), scaled by
-//     the rows' scales into the sums.
+//   - narrow (N = 128, K of several groups: v_up): per group a fresh set of accumulators, scaled
+//     by the rows' scales into the sums, stored from registers after the last group;
+//   - wide (K = 128, N of several 128-column passes: q_absorb): the group's fragments multiply
+//     W's 128 columns of each pass in turn; each warp writes a pass's 16 rows into its staging
+//     rows of shared memory and stores each row's 256 bytes with one bulk asynchronous copy
+//     (cp.async.bulk), which the copy engine finishes while the warp goes on.
 // PW_FP8_BMM_MMA_SYNC=1 (a measuring define) runs the key's mma.sync path (tiled for block_m
 // 128, exact below) over the same grid instead, for the A/B.
 #pragma once
@@ -26,10 +30,16 @@ constexpr bool kPwWg = false;
 
 #if PW_FP8_MMA && PW_WGMMA
 constexpr int kPwWgSteps = PW_K / 32;  // k32 steps
-constexpr int kPwWgStages = PW_FP8_BMM_STAGES;
+constexpr int kPwWgStages = kPwGeometry.stages > 0 ? kPwGeometry.stages : 1;
+constexpr int kPwWgPasses = PW_COLS / 128;  // 128-column passes of the wide form
+constexpr bool kPwWgWide = PW_COLS > 128;
+constexpr bool kPwWgStaged = kPwGeometry.staging > 0;
+
 static_assert(!kPwWg || (PW_FP8_BMM_TILE_ROWS == 128 && PW_THREADS == 256 && PW_K % PW_GROUP == 0 &&
-                         PW_COLS == 128),
-              "the streamed path: 128-row tiles, two warpgroups, whole groups, 128 columns");
+                         PW_COLS % 128 == 0 && (PW_COLS == 128 || PW_GROUPS == 1) &&
+                         (kPwWgStaged || !kPwWgWide)),
+              "the streamed path: 128-row tiles, two warpgroups, whole groups, 128 columns a "
+              "pass, several passes only of one group, staged where there are several");
 
 // A group's A fragments for a lane's rows (a[step][a0..a3]) and their scales.
 struct PwFp8WgGroup {
@@ -150,11 +160,63 @@ __device__ inline void pw_fp8_bmm_wg_store(pw_u16* y, int b, int m, int n_block,
   }
 }
 
+// Stores the 128 columns from n0 of the warp's 16 rows from m (v[4 j + e]: C of n8 tile j, rows
+// m + grp and + 8 scaled by s_lo and s_hi) through its staging rows `st`: lane (grp, tig) writes
+// its pairs there (272-byte rows: a store's 32 lanes meet 32 different banks), then the warp
+// reads them back 16 bytes a lane and stores two whole rows (512 bytes) an instruction, where
+// the accumulators' own layout would store 16 bytes of each of 8 rows. On the H200 (q_absorb,
+// M = 8192) 0.199 ms against 0.327 for the tiled path and 0.230 for a bulk asynchronous copy
+// (cp.async.bulk) a staged row, which ptxas issues one lane at a time (bench/RESULTS.md).
+__device__ inline void pw_fp8_bmm_wg_store_staged(pw_u16* y, int b, int m, int n0,
+                                                  const float (&v)[64], float s_lo, float s_hi,
+                                                  int m_total, pw_u8* st) {
+  const int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  __syncwarp();  // the last store's rows read
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float s = h == 0 ? s_lo : s_hi;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      *reinterpret_cast<pw_u32*>(st + (grp + 8 * h) * PW_FP8_BMM_STAGING_ROW + 16 * j + 4 * tig) =
+          pw_pack_bf16x2(v[4 * j + 2 * h] * s, v[4 * j + 2 * h + 1] * s);
+    }
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int row = 2 * i + lane / 16, unit = lane % 16;
+    const uint4 u = *reinterpret_cast<const uint4*>(st + row * PW_FP8_BMM_STAGING_ROW + 16 * unit);
+    if (PW_ROWS_EVEN || m + row < m_total) {
+      *reinterpret_cast<uint4*>(y + (static_cast<long long>(m + row) * PW_BATCH + b) * PW_N + n0 +
+                                8 * unit) = u;
+    }
+  }
+}
+
+// The wide form's piece (tile t's rows, its one group): the lane's rows r and r + 8 quantized
+// once, then each 128-column pass of W multiplied and stored through the warp's staging rows.
+__device__ inline void pw_fp8_bmm_wg_wide_piece(const pw_u8* xs, const pw_u8* ws, int r,
+                                                const PwFp8Tile& t, float w_scale, pw_u16* y,
+                                                int m_total, pw_u8* st) {
+  PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(pw_fp8_bmm_wg_read(xs, r, threadIdx.x % 4));
+  const float s_lo = q.s_lo * w_scale, s_hi = q.s_hi * w_scale;
+  const int m = t.m0 + r - threadIdx.x % 32 / 4;  // the warp's first row
+#pragma unroll 1
+  for (int p = 0; p < kPwWgPasses; ++p) {
+    float d[64];
+    pw_fp8_bmm_wg_issue(d, q, ws + p * 128 * PW_K, 0);
+    pw_wgmma_wait<0>();
+    pw_wgmma_hold(d);  // d and q's registers are the tensor cores' until here
+    pw_wgmma_hold(q.a);
+    pw_fp8_bmm_wg_store_staged(y, t.b, m, t.n_block + 128 * p, d, s_lo, s_hi, m_total, st);
+  }
+}
+
 // The products of one piece (tile t's rows, group g; the lane's rows r and r + 8 of the piece),
 // scaled by the rows' scales into acc; the sums stored after the last group.
 __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int g, int r,
                                            const PwFp8Tile& t, float w_scale, float (&acc)[64],
-                                           pw_u16* y, int m_total) {
+                                           pw_u16* y, int m_total, pw_u8* st) {
   PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(pw_fp8_bmm_wg_read(xs, r, threadIdx.x % 4));
   float d[64];
   pw_fp8_bmm_wg_issue(d, q, ws, g);
@@ -167,15 +229,22 @@ __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int
     acc[j] = g == 0 ? part : acc[j] + part;
   }
   if (g == PW_GROUPS - 1) {
-    pw_fp8_bmm_wg_store(y, t.b, t.m0 + r, t.n_block, acc, w_scale, m_total);
+    if constexpr (kPwWgStaged) {
+      pw_fp8_bmm_wg_store_staged(y, t.b, t.m0 + r - threadIdx.x % 32 / 4, t.n_block, acc, w_scale,
+                                 w_scale, m_total, st);
+    } else {
+      pw_fp8_bmm_wg_store(y, t.b, t.m0 + r, t.n_block, acc, w_scale, m_total);
+    }
   }
 }
 
 __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
                                      float w_scale, pw_u16* __restrict__ y, int m_total) {
   extern __shared__ __attribute__((aligned(128))) pw_u8 smem[];
-  pw_u8* const ws = smem;                   // W: cols x K as core matrices
-  pw_u8* const xs = smem + PW_COLS * PW_K;  // the X pieces
+  pw_u8* const ws = smem;                                        // W: cols x K as core matrices
+  pw_u8* const xs = smem + PW_COLS * PW_K;                       // the X pieces
+  pw_u8* const st = xs + kPwWgStages * PW_FP8_BMM_STAGE_BYTES +  // this warp's staging rows
+                    threadIdx.x / 32 * 16 * PW_FP8_BMM_STAGING_ROW;
   const PwFp8BmmTiles tiles = pw_fp8_bmm_tiles(m_total, PW_BATCH, PW_N, PW_COLS);
   const int first = pw_fp8_bmm_tile_first(blockIdx.x, gridDim.x, tiles.total);
   const int items = (pw_fp8_bmm_tile_first(blockIdx.x + 1, gridDim.x, tiles.total) - first) *
@@ -219,7 +288,11 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
     if (fence) pw_fence_proxy_async();  // W's copy, for the tensor cores (async proxy)
     __syncthreads();  // piece i whole; piece i - 1 (whose slot the next copy takes) read by all
     copy(i + kPwWgStages - 1);
-    pw_fp8_bmm_wg_piece(piece(i), ws, g, r, t, w_scale, acc, y, m_total);
+    if constexpr (kPwWgWide) {
+      pw_fp8_bmm_wg_wide_piece(piece(i), ws, r, t, w_scale, y, m_total, st);
+    } else {
+      pw_fp8_bmm_wg_piece(piece(i), ws, g, r, t, w_scale, acc, y, m_total, st);
+    }
   }
 }
 #endif

@@ -66,35 +66,52 @@ PW_HD constexpr int pw_fp8_bmm_cols(int n, int k, int m_exact, int block_m) {
 // against 26.4; bench/RESULTS.md).
 //
 // The streamed form (`wgmma`: Hopper's warpgroup instructions, NVIDIA sm_90 compiled as sm_90a)
-// of the block_m 64 and 128 keys (M > 128) where K is several whole 128-wide groups and N is 128
-// (v_up: K = L = 512): a persistent grid (blocks = min(tiles, multiprocessors), one an SM), each
-// block walking a contiguous run of (batch, 128-row) tiles with its batch's W kept in shared
-// memory (copied again only where the run crosses into the next batch) and X brought in
-// PW_FP8_BMM_STAGES 128 x 128 bf16 pieces ahead. Every path of the kernel reads the grid that way
-// for such a key (fp8_bmm.hip). On the H200: v_up M = 8192 0.286 ms against 0.375 for the tiled
-// path, M = 512 32 us against 68 for the exact path; at M = 128 (block_m 32: 64 tiles, one a
-// batch, half the SMs idle) 16.9 us against the exact path's 16.1, so block_m 32 keeps that;
-// q_absorb (K of one group, 512 columns, bound by its stores of Y) 0.447 against 0.327 ms at M =
-// 8192, so it keeps its paths (bench/RESULTS.md).
-#define PW_FP8_BMM_STAGES 4                     // X pieces in shared memory
+// of the block_m 64 and 128 keys (M > 128) where a batch's whole W (N x K, a multiple of 128 each
+// way) fits 64 KiB and the block's columns are all of N: a persistent grid (blocks = min(tiles,
+// multiprocessors), one an SM), each block walking a contiguous run of (batch, 128-row) tiles with
+// its batch's W kept in shared memory (copied again only where the run crosses into the next
+// batch) and X brought in 128 x 128 bf16 pieces, `stages` of them in shared memory. Two shapes:
+//   - narrow (N = 128, K of several groups: v_up, K = L = 512), 4 stages, stored from registers.
+//     On the H200 v_up M = 8192 0.286 ms against 0.375 for the tiled path, M = 512 32 us against
+//     68 for the exact path; at M = 128 (block_m 32: 64 tiles, one a batch, half the SMs idle)
+//     16.9 us against the exact path's 16.1, so block_m 32 keeps that.
+//   - wide (K = 128, one group, N of several 128-column passes: q_absorb, N = L = 512), block_m
+//     128 only (smaller block_m have 128-column blocks): bound by its stores of Y (4 bytes written
+//     for each one read), which go through `staging` bytes of shared memory, 16 rows of 256 bytes
+//     (+ 16 of padding) a warp, as bulk asynchronous copies of whole rows; 3 stages leave room for
+//     them. Stored from registers instead, it ran 0.447 ms at M = 8192 against the tiled path's
+//     0.327 (bench/RESULTS.md).
+// Every path of the kernel reads the grid that way for such a key (fp8_bmm.hip).
 #define PW_FP8_BMM_TILE_ROWS 128                // rows of a persistent grid's tile
 #define PW_FP8_BMM_STAGE_BYTES (128 * 128 * 2)  // a piece: a tile's rows of one 128-wide group
+#define PW_FP8_BMM_STAGING_ROW (256 + 16)       // a staged row of the wide form's 128 columns
+#ifndef PW_FP8_BMM_NARROW_STAGED  // a measuring define: the narrow form stored as the wide one
+#define PW_FP8_BMM_NARROW_STAGED 0
+#endif
 struct PwFp8BmmGeometry {
   int cols = 0;        // n columns a block
   int smem_bytes = 0;  // dynamic shared memory (0: neither the tiled nor the streamed form)
   bool tiled = false;
   bool persistent = false;  // the streamed form: grid (blocks, 1, 1) over the tiles
+  int stages = 0;           // the streamed form's X pieces in shared memory
+  int staging = 0;          // its staged rows of Y (bytes; 0: stored from registers)
 };
 PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, int block_m,
                                                      bool mma, bool wgmma) {
   PwFp8BmmGeometry g;
   g.cols = pw_fp8_bmm_cols(n, k, m_exact, block_m);
   g.tiled = mma && m_exact == 0 && block_m >= 128 && k % 64 == 0 && g.cols * k <= 98304;
-  g.persistent = mma && wgmma && m_exact == 0 && block_m >= 64 && k % 128 == 0 && k > 128 &&
-                 n == 128 && g.cols == n;
-  g.smem_bytes = g.persistent ? g.cols * k + PW_FP8_BMM_STAGES * PW_FP8_BMM_STAGE_BYTES
-                 : g.tiled    ? g.cols * k
-                              : 0;
+  const bool narrow = k > 128 && n == 128, wide = k == 128 && n > 128;
+  g.persistent = mma && wgmma && m_exact == 0 && block_m >= 64 && k % 128 == 0 && n % 128 == 0 &&
+                 g.cols == n && n * k <= 65536 && (narrow || wide);
+  if (g.persistent) {
+    const bool staged = wide || PW_FP8_BMM_NARROW_STAGED;
+    g.stages = staged ? 3 : 4;
+    g.staging = staged ? 8 * 16 * PW_FP8_BMM_STAGING_ROW : 0;  // 8 warps of 16 rows
+    g.smem_bytes = g.cols * k + g.stages * PW_FP8_BMM_STAGE_BYTES + g.staging;
+  } else {
+    g.smem_bytes = g.tiled ? g.cols * k : 0;
+  }
   return g;
 }
 

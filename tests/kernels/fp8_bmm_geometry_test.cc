@@ -15,44 +15,59 @@ struct Gemm {
 };
 constexpr Gemm kQAbsorb{512, 128}, kVUp{128, 512};
 
-TEST(Fp8BmmGeometryTest, OnlyHoppersBlockMVUpKeysArePersistent) {
-  // sm_90 (mma and wgmma), block_m 64 and 128: v_up is persistent, with W and the X pieces in
-  // shared memory; q_absorb (K of one group) keeps the tiled path, which is faster for it.
+TEST(Fp8BmmGeometryTest, OnlyHoppersLargeMKeysArePersistent) {
+  // sm_90 (mma and wgmma), block_m 64 and 128: v_up (narrow) is persistent, with W and 4 X pieces
+  // in shared memory, stored from registers.
   for (int block_m : {64, 128}) {
     const PwFp8BmmGeometry v_up = pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, block_m, true, true);
     EXPECT_TRUE(v_up.persistent);
     EXPECT_EQ(v_up.tiled, block_m == 128);
     EXPECT_EQ(v_up.cols, kVUp.n);
-    EXPECT_EQ(v_up.smem_bytes, kVUp.n * kVUp.k + PW_FP8_BMM_STAGES * PW_FP8_BMM_STAGE_BYTES);
-    EXPECT_LE(v_up.smem_bytes, 227 * 1024 - 27 * 1024)
+    EXPECT_EQ(v_up.stages, 4);
+    EXPECT_EQ(v_up.staging, 0);
+    EXPECT_EQ(v_up.smem_bytes, kVUp.n * kVUp.k + 4 * PW_FP8_BMM_STAGE_BYTES);
+  }
+  // q_absorb (wide) at block_m 128: persistent with 3 X pieces and 8 warps' staging rows of Y.
+  const PwFp8BmmGeometry q_absorb = pw_fp8_bmm_geometry(kQAbsorb.n, kQAbsorb.k, 0, 128, true, true);
+  EXPECT_TRUE(q_absorb.persistent);
+  EXPECT_TRUE(q_absorb.tiled) << "the mma.sync A/B's path";
+  EXPECT_EQ(q_absorb.cols, kQAbsorb.n);
+  EXPECT_EQ(q_absorb.stages, 3);
+  EXPECT_EQ(q_absorb.staging, 8 * 16 * PW_FP8_BMM_STAGING_ROW);
+  EXPECT_EQ(q_absorb.smem_bytes,
+            kQAbsorb.n * kQAbsorb.k + 3 * PW_FP8_BMM_STAGE_BYTES + 8 * 16 * (256 + 16));
+  for (const PwFp8BmmGeometry& g :
+       {q_absorb, pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, 128, true, true)}) {
+    EXPECT_LE(g.smem_bytes, 227 * 1024 - 27 * 1024)
         << "room for the static shared memory of a build forced to SIMT";
   }
   EXPECT_FALSE(pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, 32, true, true).persistent)
       << "block_m 32 (M <= 128): the exact path is faster";
   EXPECT_FALSE(pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 16, 0, true, true).persistent) << "m_exact";
-  const PwFp8BmmGeometry q_absorb = pw_fp8_bmm_geometry(kQAbsorb.n, kQAbsorb.k, 0, 128, true, true);
-  EXPECT_TRUE(q_absorb.tiled);
-  EXPECT_FALSE(q_absorb.persistent);
-  EXPECT_EQ(q_absorb.smem_bytes, kQAbsorb.n * kQAbsorb.k);
   for (const Gemm g : {kQAbsorb, kVUp}) {
     // sm_89 / sm_100 (mma, no wgmma): the tiled path over the 3-D grid.
     const PwFp8BmmGeometry ada = pw_fp8_bmm_geometry(g.n, g.k, 0, 128, true, false);
     EXPECT_TRUE(ada.tiled);
     EXPECT_FALSE(ada.persistent);
     EXPECT_EQ(ada.smem_bytes, g.n * g.k);
+    EXPECT_EQ(ada.stages, 0);
     // AMD: neither.
     EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 0, 128, false, false).persistent);
-    // Smaller M keeps its grid on the other archs, and q_absorb's everywhere.
+    // Smaller M keeps its grid on the other archs, and q_absorb's (128-column blocks) everywhere.
     for (int block_m : {32, 64}) {
       EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 0, block_m, true, false).persistent);
       EXPECT_FALSE(pw_fp8_bmm_geometry(kQAbsorb.n, kQAbsorb.k, 0, block_m, true, true).persistent);
     }
     EXPECT_FALSE(pw_fp8_bmm_geometry(g.n, g.k, 16, 0, true, true).persistent);
   }
-  // K of 64-wide chunks but not whole groups, N other than 128: the tiled path as before.
+  // K of 64-wide chunks but not whole groups, W over 64 KiB, several groups and several passes,
+  // N not whole passes: the tiled path as before.
   EXPECT_FALSE(pw_fp8_bmm_geometry(128, 192, 0, 128, true, true).persistent);
   EXPECT_FALSE(pw_fp8_bmm_geometry(256, 256, 0, 128, true, true).persistent);
+  EXPECT_FALSE(pw_fp8_bmm_geometry(1024, 128, 0, 128, true, true).persistent) << "W of 128 KiB";
+  EXPECT_FALSE(pw_fp8_bmm_geometry(192, 128, 0, 128, true, true).persistent);
   EXPECT_TRUE(pw_fp8_bmm_geometry(128, 256, 0, 128, true, true).persistent);
+  EXPECT_TRUE(pw_fp8_bmm_geometry(256, 128, 0, 128, true, true).persistent);
 }
 
 TEST(Fp8BmmGeometryTest, BlocksTakeEveryTileOnceInRunsOfEvenLength) {
