@@ -15,13 +15,13 @@
 // Every path quantizes a row's group once per block (a warp per (row, group) or per 16-row
 // tile: a shuffle max, then every lane's values; on sm_89+ with cvt.rn.satfinite.e4m3x2), but
 // exact-split, whose two warps of a group each quantize it. The paths:
-//   tiled (NVIDIA sm_89+, block_m 128 keys: M > 512): the block's W (cols x K, the whole N of a
-//     batch) is copied into shared memory once (cp.async, 16-byte units XOR-swizzled so
-//     a warp's fragment loads touch every bank once). Each warp owns 16-row tiles and a share of
-//     the columns; it loads its rows' bf16 X for one 128-wide group straight into registers,
-//     quantizes them there into mma.sync m16n8k32 e4m3 A fragments (the per-row scale from a
-//     4-lane shuffle max), and multiplies them with every n8 tile of its columns, a pass of n8
-//     tiles at a time with f32 accumulators, scaled by sx per group. Where K has at most two
+//   tiled (NVIDIA sm_89+, block_m 128 keys: M > 512, where not streamed): the block's W (cols x
+//     K, the whole N of a batch) is copied into shared memory once (cp.async, 16-byte units
+//     XOR-swizzled so a warp's fragment loads touch every bank once). Each warp owns 16-row tiles
+//     and a share of the columns; it loads its rows' bf16 X for one 128-wide group straight into
+//     registers, quantizes them there into mma.sync m16n8k32 e4m3 A fragments (the per-row scale
+//     from a 4-lane shuffle max), and multiplies them with every n8 tile of its columns, a pass of
+//     n8 tiles at a time with f32 accumulators, scaled by sx per group. Where K has at most two
 //     groups (q_absorb) the fragments stay in registers across passes, so X is read and quantized
 //     once; otherwise (v_up) one pass of 16 tiles covers N = 128. Two blocks an SM.
 //   exact (NVIDIA sm_89+, m_exact keys: M <= 16, memory-bound, and block_m 32 and 64; a block_m
@@ -46,9 +46,10 @@
 //     PW_FORCE_SIMT): rows quantized into shared memory 64 at a time; for each 128 columns, each
 //     64-wide half of a group's W tile is copied into shared memory with coalesced 4-byte loads,
 //     then each thread takes one column for its share of the rows.
-//   streamed (sm_90a, block_m 64 and 128 keys of the persistent geometry: v_up at M > 128):
+//   streamed (sm_90a, the keys of the persistent geometry: v_up at M > 128, q_absorb at M > 512):
 //     one block an SM walks a run of tiles with its batch's W kept in shared memory and X pieces
-//     copied ahead, wgmma e4m3 from quantized registers (fp8_bmm_wg.h).
+//     copied ahead, wgmma e4m3 from quantized registers; q_absorb's rows of Y stored through
+//     shared memory (fp8_bmm_wg.h).
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"
