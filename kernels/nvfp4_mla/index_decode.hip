@@ -1,22 +1,47 @@
 // index_decode: index scores of the decode rows (index_common.h), on matrix cores.
 // Defines: PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_ROWS_TILE, PW_LDS_KIB.
-// Grid (ceil(rows / ROWS_TILE), ceil(stride / PW_INDEX_DECODE_KEYS)), block kPwDg.threads,
-// dynamic shared memory kPwDg.smem_bytes (index_geometry.h): a block scores ROWS_TILE rows
-// against PW_INDEX_DECODE_KEYS key positions. Decode rows belong to different requests and share
-// no keys, so the warps take items (a row, 16 positions) on their own, with no block-wide
-// barrier: a warp takes kPwDBatch consecutive items (mostly of one row, so the row's Q is staged
-// once), issues the loads of all of them first, then for each decodes its keys into the warp's
-// tile, multiplies them with the row's Q (16 keys x Hi qvecs on matrix cores), applies g, relu and
-// the head weights and sums the heads on chip: each score is written once.
+// Grid (ceil(rows / ROWS_TILE), pw_index_decode_grid_y(...)), block kPwDg.threads, dynamic shared
+// memory kPwDg.smem_bytes (index_geometry.h): a block scores ROWS_TILE rows against its slice of
+// the key positions (ceil(stride / grid.y) rounded up to 16). Decode rows belong to different
+// requests and share no keys, so the warps take items (a row, 16 positions) on their own, with no
+// block-wide barrier. Keys as M (below): a warp takes kPwDBatch consecutive items (mostly of one
+// row, so the row's Q is staged once), issues the loads of all of them first, then for each
+// decodes its keys into the warp's tile, multiplies them with the row's Q (16 keys x Hi qvecs on
+// matrix cores), applies g, relu and the head weights and sums the heads on chip: each score is
+// written once. Heads as M (many heads on NVIDIA, next): the same items, no tiles.
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
+// Heads as the M of the GEMM (NVIDIA mma.sync, Hi a multiple of 16, Di = 128): per item the
+// warp's A is the row's Q (Hi x Di, from shared memory), its B the item's 16 keys (two n8
+// tiles), which each lane dequantizes straight into B fragments: lane (grp, tig) reads bytes
+// [16 tig, + 16) of keys grp and grp + 8 (dims 32 tig .. + 31, two scale blocks) and the k order
+// of each 8-dim word is the one pw_nvfp4_dequant8_bf16_lo gives ((0, 4), (1, 5), (2, 6), (3, 7):
+// a dot product does not care), which the Q staged for the row follows. No key tile, no
+// per-head scores in shared memory: relu and the head weights apply to the accumulators, and the
+// heads' sum is a register sum over the m tiles, then three shuffles that leave each of 16 lanes
+// one key's score. PW_INDEX_DECODE_HEADS_M=0 (a measuring define) keeps the keys-as-M path below.
+#ifndef PW_INDEX_DECODE_HEADS_M
+#define PW_INDEX_DECODE_HEADS_M 1
+#endif
+#if PW_MMA_IMPL == PW_MMA_SYNC && PW_WARP == 32 && PW_HI % 16 == 0 && PW_DI == 128 && \
+    PW_INDEX_DECODE_HEADS_M
+#define PW_INDEX_DECODE_M 1
+#else
+#define PW_INDEX_DECODE_M 0
+#endif
+#ifndef PW_INDEX_DECODE_M_BATCH    // the heads-as-M path: items a warp loads at once, two such
+#define PW_INDEX_DECODE_M_BATCH 1  // batches in flight (1: fastest on the H200 at every row)
+#endif
+
 constexpr PwIndexDecodeGeometry kPwDg = pw_index_decode_geometry(PW_HI, PW_DI, PW_WARP, PW_LDS_KIB);
-constexpr int kPwDScRow = pw_index_decode_sc_row(kPwDg.nt);
 // Work items a warp loads at once: up to 4, fewer where the block has fewer items than 4 a warp
 // (a few rows: more warps each with one chain of loads beat one warp with four).
 constexpr int kPwDItems = PW_ROWS_TILE * (PW_INDEX_DECODE_KEYS / 16);
-constexpr int kPwDBatch = kPwDItems >= 4 * kPwDg.warps ? 4 : kPwDItems >= 2 * kPwDg.warps ? 2 : 1;
+constexpr int kPwDBatch = PW_INDEX_DECODE_M              ? PW_INDEX_DECODE_M_BATCH
+                          : kPwDItems >= 4 * kPwDg.warps ? 4
+                          : kPwDItems >= 2 * kPwDg.warps ? 2
+                                                         : 1;
 // The loads of an item: key r of its 16 belongs to lanes kPwDLanes r .. + kPwDLanes, each
 // holding kPwDWords consecutive 8-value words of it and their scale bytes, so a lane computes one
 // cache slot and issues a few wide loads.
@@ -53,7 +78,160 @@ PW_DEVICE_INLINE void pw_index_decode_load(const PwIndexArgs& a, int req, int j,
   }
 }
 
+#if PW_INDEX_DECODE_M
+// The staged Q is fragment-major: the 16 bytes lane l reads as its A fragment (a0..a3) of m16
+// tile m at k step s lie at ((m * 8 + s) * 32 + l) * 16, so each A load is one conflict-free
+// 16-byte read whose registers the mma takes as they are (from a row-major tile, two loads a step
+// and four register moves an mma).
+PW_DEVICE_INLINE int pw_index_decode_frag(int m, int s, int lane) {
+  return ((m * 8 + s) * 32 + lane) * 8;  // in bf16
+}
+
+struct PwDRawM {
+  uint2 k[2][2];   // keys grp, grp + 8: the lane's 16 bytes, as two 8-byte loads (records: 72 B)
+  pw_u32 code[2];  // their two scale codes (blocks 2 tig, 2 tig + 1)
+};
+
+// Position j's slot: pw_slot, with a shift and a mask where the block size is a power of two
+// (`shift` >= 0, found once a launch; a division is about 20 instructions a key).
+PW_DEVICE_INLINE long long pw_index_decode_slot(const PwIndexArgs& a, int shift, int req, int j) {
+  if (shift >= 0) {
+    return static_cast<long long>(a.block_table[req * a.max_blocks + (j >> shift)]) << shift |
+           (j & (a.block_size - 1));
+  }
+  return pw_slot(a.block_table, a.max_blocks, a.block_size, req, j);
+}
+
+PW_DEVICE_INLINE void pw_index_decode_load_m(const PwIndexArgs& a, int shift, int req, int j0,
+                                             int limit, PwDRawM& raw) {
+  const int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    const int j = j0 + grp + 8 * n;
+    raw.k[n][0] = raw.k[n][1] = make_uint2(0, 0);
+    raw.code[n] = 0;
+    if (j >= limit) continue;
+    const pw_u8* rec = a.index_cache + pw_index_decode_slot(a, shift, req, j) * kPwIRecord;
+    raw.k[n][0] = *reinterpret_cast<const uint2*>(rec + 16 * tig);
+    raw.k[n][1] = *reinterpret_cast<const uint2*>(rec + 16 * tig + 8);
+    raw.code[n] = *reinterpret_cast<const pw_u16*>(rec + PW_DI / 2 + 2 * tig);
+  }
+}
+
+// Stages row `row`'s Q (times the sign of g: the relu then reads the accumulators as they are)
+// into qs, fragment-major, and loads the lane's head weights times |g| 2^16 (undoing the
+// dequant's 2^-16). For each m16 tile and 8-dim unit w of the lane's 32 dims, lane (grp, tig)
+// reads unit 4 tig + w of rows grp and grp + 8, reorders each unit's dims as the keys' pairs
+// come ((0, 4), (1, 5), (2, 6), (3, 7)) and writes its fragments of steps 2 w and 2 w + 1.
+PW_DEVICE_INLINE void pw_index_decode_stage_m(const PwIndexArgs& a, int row, pw_u16* qs,
+                                              float (&wl)[PW_HI / 16][2]) {
+  const int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
+  const pw_u32 flip = a.g_idx < 0.0f ? 0x80008000u : 0u;
+  const pw_u16* qrow = a.q + static_cast<long long>(row) * PW_HI * PW_DI;
+#pragma unroll
+  for (int m = 0; m < PW_HI / 16; ++m) {
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      pw_u32 p[2][4];  // [row half][pair]
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint4 v = *reinterpret_cast<const uint4*>(qrow + (16 * m + grp + 8 * h) * PW_DI +
+                                                        8 * (4 * tig + w));
+        asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(p[h][0]) : "r"(v.x), "r"(v.z));
+        asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(p[h][1]) : "r"(v.x), "r"(v.z));
+        asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(p[h][2]) : "r"(v.y), "r"(v.w));
+        asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(p[h][3]) : "r"(v.y), "r"(v.w));
+      }
+      // Step 2 w: a0, a1 = pair 0 of rows grp, grp + 8; a2, a3 = pair 1. Step 2 w + 1: 2 and 3.
+      *reinterpret_cast<uint4*>(qs + pw_index_decode_frag(m, 2 * w, lane)) =
+          make_uint4(p[0][0] ^ flip, p[1][0] ^ flip, p[0][1] ^ flip, p[1][1] ^ flip);
+      *reinterpret_cast<uint4*>(qs + pw_index_decode_frag(m, 2 * w + 1, lane)) =
+          make_uint4(p[0][2] ^ flip, p[1][2] ^ flip, p[0][3] ^ flip, p[1][3] ^ flip);
+    }
+  }
+  const float g = fabsf(a.g_idx) * PW_NVFP4_LO_UNDO;
+#pragma unroll
+  for (int m = 0; m < PW_HI / 16; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      wl[m][h] = g * a.w[static_cast<long long>(row) * PW_HI + 16 * m + grp + 8 * h];
+    }
+  }
+}
+
+// The scores of keys [j0, j0 + 16) below `limit` of row `row` (its Q staged in qs, weights wl).
+PW_DEVICE_INLINE void pw_index_decode_item_m(const PwIndexArgs& a, int row, int j0, int limit,
+                                             const PwDRawM& raw, const pw_u16* qs,
+                                             const float (&wl)[PW_HI / 16][2]) {
+  constexpr int mt = PW_HI / 16;
+  const int lane = threadIdx.x % 32, tig = lane % 4;
+  float acc[2][mt][4];
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+#pragma unroll
+    for (int m = 0; m < mt; ++m) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[n][m][e] = 0.0f;
+    }
+  }
+  pw_u32 s[2][2];  // [key][scale block]
+#pragma unroll
+  for (int n = 0; n < 2; ++n) pw_e4m3fn_scale_lo2(raw.code[n], s[n][0], s[n][1]);
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {  // the lane's 8-dim words: two k16 steps each
+    pw_u32 b[2][4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const uint2& k = raw.k[n][w / 2];
+      pw_nvfp4_dequant8_bf16_lo(w % 2 == 0 ? k.x : k.y, s[n][w / 2], b[n]);
+    }
+#pragma unroll
+    for (int m = 0; m < mt; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // steps 2 w and 2 w + 1
+        const uint4 f =
+            *reinterpret_cast<const uint4*>(qs + pw_index_decode_frag(m, 2 * w + h, lane));
+        const pw_u32 af[4] = {f.x, f.y, f.z, f.w};
+#pragma unroll
+        for (int n = 0; n < 2; ++n) pw_mma_m16n8k16(acc[n][m], af, b[n][2 * h], b[n][2 * h + 1]);
+      }
+    }
+  }
+  // p[n][c]: key 8 n + 2 tig + c, summed over the lane's heads (16 m + grp, + 8).
+  float p[2][2];
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      float t = 0.0f;
+#pragma unroll
+      for (int m = 0; m < mt; ++m) {
+        t = fmaf(fmaxf(acc[n][m][c], 0.0f), wl[m][0], t);
+        t = fmaf(fmaxf(acc[n][m][2 + c], 0.0f), wl[m][1], t);
+      }
+      p[n][c] = t;
+    }
+  }
+  // Over the 8 lanes of a tig (grp = lane bits 2..4): lane bit 4 keeps n, bit 3 keeps c.
+  const bool n1 = (lane & 16) != 0, c1 = (lane & 8) != 0;
+  float k0 = n1 ? p[1][0] : p[0][0], k1 = n1 ? p[1][1] : p[0][1];
+  k0 += pw_shfl_xor(n1 ? p[0][0] : p[1][0], 16);
+  k1 += pw_shfl_xor(n1 ? p[0][1] : p[1][1], 16);
+  float score = c1 ? k1 : k0;
+  score += pw_shfl_xor(c1 ? k0 : k1, 8);
+  score += pw_shfl_xor(score, 4);
+  const int j = j0 + 8 * n1 + 2 * tig + c1;
+  if ((lane & 4) == 0 && j < limit) a.out[static_cast<long long>(row) * a.stride + j] = score;
+}
+#endif
+
+// The heads-as-M path asks for one block a multiprocessor: without it ptxas held it to 64 or 128
+// registers and spilled.
+#if PW_INDEX_DECODE_M
+extern "C" __global__ void __launch_bounds__(kPwDg.threads, 1)
+#else
 extern "C" __global__ void __launch_bounds__(kPwDg.threads)
+#endif
     pw_index_decode(const pw_u16* q, const float* w, const int* row_req, const int* visible,
                     const int* block_table, int max_blocks, int block_size,
                     const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
@@ -62,44 +240,101 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_index_decode_shared[];
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   unsigned char* mine = pw_index_decode_shared + warp * kPwDg.warp_bytes;
-  pw_u16* kt = reinterpret_cast<pw_u16*>(mine);
   pw_u16* qs = reinterpret_cast<pw_u16*>(mine + kPwDg.q_offset);
-  float* sc = reinterpret_cast<float*>(mine + kPwDg.sc_offset);
-  const int begin = blockIdx.y * PW_INDEX_DECODE_KEYS;
-  const int end = begin + PW_INDEX_DECODE_KEYS < stride ? begin + PW_INDEX_DECODE_KEYS : stride;
+  // The block's positions: [begin, end), a multiple of 16 (grid.y from the host's
+  // pw_index_decode_grid_y), and its rows [first, last); item i: row first + i / rounds,
+  // positions begin + 16 (i % rounds) .. + 16.
+  const int per =
+      ((stride + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y) + 15) / 16 * 16;
+  const int rounds = per / 16;
+  const long long begin_ll = static_cast<long long>(blockIdx.y) * per;
+  if (begin_ll >= stride) return;  // past the rows' positions (a grid rounded up)
+  const int begin = static_cast<int>(begin_ll);
+  const int end = stride - begin > per ? begin + per : stride;
   const int first = blockIdx.x * PW_ROWS_TILE;
   const int last = first + PW_ROWS_TILE < rows ? first + PW_ROWS_TILE : rows;
-  constexpr int chunks = PW_DI / 8, rounds = PW_INDEX_DECODE_KEYS / 16;
+  const int items = (last - first) * rounds;
+  struct Item {
+    int row, req, vis, j0, limit;
+  };
+  auto item = [&](int i, bool work) {
+    Item t;
+    // 64 positions a block (every grid but heads-as-M's): a shift, not a division.
+    const int r =
+        rounds == PW_INDEX_DECODE_KEYS / 16 ? i / (PW_INDEX_DECODE_KEYS / 16) : i / rounds;
+    t.row = first + r;
+    t.req = row_req[t.row];
+    t.vis = visible[t.row];
+    t.j0 = begin + 16 * (i - r * rounds);
+    const int stop = t.j0 + 16 < end ? t.j0 + 16 : end;
+    t.limit = !work ? t.j0 : t.vis < stop ? t.vis : stop;
+    return t;
+  };
+  int staged = -1;
+#if PW_INDEX_DECODE_M
+  // Each warp takes a contiguous run of the block's items (so it stages each row's Q once),
+  // kPwDBatch at a time, the loads of the next batch issued before this one is multiplied.
+  const int mine_first = static_cast<int>(static_cast<long long>(warp) * items / kPwDg.warps);
+  const int mine_last = static_cast<int>(static_cast<long long>(warp + 1) * items / kPwDg.warps);
+  float wl[PW_HI / 16][2];
+  const int shift = (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1;
+  Item ta[kPwDBatch], tb[kPwDBatch];
+  PwDRawM ra[kPwDBatch], rb[kPwDBatch];
+  auto load = [&](int base, Item(&tt)[kPwDBatch], PwDRawM(&rr)[kPwDBatch]) {
+#pragma unroll
+    for (int j = 0; j < kPwDBatch; ++j) {
+      const bool work = base + j < mine_last;
+      tt[j] = item(work ? base + j : mine_first, work);
+      pw_index_decode_load_m(a, shift, tt[j].req, tt[j].j0, tt[j].limit, rr[j]);
+    }
+  };
+  auto score = [&](int base, const Item(&tt)[kPwDBatch], const PwDRawM(&rr)[kPwDBatch]) {
+#pragma unroll
+    for (int j = 0; j < kPwDBatch; ++j) {
+      if (base + j >= mine_last) continue;
+      const Item& it = tt[j];
+      // Positions of the item the row does not see: -inf.
+      const int stop = it.j0 + 16 < end ? it.j0 + 16 : end;
+      for (int p = (it.vis > it.j0 ? it.vis : it.j0) + lane; p < stop; p += PW_WARP) {
+        out[static_cast<long long>(it.row) * stride + p] = pw_neg_inf();
+      }
+      if (it.j0 >= it.limit) continue;
+      if (staged != it.row) {
+        pw_syncwarp();  // the last row's Q read
+        pw_index_decode_stage_m(a, it.row, qs, wl);
+        pw_syncwarp();
+        staged = it.row;
+      }
+      pw_index_decode_item_m(a, it.row, it.j0, it.limit, rr[j], qs, wl);
+    }
+  };
+  // Two batches in turn (a and b: register arrays with indices known at compile time).
+  if (mine_first < mine_last) load(mine_first, ta, ra);
+  for (int base = mine_first; base < mine_last; base += 2 * kPwDBatch) {
+    if (base + kPwDBatch < mine_last) load(base + kPwDBatch, tb, rb);
+    score(base, ta, ra);
+    if (base + kPwDBatch >= mine_last) break;
+    if (base + 2 * kPwDBatch < mine_last) load(base + 2 * kPwDBatch, ta, ra);
+    score(base + kPwDBatch, tb, rb);
+  }
+#else
+  constexpr int chunks = PW_DI / 8;
   // The qvec rows past Hi stay zeros: written once, never staged over.
   for (int i = PW_HI * chunks + lane; i < 16 * kPwDg.nt * chunks; i += PW_WARP) {
     *reinterpret_cast<uint4*>(qs + (i / chunks) * kPwQRow + 8 * (i % chunks)) =
         make_uint4(0, 0, 0, 0);
   }
-  // Item i: row first + i / rounds, positions begin + 16 (i % rounds) .. + 16.
-  struct Item {
-    int row, req, vis, j0, limit;
-  };
-  auto item = [&](int i) {
-    Item t;
-    t.row = first + i / rounds;
-    t.req = row_req[t.row];
-    t.vis = visible[t.row];
-    t.j0 = begin + 16 * (i % rounds);
-    const int stop = t.j0 + 16 < end ? t.j0 + 16 : end;
-    t.limit = t.vis < stop ? t.vis : stop;
-    return t;
-  };
-  const int items = (last - first) * rounds;
+  constexpr int kPwDScRow = pw_index_decode_sc_row(kPwDg.nt);
+  pw_u16* kt = reinterpret_cast<pw_u16*>(mine);
+  float* sc = reinterpret_cast<float*>(mine + kPwDg.sc_offset);
   const int key = lane / kPwDLanes, part = lane % kPwDLanes;
-  int staged = -1;
   for (int base = warp * kPwDBatch; base < items; base += kPwDBatch * kPwDg.warps) {
     Item t[kPwDBatch];
     PwDRaw raw[kPwDBatch];
 #pragma unroll
     for (int j = 0; j < kPwDBatch; ++j) {
       const int i = base + j;
-      t[j] = item(i < items ? i : base);
-      if (i >= items) t[j].limit = t[j].j0;  // no work
+      t[j] = item(i < items ? i : base, i < items);
       pw_index_decode_load(a, t[j].req, t[j].j0 + key, t[j].limit, part, raw[j]);
     }
 #pragma unroll
@@ -164,4 +399,5 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
       }
     }
   }
+#endif
 }

@@ -209,12 +209,17 @@ absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const In
 
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   IndexArgs v = a;
-  return Run(
-      gpu, module, e[0],
-      {CeilDiv(a.rows, KeyInt(key, "rows_tile")), CeilDiv(a.stride, PW_INDEX_DECODE_KEYS), 1},
-      {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
-       &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
+  const unsigned row_tiles = CeilDiv(a.rows, KeyInt(key, "rows_tile"));
+  const bool heads_m = pw_index_decode_heads_m(static_cast<int>(KeyInt(key, "index_heads")),
+                                               static_cast<int>(KeyInt(key, "index_head_dim")),
+                                               arch.platform == Platform::kNvidia);
+  const int slices = pw_index_decode_grid_y(a.stride, static_cast<int>(row_tiles),
+                                            gpu.MultiprocessorCount(), heads_m);
+  return Run(gpu, module, e[0], {row_tiles, static_cast<unsigned>(slices), 1},
+             {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
+              &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
 }
 
 size_t TopkWorkspaceBytes(const Key& key, int rows) {

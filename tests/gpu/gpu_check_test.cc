@@ -435,11 +435,11 @@ TEST_F(GpuCheckTest, AnFp8BmmPointerThatIsNotSixteenByteAlignedIsAnErrorNamingIt
   }
 }
 
-// A top-k key (topk 2048) compiled through the cache and loaded.
-absl::StatusOr<void*> LoadTopkKey(Gpu& gpu, const Arch& arch, const Key& key,
-                                  const std::string& dir) {
+// A key compiled through the cache and loaded.
+absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const std::string& dir,
+                              const std::vector<std::string>& defines = {}) {
   ASSIGN_OR_RETURN(const std::vector<msa_test::CompiledKey> compiled,
-                   msa_test::CompileThroughCache({key}, arch, dir, {}));
+                   msa_test::CompileThroughCache({key}, arch, dir, defines));
   if (!compiled[0].error.empty()) return absl::InternalError(compiled[0].error);
   return gpu.LoadModule(compiled[0].code);
 }
@@ -506,7 +506,7 @@ TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
   Key key = NewKey("topk_decode", arch_);
   key.Set("topk", 2048);
   testing::TempDir dir;
-  absl::StatusOr<void*> module = LoadTopkKey(*gpu_, arch_, key, dir.path());
+  absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path());
   ASSERT_TRUE(module.ok()) << module.status();
   const int cap = pw_topk_decode_cache_cap(SharedMemoryKib(arch_));
   // A row's blocks: on sm_90 a cluster where it pays (few rows or long ones), each block holding a
@@ -548,7 +548,7 @@ TEST_F(GpuCheckTest, TopkPrefillOfLongRowsMatchesTheCpuReference) {
     key.Set("topk", 2048);
     key.Set("strips", strips);
     testing::TempDir dir;
-    absl::StatusOr<void*> module = LoadTopkKey(*gpu_, arch_, key, dir.path());
+    absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path());
     ASSERT_TRUE(module.ok()) << "strips " << strips << ": " << module.status();
     const int len = strips * PW_TOPK_CACHE;
     std::vector<std::vector<int>> launches = {
@@ -566,6 +566,42 @@ TEST_F(GpuCheckTest, TopkPrefillOfLongRowsMatchesTheCpuReference) {
                                          ? std::vector<int>{}
                                          : std::vector<int>{0, 1, 777, 65534, 65535, 65536};
       EXPECT_EQ(TopkRowsWrong(*gpu_, *module, key, true, visible, check, how), "");
+    }
+  }
+}
+
+// index_decode with many index heads (a multiple of 16: on NVIDIA the heads are then the M of
+// its GEMM, and the launch gives each block a long slice of the positions): DeepSeek-V3.2's 64 and
+// 16, which the seeds' 4-head plan never reaches, at each rows tile. One launch of 12 decode rows
+// (one of them an MTP row of 2 tokens) of 1 to 20,000 keys: items cut short by a row's visible
+// count, rows of one key, rows longer than a block's slice; every position against the CPU, -inf
+// past what a row sees. The keys-as-M path (PW_INDEX_DECODE_HEADS_M=0) and the SIMT build (what
+// AMD runs) of the same keys under the same launch too: each path takes any slice length.
+TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
+  arch_ = *ParseArch(gpu_->ArchName());
+  Step step;
+  for (int64_t ctx : {1, 15, 16, 17, 64, 100, 2049, 4097, 8191, 9000, 20000}) {
+    step.requests.push_back({Phase::kDecode, ctx == 100 ? 2 : 1, ctx});
+  }
+  for (int hi : {16, 64}) {
+    for (int rows_tile : {1, 16, 64}) {
+      for (const std::vector<std::string>& defines :
+           {std::vector<std::string>{}, std::vector<std::string>{"-DPW_INDEX_DECODE_HEADS_M=0"},
+            std::vector<std::string>{"-DPW_FORCE_SIMT=1"}}) {
+        Key key = NewKey("index_decode", arch_);
+        key.Set("index_heads", int64_t{hi})
+            .Set("index_head_dim", int64_t{128})
+            .Set("rows_tile", int64_t{rows_tile});
+        const std::string name = key.String() + (defines.empty() ? "" : " " + defines[0]);
+        testing::TempDir dir;
+        absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), defines);
+        ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+        module_ = *module;
+        Inputs in(static_cast<uint64_t>(hi) * 131 + static_cast<uint64_t>(rows_tile));
+        const Result r = Check("index_decode", key, step, in);
+        std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
+        EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
+      }
     }
   }
 }
