@@ -13,11 +13,11 @@
 //     descriptor (no fragment loads, no e4m3 -> f16 conversions, which sm_90's e4m3 mma.sync
 //     spends most of its instructions on);
 //   - narrow (N = 128, K of several groups: v_up): per group a fresh set of accumulators, scaled
-//     by the rows' scales into the sums, stored from registers after the last group;
+//     by the rows' scales into the sums, stored after the last group;
 //   - wide (K = 128, N of several 128-column passes: q_absorb): the group's fragments multiply
-//     W's 128 columns of each pass in turn; each warp writes a pass's 16 rows into its staging
-//     rows of shared memory and stores each row's 256 bytes with one bulk asynchronous copy
-//     (cp.async.bulk), which the copy engine finishes while the warp goes on.
+//     W's 128 columns of each pass in turn, each pass stored;
+//   - each store: the warp writes its 16 rows into its staging rows of shared memory and stores
+//     them back 16 bytes a lane, two whole 256-byte rows an instruction.
 // PW_FP8_BMM_MMA_SYNC=1 (a measuring define) runs the key's mma.sync path (tiled for block_m
 // 128, exact below) over the same grid instead, for the A/B.
 #pragma once
@@ -33,13 +33,12 @@ constexpr int kPwWgSteps = PW_K / 32;  // k32 steps
 constexpr int kPwWgStages = kPwGeometry.stages > 0 ? kPwGeometry.stages : 1;
 constexpr int kPwWgPasses = PW_COLS / 128;  // 128-column passes of the wide form
 constexpr bool kPwWgWide = PW_COLS > 128;
-constexpr bool kPwWgStaged = kPwGeometry.staging > 0;
 
 static_assert(!kPwWg || (PW_FP8_BMM_TILE_ROWS == 128 && PW_THREADS == 256 && PW_K % PW_GROUP == 0 &&
                          PW_COLS % 128 == 0 && (PW_COLS == 128 || PW_GROUPS == 1) &&
-                         (kPwWgStaged || !kPwWgWide)),
+                         kPwGeometry.staging == 8 * 16 * PW_FP8_BMM_STAGING_ROW),
               "the streamed path: 128-row tiles, two warpgroups, whole groups, 128 columns a "
-              "pass, several passes only of one group, staged where there are several");
+              "pass, several passes only of one group, 16 staging rows a warp");
 
 // A group's A fragments for a lane's rows (a[step][a0..a3]) and their scales.
 struct PwFp8WgGroup {
@@ -145,21 +144,6 @@ __device__ inline void pw_fp8_bmm_wg_issue(float (&d)[64], const PwFp8WgGroup& q
   pw_wgmma_commit();
 }
 
-// The 128 columns from n_block of rows m and m + 8: v[4 j + e] (C of n8 tile j) times `scale`.
-__device__ inline void pw_fp8_bmm_wg_store(pw_u16* y, int b, int m, int n_block,
-                                           const float (&v)[64], float scale, int m_total) {
-  const int tig = threadIdx.x % 4;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (m + 8 * h >= m_total) continue;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      pw_fp8_bmm_store2(y, b, m + 8 * h, n_block + 8 * j + 2 * tig, v[4 * j + 2 * h] * scale,
-                        v[4 * j + 2 * h + 1] * scale);
-    }
-  }
-}
-
 // Stores the 128 columns from n0 of the warp's 16 rows from m (v[4 j + e]: C of n8 tile j, rows
 // m + grp and + 8 scaled by s_lo and s_hi) through its staging rows `st`: lane (grp, tig) writes
 // its pairs there (272-byte rows: a store's 32 lanes meet 32 different banks), then the warp
@@ -229,12 +213,8 @@ __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int
     acc[j] = g == 0 ? part : acc[j] + part;
   }
   if (g == PW_GROUPS - 1) {
-    if constexpr (kPwWgStaged) {
-      pw_fp8_bmm_wg_store_staged(y, t.b, t.m0 + r - threadIdx.x % 32 / 4, t.n_block, acc, w_scale,
-                                 w_scale, m_total, st);
-    } else {
-      pw_fp8_bmm_wg_store(y, t.b, t.m0 + r, t.n_block, acc, w_scale, m_total);
-    }
+    pw_fp8_bmm_wg_store_staged(y, t.b, t.m0 + r - threadIdx.x % 32 / 4, t.n_block, acc, w_scale,
+                               w_scale, m_total, st);
   }
 }
 

@@ -70,31 +70,29 @@ PW_HD constexpr int pw_fp8_bmm_cols(int n, int k, int m_exact, int block_m) {
 // way) fits 64 KiB and the block's columns are all of N: a persistent grid (blocks = min(tiles,
 // multiprocessors), one an SM), each block walking a contiguous run of (batch, 128-row) tiles with
 // its batch's W kept in shared memory (copied again only where the run crosses into the next
-// batch) and X brought in 128 x 128 bf16 pieces, `stages` of them in shared memory. Two shapes:
-//   - narrow (N = 128, K of several groups: v_up, K = L = 512), 4 stages, stored from registers.
-//     On the H200 v_up M = 8192 0.286 ms against 0.375 for the tiled path, M = 512 32 us against
-//     68 for the exact path; at M = 128 (block_m 32: 64 tiles, one a batch, half the SMs idle)
-//     16.9 us against the exact path's 16.1, so block_m 32 keeps that.
+// batch) and X brought in 128 x 128 bf16 pieces, 3 of them in shared memory. Y is stored through
+// `staging` bytes of shared memory, 16 rows of 256 bytes (+ 16 of padding) a warp, each store
+// instruction two whole rows (from the accumulators' layout: 16 bytes of each of 8 rows). Two
+// shapes:
+//   - narrow (N = 128, K of several groups: v_up, K = L = 512). On the H200 v_up M = 8192 0.242 ms
+//     (stored from registers with 4 X stages 0.286, the tiled path 0.375), M = 512 28.5 us
+//     against 68 for the exact path; at M = 128 (block_m 32: 64 tiles, one a batch, half the SMs
+//     idle) 16.9 us against the exact path's 16.1, so block_m 32 keeps that.
 //   - wide (K = 128, one group, N of several 128-column passes: q_absorb, N = L = 512), block_m
 //     128 only (smaller block_m have 128-column blocks): bound by its stores of Y (4 bytes written
-//     for each one read), which go through `staging` bytes of shared memory, 16 rows of 256 bytes
-//     (+ 16 of padding) a warp, as bulk asynchronous copies of whole rows; 3 stages leave room for
-//     them. Stored from registers instead, it ran 0.447 ms at M = 8192 against the tiled path's
-//     0.327 (bench/RESULTS.md).
+//     for each one read). M = 8192 0.199 ms against the tiled path's 0.327; stored from registers
+//     0.447, by a bulk asynchronous copy a staged row 0.230 (bench/RESULTS.md).
 // Every path of the kernel reads the grid that way for such a key (fp8_bmm.hip).
 #define PW_FP8_BMM_TILE_ROWS 128                // rows of a persistent grid's tile
 #define PW_FP8_BMM_STAGE_BYTES (128 * 128 * 2)  // a piece: a tile's rows of one 128-wide group
-#define PW_FP8_BMM_STAGING_ROW (256 + 16)       // a staged row of the wide form's 128 columns
-#ifndef PW_FP8_BMM_NARROW_STAGED  // a measuring define: the narrow form stored as the wide one
-#define PW_FP8_BMM_NARROW_STAGED 0
-#endif
+#define PW_FP8_BMM_STAGING_ROW (256 + 16)       // a staged row of 128 columns of Y
 struct PwFp8BmmGeometry {
   int cols = 0;        // n columns a block
   int smem_bytes = 0;  // dynamic shared memory (0: neither the tiled nor the streamed form)
   bool tiled = false;
   bool persistent = false;  // the streamed form: grid (blocks, 1, 1) over the tiles
   int stages = 0;           // the streamed form's X pieces in shared memory
-  int staging = 0;          // its staged rows of Y (bytes; 0: stored from registers)
+  int staging = 0;          // its staged rows of Y (bytes)
 };
 PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, int block_m,
                                                      bool mma, bool wgmma) {
@@ -105,9 +103,8 @@ PW_HD constexpr PwFp8BmmGeometry pw_fp8_bmm_geometry(int n, int k, int m_exact, 
   g.persistent = mma && wgmma && m_exact == 0 && block_m >= 64 && k % 128 == 0 && n % 128 == 0 &&
                  g.cols == n && n * k <= 65536 && (narrow || wide);
   if (g.persistent) {
-    const bool staged = wide || PW_FP8_BMM_NARROW_STAGED;
-    g.stages = staged ? 3 : 4;
-    g.staging = staged ? 8 * 16 * PW_FP8_BMM_STAGING_ROW : 0;  // 8 warps of 16 rows
+    g.stages = 3;
+    g.staging = 8 * 16 * PW_FP8_BMM_STAGING_ROW;  // 8 warps of 16 rows
     g.smem_bytes = g.cols * k + g.stages * PW_FP8_BMM_STAGE_BYTES + g.staging;
   } else {
     g.smem_bytes = g.tiled ? g.cols * k : 0;

@@ -16,26 +16,25 @@ struct Gemm {
 constexpr Gemm kQAbsorb{512, 128}, kVUp{128, 512};
 
 TEST(Fp8BmmGeometryTest, OnlyHoppersLargeMKeysArePersistent) {
-  // sm_90 (mma and wgmma), block_m 64 and 128: v_up (narrow) is persistent, with W and 4 X pieces
-  // in shared memory, stored from registers.
+  // sm_90 (mma and wgmma): v_up (narrow) at block_m 64 and 128 and q_absorb (wide) at block_m
+  // 128 are persistent, with W, 3 X pieces and 8 warps' staging rows of Y in shared memory.
+  const int staging = 8 * 16 * (256 + 16);
   for (int block_m : {64, 128}) {
     const PwFp8BmmGeometry v_up = pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, block_m, true, true);
     EXPECT_TRUE(v_up.persistent);
     EXPECT_EQ(v_up.tiled, block_m == 128);
     EXPECT_EQ(v_up.cols, kVUp.n);
-    EXPECT_EQ(v_up.stages, 4);
-    EXPECT_EQ(v_up.staging, 0);
-    EXPECT_EQ(v_up.smem_bytes, kVUp.n * kVUp.k + 4 * PW_FP8_BMM_STAGE_BYTES);
+    EXPECT_EQ(v_up.stages, 3);
+    EXPECT_EQ(v_up.staging, staging);
+    EXPECT_EQ(v_up.smem_bytes, kVUp.n * kVUp.k + 3 * PW_FP8_BMM_STAGE_BYTES + staging);
   }
-  // q_absorb (wide) at block_m 128: persistent with 3 X pieces and 8 warps' staging rows of Y.
   const PwFp8BmmGeometry q_absorb = pw_fp8_bmm_geometry(kQAbsorb.n, kQAbsorb.k, 0, 128, true, true);
   EXPECT_TRUE(q_absorb.persistent);
   EXPECT_TRUE(q_absorb.tiled) << "the mma.sync A/B's path";
   EXPECT_EQ(q_absorb.cols, kQAbsorb.n);
   EXPECT_EQ(q_absorb.stages, 3);
-  EXPECT_EQ(q_absorb.staging, 8 * 16 * PW_FP8_BMM_STAGING_ROW);
-  EXPECT_EQ(q_absorb.smem_bytes,
-            kQAbsorb.n * kQAbsorb.k + 3 * PW_FP8_BMM_STAGE_BYTES + 8 * 16 * (256 + 16));
+  EXPECT_EQ(q_absorb.staging, staging);
+  EXPECT_EQ(q_absorb.smem_bytes, kQAbsorb.n * kQAbsorb.k + 3 * PW_FP8_BMM_STAGE_BYTES + staging);
   for (const PwFp8BmmGeometry& g :
        {q_absorb, pw_fp8_bmm_geometry(kVUp.n, kVUp.k, 0, 128, true, true)}) {
     EXPECT_LE(g.smem_bytes, 227 * 1024 - 27 * 1024)
