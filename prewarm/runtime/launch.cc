@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "common/geometry.h"
 #include "nvfp4_mla/index_geometry.h"
@@ -210,6 +211,15 @@ absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const In
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  // The kernel reads Q 16 bytes and the index records 8 bytes at a time (index_decode.hip).
+  for (const auto& [name, p, align] :
+       {std::tuple{"q", a.q, 16}, std::tuple{"index_cache", a.index_cache, 8}}) {
+    if (p % align != 0) {
+      return absl::InvalidArgumentError(StrCat("index_decode: ", name, " is not ", align,
+                                               "-byte aligned (address % ", align, " = ", p % align,
+                                               ")"));
+    }
+  }
   IndexArgs v = a;
   const unsigned row_tiles = CeilDiv(a.rows, KeyInt(key, "rows_tile"));
   const bool heads_m = pw_index_decode_heads_m(static_cast<int>(KeyInt(key, "index_heads")),

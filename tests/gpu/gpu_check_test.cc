@@ -435,6 +435,32 @@ TEST_F(GpuCheckTest, AnFp8BmmPointerThatIsNotSixteenByteAlignedIsAnErrorNamingIt
   }
 }
 
+// index_decode reads Q 16 bytes and the index records 8 bytes at a time: a pointer off that (a
+// tensor view at an odd offset) is an error naming the argument, before anything is launched.
+TEST_F(GpuCheckTest, AnIndexDecodePointerOffItsAlignmentIsAnErrorNamingIt) {
+  Key key = NewKey("index_decode", *ParseArch(gpu_->ArchName()));
+  key.Set("index_heads", int64_t{64}).Set("index_head_dim", int64_t{128});
+  key.Set("rows_tile", int64_t{16});
+  absl::StatusOr<DeviceBuffer> buf = AllocBuffer(*gpu_, 1 << 20);
+  ASSERT_TRUE(buf.ok()) << buf.status();
+  const DevicePtr p = buf->ptr();
+  const IndexArgs good{p, p, p, p, p, 1, 64, p, 1.0f, p, 64, 1};
+  const struct {
+    DevicePtr IndexArgs::*field;
+    DevicePtr at;
+    const char* what;
+  } cases[] = {
+      {&IndexArgs::q, p + 8, "q is not 16-byte aligned (address % 16 = 8)"},
+      {&IndexArgs::index_cache, p + 4, "index_cache is not 8-byte aligned (address % 8 = 4)"}};
+  for (const auto& c : cases) {
+    IndexArgs bad = good;
+    bad.*c.field = c.at;
+    const absl::Status s = LaunchIndexDecode(*gpu_, nullptr, key, bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_NE(s.message().find(std::string("index_decode: ") + c.what), std::string::npos) << s;
+  }
+}
+
 // A key compiled through the cache and loaded.
 absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const std::string& dir,
                               const std::vector<std::string>& defines = {}) {
