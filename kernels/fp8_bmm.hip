@@ -48,8 +48,8 @@
 //     then each thread takes one column for its share of the rows.
 //   streamed (sm_90a, the keys of the persistent geometry: v_up at M > 128, q_absorb at M > 512):
 //     one block an SM walks a run of tiles with its batch's W kept in shared memory and X pieces
-//     copied ahead, wgmma e4m3 from quantized registers; q_absorb's rows of Y stored through
-//     shared memory (fp8_bmm_wg.h).
+//     copied ahead, wgmma e4m3 from quantized registers; the rows of Y stored through per-warp
+//     staging rows of shared memory (fp8_bmm_wg.h).
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"

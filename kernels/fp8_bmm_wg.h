@@ -170,7 +170,9 @@ __device__ inline void pw_fp8_bmm_wg_store_staged(pw_u16* y, int b, int m, int n
   for (int i = 0; i < 8; ++i) {
     const int row = 2 * i + lane / 16, unit = lane % 16;
     const uint4 u = *reinterpret_cast<const uint4*>(st + row * PW_FP8_BMM_STAGING_ROW + 16 * unit);
-    if (PW_ROWS_EVEN || m + row < m_total) {
+    // Rows past M: the tiles are 128 rows, and an even_m key's M is only whole block_m rows
+    // (v_up's block_m 64 at M = 192: the last tile's rows 192..255 lie past Y).
+    if ((PW_ROWS_EVEN && PW_ROWS % PW_FP8_BMM_TILE_ROWS == 0) || m + row < m_total) {
       *reinterpret_cast<uint4*>(y + (static_cast<long long>(m + row) * PW_BATCH + b) * PW_N + n0 +
                                 8 * unit) = u;
     }

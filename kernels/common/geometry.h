@@ -6,7 +6,7 @@
 
 #define PW_BLOCK_THREADS 256           // the block size of every kernel below
 #define PW_INDEX_PREFILL_CHUNK 1024    // index_prefill large: keys per grid.y
-#define PW_INDEX_DECODE_KEYS 64        // index_decode: keys per grid.y (the reduce: 256 per grid.y)
+#define PW_INDEX_DECODE_KEYS 64        // index_decode: key positions a block, but heads-as-M
 #define PW_NORM_ROPE_MAX_BLOCKS 1024   // norm_rope_insert large: the persistent grid's size
 #define PW_SPARSE_COMBINE_THREADS 128  // sparse_decode's combine: block size, 4 dims a thread
 

@@ -259,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   };
   auto item = [&](int i, bool work) {
     Item t;
-    // 64 positions a block (every grid but heads-as-M's): a shift, not a division.
+    // 64 positions a block (most grids but heads-as-M's): a shift, not a division.
     const int r =
         rounds == PW_INDEX_DECODE_KEYS / 16 ? i / (PW_INDEX_DECODE_KEYS / 16) : i / rounds;
     t.row = first + r;
@@ -300,7 +300,8 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
       }
       if (it.j0 >= it.limit) continue;
       if (staged != it.row) {
-        pw_syncwarp();  // the last row's Q read
+        // (Each lane writes and reads only its own fragments: the syncs order nothing needed.)
+        pw_syncwarp();
         pw_index_decode_stage_m(a, it.row, qs, wl);
         pw_syncwarp();
         staged = it.row;

@@ -9,6 +9,7 @@
 // block [qvecs][Di + 8] bf16, the dequantized key tile [64][Di + 8] bf16, the per-head scores
 // [64][qvecs + 8] f32, and per-row and per-qvec scalars.
 #pragma once
+#include "common/geometry.h"
 #include "common/portability.h"
 
 struct PwIndexGeometry {
@@ -79,18 +80,18 @@ PW_HD constexpr PwIndexDecodeGeometry pw_index_decode_geometry(int hi, int di, i
 }
 
 // index_decode's grid.y: the rows' key positions split into that many slices of a multiple of 16
-// positions each (the kernel reads a slice's length from gridDim.y, so any grid is correct). 64
-// positions a block, or, where the kernel takes the heads as the M of its GEMM (heads_m: NVIDIA
-// mma.sync, Hi a multiple of 16, Di = 128), one wave of blocks (at most `sms` in all, one a
-// multiprocessor: a second, partial wave doubled the time of 1024 rows): each warp then stages a
-// row's Q once for a long run of its keys. On the H200, DeepSeek-V3.2's 64 heads, 16 rows at
-// 128K: 0.27 ms against 0.37 at 64 positions a block; at 32K one wave of 128 blocks beat 256
-// (bench/RESULTS.md).
-PW_HD constexpr bool pw_index_decode_heads_m(int hi, int di, bool nvidia) {
-  return nvidia && hi % 16 == 0 && di == 128;
+// positions each (the kernel reads a slice's length from gridDim.y, so any grid is correct).
+// PW_INDEX_DECODE_KEYS (64) positions a block, or, where the kernel takes the heads as the M of
+// its GEMM (heads_m: NVIDIA sm_80+'s mma.sync, Hi a multiple of 16, Di = 128), one wave of blocks
+// (at most `sms` in all, one a multiprocessor: a second, partial wave doubled the time of 1024
+// rows): each warp then stages a row's Q once for a long run of its keys. On the H200,
+// DeepSeek-V3.2's 64 heads, 16 rows at 128K: 0.27 ms against 0.37 at 64 positions a block; at 32K
+// one wave of 128 blocks beat 256 (bench/RESULTS.md).
+PW_HD constexpr bool pw_index_decode_heads_m(int hi, int di, bool mma_sync) {
+  return mma_sync && hi % 16 == 0 && di == 128;
 }
 PW_HD constexpr int pw_index_decode_grid_y(int stride, int row_tiles, int sms, bool heads_m) {
-  const int slices = (stride + 63) / 64;
+  const int slices = (stride + PW_INDEX_DECODE_KEYS - 1) / PW_INDEX_DECODE_KEYS;
   if (!heads_m) return slices;
   const int want = sms / (row_tiles > 0 ? row_tiles : 1);
   return want < 1 ? 1 : want < slices ? want : slices;

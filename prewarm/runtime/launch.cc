@@ -49,11 +49,15 @@ absl::StatusOr<PwIndexGeometry> IndexGeometry(const Key& key) {
 // fp8_bmm's block shape (common/geometry.h) for this key: its tiled path needs e4m3 matrix
 // instructions (NVIDIA sm_89 and later, as fp8_bmm.hip's PW_FP8_MMA_ARCH), its persistent form
 // Hopper's warpgroup instructions (sm_90, which the toolchain compiles as sm_90a: PW_WGMMA).
+// An NVIDIA arch's compute capability (sm_90: 90); none elsewhere.
+std::optional<int64_t> NvidiaSm(const Arch& arch) {
+  return arch.platform == Platform::kNvidia ? ParseInt64(std::string_view(arch.name).substr(3))
+                                            : std::nullopt;
+}
+
 absl::StatusOr<PwFp8BmmGeometry> Fp8Geometry(const Key& key) {
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-  const std::optional<int64_t> sm = arch.platform == Platform::kNvidia
-                                        ? ParseInt64(std::string_view(arch.name).substr(3))
-                                        : std::nullopt;
+  const std::optional<int64_t> sm = NvidiaSm(arch);
   return pw_fp8_bmm_geometry(static_cast<int>(KeyInt(key, "n")), static_cast<int>(KeyInt(key, "k")),
                              static_cast<int>(KeyInt(key, "m_exact")),
                              static_cast<int>(KeyInt(key, "block_m")), sm.has_value() && *sm >= 89,
@@ -160,7 +164,7 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
 absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmArgs& a) {
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwFp8BmmGeometry g, Fp8Geometry(key));
-  // The kernel reads X and W 16 bytes at a time.
+  // The kernel reads X and W and writes Y 16 bytes at a time.
   for (const auto& [name, p] : {std::pair{"x", a.x}, std::pair{"w", a.w}, std::pair{"y", a.y}}) {
     if (p % 16 != 0) {
       return absl::InvalidArgumentError(
@@ -222,9 +226,10 @@ absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const Ind
   }
   IndexArgs v = a;
   const unsigned row_tiles = CeilDiv(a.rows, KeyInt(key, "rows_tile"));
+  const std::optional<int64_t> sm = NvidiaSm(arch);
   const bool heads_m = pw_index_decode_heads_m(static_cast<int>(KeyInt(key, "index_heads")),
                                                static_cast<int>(KeyInt(key, "index_head_dim")),
-                                               arch.platform == Platform::kNvidia);
+                                               sm.has_value() && *sm >= 80);
   const int slices = pw_index_decode_grid_y(a.stride, static_cast<int>(row_tiles),
                                             gpu.MultiprocessorCount(), heads_m);
   return Run(gpu, module, e[0], {row_tiles, static_cast<unsigned>(slices), 1},

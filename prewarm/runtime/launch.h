@@ -32,6 +32,7 @@ struct Fp8BmmArgs {
   float w_scale = 1;
   int m = 0;
 };
+// InvalidArgument naming x, w or y if it is not 16-byte aligned.
 absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmArgs& a);
 
 struct NormRopeInsertArgs {
@@ -52,6 +53,7 @@ struct IndexArgs {
   int stride = 0, rows = 0;
 };
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a);
+// InvalidArgument naming q if it is not 16-byte aligned, index_cache if not 8-byte aligned.
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a);
 
 struct TopkArgs {

@@ -144,6 +144,7 @@ typedef struct {
 } prewarm_index_args;
 int prewarm_runtime_index_prefill(prewarm_runtime* rt, const prewarm_index_args* a, void* stream,
                                   char* err, size_t err_len);
+/* index_decode: q 16-byte and index_cache 8-byte aligned (else an error naming it). */
 int prewarm_runtime_index_decode(prewarm_runtime* rt, const prewarm_index_args* a, void* stream,
                                  char* err, size_t err_len);
 

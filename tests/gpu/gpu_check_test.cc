@@ -146,11 +146,20 @@ class GpuCheckTest : public ::testing::Test {
     const std::vector<u8> w = in.Fp8(static_cast<size_t>(b) * n * k, fnuz);
     ASSIGN_OR_RETURN(auto dx, Upload(*gpu_, x));
     ASSIGN_OR_RETURN(auto dw, Upload(*gpu_, w));
-    ASSIGN_OR_RETURN(auto dy, AllocBuffer(*gpu_, static_cast<size_t>(m) * b * n * 2));
+    // Y and a guard band of 128 more rows (a tile's worth), which must stay as filled.
+    const size_t ny = static_cast<size_t>(m) * b * n, guard = static_cast<size_t>(128) * b * n;
+    ASSIGN_OR_RETURN(auto dy, AllocBuffer(*gpu_, (ny + guard) * 2));
     RETURN_IF_ERROR(gpu_->Fill(dy.ptr(), 0xff, dy.bytes()));
     RETURN_IF_ERROR(LaunchFp8Bmm(*gpu_, module_, key, {dx.ptr(), dw.ptr(), dy.ptr(), 0.01f, m}));
     RETURN_IF_ERROR(gpu_->Synchronize());
-    ASSIGN_OR_RETURN(auto y, Download<u16>(*gpu_, dy, static_cast<size_t>(m) * b * n));
+    ASSIGN_OR_RETURN(auto y, Download<u16>(*gpu_, dy, ny + guard));
+    const size_t written = static_cast<size_t>(std::count_if(
+        y.begin() + static_cast<std::ptrdiff_t>(ny), y.end(), [](u16 v) { return v != 0xffff; }));
+    if (written > 0) {
+      return Failed(std::to_string(written) + " values written past Y's M = " + std::to_string(m) +
+                    " rows");
+    }
+    y.resize(ny);
     std::vector<double> got(y.size());
     for (size_t i = 0; i < y.size(); ++i) got[i] = pw_bf16_to_float(y[i]);
     return Result{ref::RelativeError(got, ref::Fp8Bmm(x, w, 0.01f, m, b, n, k, fnuz)), 1e-2,
