@@ -30,6 +30,12 @@
 #else
 #define PW_INDEX_DECODE_M 0
 #endif
+// The host's launch gives the heads-as-M grid by the same predicate (index_geometry.h).
+static_assert(!PW_INDEX_DECODE_HEADS_M ||
+                  PW_INDEX_DECODE_M ==
+                      pw_index_decode_heads_m(PW_HI, PW_DI,
+                                              PW_MMA_IMPL == PW_MMA_SYNC && PW_WARP == 32),
+              "index_decode's heads-as-M path and pw_index_decode_heads_m agree");
 #ifndef PW_INDEX_DECODE_M_BATCH    // the heads-as-M path: items a warp loads at once, two such
 #define PW_INDEX_DECODE_M_BATCH 1  // batches in flight (1: fastest on the H200 at every row)
 #endif
@@ -270,6 +276,13 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
     t.limit = !work ? t.j0 : t.vis < stop ? t.vis : stop;
     return t;
   };
+  // -inf at the item's positions the row does not see.
+  auto unseen = [&](const Item& it) {
+    const int stop = it.j0 + 16 < end ? it.j0 + 16 : end;
+    for (int p = (it.vis > it.j0 ? it.vis : it.j0) + lane; p < stop; p += PW_WARP) {
+      out[static_cast<long long>(it.row) * stride + p] = pw_neg_inf();
+    }
+  };
   int staged = -1;
 #if PW_INDEX_DECODE_M
   // Each warp takes a contiguous run of the block's items (so it stages each row's Q once),
@@ -293,11 +306,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
     for (int j = 0; j < kPwDBatch; ++j) {
       if (base + j >= mine_last) continue;
       const Item& it = tt[j];
-      // Positions of the item the row does not see: -inf.
-      const int stop = it.j0 + 16 < end ? it.j0 + 16 : end;
-      for (int p = (it.vis > it.j0 ? it.vis : it.j0) + lane; p < stop; p += PW_WARP) {
-        out[static_cast<long long>(it.row) * stride + p] = pw_neg_inf();
-      }
+      unseen(it);
       if (it.j0 >= it.limit) continue;
       if (staged != it.row) {
         // (Each lane writes and reads only its own fragments: the syncs order nothing needed.)
@@ -342,11 +351,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
     for (int j = 0; j < kPwDBatch; ++j) {
       const Item& cur = t[j];
       if (base + j >= items) continue;
-      // Positions of the item the row does not see: -inf.
-      const int stop = cur.j0 + 16 < end ? cur.j0 + 16 : end;
-      for (int p = (cur.vis > cur.j0 ? cur.vis : cur.j0) + lane; p < stop; p += PW_WARP) {
-        out[static_cast<long long>(cur.row) * stride + p] = pw_neg_inf();
-      }
+      unseen(cur);
       if (cur.j0 >= cur.limit) continue;
       pw_syncwarp();  // the last item's reads of the key tile, Q and the scores are done
       if (staged != cur.row) {

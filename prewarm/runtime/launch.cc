@@ -1,8 +1,8 @@
 #include "prewarm/runtime/launch.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
-#include <tuple>
 
 #include "common/geometry.h"
 #include "nvfp4_mla/index_geometry.h"
@@ -46,15 +46,15 @@ absl::StatusOr<PwIndexGeometry> IndexGeometry(const Key& key) {
                            SharedMemoryKib(arch));
 }
 
-// fp8_bmm's block shape (common/geometry.h) for this key: its tiled path needs e4m3 matrix
-// instructions (NVIDIA sm_89 and later, as fp8_bmm.hip's PW_FP8_MMA_ARCH), its persistent form
-// Hopper's warpgroup instructions (sm_90, which the toolchain compiles as sm_90a: PW_WGMMA).
 // An NVIDIA arch's compute capability (sm_90: 90); none elsewhere.
 std::optional<int64_t> NvidiaSm(const Arch& arch) {
   return arch.platform == Platform::kNvidia ? ParseInt64(std::string_view(arch.name).substr(3))
                                             : std::nullopt;
 }
 
+// fp8_bmm's block shape (common/geometry.h) for this key: its tiled path needs e4m3 matrix
+// instructions (NVIDIA sm_89 and later, as fp8_bmm.hip's PW_FP8_MMA_ARCH), its persistent form
+// Hopper's warpgroup instructions (sm_90, which the toolchain compiles as sm_90a: PW_WGMMA).
 absl::StatusOr<PwFp8BmmGeometry> Fp8Geometry(const Key& key) {
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   const std::optional<int64_t> sm = NvidiaSm(arch);
@@ -89,6 +89,25 @@ absl::Status TopkRowPieces(const TopkArgs& a, int k, F launch) {
     v.visible += static_cast<DevicePtr>(r0) * 4;
     v.out += static_cast<DevicePtr>(r0) * static_cast<DevicePtr>(k) * 4;
     RETURN_IF_ERROR(launch(v));
+  }
+  return absl::OkStatus();
+}
+
+// A pointer argument the kernel reads or writes `align` bytes at a time.
+struct AlignedArg {
+  const char* name;
+  DevicePtr p;
+  int align;
+};
+// InvalidArgument naming the first argument off its alignment ("<launcher>: <name> is not
+// <align>-byte aligned (address % <align> = r)").
+absl::Status CheckAligned(std::string_view launcher, std::initializer_list<AlignedArg> args) {
+  for (const AlignedArg& a : args) {
+    if (a.p % a.align != 0) {
+      return absl::InvalidArgumentError(StrCat(launcher, ": ", a.name, " is not ", a.align,
+                                               "-byte aligned (address % ", a.align, " = ",
+                                               a.p % a.align, ")"));
+    }
   }
   return absl::OkStatus();
 }
@@ -165,12 +184,7 @@ absl::Status LaunchFp8Bmm(Gpu& gpu, void* module, const Key& key, const Fp8BmmAr
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwFp8BmmGeometry g, Fp8Geometry(key));
   // The kernel reads X and W and writes Y 16 bytes at a time.
-  for (const auto& [name, p] : {std::pair{"x", a.x}, std::pair{"w", a.w}, std::pair{"y", a.y}}) {
-    if (p % 16 != 0) {
-      return absl::InvalidArgumentError(
-          StrCat("fp8_bmm: ", name, " is not 16-byte aligned (address % 16 = ", p % 16, ")"));
-    }
-  }
+  RETURN_IF_ERROR(CheckAligned("fp8_bmm", {{"x", a.x, 16}, {"w", a.w, 16}, {"y", a.y, 16}}));
   const int64_t exact = KeyInt(key, "m_exact");
   const int64_t rows = exact > 0 ? exact : KeyInt(key, "block_m");
   const int64_t batch = KeyInt(key, "batch"), n = KeyInt(key, "n");
@@ -216,14 +230,8 @@ absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const Ind
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
   // The kernel reads Q 16 bytes and the index records 8 bytes at a time (index_decode.hip).
-  for (const auto& [name, p, align] :
-       {std::tuple{"q", a.q, 16}, std::tuple{"index_cache", a.index_cache, 8}}) {
-    if (p % align != 0) {
-      return absl::InvalidArgumentError(StrCat("index_decode: ", name, " is not ", align,
-                                               "-byte aligned (address % ", align, " = ", p % align,
-                                               ")"));
-    }
-  }
+  RETURN_IF_ERROR(
+      CheckAligned("index_decode", {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));
   IndexArgs v = a;
   const unsigned row_tiles = CeilDiv(a.rows, KeyInt(key, "rows_tile"));
   const std::optional<int64_t> sm = NvidiaSm(arch);
