@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/bf16.h"
 #include "common/fp8.h"
@@ -73,10 +74,11 @@ class Inputs : public ref::RandomInputs {
  public:
   explicit Inputs(uint64_t seed) : RandomInputs(seed) {}
   // A block table giving each request ceil(ctx / block_size) distinct random blocks.
-  std::vector<int> BlockTable(const Step& step, int* max_blocks, int* num_blocks) {
+  std::vector<int> BlockTable(const Step& step, int* max_blocks, int* num_blocks,
+                              int block_size = kBlockSize) {
     *max_blocks = 1;
     for (const Request& r : step.requests) {
-      *max_blocks = std::max(*max_blocks, static_cast<int>((r.ctx + kBlockSize - 1) / kBlockSize));
+      *max_blocks = std::max(*max_blocks, static_cast<int>((r.ctx + block_size - 1) / block_size));
     }
     *num_blocks = *max_blocks * static_cast<int>(step.requests.size());
     std::vector<int> ids(*num_blocks);
@@ -245,8 +247,9 @@ class GpuCheckTest : public ::testing::Test {
               di = static_cast<int>(KeyInt(key, "index_head_dim"));
     const int n = rows.Count(), stride = rows.MaxVisible();
     int max_blocks = 0, num_blocks = 0;
-    const std::vector<int> table = in.BlockTable(step, &max_blocks, &num_blocks);
-    const std::vector<u8> cache = in.Records(static_cast<size_t>(num_blocks) * kBlockSize, di, 0);
+    const std::vector<int> table = in.BlockTable(step, &max_blocks, &num_blocks, index_block_size_);
+    const std::vector<u8> cache =
+        in.Records(static_cast<size_t>(num_blocks) * index_block_size_, di, 0);
     const std::vector<u16> q = in.Bf16(static_cast<size_t>(n) * hi * di, 1.0);
     const std::vector<float> w = in.Uniform(static_cast<size_t>(n) * hi, 0.0f, 1.0f);
     ASSIGN_OR_RETURN(auto dq, Upload(*gpu_, q));
@@ -254,21 +257,26 @@ class GpuCheckTest : public ::testing::Test {
     ASSIGN_OR_RETURN(auto dreq, Upload(*gpu_, rows.req));
     ASSIGN_OR_RETURN(auto dvis, Upload(*gpu_, rows.visible));
     ASSIGN_OR_RETURN(auto dtable, Upload(*gpu_, table));
-    ASSIGN_OR_RETURN(auto dcache, Upload(*gpu_, cache));
+    // The cache at index_cache_offset_ bytes into its buffer (8: the records 8-byte aligned, not
+    // 16, as the C ABI allows).
+    ASSIGN_OR_RETURN(auto dcache_buf, AllocBuffer(*gpu_, cache.size() + index_cache_offset_));
+    const DevicePtr dcache_ptr = dcache_buf.ptr() + index_cache_offset_;
+    RETURN_IF_ERROR(gpu_->CopyToDevice(dcache_ptr, cache.data(), cache.size()));
     ASSIGN_OR_RETURN(auto dout, AllocBuffer(*gpu_, static_cast<size_t>(n) * stride * 4));
     RETURN_IF_ERROR(gpu_->Fill(dout.ptr(), 0xff, dout.bytes()));
-    const IndexArgs a{dq.ptr(),   dw.ptr(),     dreq.ptr(), dvis.ptr(), dtable.ptr(), max_blocks,
-                      kBlockSize, dcache.ptr(), kGIdx,      dout.ptr(), stride,       n};
+    const IndexArgs a{
+        dq.ptr(),          dw.ptr(),   dreq.ptr(), dvis.ptr(), dtable.ptr(), max_blocks,
+        index_block_size_, dcache_ptr, g_idx_,     dout.ptr(), stride,       n};
     RETURN_IF_ERROR(prefill ? LaunchIndexPrefill(*gpu_, module_, key, a)
                             : LaunchIndexDecode(*gpu_, module_, key, a));
     RETURN_IF_ERROR(gpu_->Synchronize());
     ASSIGN_OR_RETURN(auto out, Download<float>(*gpu_, dout, static_cast<size_t>(n) * stride));
-    const ref::Paged paged{&cache, di / 2 + di / 16, &table, max_blocks, kBlockSize};
+    const ref::Paged paged{&cache, di / 2 + di / 16, &table, max_blocks, index_block_size_};
     std::vector<double> got, want;
     int bad_tail = 0;
     const std::vector<int> sample = Sample(n, 12);
     const std::vector<std::vector<double>> scores = ref::IndexScoresRows(
-        q.data(), w.data(), hi, di, sample, rows.visible.data(), rows.req.data(), paged, kGIdx);
+        q.data(), w.data(), hi, di, sample, rows.visible.data(), rows.req.data(), paged, g_idx_);
     for (size_t i = 0; i < sample.size(); ++i) {
       const int r = sample[i];
       const std::vector<double>& s = scores[i];
@@ -418,6 +426,10 @@ class GpuCheckTest : public ::testing::Test {
   std::unique_ptr<Gpu> gpu_;
   Arch arch_;
   void* module_ = nullptr;
+  // The index checks' paged cache: its block size and the scale g of its NVFP4 records.
+  int index_block_size_ = kBlockSize;
+  float g_idx_ = kGIdx;
+  size_t index_cache_offset_ = 0;
 };
 
 // fp8_bmm reads X and W 16 bytes at a time: a pointer that is not 16-byte aligned (a tensor view
@@ -637,6 +649,38 @@ TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
         std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
         EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
       }
+    }
+  }
+  // The heads-as-M path's other branches: block sizes that are not a power of two (the slot by
+  // pw_slot's division, not a shift), one not a multiple of 16 either (an item's records copied
+  // one slot lookup a copy), a cache 8 bytes off 16 (8-byte copies), and a negative record scale
+  // g (the head sum's sign flip).
+  struct Odd {
+    int block_size;
+    float g;
+    size_t offset;
+  };
+  for (const Odd& odd :
+       {Odd{48, kGIdx, 0}, Odd{40, kGIdx, 0}, Odd{64, kGIdx, 8}, Odd{64, -kGIdx, 0}}) {
+    index_block_size_ = odd.block_size;
+    g_idx_ = odd.g;
+    index_cache_offset_ = odd.offset;
+    for (int rows_tile : {1, 16}) {
+      Key key = NewKey("index_decode", arch_);
+      key.Set("index_heads", int64_t{64})
+          .Set("index_head_dim", int64_t{128})
+          .Set("rows_tile", int64_t{rows_tile});
+      const std::string name = absl::StrFormat("%s block_size=%d g=%g cache+%d", key.String(),
+                                               odd.block_size, odd.g, odd.offset);
+      testing::TempDir dir;
+      absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), {});
+      ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+      module_ = *module;
+      Inputs in(static_cast<uint64_t>(odd.block_size) * 7 + odd.offset +
+                static_cast<uint64_t>(rows_tile));
+      const Result r = Check("index_decode", key, step, in);
+      std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
+      EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
     }
   }
 }
