@@ -8,7 +8,8 @@
 // row, so the row's Q is staged once), issues the loads of all of them first, then for each
 // decodes its keys into the warp's tile, multiplies them with the row's Q (16 keys x Hi qvecs on
 // matrix cores), applies g, relu and the head weights and sums the heads on chip: each score is
-// written once. Heads as M (many heads on NVIDIA, next): the same items, no tiles.
+// written once. Heads as M (many heads on NVIDIA, next): the same items, no tiles, each warp's
+// records streamed through a ring of asynchronous copies.
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
@@ -36,18 +37,32 @@ static_assert(!PW_INDEX_DECODE_HEADS_M ||
                       pw_index_decode_heads_m(PW_HI, PW_DI,
                                               PW_MMA_IMPL == PW_MMA_SYNC && PW_WARP == 32),
               "index_decode's heads-as-M path and pw_index_decode_heads_m agree");
-#ifndef PW_INDEX_DECODE_M_BATCH    // the heads-as-M path: items a warp loads at once, two such
-#define PW_INDEX_DECODE_M_BATCH 1  // batches in flight (1: fastest on the H200 at every row)
-#endif
 
-constexpr PwIndexDecodeGeometry kPwDg = pw_index_decode_geometry(PW_HI, PW_DI, PW_WARP, PW_LDS_KIB);
-// Work items a warp loads at once: up to 4, fewer where the block has fewer items than 4 a warp
-// (a few rows: more warps each with one chain of loads beat one warp with four).
+// The launch the host gives (prewarm/runtime/launch.cc: the heads-as-M geometry on NVIDIA sm_80+
+// where pw_index_decode_heads_m holds, whatever this build's path), and the keys-as-M layout,
+// which a build on that path (PW_FORCE_SIMT, PW_INDEX_DECODE_HEADS_M=0) runs in as many of the
+// launch's warps as its shared memory holds: every build is correct under the host's launch.
+#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+constexpr bool kPwDLaunchM = pw_index_decode_heads_m(PW_HI, PW_DI, PW_WARP == 32);
+#else
+constexpr bool kPwDLaunchM = false;
+#endif
+static_assert(!PW_INDEX_DECODE_M || kPwDLaunchM, "the heads-as-M path runs in its own launch");
+constexpr PwIndexDecodeGeometry kPwDg =
+    pw_index_decode_geometry(PW_HI, PW_DI, PW_WARP, PW_LDS_KIB, kPwDLaunchM);
+constexpr PwIndexDecodeGeometry kPwDk =
+    pw_index_decode_geometry(PW_HI, PW_DI, PW_WARP, PW_LDS_KIB, false);
+constexpr int kPwDkWarps = kPwDg.smem_bytes / kPwDk.warp_bytes < kPwDg.warps
+                               ? kPwDg.smem_bytes / kPwDk.warp_bytes
+                               : kPwDg.warps;
+static_assert(kPwDkWarps >= 1, "the keys-as-M layout fits one warp in the launch");
+constexpr PwIndexDecodeGeometry kPwDl = PW_INDEX_DECODE_M ? kPwDg : kPwDk;  // this build's layout
+// Work items a warp loads at once (keys as M): up to 4, fewer where the block has fewer items
+// than 4 a warp (a few rows: more warps each with one chain of loads beat one warp with four).
+#if !PW_INDEX_DECODE_M
 constexpr int kPwDItems = PW_ROWS_TILE * (PW_INDEX_DECODE_KEYS / 16);
-constexpr int kPwDBatch = PW_INDEX_DECODE_M              ? PW_INDEX_DECODE_M_BATCH
-                          : kPwDItems >= 4 * kPwDg.warps ? 4
-                          : kPwDItems >= 2 * kPwDg.warps ? 2
-                                                         : 1;
+constexpr int kPwDBatch = kPwDItems >= 4 * kPwDkWarps ? 4 : kPwDItems >= 2 * kPwDkWarps ? 2 : 1;
+#endif
 // The loads of an item: key r of its 16 belongs to lanes kPwDLanes r .. + kPwDLanes, each
 // holding kPwDWords consecutive 8-value words of it and their scale bytes, so a lane computes one
 // cache slot and issues a few wide loads.
@@ -108,16 +123,67 @@ PW_DEVICE_INLINE long long pw_index_decode_slot(const PwIndexArgs& a, int shift,
   return pw_slot(a.block_table, a.max_blocks, a.block_size, req, j);
 }
 
-PW_DEVICE_INLINE void pw_index_decode_load_m(const PwIndexArgs& a, int shift, int req, int j0,
-                                             int limit, PwDRawM& raw) {
+// The records of keys [j0, limit) (at most 16) copied into the ring stage at shared address
+// `stage`, asynchronously, then one committed group, empty where there are none (the ring counts
+// a group an item). With the block size a multiple of 16 (`whole`) an item's keys are consecutive
+// slots of one block (j0 is a multiple of 16): one slot lookup a warp and 16-byte copies where the
+// cache is 16-byte aligned (`wide`; the last may read up to 8 bytes of the next record of the same
+// block), else 8-byte copies with a slot lookup each (records are 8-byte aligned).
+constexpr int kPwDRingItem = 16 * kPwIRecord;
+PW_DEVICE_INLINE void pw_index_decode_issue_m(const PwIndexArgs& a, int shift, bool whole,
+                                              bool wide, int req, int j0, int limit, pw_u32 stage) {
+  constexpr int words = kPwIRecord / 8;  // 8-byte copies a record
+  static_assert(kPwIRecord % 8 == 0, "records are whole 8-byte words");
+  const int lane = threadIdx.x % 32, keys = limit - j0;
+  if (keys > 0) {
+    if (whole) {
+      const pw_u8* base = a.index_cache + pw_index_decode_slot(a, shift, req, j0) * kPwIRecord;
+      if (wide) {
+        const int n = (keys * kPwIRecord + 15) / 16;
+#pragma unroll
+        for (int t = 0; t < (kPwDRingItem / 16 + 31) / 32; ++t) {
+          const int c = lane + 32 * t;
+          if (c < n) {
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + 16 * c),
+                         "l"(base + 16 * c));
+          }
+        }
+      } else {
+        const int n = keys * words;
+#pragma unroll
+        for (int t = 0; t < (16 * words + 31) / 32; ++t) {
+          const int c = lane + 32 * t;
+          if (c < n) {
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(stage + 8 * c),
+                         "l"(base + 8 * c));
+          }
+        }
+      }
+    } else {
+      for (int c = lane; c < keys * words; c += 32) {
+        const int k = c / words;
+        const pw_u8* src = a.index_cache +
+                           pw_index_decode_slot(a, shift, req, j0 + k) * kPwIRecord +
+                           8 * (c - k * words);
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(stage + 8 * c), "l"(src));
+      }
+    }
+  }
+  asm volatile("cp.async.commit_group;");
+}
+
+// The lane's part of an item's 16 records from its ring stage (zeros for keys at or past
+// `valid`): bytes [16 tig, + 16) and the scale codes of blocks 2 tig, 2 tig + 1 of keys grp and
+// grp + 8.
+PW_DEVICE_INLINE void pw_index_decode_read_m(const pw_u8* stage, int valid, PwDRawM& raw) {
   const int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
 #pragma unroll
   for (int n = 0; n < 2; ++n) {
-    const int j = j0 + grp + 8 * n;
+    const int key = grp + 8 * n;
     raw.k[n][0] = raw.k[n][1] = make_uint2(0, 0);
     raw.code[n] = 0;
-    if (j >= limit) continue;
-    const pw_u8* rec = a.index_cache + pw_index_decode_slot(a, shift, req, j) * kPwIRecord;
+    if (key >= valid) continue;
+    const pw_u8* rec = stage + key * kPwIRecord;
     raw.k[n][0] = *reinterpret_cast<const uint2*>(rec + 16 * tig);
     raw.k[n][1] = *reinterpret_cast<const uint2*>(rec + 16 * tig + 8);
     raw.code[n] = *reinterpret_cast<const pw_u16*>(rec + PW_DI / 2 + 2 * tig);
@@ -245,8 +311,8 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
                       block_size, index_cache, g_idx,   out,     stride,      rows};
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_index_decode_shared[];
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  unsigned char* mine = pw_index_decode_shared + warp * kPwDg.warp_bytes;
-  pw_u16* qs = reinterpret_cast<pw_u16*>(mine + kPwDg.q_offset);
+  unsigned char* mine = pw_index_decode_shared + warp * kPwDl.warp_bytes;
+  pw_u16* qs = reinterpret_cast<pw_u16*>(mine + kPwDl.q_offset);
   // The block's positions: [begin, end), a multiple of 16 (grid.y from the host's
   // pw_index_decode_grid_y), and its rows [first, last); item i: row first + i / rounds,
   // positions begin + 16 (i % rounds) .. + 16.
@@ -263,6 +329,95 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   struct Item {
     int row, req, vis, j0, limit;
   };
+  // -inf at the item's positions the row does not see.
+  auto unseen = [&](const Item& it) {
+    const int stop = it.j0 + 16 < end ? it.j0 + 16 : end;
+    for (int p = (it.vis > it.j0 ? it.vis : it.j0) + lane; p < stop; p += PW_WARP) {
+      out[static_cast<long long>(it.row) * stride + p] = pw_neg_inf();
+    }
+  };
+  int staged = -1;
+#if PW_INDEX_DECODE_M
+  // Each warp takes a contiguous run of the block's items (so it stages each row's Q once). Item
+  // i's records are copied into ring stage (i - mine_first) % R while items i - R + 1 .. i - 1 are
+  // multiplied: R - 1 items' loads in flight a warp, no registers held for them. Two cursors walk
+  // the run, the copies' R - 1 items ahead of the multiplies', each keeping its row's request and
+  // visible count (read once a row; no division an item).
+  constexpr int R = kPwIndexDecodeRing;
+  static_assert(R >= 2, "a ring of at least two stages");
+  const int mine_first = static_cast<int>(static_cast<long long>(warp) * items / kPwDg.warps);
+  const int mine_last = static_cast<int>(static_cast<long long>(warp + 1) * items / kPwDg.warps);
+  if (mine_first >= mine_last) return;  // no items: nothing to copy or write (no block barrier)
+  const pw_u32 ring = pw_smem_addr(mine + kPwDg.ring_offset);
+  float wl[PW_HI / 16][2];
+  const int shift = (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1;
+  const bool whole = block_size % 16 == 0;
+  const bool wide = (reinterpret_cast<unsigned long long>(index_cache) & 15) == 0;
+  struct Cursor {
+    int i, r, c, req, vis;  // item i: row first + r, positions begin + 16 c .. + 16
+  };
+  auto at = [&](int i) {
+    Cursor u;
+    u.i = i;
+    u.r = i / rounds;
+    u.c = i - u.r * rounds;
+    u.req = row_req[first + u.r];
+    u.vis = visible[first + u.r];
+    return u;
+  };
+  auto next = [&](Cursor& u) {
+    ++u.i;
+    if (++u.c == rounds) {
+      u.c = 0;
+      ++u.r;
+      if (u.i < mine_last) {
+        u.req = row_req[first + u.r];
+        u.vis = visible[first + u.r];
+      }
+    }
+  };
+  auto limit_of = [&](const Cursor& u) {
+    const int j0 = begin + 16 * u.c, stop = j0 + 16 < end ? j0 + 16 : end;
+    return u.vis < stop ? u.vis : stop;
+  };
+  Cursor cp = at(mine_first), mm = cp;
+  int cp_stage = 0;
+  auto issue = [&] {
+    if (cp.i < mine_last) {
+      pw_index_decode_issue_m(a, shift, whole, wide, cp.req, begin + 16 * cp.c, limit_of(cp),
+                              ring + cp_stage * kPwDRingItem);
+      next(cp);
+    } else {
+      asm volatile("cp.async.commit_group;");
+    }
+    cp_stage = cp_stage + 1 == R ? 0 : cp_stage + 1;
+  };
+#pragma unroll 1
+  for (int k = 0; k < R - 1; ++k) issue();
+  int mm_stage = 0;
+#pragma unroll 1
+  for (; mm.i < mine_last; next(mm)) {
+    issue();  // into the stage item i - 1 left (read before the last iteration's sync)
+    asm volatile("cp.async.wait_group %0;" ::"n"(R - 1) : "memory");
+    pw_syncwarp();  // every lane's copies of item i landed
+    const Item it{first + mm.r, mm.req, mm.vis, begin + 16 * mm.c, limit_of(mm)};
+    unseen(it);
+    if (it.j0 < it.limit) {
+      if (staged != it.row) {
+        // (Each lane writes and reads only its own fragments: no sync needed around it.)
+        pw_index_decode_stage_m(a, it.row, qs, wl);
+        staged = it.row;
+      }
+      PwDRawM raw;
+      pw_index_decode_read_m(mine + kPwDg.ring_offset + mm_stage * kPwDRingItem, it.limit - it.j0,
+                             raw);
+      pw_index_decode_item_m(a, it.row, it.j0, it.limit, raw, qs, wl);
+    }
+    mm_stage = mm_stage + 1 == R ? 0 : mm_stage + 1;
+    pw_syncwarp();  // every lane read item i's stage before the next iteration refills it
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#else
   auto item = [&](int i, bool work) {
     Item t;
     // 64 positions a block (most grids but heads-as-M's): a shift, not a division.
@@ -276,69 +431,20 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
     t.limit = !work ? t.j0 : t.vis < stop ? t.vis : stop;
     return t;
   };
-  // -inf at the item's positions the row does not see.
-  auto unseen = [&](const Item& it) {
-    const int stop = it.j0 + 16 < end ? it.j0 + 16 : end;
-    for (int p = (it.vis > it.j0 ? it.vis : it.j0) + lane; p < stop; p += PW_WARP) {
-      out[static_cast<long long>(it.row) * stride + p] = pw_neg_inf();
-    }
-  };
-  int staged = -1;
-#if PW_INDEX_DECODE_M
-  // Each warp takes a contiguous run of the block's items (so it stages each row's Q once),
-  // kPwDBatch at a time, the loads of the next batch issued before this one is multiplied.
-  const int mine_first = static_cast<int>(static_cast<long long>(warp) * items / kPwDg.warps);
-  const int mine_last = static_cast<int>(static_cast<long long>(warp + 1) * items / kPwDg.warps);
-  float wl[PW_HI / 16][2];
-  const int shift = (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1;
-  Item ta[kPwDBatch], tb[kPwDBatch];
-  PwDRawM ra[kPwDBatch], rb[kPwDBatch];
-  auto load = [&](int base, Item(&tt)[kPwDBatch], PwDRawM(&rr)[kPwDBatch]) {
-#pragma unroll
-    for (int j = 0; j < kPwDBatch; ++j) {
-      const bool work = base + j < mine_last;
-      tt[j] = item(work ? base + j : mine_first, work);
-      pw_index_decode_load_m(a, shift, tt[j].req, tt[j].j0, tt[j].limit, rr[j]);
-    }
-  };
-  auto score = [&](int base, const Item(&tt)[kPwDBatch], const PwDRawM(&rr)[kPwDBatch]) {
-#pragma unroll
-    for (int j = 0; j < kPwDBatch; ++j) {
-      if (base + j >= mine_last) continue;
-      const Item& it = tt[j];
-      unseen(it);
-      if (it.j0 >= it.limit) continue;
-      if (staged != it.row) {
-        // (Each lane writes and reads only its own fragments: the syncs order nothing needed.)
-        pw_syncwarp();
-        pw_index_decode_stage_m(a, it.row, qs, wl);
-        pw_syncwarp();
-        staged = it.row;
-      }
-      pw_index_decode_item_m(a, it.row, it.j0, it.limit, rr[j], qs, wl);
-    }
-  };
-  // Two batches in turn (a and b: register arrays with indices known at compile time).
-  if (mine_first < mine_last) load(mine_first, ta, ra);
-  for (int base = mine_first; base < mine_last; base += 2 * kPwDBatch) {
-    if (base + kPwDBatch < mine_last) load(base + kPwDBatch, tb, rb);
-    score(base, ta, ra);
-    if (base + kPwDBatch >= mine_last) break;
-    if (base + 2 * kPwDBatch < mine_last) load(base + 2 * kPwDBatch, ta, ra);
-    score(base + kPwDBatch, tb, rb);
+  if constexpr (kPwDkWarps < kPwDg.warps) {
+    if (warp >= kPwDkWarps) return;  // past what the keys-as-M layout fits in the launch
   }
-#else
   constexpr int chunks = PW_DI / 8;
   // The qvec rows past Hi stay zeros: written once, never staged over.
-  for (int i = PW_HI * chunks + lane; i < 16 * kPwDg.nt * chunks; i += PW_WARP) {
+  for (int i = PW_HI * chunks + lane; i < 16 * kPwDk.nt * chunks; i += PW_WARP) {
     *reinterpret_cast<uint4*>(qs + (i / chunks) * kPwQRow + 8 * (i % chunks)) =
         make_uint4(0, 0, 0, 0);
   }
-  constexpr int kPwDScRow = pw_index_decode_sc_row(kPwDg.nt);
+  constexpr int kPwDScRow = pw_index_decode_sc_row(kPwDk.nt);
   pw_u16* kt = reinterpret_cast<pw_u16*>(mine);
-  float* sc = reinterpret_cast<float*>(mine + kPwDg.sc_offset);
+  float* sc = reinterpret_cast<float*>(mine + kPwDk.sc_offset);
   const int key = lane / kPwDLanes, part = lane % kPwDLanes;
-  for (int base = warp * kPwDBatch; base < items; base += kPwDBatch * kPwDg.warps) {
+  for (int base = warp * kPwDBatch; base < items; base += kPwDBatch * kPwDkWarps) {
     Item t[kPwDBatch];
     PwDRaw raw[kPwDBatch];
 #pragma unroll
@@ -371,7 +477,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
       }
       pw_syncwarp();
 #pragma unroll
-      for (int n = 0; n < kPwDg.nt; ++n) {
+      for (int n = 0; n < kPwDk.nt; ++n) {
         PwMmaC acc;
         pw_mma_zero(acc);
         constexpr int ks = pw_mma_ksteps(PW_DI / 16);  // k steps an instruction (2 on gfx950)

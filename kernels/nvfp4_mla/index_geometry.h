@@ -49,29 +49,50 @@ PW_HD constexpr PwIndexGeometry pw_index_geometry(int hi, int di, int warp, int 
 }
 
 // index_decode: rows of different requests share no keys, so the block's work is split into
-// items (a row, 16 of the block's positions) that each warp takes on its own (items w,
-// w + warps, ...), with no block-wide barrier: per warp a key tile [16][Di + 8] bf16, the row's
-// Q as [16 nt][Di + 8] bf16 (Hi qvecs, zeros after) and its scores [16][16 nt + 4] f32. As many
-// warps (up to 16) as the shared memory holds: each item is a chain of dependent loads, so the
-// more warps, the more chains overlap.
+// items (a row, 16 of the block's positions) that each warp takes on its own, with no block-wide
+// barrier. Two layouts of a warp's shared memory:
+// - keys as M: a key tile [16][Di + 8] bf16, the row's Q as [16 nt][Di + 8] bf16 (Hi qvecs,
+//   zeros after) and its scores [16][16 nt + 4] f32;
+// - heads as M (heads_m, pw_index_decode_heads_m): the row's Q as Hi x Di bf16 fragments, then
+//   a ring of kPwIndexDecodeRing items' raw records (16 records each), filled with asynchronous
+//   copies kPwIndexDecodeRing - 1 items ahead of the one being multiplied. 2: one item ahead and
+//   12 warps (DeepSeek-V3.2's 64 heads: 16 KiB of Q a warp) beat deeper rings with fewer warps on
+//   the H200 (3 or 4 with 11 warps, 6 with 9: bench/RESULTS.md).
+// As many warps (up to 16) as the shared memory holds: each item is a chain of dependent loads,
+// so the more warps, the more chains overlap.
+#ifndef PW_INDEX_DECODE_RING
+#define PW_INDEX_DECODE_RING 2
+#endif
+constexpr int kPwIndexDecodeRing = PW_INDEX_DECODE_RING;
+
 struct PwIndexDecodeGeometry {
   int nt;  // 16-qvec tiles of a row (ceil(Hi / 16))
   int warps;
   int threads;
-  int warp_bytes;           // shared memory of one warp: K tile, Q, scores
-  int q_offset, sc_offset;  // within a warp's part
+  int warp_bytes;           // shared memory of one warp
+  int q_offset, sc_offset;  // within a warp's part (keys as M: sc_offset the scores)
+  int ring_offset;          // heads as M: the ring of raw records
   int smem_bytes;
 };
 
 PW_HD constexpr int pw_index_decode_sc_row(int nt) { return 16 * nt + 4; }
+// The bytes of one index record (Di / 2 of E2M1 codes, Di / 16 scale bytes).
+PW_HD constexpr int pw_index_record_bytes(int di) { return di / 2 + di / 16; }
 
 PW_HD constexpr PwIndexDecodeGeometry pw_index_decode_geometry(int hi, int di, int warp,
-                                                               int lds_kib) {
+                                                               int lds_kib, bool heads_m) {
   PwIndexDecodeGeometry g{};
   g.nt = (hi + 15) / 16;
-  g.q_offset = 16 * pw_index_row(di) * 2;
-  g.sc_offset = g.q_offset + 16 * g.nt * pw_index_row(di) * 2;
-  g.warp_bytes = (g.sc_offset + 16 * pw_index_decode_sc_row(g.nt) * 4 + 15) / 16 * 16;
+  if (heads_m) {
+    g.q_offset = 0;
+    g.ring_offset = hi * di * 2;
+    g.warp_bytes =
+        (g.ring_offset + kPwIndexDecodeRing * 16 * pw_index_record_bytes(di) + 15) / 16 * 16;
+  } else {
+    g.q_offset = 16 * pw_index_row(di) * 2;
+    g.sc_offset = g.q_offset + 16 * g.nt * pw_index_row(di) * 2;
+    g.warp_bytes = (g.sc_offset + 16 * pw_index_decode_sc_row(g.nt) * 4 + 15) / 16 * 16;
+  }
   const int fit = lds_kib * 1024 / g.warp_bytes;
   g.warps = fit < 16 ? (fit > 0 ? fit : 1) : 16;
   g.threads = g.warps * warp;

@@ -52,6 +52,15 @@ std::optional<int64_t> NvidiaSm(const Arch& arch) {
                                             : std::nullopt;
 }
 
+// Whether index_decode takes the heads as its GEMM's M (index_decode.hip: NVIDIA sm_80+'s
+// mma.sync, index_geometry.h's rule): its own block shape and grid.
+bool IndexDecodeHeadsM(const Key& key, const Arch& arch) {
+  const std::optional<int64_t> sm = NvidiaSm(arch);
+  return pw_index_decode_heads_m(static_cast<int>(KeyInt(key, "index_heads")),
+                                 static_cast<int>(KeyInt(key, "index_head_dim")),
+                                 sm.has_value() && *sm >= 80);
+}
+
 // fp8_bmm's block shape (common/geometry.h) for this key: its tiled path needs e4m3 matrix
 // instructions (NVIDIA sm_89 and later, as fp8_bmm.hip's PW_FP8_MMA_ARCH), its persistent form
 // Hopper's warpgroup instructions (sm_90, which the toolchain compiles as sm_90a: PW_WGMMA).
@@ -161,9 +170,10 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
   }
   if (l == "index_decode") {
     ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-    const PwIndexDecodeGeometry g = pw_index_decode_geometry(
-        static_cast<int>(KeyInt(key, "index_heads")),
-        static_cast<int>(KeyInt(key, "index_head_dim")), WarpWidth(arch), SharedMemoryKib(arch));
+    const PwIndexDecodeGeometry g =
+        pw_index_decode_geometry(static_cast<int>(KeyInt(key, "index_heads")),
+                                 static_cast<int>(KeyInt(key, "index_head_dim")), WarpWidth(arch),
+                                 SharedMemoryKib(arch), IndexDecodeHeadsM(key, arch));
     return std::vector<EntryLaunch>{
         {"pw_index_decode", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
   }
@@ -234,12 +244,9 @@ absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const Ind
       CheckAligned("index_decode", {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));
   IndexArgs v = a;
   const unsigned row_tiles = CeilDiv(a.rows, KeyInt(key, "rows_tile"));
-  const std::optional<int64_t> sm = NvidiaSm(arch);
-  const bool heads_m = pw_index_decode_heads_m(static_cast<int>(KeyInt(key, "index_heads")),
-                                               static_cast<int>(KeyInt(key, "index_head_dim")),
-                                               sm.has_value() && *sm >= 80);
-  const int slices = pw_index_decode_grid_y(a.stride, static_cast<int>(row_tiles),
-                                            gpu.MultiprocessorCount(), heads_m);
+  const int slices =
+      pw_index_decode_grid_y(a.stride, static_cast<int>(row_tiles), gpu.MultiprocessorCount(),
+                             IndexDecodeHeadsM(key, arch));
   return Run(gpu, module, e[0], {row_tiles, static_cast<unsigned>(slices), 1},
              {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
               &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
