@@ -1,15 +1,16 @@
 // index_decode: index scores of the decode rows (index_common.h), on matrix cores.
 // Defines: PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_ROWS_TILE, PW_LDS_KIB.
-// Grid (ceil(rows / ROWS_TILE), pw_index_decode_grid_y(...)), block kPwDg.threads, dynamic shared
-// memory kPwDg.smem_bytes (index_geometry.h): a block scores ROWS_TILE rows against its slice of
-// the key positions (ceil(stride / grid.y) rounded up to 16). Decode rows belong to different
-// requests and share no keys, so the warps take items (a row, 16 positions) on their own, with no
-// block-wide barrier. Keys as M (below): a warp takes kPwDBatch consecutive items (mostly of one
-// row, so the row's Q is staged once), issues the loads of all of them first, then for each
+// Block kPwDg.threads, dynamic shared memory kPwDg.smem_bytes (index_geometry.h). Decode rows
+// belong to different requests and share no keys, so the warps take items (a row, 16 positions)
+// on their own. Keys as M (below): grid (ceil(rows / ROWS_TILE), pw_index_decode_grid_y(...)): a
+// block scores ROWS_TILE rows against its slice of the key positions (ceil(stride / grid.y)
+// rounded up to 16), with no block-wide barrier; a warp takes kPwDBatch consecutive items (mostly
+// of one row, so the row's Q is staged once), issues the loads of all of them first, then for each
 // decodes its keys into the warp's tile, multiplies them with the row's Q (16 keys x Hi qvecs on
 // matrix cores), applies g, relu and the head weights and sums the heads on chip: each score is
-// written once. Heads as M (many heads on NVIDIA, next): the same items, no tiles, each warp's
-// records streamed through a ring of asynchronous copies.
+// written once. Heads as M (many heads on NVIDIA, next): grid (rows, pw_index_decode_grid_y(...)),
+// a row a block, its Q staged once for the block's warps, no tiles, each warp's records streamed
+// through a ring of asynchronous copies.
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
@@ -56,7 +57,6 @@ constexpr int kPwDkWarps = kPwDg.smem_bytes / kPwDk.warp_bytes < kPwDg.warps
                                ? kPwDg.smem_bytes / kPwDk.warp_bytes
                                : kPwDg.warps;
 static_assert(kPwDkWarps >= 1, "the keys-as-M layout fits one warp in the launch");
-constexpr PwIndexDecodeGeometry kPwDl = PW_INDEX_DECODE_M ? kPwDg : kPwDk;  // this build's layout
 // Work items a warp loads at once (keys as M): up to 4, fewer where the block has fewer items
 // than 4 a warp (a few rows: more warps each with one chain of loads beat one warp with four).
 #if !PW_INDEX_DECODE_M
@@ -190,37 +190,40 @@ PW_DEVICE_INLINE void pw_index_decode_read_m(const pw_u8* stage, int valid, PwDR
   }
 }
 
-// Stages row `row`'s Q (times the sign of g: the relu then reads the accumulators as they are)
-// into qs, fragment-major, and loads the lane's head weights times |g| 2^16 (undoing the
-// dequant's 2^-16). For each m16 tile and 8-dim unit w of the lane's 32 dims, lane (grp, tig)
-// reads unit 4 tig + w of rows grp and grp + 8, reorders each unit's dims as the keys' pairs
-// come ((0, 4), (1, 5), (2, 6), (3, 7)) and writes its fragments of steps 2 w and 2 w + 1.
-PW_DEVICE_INLINE void pw_index_decode_stage_m(const PwIndexArgs& a, int row, pw_u16* qs,
-                                              float (&wl)[PW_HI / 16][2]) {
+// Stages m16 tile m of row `row`'s Q (times the sign of g: the relu then reads the accumulators
+// as they are) into qs, fragment-major: for each 8-dim unit w of the lane's 32 dims, lane (grp,
+// tig) reads unit 4 tig + w of the tile's rows grp and grp + 8, reorders each unit's dims as the
+// keys' pairs come ((0, 4), (1, 5), (2, 6), (3, 7)) and writes its fragments of steps 2 w and
+// 2 w + 1. A warp stages a tile; the block's warps share the staged Q.
+PW_DEVICE_INLINE void pw_index_decode_stage_m(const PwIndexArgs& a, int row, int m, pw_u16* qs) {
   const int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
   const pw_u32 flip = a.g_idx < 0.0f ? 0x80008000u : 0u;
   const pw_u16* qrow = a.q + static_cast<long long>(row) * PW_HI * PW_DI;
 #pragma unroll
-  for (int m = 0; m < PW_HI / 16; ++m) {
+  for (int w = 0; w < 4; ++w) {
+    pw_u32 p[2][4];  // [row half][pair]
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      pw_u32 p[2][4];  // [row half][pair]
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint4 v = *reinterpret_cast<const uint4*>(qrow + (16 * m + grp + 8 * h) * PW_DI +
-                                                        8 * (4 * tig + w));
-        asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(p[h][0]) : "r"(v.x), "r"(v.z));
-        asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(p[h][1]) : "r"(v.x), "r"(v.z));
-        asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(p[h][2]) : "r"(v.y), "r"(v.w));
-        asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(p[h][3]) : "r"(v.y), "r"(v.w));
-      }
-      // Step 2 w: a0, a1 = pair 0 of rows grp, grp + 8; a2, a3 = pair 1. Step 2 w + 1: 2 and 3.
-      *reinterpret_cast<uint4*>(qs + pw_index_decode_frag(m, 2 * w, lane)) =
-          make_uint4(p[0][0] ^ flip, p[1][0] ^ flip, p[0][1] ^ flip, p[1][1] ^ flip);
-      *reinterpret_cast<uint4*>(qs + pw_index_decode_frag(m, 2 * w + 1, lane)) =
-          make_uint4(p[0][2] ^ flip, p[1][2] ^ flip, p[0][3] ^ flip, p[1][3] ^ flip);
+    for (int h = 0; h < 2; ++h) {
+      const uint4 v = *reinterpret_cast<const uint4*>(qrow + (16 * m + grp + 8 * h) * PW_DI +
+                                                      8 * (4 * tig + w));
+      asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(p[h][0]) : "r"(v.x), "r"(v.z));
+      asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(p[h][1]) : "r"(v.x), "r"(v.z));
+      asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(p[h][2]) : "r"(v.y), "r"(v.w));
+      asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(p[h][3]) : "r"(v.y), "r"(v.w));
     }
+    // Step 2 w: a0, a1 = pair 0 of rows grp, grp + 8; a2, a3 = pair 1. Step 2 w + 1: 2 and 3.
+    *reinterpret_cast<uint4*>(qs + pw_index_decode_frag(m, 2 * w, lane)) =
+        make_uint4(p[0][0] ^ flip, p[1][0] ^ flip, p[0][1] ^ flip, p[1][1] ^ flip);
+    *reinterpret_cast<uint4*>(qs + pw_index_decode_frag(m, 2 * w + 1, lane)) =
+        make_uint4(p[0][2] ^ flip, p[1][2] ^ flip, p[0][3] ^ flip, p[1][3] ^ flip);
   }
+}
+
+// The lane's head weights of row `row` times |g| 2^16 (undoing the dequant's 2^-16): heads
+// 16 m + grp and 16 m + grp + 8.
+PW_DEVICE_INLINE void pw_index_decode_weights_m(const PwIndexArgs& a, int row,
+                                                float (&wl)[PW_HI / 16][2]) {
+  const int grp = threadIdx.x % 32 / 4;
   const float g = fabsf(a.g_idx) * PW_NVFP4_LO_UNDO;
 #pragma unroll
   for (int m = 0; m < PW_HI / 16; ++m) {
@@ -297,10 +300,10 @@ PW_DEVICE_INLINE void pw_index_decode_item_m(const PwIndexArgs& a, int row, int 
 }
 #endif
 
-// The heads-as-M path asks for one block a multiprocessor: without it ptxas held it to 64 or 128
-// registers and spilled.
+// The heads-as-M path asks for its geometry's blocks a multiprocessor (registers for them all):
+// with the threads alone ptxas held it to 64 or 128 registers and spilled.
 #if PW_INDEX_DECODE_M
-extern "C" __global__ void __launch_bounds__(kPwDg.threads, 1)
+extern "C" __global__ void __launch_bounds__(kPwDg.threads, kPwDg.min_blocks)
 #else
 extern "C" __global__ void __launch_bounds__(kPwDg.threads)
 #endif
@@ -311,11 +314,9 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
                       block_size, index_cache, g_idx,   out,     stride,      rows};
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_index_decode_shared[];
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  unsigned char* mine = pw_index_decode_shared + warp * kPwDl.warp_bytes;
-  pw_u16* qs = reinterpret_cast<pw_u16*>(mine + kPwDl.q_offset);
   // The block's positions: [begin, end), a multiple of 16 (grid.y from the host's
-  // pw_index_decode_grid_y), and its rows [first, last); item i: row first + i / rounds,
-  // positions begin + 16 (i % rounds) .. + 16.
+  // pw_index_decode_grid_y), `rounds` items of 16; keys as M also its rows [first, last) (item i:
+  // row first + i / rounds, positions begin + 16 (i % rounds) .. + 16), heads as M one row.
   const int per =
       ((stride + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y) + 15) / 16 * 16;
   const int rounds = per / 16;
@@ -323,9 +324,6 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   if (begin_ll >= stride) return;  // past the rows' positions (a grid rounded up)
   const int begin = static_cast<int>(begin_ll);
   const int end = stride - begin > per ? begin + per : stride;
-  const int first = blockIdx.x * PW_ROWS_TILE;
-  const int last = first + PW_ROWS_TILE < rows ? first + PW_ROWS_TILE : rows;
-  const int items = (last - first) * rounds;
   struct Item {
     int row, req, vis, j0, limit;
   };
@@ -336,88 +334,72 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
       out[static_cast<long long>(it.row) * stride + p] = pw_neg_inf();
     }
   };
-  int staged = -1;
 #if PW_INDEX_DECODE_M
-  // Each warp takes a contiguous run of the block's items (so it stages each row's Q once). Item
-  // i's records are copied into ring stage (i - mine_first) % R while items i - R + 1 .. i - 1 are
-  // multiplied: R - 1 items' loads in flight a warp, no registers held for them. Two cursors walk
-  // the run, the copies' R - 1 items ahead of the multiplies', each keeping its row's request and
-  // visible count (read once a row; no division an item).
+  // Heads as M: a row a block (rows blockIdx.x, + gridDim.x, ...: the host gives one), its Q
+  // staged once into the block's shared tiles (a warp a 16-head tile), and the block's positions
+  // split into a contiguous run of items (16 positions) a warp. Item i's records are copied into
+  // the warp's ring stage i % R while items i - R + 1 .. i - 1 are multiplied: R - 1 items' loads
+  // in flight a warp, no registers held for them.
   constexpr int R = kPwIndexDecodeRing;
   static_assert(R >= 2, "a ring of at least two stages");
-  const int mine_first = static_cast<int>(static_cast<long long>(warp) * items / kPwDg.warps);
-  const int mine_last = static_cast<int>(static_cast<long long>(warp + 1) * items / kPwDg.warps);
-  if (mine_first >= mine_last) return;  // no items: nothing to copy or write (no block barrier)
-  const pw_u32 ring = pw_smem_addr(mine + kPwDg.ring_offset);
-  float wl[PW_HI / 16][2];
+  pw_u16* qs = reinterpret_cast<pw_u16*>(pw_index_decode_shared);
+  const pw_u32 ring = pw_smem_addr(pw_index_decode_shared + kPwDg.ring_offset) +
+                      static_cast<pw_u32>(warp * kPwDg.warp_bytes);
+  const int mine_first = warp * rounds / kPwDg.warps, mine_last = (warp + 1) * rounds / kPwDg.warps;
   const int shift = (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1;
   const bool whole = block_size % 16 == 0;
   const bool wide = (reinterpret_cast<unsigned long long>(index_cache) & 15) == 0;
-  struct Cursor {
-    int i, r, c, req, vis;  // item i: row first + r, positions begin + 16 c .. + 16
-  };
-  auto at = [&](int i) {
-    Cursor u;
-    u.i = i;
-    u.r = i / rounds;
-    u.c = i - u.r * rounds;
-    u.req = row_req[first + u.r];
-    u.vis = visible[first + u.r];
-    return u;
-  };
-  auto next = [&](Cursor& u) {
-    ++u.i;
-    if (++u.c == rounds) {
-      u.c = 0;
-      ++u.r;
-      if (u.i < mine_last) {
-        u.req = row_req[first + u.r];
-        u.vis = visible[first + u.r];
+  for (int row = blockIdx.x; row < rows; row += gridDim.x) {
+    __syncthreads();  // every warp done with the last row's Q
+    for (int m = warp; m < PW_HI / 16; m += kPwDg.warps) pw_index_decode_stage_m(a, row, m, qs);
+    float wl[PW_HI / 16][2];
+    pw_index_decode_weights_m(a, row, wl);
+    const int req = row_req[row], vis = visible[row];
+    __syncthreads();  // the row's Q staged
+    auto limit_of = [&](int i) {
+      const int j0 = begin + 16 * i, stop = j0 + 16 < end ? j0 + 16 : end;
+      return vis < stop ? vis : stop;
+    };
+    int cp = mine_first, cp_stage = 0;
+    auto issue = [&] {
+      if (cp < mine_last) {
+        pw_index_decode_issue_m(a, shift, whole, wide, req, begin + 16 * cp, limit_of(cp),
+                                ring + cp_stage * kPwDRingItem);
+      } else {
+        asm volatile("cp.async.commit_group;");
       }
-    }
-  };
-  auto limit_of = [&](const Cursor& u) {
-    const int j0 = begin + 16 * u.c, stop = j0 + 16 < end ? j0 + 16 : end;
-    return u.vis < stop ? u.vis : stop;
-  };
-  Cursor cp = at(mine_first), mm = cp;
-  int cp_stage = 0;
-  auto issue = [&] {
-    if (cp.i < mine_last) {
-      pw_index_decode_issue_m(a, shift, whole, wide, cp.req, begin + 16 * cp.c, limit_of(cp),
-                              ring + cp_stage * kPwDRingItem);
-      next(cp);
-    } else {
-      asm volatile("cp.async.commit_group;");
-    }
-    cp_stage = cp_stage + 1 == R ? 0 : cp_stage + 1;
-  };
+      ++cp;
+      cp_stage = cp_stage + 1 == R ? 0 : cp_stage + 1;
+    };
 #pragma unroll 1
-  for (int k = 0; k < R - 1; ++k) issue();
-  int mm_stage = 0;
+    for (int k = 0; k < R - 1; ++k) issue();
+    int mm_stage = 0;
 #pragma unroll 1
-  for (; mm.i < mine_last; next(mm)) {
-    issue();  // into the stage item i - 1 left (read before the last iteration's sync)
-    asm volatile("cp.async.wait_group %0;" ::"n"(R - 1) : "memory");
-    pw_syncwarp();  // every lane's copies of item i landed
-    const Item it{first + mm.r, mm.req, mm.vis, begin + 16 * mm.c, limit_of(mm)};
-    unseen(it);
-    if (it.j0 < it.limit) {
-      if (staged != it.row) {
-        // (Each lane writes and reads only its own fragments: no sync needed around it.)
-        pw_index_decode_stage_m(a, it.row, qs, wl);
-        staged = it.row;
+    for (int i = mine_first; i < mine_last; ++i) {
+      issue();  // into the stage item i - 1 left (read before the last iteration's sync)
+      asm volatile("cp.async.wait_group %0;" ::"n"(R - 1) : "memory");
+      pw_syncwarp();  // every lane's copies of item i landed
+      const Item it{row, req, vis, begin + 16 * i, limit_of(i)};
+      unseen(it);
+      if (it.j0 < it.limit) {
+        PwDRawM raw;
+        pw_index_decode_read_m(pw_index_decode_shared + kPwDg.ring_offset +
+                                   warp * kPwDg.warp_bytes + mm_stage * kPwDRingItem,
+                               it.limit - it.j0, raw);
+        pw_index_decode_item_m(a, row, it.j0, it.limit, raw, qs, wl);
       }
-      PwDRawM raw;
-      pw_index_decode_read_m(mine + kPwDg.ring_offset + mm_stage * kPwDRingItem, it.limit - it.j0,
-                             raw);
-      pw_index_decode_item_m(a, it.row, it.j0, it.limit, raw, qs, wl);
+      mm_stage = mm_stage + 1 == R ? 0 : mm_stage + 1;
+      pw_syncwarp();  // every lane read item i's stage before the next iteration refills it
     }
-    mm_stage = mm_stage + 1 == R ? 0 : mm_stage + 1;
-    pw_syncwarp();  // every lane read item i's stage before the next iteration refills it
+    asm volatile("cp.async.wait_all;" ::: "memory");
   }
-  asm volatile("cp.async.wait_all;" ::: "memory");
 #else
+  unsigned char* mine = pw_index_decode_shared + warp * kPwDk.warp_bytes;
+  pw_u16* qs = reinterpret_cast<pw_u16*>(mine + kPwDk.q_offset);
+  const int first = blockIdx.x * PW_ROWS_TILE;
+  const int last = first + PW_ROWS_TILE < rows ? first + PW_ROWS_TILE : rows;
+  const int items = (last - first) * rounds;
+  int staged = -1;
   auto item = [&](int i, bool work) {
     Item t;
     // 64 positions a block (most grids but heads-as-M's): a shift, not a division.

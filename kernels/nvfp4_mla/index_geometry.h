@@ -49,29 +49,36 @@ PW_HD constexpr PwIndexGeometry pw_index_geometry(int hi, int di, int warp, int 
 }
 
 // index_decode: rows of different requests share no keys, so the block's work is split into
-// items (a row, 16 of the block's positions) that each warp takes on its own, with no block-wide
-// barrier. Two layouts of a warp's shared memory:
-// - keys as M: a key tile [16][Di + 8] bf16, the row's Q as [16 nt][Di + 8] bf16 (Hi qvecs,
-//   zeros after) and its scores [16][16 nt + 4] f32;
-// - heads as M (heads_m, pw_index_decode_heads_m): the row's Q as Hi x Di bf16 fragments, then
-//   a ring of kPwIndexDecodeRing items' raw records (16 records each), filled with asynchronous
-//   copies kPwIndexDecodeRing - 1 items ahead of the one being multiplied. 2: one item ahead and
-//   12 warps (DeepSeek-V3.2's 64 heads: 16 KiB of Q a warp) beat deeper rings with fewer warps on
-//   the H200 (3 or 4 with 11 warps, 6 with 9: bench/RESULTS.md).
-// As many warps (up to 16) as the shared memory holds: each item is a chain of dependent loads,
-// so the more warps, the more chains overlap.
+// items (a row, 16 of the block's positions) that each warp takes on its own. Two layouts:
+// - keys as M: per warp a key tile [16][Di + 8] bf16, the row's Q as [16 nt][Di + 8] bf16 (Hi
+//   qvecs, zeros after) and its scores [16][16 nt + 4] f32; as many warps (up to 16) as the
+//   shared memory holds, no block-wide barrier: each item is a chain of dependent loads, so the
+//   more warps, the more chains overlap;
+// - heads as M (heads_m, pw_index_decode_heads_m): a row a block, its Q staged once as Hi x Di
+//   bf16 fragments the block's warps share, then per warp a ring of kPwIndexDecodeRing items' raw
+//   records (16 records each), filled with asynchronous copies kPwIndexDecodeRing - 1 items ahead
+//   of the one being multiplied; kPwIndexDecodeMWarps warps a block, kPwIndexDecodeMBlocks
+//   blocks a multiprocessor (what the registers hold: 168 a thread). At least the shared memory
+//   of one keys-as-M warp, so that the keys-as-M and SIMT builds run under the same launch.
+// On the H200 (DeepSeek-V3.2's 64 heads), 12 warps a multiprocessor beat deeper rings with fewer
+// (each warp's own Q: rings of 3 or 4 with 11 warps, 6 with 9), and a row a block with its Q
+// shared beat 12 warps each staging the rows of its run: 16 rows at 8K 25.9 -> 15.0 us, at 128K
+// 150.0 -> 131.6; rings of 2 and 3 within 1% (bench/RESULTS.md, sixteenth session).
 #ifndef PW_INDEX_DECODE_RING
-#define PW_INDEX_DECODE_RING 2
+#define PW_INDEX_DECODE_RING 3
 #endif
 constexpr int kPwIndexDecodeRing = PW_INDEX_DECODE_RING;
+constexpr int kPwIndexDecodeMWarps = 4;
+constexpr int kPwIndexDecodeMBlocks = 3;
 
 struct PwIndexDecodeGeometry {
   int nt;  // 16-qvec tiles of a row (ceil(Hi / 16))
   int warps;
   int threads;
-  int warp_bytes;           // shared memory of one warp
-  int q_offset, sc_offset;  // within a warp's part (keys as M: sc_offset the scores)
-  int ring_offset;          // heads as M: the ring of raw records
+  int min_blocks;           // heads as M: blocks a multiprocessor (the kernel's launch bounds)
+  int warp_bytes;           // shared memory of one warp (heads as M: its ring)
+  int q_offset, sc_offset;  // keys as M, within a warp's part: Q, the scores
+  int ring_offset;          // heads as M: the warps' rings, after the block's Q
   int smem_bytes;
 };
 
@@ -83,37 +90,39 @@ PW_HD constexpr PwIndexDecodeGeometry pw_index_decode_geometry(int hi, int di, i
                                                                int lds_kib, bool heads_m) {
   PwIndexDecodeGeometry g{};
   g.nt = (hi + 15) / 16;
-  if (heads_m) {
-    g.q_offset = 0;
-    g.ring_offset = hi * di * 2;
-    g.warp_bytes =
-        (g.ring_offset + kPwIndexDecodeRing * 16 * pw_index_record_bytes(di) + 15) / 16 * 16;
-  } else {
-    g.q_offset = 16 * pw_index_row(di) * 2;
-    g.sc_offset = g.q_offset + 16 * g.nt * pw_index_row(di) * 2;
-    g.warp_bytes = (g.sc_offset + 16 * pw_index_decode_sc_row(g.nt) * 4 + 15) / 16 * 16;
-  }
+  g.min_blocks = 1;
+  g.q_offset = 16 * pw_index_row(di) * 2;
+  g.sc_offset = g.q_offset + 16 * g.nt * pw_index_row(di) * 2;
+  g.warp_bytes = (g.sc_offset + 16 * pw_index_decode_sc_row(g.nt) * 4 + 15) / 16 * 16;
   const int fit = lds_kib * 1024 / g.warp_bytes;
   g.warps = fit < 16 ? (fit > 0 ? fit : 1) : 16;
-  g.threads = g.warps * warp;
   g.smem_bytes = g.warps * g.warp_bytes;
+  if (heads_m) {
+    const int keys_m_warp = g.warp_bytes;
+    g.warps = kPwIndexDecodeMWarps;
+    g.min_blocks = kPwIndexDecodeMBlocks;
+    g.q_offset = g.sc_offset = 0;
+    g.ring_offset = hi * di * 2;
+    g.warp_bytes = kPwIndexDecodeRing * 16 * pw_index_record_bytes(di);
+    const int bytes = g.ring_offset + g.warps * g.warp_bytes;
+    g.smem_bytes = bytes > keys_m_warp ? bytes : keys_m_warp;
+  }
+  g.threads = g.warps * warp;
   return g;
 }
 
 // index_decode's grid.y: the rows' key positions split into that many slices of a multiple of 16
 // positions each (the kernel reads a slice's length from gridDim.y, so any grid is correct).
-// PW_INDEX_DECODE_KEYS (64) positions a block, or, where the kernel takes the heads as the M of
-// its GEMM (heads_m: NVIDIA sm_80+'s mma.sync, Hi a multiple of 16, Di = 128), one wave of blocks
-// (at most `sms` in all, one a multiprocessor: a second, partial wave doubled the time of 1024
-// rows): each warp then stages a row's Q once for a long run of its keys. On the H200,
-// DeepSeek-V3.2's 64 heads, 16 rows at 128K: 0.27 ms against 0.37 at 64 positions a block; at 32K
-// one wave of 128 blocks beat 256 (bench/RESULTS.md).
+// Keys as M: PW_INDEX_DECODE_KEYS (64) positions a block, grid.x the row tiles. Heads as M
+// (heads_m: NVIDIA sm_80+'s mma.sync, Hi a multiple of 16, Di = 128): grid.x the rows (a row a
+// block) and one wave of blocks over them (kPwIndexDecodeMBlocks a multiprocessor: a second,
+// partial wave doubled the time of 1024 rows), at least 64 positions a block.
 PW_HD constexpr bool pw_index_decode_heads_m(int hi, int di, bool mma_sync) {
   return mma_sync && hi % 16 == 0 && di == 128;
 }
-PW_HD constexpr int pw_index_decode_grid_y(int stride, int row_tiles, int sms, bool heads_m) {
+PW_HD constexpr int pw_index_decode_grid_y(int stride, int rows, int sms, bool heads_m) {
   const int slices = (stride + PW_INDEX_DECODE_KEYS - 1) / PW_INDEX_DECODE_KEYS;
   if (!heads_m) return slices;
-  const int want = sms / (row_tiles > 0 ? row_tiles : 1);
+  const int want = kPwIndexDecodeMBlocks * sms / (rows > 0 ? rows : 1);  // no partial wave
   return want < 1 ? 1 : want < slices ? want : slices;
 }

@@ -243,11 +243,12 @@ absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const Ind
   RETURN_IF_ERROR(
       CheckAligned("index_decode", {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));
   IndexArgs v = a;
-  const unsigned row_tiles = CeilDiv(a.rows, KeyInt(key, "rows_tile"));
-  const int slices =
-      pw_index_decode_grid_y(a.stride, static_cast<int>(row_tiles), gpu.MultiprocessorCount(),
-                             IndexDecodeHeadsM(key, arch));
-  return Run(gpu, module, e[0], {row_tiles, static_cast<unsigned>(slices), 1},
+  // Keys as M: the row tiles by the position slices; heads as M: a row a block (index_geometry.h).
+  const bool heads_m = IndexDecodeHeadsM(key, arch);
+  const unsigned x =
+      heads_m ? static_cast<unsigned>(a.rows) : CeilDiv(a.rows, KeyInt(key, "rows_tile"));
+  const int slices = pw_index_decode_grid_y(a.stride, a.rows, gpu.MultiprocessorCount(), heads_m);
+  return Run(gpu, module, e[0], {x, static_cast<unsigned>(slices), 1},
              {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
               &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
 }
