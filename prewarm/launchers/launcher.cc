@@ -73,6 +73,11 @@ void SetIndexShape(Key& key, const LaunchContext& ctx) {
   key.Set("index_heads", ctx.shape.index_n_heads).Set("index_head_dim", ctx.shape.index_head_dim);
 }
 
+bool IndexDecodeHeadsAsM(const Shape& shape, const Arch& arch) {
+  return shape.family == AttentionFamily::kMla && arch.platform == Platform::kNvidia &&
+         shape.index_n_heads > 0 && shape.index_n_heads % 16 == 0 && shape.index_head_dim == 128;
+}
+
 void SetTopkShape(Key& key, const LaunchContext& ctx) {
   if (ctx.shape.family == AttentionFamily::kMsa) {
     SetMsaShape(key, ctx, {"topk_blocks", "init_blocks", "local_blocks"});

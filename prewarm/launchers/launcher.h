@@ -138,6 +138,10 @@ void SetMsaShape(Key& key, const LaunchContext& ctx, std::initializer_list<const
 // The index launchers' shape constants: MLA's index_heads and index_head_dim, MSA's index_heads
 // and index_dim (by ctx.shape's family).
 void SetIndexShape(Key& key, const LaunchContext& ctx);
+// Whether MLA's index_decode runs its heads-as-M kernel (kernels/nvfp4_mla/index_geometry.h's
+// pw_index_decode_heads_m: NVIDIA, whose archs all have mma.sync, with index heads a multiple of
+// 16 and Di = 128): a row a block whatever the key's rows_tile, so one key serves every R.
+bool IndexDecodeHeadsAsM(const Shape& shape, const Arch& arch);
 // The top-k selection's shape constants (topk_prefill, topk_decode, and msa_index_decode's fused
 // top-k): MLA's topk, MSA's topk_blocks, init_blocks and local_blocks (by ctx.shape's family).
 void SetTopkShape(Key& key, const LaunchContext& ctx);

@@ -1,5 +1,7 @@
 // Each rule of docs/keys.md's tables at its boundaries, through Dispatch.
 #include "gtest/gtest.h"
+#include "nvfp4_mla/index_geometry.h"
+#include "prewarm/launchers/launcher.h"
 #include "prewarm/launchers/plan.h"
 #include "tests/testing/cli.h"
 
@@ -97,6 +99,41 @@ TEST_F(KeyRulesTest, IndexDecodeRowsTile) {
   Step mixed = Decodes(1, 10);
   mixed.requests.push_back({Phase::kPrefill, 100, 1 << 20});
   EXPECT_EQ(Param<int64_t>(One("index_decode", mixed), "rows_tile"), 1);
+}
+
+// Where index_decode's heads-as-M kernel runs (NVIDIA, index heads a multiple of 16, Di 128:
+// DeepSeek-V3.2's 64) it takes a row a block whatever the tile: one key, rows_tile 1, for every R.
+// Elsewhere (AMD; the seeds' 4 heads on NVIDIA) the tiles as above. The rule's predicate is the
+// kernel's (pw_index_decode_heads_m) on every arch and a spread of shapes.
+TEST_F(KeyRulesTest, IndexDecodeOneKeyWhereTheHeadsAreTheGemmsM) {
+  const Shape v32 = *ShapeForRank(ExampleModelConfig(), 8);
+  ASSERT_EQ(v32.index_n_heads, 64);
+  for (const char* name : {"sm_80", "sm_90", "sm_120"}) {
+    arch_ = *ParseArch(name);
+    shape_ = v32;
+    for (int64_t r : {1, 3, 33, 64, 4000}) {
+      EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(r, 100)), "rows_tile"), 1) << name << r;
+    }
+    shape_ = *ShapeForRank(model_, 1);  // the seeds' 4 index heads: keys as M
+    EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(33, 100)), "rows_tile"), 64) << name;
+  }
+  arch_ = *ParseArch("gfx942");
+  shape_ = v32;
+  EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(33, 100)), "rows_tile"), 64);
+  for (const char* name : {"gfx90a", "gfx942", "gfx950", "sm_80", "sm_89", "sm_90", "sm_100"}) {
+    const Arch arch = *ParseArch(name);
+    for (int64_t hi : {4, 8, 16, 24, 32, 64, 128}) {
+      for (int64_t di : {64, 128, 256}) {
+        Shape s = v32;
+        s.index_n_heads = hi;
+        s.index_head_dim = di;
+        EXPECT_EQ(IndexDecodeHeadsAsM(s, arch),
+                  pw_index_decode_heads_m(static_cast<int>(hi), static_cast<int>(di),
+                                          arch.platform == Platform::kNvidia))
+            << name << " hi " << hi << " di " << di;
+      }
+    }
+  }
 }
 
 TEST_F(KeyRulesTest, TopkPrefillStripsPerRequest) {
