@@ -58,18 +58,27 @@ PW_HD constexpr PwIndexGeometry pw_index_geometry(int hi, int di, int warp, int 
 //   bf16 fragments the block's warps share, then per warp a ring of kPwIndexDecodeRing items' raw
 //   records (16 records each), filled with asynchronous copies kPwIndexDecodeRing - 1 items ahead
 //   of the one being multiplied; kPwIndexDecodeMWarps warps a block, kPwIndexDecodeMBlocks
-//   blocks a multiprocessor (what the registers hold: 168 a thread). At least the shared memory
-//   of one keys-as-M warp, so that the keys-as-M and SIMT builds run under the same launch.
+//   blocks a multiprocessor (the kernel's launch bounds: 127 registers a thread, no spills). At
+//   least the shared memory of one keys-as-M warp, so that the keys-as-M and SIMT builds run
+//   under the same launch.
 // On the H200 (DeepSeek-V3.2's 64 heads), 12 warps a multiprocessor beat deeper rings with fewer
-// (each warp's own Q: rings of 3 or 4 with 11 warps, 6 with 9), and a row a block with its Q
-// shared beat 12 warps each staging the rows of its run: 16 rows at 8K 25.9 -> 15.0 us, at 128K
-// 150.0 -> 131.6; rings of 2 and 3 within 1% (bench/RESULTS.md, sixteenth session).
+// (each warp's own Q: rings of 3 or 4 with 11 warps, 6 with 9); a row a block with its Q shared
+// beat 12 warps each staging the rows of its run (16 rows at 8K 25.9 -> 15.0 us, at 128K 150.0
+// -> 131.6); 4 blocks a multiprocessor beat 3 by 2-5% and 5 by 1-8%; rings of 2 and 3 within 1%
+// (bench/RESULTS.md, sixteenth session). The two block constants can be overridden for such
+// measurements (host and kernel alike: an alternate host build plus kernel_bench --define).
 #ifndef PW_INDEX_DECODE_RING
 #define PW_INDEX_DECODE_RING 3
 #endif
 constexpr int kPwIndexDecodeRing = PW_INDEX_DECODE_RING;
-constexpr int kPwIndexDecodeMWarps = 4;
-constexpr int kPwIndexDecodeMBlocks = 3;
+#ifndef PW_INDEX_DECODE_M_WARPS  // heads as M: warps a block
+#define PW_INDEX_DECODE_M_WARPS 4
+#endif
+#ifndef PW_INDEX_DECODE_M_BLOCKS  // heads as M: blocks a multiprocessor
+#define PW_INDEX_DECODE_M_BLOCKS 4
+#endif
+constexpr int kPwIndexDecodeMWarps = PW_INDEX_DECODE_M_WARPS;
+constexpr int kPwIndexDecodeMBlocks = PW_INDEX_DECODE_M_BLOCKS;
 
 struct PwIndexDecodeGeometry {
   int nt;  // 16-qvec tiles of a row (ceil(Hi / 16))
