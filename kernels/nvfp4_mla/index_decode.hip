@@ -402,7 +402,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   int staged = -1;
   auto item = [&](int i, bool work) {
     Item t;
-    // 64 positions a block (most grids but heads-as-M's): a shift, not a division.
+    // 64 positions a block (most grids): a shift, not a division.
     const int r =
         rounds == PW_INDEX_DECODE_KEYS / 16 ? i / (PW_INDEX_DECODE_KEYS / 16) : i / rounds;
     t.row = first + r;

@@ -11,6 +11,7 @@
 #pragma once
 #include "common/geometry.h"
 #include "common/portability.h"
+#include "nvfp4_mla/kv_layout.h"
 
 struct PwIndexGeometry {
   int rows;   // query rows a block scores together
@@ -92,8 +93,6 @@ struct PwIndexDecodeGeometry {
 };
 
 PW_HD constexpr int pw_index_decode_sc_row(int nt) { return 16 * nt + 4; }
-// The bytes of one index record (Di / 2 of E2M1 codes, Di / 16 scale bytes).
-PW_HD constexpr int pw_index_record_bytes(int di) { return di / 2 + di / 16; }
 
 PW_HD constexpr PwIndexDecodeGeometry pw_index_decode_geometry(int hi, int di, int warp,
                                                                int lds_kib, bool heads_m) {
@@ -112,7 +111,7 @@ PW_HD constexpr PwIndexDecodeGeometry pw_index_decode_geometry(int hi, int di, i
     g.min_blocks = kPwIndexDecodeMBlocks;
     g.q_offset = g.sc_offset = 0;
     g.ring_offset = hi * di * 2;
-    g.warp_bytes = kPwIndexDecodeRing * 16 * pw_index_record_bytes(di);
+    g.warp_bytes = kPwIndexDecodeRing * 16 * PW_INDEX_RECORD(di);
     const int bytes = g.ring_offset + g.warps * g.warp_bytes;
     g.smem_bytes = bytes > keys_m_warp ? bytes : keys_m_warp;
   }
