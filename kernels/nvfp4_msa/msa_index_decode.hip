@@ -4,16 +4,24 @@
 // with a topk output (the fused top-k), also msa_topk_decode's selection from those scores.
 // Defines: PW_ROWS_TILE, PW_INDEX_HEADS (Hi), PW_INDEX_DIM (Di, 128), and the top-k's
 // PW_TOPK_BLOCKS, PW_INIT_BLOCKS, PW_LOCAL_BLOCKS.
-// Grid (rows, ceil(stride / chunk)), block PW_MSA_INDEX_DECODE_THREADS.
+// Grid (rows, ceil(stride / chunk)), block PW_MSA_INDEX_DECODE_THREADS, dynamic shared memory
+// pw_msa_index_decode_smem (the rings; 0 where there are none).
 //
 // Memory-bound (each key is 256 bytes for a few multiply-adds a query vector). A warp takes whole
 // key blocks of its block's share of the run (msa_index_geometry.h) and streams each in passes
-// of W / 2 keys, PW_MSA_INDEX_DECODE_DEPTH passes in flight; the loads of the pass DEPTH ahead
-// (of the next key block past the last pass) are issued as soon as a pass is scored. The pass
-// loop is rolled by DEPTH passes: unrolled whole, each warp ran every instruction once and
-// waited on instruction fetch. Scoring a pass:
+// of W / 2 keys (4 KiB), across its key blocks:
+//   sm_90 and later: through its ring of PW_MSA_INDEX_DECODE_RING pass buffers in shared memory,
+//     one bulk copy (cp.async.bulk) a pass on the buffer's mbarrier, issued RING passes ahead by
+//     lane 0 once the warp has scored the buffer's last pass; the lanes read their pieces from
+//     the buffer as they would from the cache. The copy engine holds what is in flight, not the
+//     registers (bench/RESULTS.md, seventeenth session: 16 rows at 8K 17.4 -> 16.2 us);
+//   elsewhere (and PW_MSA_INDEX_DECODE_BULK 0, the check of that path on NVIDIA): straight into
+//     PW_MSA_INDEX_DECODE_DEPTH register buffers, the loads of the pass DEPTH ahead issued as
+//     soon as a pass is scored, the pass loop rolled by DEPTH passes (unrolled whole, each warp
+//     ran every instruction once and waited on instruction fetch).
+// Scoring a pass:
 //   NVIDIA (mma.sync): two m16n8k16 n tiles of 8 keys against up to 16 of the run's query
-//     vectors (kPwMma below), the bf16 keys straight from the loads into the tensor cores;
+//     vectors (kPwMma below), the bf16 keys as loaded into the tensor cores;
 //   elsewhere (and the SIMT check build): FMAs, 16 lanes a key (16 bytes each: every load
 //     instruction of 16 lanes reads one key's 256 contiguous bytes), 8 keys a lane; for each
 //     query vector of the run (up to QGROUP a stream of the keys), each lane's partial dot
@@ -50,6 +58,20 @@ constexpr int kPwQgMax = kPwMma ? 16 : PW_MSA_INDEX_DECODE_QGROUP;
 constexpr int kPwQg =
     PW_ROWS_TILE * PW_HI < kPwQgMax ? PW_ROWS_TILE * PW_HI : kPwQgMax;  // qvecs a key stream
 static_assert(!kPwMma || kPwPassKeys == 16, "mma: a pass is two n tiles of 8 keys");
+// sm_90 and later (msa_index_geometry.h's pw_msa_index_decode_ring): a warp's passes through its
+// ring of bulk copies; elsewhere (or a build with PW_MSA_INDEX_DECODE_BULK 0, the check of AMD's
+// path on NVIDIA) through kPwDepth register buffers.
+#ifndef PW_MSA_INDEX_DECODE_BULK
+#define PW_MSA_INDEX_DECODE_BULK 1
+#endif
+#if PW_MSA_INDEX_DECODE_BULK && !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define PW_MSA_RING 1
+constexpr int kPwRingPasses = PW_MSA_INDEX_DECODE_RING;
+constexpr int kPwPassBytes = kPwPassKeys * PW_DI * 2;
+static_assert(kPwPassBytes % 16 == 0, "bulk copies of 16-byte multiples");
+#else
+#define PW_MSA_RING 0
+#endif
 __device__ inline void pw_msa_index_mma(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1) {
 #if PW_MMA_IMPL == PW_MMA_SYNC
   pw_mma_m16n8k16(c, a, b0, b1);
@@ -110,6 +132,101 @@ __device__ inline void pw_msa_load_pass(uint4 (&raw)[kPwKeysPerLane], const pw_u
   }
 }
 
+// The FMAs' per-qvec state (kPwQg qvecs) or mma's (rows r and r + 8 of the group's tile).
+constexpr int kPwState = kPwMma ? 2 : kPwQg;
+
+// Scores one pass (keys j0 .. j0 + kPwPassKeys - 1 of the run, in cur as pw_msa_load_pass left
+// them) against the group's qvecs q0 .. (qa: mma's A fragments; qg: the FMAs' qvec rows) into the
+// running maxima mx, masking keys at or past each qvec's visible count vq.
+__device__ inline void pw_msa_score_pass(const uint4 (&cur)[kPwKeysPerLane],
+                                         const pw_u32 (&qa)[kPwMma ? PW_DI / 16 : 1][4],
+                                         const pw_u16* qg, int j0, const int (&vq)[kPwState],
+                                         float (&mx)[kPwState], int q0, int nq, int lane) {
+  if constexpr (kPwMma) {
+    float acc[2][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < PW_DI / 16; ++kk) {
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        const uint4 w = cur[4 * t + kk / 2];
+        pw_msa_index_mma(acc[t], qa[kk], kk % 2 ? w.z : w.x, kk % 2 ? w.w : w.y);
+      }
+    }
+    // acc[t][2x + e]: row r + 8x, key 8t + 2cq + e of the pass.
+    const int j = j0 + 2 * (lane % 4);
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int x = e / 2;
+        mx[x] = fmaxf(mx[x], j + 8 * t + e % 2 < vq[x] ? acc[t][e] : pw_msa_neg_inf());
+      }
+    }
+  } else {
+    // The key whose dot product this lane holds after the butterfly.
+    const int c = lane % 16, g = lane / 16;
+    const int j = j0 + kPwKeysPerLane * g + c % 8;
+#pragma unroll
+    for (int q = 0; q < kPwQg; ++q) {
+      if (q0 + q >= nq) continue;  // uniform (not break: the loop must unroll on AMD too)
+      float qf[8];
+      pw_msa_unpack8(*reinterpret_cast<const uint4*>(qg + q * PW_DI), qf);
+      float v[kPwKeysPerLane];
+#pragma unroll
+      for (int i = 0; i < kPwKeysPerLane; ++i) {
+        float k[8];
+        pw_msa_unpack8(cur[i], k);
+        float d = 0.0f;
+#pragma unroll
+        for (int x = 0; x < 8; ++x) d = fmaf(qf[x], k[x], d);
+        v[i] = d;
+      }
+      pw_msa_fold<4>(v, lane);
+      pw_msa_fold<2>(v, lane);
+      pw_msa_fold<1>(v, lane);
+      v[0] += pw_shfl_xor(v[0], 8);
+      mx[q] = fmaxf(mx[q], j < vq[q] ? v[0] : pw_msa_neg_inf());
+    }
+  }
+}
+
+#if PW_MSA_RING
+// The ring's pieces (PTX of sm_90): mbarriers of one arrival (the issuing lane's, with the copy's
+// bytes as its transaction count) and one-instruction bulk copies global -> shared.
+__device__ inline pw_u32 pw_msa_smem_u32(const void* p) {
+  return static_cast<pw_u32>(__cvta_generic_to_shared(p));
+}
+__device__ inline void pw_msa_bar_init(pw_u32 bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+__device__ inline void pw_msa_bar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Lane 0: `bytes` from src into the buffer at dst, completing on bar. The buffer's last reads
+// (generic proxy) are ordered before the copy's writes (async proxy).
+__device__ inline void pw_msa_bulk_copy(pw_u32 dst, const void* src, int bytes, pw_u32 bar) {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+__device__ inline void pw_msa_bar_wait(pw_u32 bar, pw_u32 parity) {
+  pw_u32 done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
                                              PW_MSA_INDEX_DECODE_MIN_BLOCKS)
     pw_msa_index_decode(const pw_u16* index_q, const int* row_req, const int* visible,
@@ -118,6 +235,10 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
   __shared__ pw_u32 cand_key[kPwWarps * PW_TOPK_BLOCKS];
   __shared__ int cand_id[kPwWarps * PW_TOPK_BLOCKS];
   __shared__ int last_block;
+#if PW_MSA_RING
+  extern __shared__ __align__(128) unsigned char pw_msa_ring[];  // the warps' rings of passes
+  __shared__ __align__(8) unsigned long long pw_msa_bars[kPwWarps * kPwRingPasses];
+#endif
   pw_trace(0);
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   const int c = lane % 16, g = lane / 16;  // dims 8c .. 8c + 7 of keys 8 g + i of a pass
@@ -139,11 +260,12 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
     rq[w] = in ? row_req[tile0 + i] : kPwNoReq;
     vs[w] = in ? visible[tile0 + i] : 0;
   }
-  int req = kPwNoReq;
+  // The word holding row me, picked by masks: as a branch or a select, the compiler made it one
+  // indexed read of rq, and put rq in scratch (at 64 rows a tile).
+  int mine = 0;
 #pragma unroll
-  for (int w = 0; w < kTileWords; ++w) {
-    if (w == me / PW_WARP) req = pw_msa_shfl_i32(rq[w], me % PW_WARP);  // uniform
-  }
+  for (int w = 0; w < kTileWords; ++w) mine |= rq[w] & -static_cast<int>(w == me / PW_WARP);
+  const int req = pw_msa_shfl_i32(mine, me % PW_WARP);
   // lead: one past the last row before this one of another request; end: the first after it.
   pw_u32 after_other = 0;
   int first_other = PW_WARP * kTileWords;
@@ -187,6 +309,37 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
   const int groups = (nq + kPwQg - 1) / kPwQg;
   const int lane_off = kPwMma ? (lane / 4) * PW_DI + 8 * (lane % 4)  // key r, dims 8cq ..
                               : kPwKeysPerLane * g * PW_DI + 8 * c;
+#if PW_MSA_RING
+  // The warp's ring: its passes in order (task by task, a task's kPwPasses), each into buffer
+  // n % R by one bulk copy issued R passes ahead, waited on by the buffer's mbarrier (phase n / R).
+  const pw_u32 ring = pw_msa_smem_u32(pw_msa_ring) + warp * kPwRingPasses * kPwPassBytes;
+  const pw_u32 bars = pw_msa_smem_u32(pw_msa_bars) + warp * kPwRingPasses * 8;
+  if (lane == 0) {
+#pragma unroll
+    for (int s = 0; s < kPwRingPasses; ++s) pw_msa_bar_init(bars + 8 * s);
+    pw_msa_bar_init_fence();
+  }
+  __syncwarp();
+  const int total = items * groups * kPwPasses;
+  int issued = 0, used = 0;
+  int i_item = 0, i_grp = 0, i_pass = 0;  // the next pass to copy
+  // Copies the next pass (all lanes: the page's shuffle; lane 0 issues).
+  auto issue = [&]() {
+    if (issued == total) return;
+    const long long page = pw_msa_shfl_i32(pg, i_item);
+    const pw_u16* src = index_cache + page * PW_MSA_BLOCK * PW_DI + i_pass * kPwPassKeys * PW_DI;
+    const int slot = issued % kPwRingPasses;
+    if (lane == 0) {
+      pw_msa_bulk_copy(ring + slot * kPwPassBytes, src, kPwPassBytes, bars + 8 * slot);
+    }
+    ++issued;
+    if (++i_pass == kPwPasses) {
+      i_pass = 0;
+      if (++i_grp == groups) i_grp = 0, ++i_item;
+    }
+  };
+  for (int s = 0; s < kPwRingPasses; ++s) issue();
+#else
   uint4 raw[kPwDepth][kPwKeysPerLane];
   if (items > 0) {
     const long long base = static_cast<long long>(pw_msa_shfl_i32(pg, 0)) * PW_MSA_BLOCK * PW_DI;
@@ -195,25 +348,20 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
       pw_msa_load_pass(raw[s], index_cache + base + s * kPwPassKeys * PW_DI + lane_off);
     }
   }
+#endif
   pw_trace(2);  // the pages: the first passes' loads issued
   for (int item = 0, grp = 0; item < items;) {
     const int b = first + kPwWarps * (nq / PW_HI) * item;
-    const int next_item = grp + 1 < groups ? item : item + 1;
-    const bool more = next_item < items;
-    const long long base = static_cast<long long>(pw_msa_shfl_i32(pg, item)) * PW_MSA_BLOCK * PW_DI;
-    const long long next_base =
-        static_cast<long long>(pw_msa_shfl_i32(pg, more ? next_item : item)) * PW_MSA_BLOCK * PW_DI;
     const int q0 = grp * kPwQg;
     // This lane's 8 dims of the group's qvecs (the run's qvecs are consecutive in index_q), read
     // again each pass (from L1): held in registers they made the loop spill.
     const pw_u16* qg = index_q + (static_cast<long long>(lead) * PW_HI + q0) * PW_DI + 8 * c;
     // FMAs: qvec q's visible keys and running max; mma: those of rows r and r + 8 (q = 0, 1),
     // and the group's A fragments.
-    constexpr int kState = kPwMma ? 2 : kPwQg;
-    int vq[kState];
-    float mx[kState];
+    int vq[kPwState];
+    float mx[kPwState];
 #pragma unroll
-    for (int q = 0; q < kState; ++q) {
+    for (int q = 0; q < kPwState; ++q) {
       const int qv = q0 + (kPwMma ? lane / 4 + 8 * q : q);
       vq[q] = qv < nq ? visible[lead + qv / PW_HI] : 0;
       mx[q] = pw_msa_neg_inf();
@@ -234,6 +382,27 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
         }
       }
     }
+#if PW_MSA_RING
+#pragma unroll 1
+    for (int p = 0; p < kPwPasses; ++p) {
+      const int slot = used % kPwRingPasses;
+      pw_msa_bar_wait(bars + 8 * slot, static_cast<pw_u32>(used / kPwRingPasses) & 1u);
+      ++used;
+      uint4 cur[kPwKeysPerLane];
+      pw_msa_load_pass(cur, reinterpret_cast<const pw_u16*>(
+                                pw_msa_ring + (warp * kPwRingPasses + slot) * kPwPassBytes) +
+                                lane_off);
+      pw_msa_score_pass(cur, qa, qg, b * PW_MSA_BLOCK + p * kPwPassKeys, vq, mx, q0, nq, lane);
+      // The buffer's reads are done (their values used): it takes the pass R ahead.
+      __syncwarp();
+      issue();
+    }
+#else
+    const int next_item = grp + 1 < groups ? item : item + 1;
+    const bool more = next_item < items;
+    const long long base = static_cast<long long>(pw_msa_shfl_i32(pg, item)) * PW_MSA_BLOCK * PW_DI;
+    const long long next_base =
+        static_cast<long long>(pw_msa_shfl_i32(pg, more ? next_item : item)) * PW_MSA_BLOCK * PW_DI;
     // Rolled by kPwDepth passes (the buffers' indices must be constants): unrolled whole, the
     // loop was 8 passes x kPwQg qvecs of code that each warp ran once, and its warps waited on
     // instruction fetch (Nsight Compute: no_instruction 43% of the stall samples at 16 rows).
@@ -243,50 +412,7 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
       for (int s = 0; s < kPwDepth; ++s) {
         const int p = p0 + s;
         uint4(&cur)[kPwKeysPerLane] = raw[s];
-        if constexpr (kPwMma) {
-          float acc[2][4] = {};
-#pragma unroll
-          for (int kk = 0; kk < PW_DI / 16; ++kk) {
-#pragma unroll
-            for (int t = 0; t < 2; ++t) {
-              const uint4 w = cur[4 * t + kk / 2];
-              pw_msa_index_mma(acc[t], qa[kk], kk % 2 ? w.z : w.x, kk % 2 ? w.w : w.y);
-            }
-          }
-          // acc[t][2x + e]: row r + 8x, key 8t + 2cq + e of the pass.
-          const int j = b * PW_MSA_BLOCK + p * kPwPassKeys + 2 * (lane % 4);
-#pragma unroll
-          for (int t = 0; t < 2; ++t) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int x = e / 2;
-              mx[x] = fmaxf(mx[x], j + 8 * t + e % 2 < vq[x] ? acc[t][e] : pw_msa_neg_inf());
-            }
-          }
-        }
-        // The key whose dot product this lane holds after the butterfly.
-        const int j = b * PW_MSA_BLOCK + p * kPwPassKeys + kPwKeysPerLane * g + c % 8;
-#pragma unroll
-        for (int q = 0; q < (kPwMma ? 0 : kPwQg); ++q) {
-          if (q0 + q >= nq) continue;  // uniform (not break: the loop must unroll on AMD too)
-          float qf[8];
-          pw_msa_unpack8(*reinterpret_cast<const uint4*>(qg + q * PW_DI), qf);
-          float v[kPwKeysPerLane];
-#pragma unroll
-          for (int i = 0; i < kPwKeysPerLane; ++i) {
-            float k[8];
-            pw_msa_unpack8(cur[i], k);
-            float d = 0.0f;
-#pragma unroll
-            for (int x = 0; x < 8; ++x) d = fmaf(qf[x], k[x], d);
-            v[i] = d;
-          }
-          pw_msa_fold<4>(v, lane);
-          pw_msa_fold<2>(v, lane);
-          pw_msa_fold<1>(v, lane);
-          v[0] += pw_shfl_xor(v[0], 8);
-          mx[q] = fmaxf(mx[q], j < vq[q] ? v[0] : pw_msa_neg_inf());
-        }
+        pw_msa_score_pass(cur, qa, qg, b * PW_MSA_BLOCK + p * kPwPassKeys, vq, mx, q0, nq, lane);
         // This buffer takes the pass kPwDepth ahead: of this key block, or of the next task's.
         if (p + kPwDepth < kPwPasses) {
           pw_msa_load_pass(cur,
@@ -297,6 +423,7 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
         }
       }
     }
+#endif
     if constexpr (kPwMma) {
 #pragma unroll
       for (int x = 0; x < 2; ++x) {  // over the 4 lanes of row r + 8x

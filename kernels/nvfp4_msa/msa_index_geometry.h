@@ -18,9 +18,12 @@
 // [y chunk, (y + 1) chunk) for all of the run's rows: warp w of it takes key blocks
 // (r - lead) warps + w, then every L warps further, of the chunk (at most
 // PW_MSA_INDEX_DECODE_MAX_ITEMS: their pages are one load, a lane each), each a whole key block,
-// streamed in passes of W / 2 keys with PW_MSA_INDEX_DECODE_DEPTH passes in flight (across key
-// blocks too), and writes its scores itself: no shared memory, no barrier. The chunk is the
-// fewest key blocks that keep the grid within `blocks` blocks (2 a multiprocessor: one wave).
+// streamed in passes of W / 2 keys (across key blocks too), and writes its scores itself: no
+// barrier. The chunk is the fewest key blocks that keep the grid within `blocks` blocks (2 a
+// multiprocessor: one wave). The passes come through the warp's own ring of
+// PW_MSA_INDEX_DECODE_RING pass buffers in shared memory on NVIDIA sm_90 and later
+// (pw_msa_index_decode_ring: one bulk copy, cp.async.bulk, a pass, an mbarrier a buffer),
+// elsewhere through PW_MSA_INDEX_DECODE_DEPTH register buffers.
 // The fused top-k (a topk output given): each block counts itself done on its run's counter
 // (workspace[r], zero before the launch); the last of the run's blocks resets it to zero and
 // selects the run's rows' top-k from the scores, as msa_topk_decode does (a run has L x chunks
@@ -40,6 +43,9 @@
 #ifndef PW_MSA_INDEX_DECODE_MIN_BLOCKS
 // __launch_bounds__'s second value: on NVIDIA 2 blocks a multiprocessor (128 registers a thread).
 #define PW_MSA_INDEX_DECODE_MIN_BLOCKS 2
+#endif
+#ifndef PW_MSA_INDEX_DECODE_RING
+#define PW_MSA_INDEX_DECODE_RING 2  // sm_90+: pass buffers a warp's ring holds
 #endif
 #ifndef PW_MSA_INDEX_DECODE_QGROUP
 #define PW_MSA_INDEX_DECODE_QGROUP 4  // qvecs (row, head) a warp scores in one stream of the keys
@@ -78,4 +84,12 @@ PW_HD constexpr int pw_msa_index_decode_chunk(int warps, long long rows, long lo
   if (per_warp < 1) per_warp = 1;
   if (per_warp > PW_MSA_INDEX_DECODE_MAX_ITEMS) per_warp = PW_MSA_INDEX_DECODE_MAX_ITEMS;
   return static_cast<int>(warps * per_warp);
+}
+
+// msa_index_decode's passes through rings of bulk copies: NVIDIA sm_90 and later (`nvidia_sm`: the
+// compute capability, 0 elsewhere), unless a build defines PW_MSA_INDEX_DECODE_BULK 0.
+PW_HD constexpr bool pw_msa_index_decode_ring(int nvidia_sm) { return nvidia_sm >= 90; }
+// Its dynamic shared memory: the warps' rings of passes (W / 2 keys of Di bf16 each).
+PW_HD constexpr int pw_msa_index_decode_smem(int warps, int warp, int di, bool ring) {
+  return ring ? warps * PW_MSA_INDEX_DECODE_RING * (warp / 2) * di * 2 : 0;
 }

@@ -46,12 +46,6 @@ absl::StatusOr<PwIndexGeometry> IndexGeometry(const Key& key) {
                            SharedMemoryKib(arch));
 }
 
-// An NVIDIA arch's compute capability (sm_90: 90); none elsewhere.
-std::optional<int64_t> NvidiaSm(const Arch& arch) {
-  return arch.platform == Platform::kNvidia ? ParseInt64(std::string_view(arch.name).substr(3))
-                                            : std::nullopt;
-}
-
 // Whether index_decode takes the heads as its GEMM's M (index_decode.hip: NVIDIA sm_80+'s
 // mma.sync, index_geometry.h's rule): its own block shape and grid.
 bool IndexDecodeHeadsM(const Key& key, const Arch& arch) {
@@ -122,6 +116,11 @@ absl::Status CheckAligned(std::string_view launcher, std::initializer_list<Align
 }
 
 }  // namespace
+
+std::optional<int64_t> NvidiaSm(const Arch& arch) {
+  return arch.platform == Platform::kNvidia ? ParseInt64(std::string_view(arch.name).substr(3))
+                                            : std::nullopt;
+}
 
 absl::StatusOr<Arch> KeyArch(const Key& key) {
   auto it = key.params.find("arch");

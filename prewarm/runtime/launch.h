@@ -5,6 +5,8 @@
 #ifndef PREWARM_RUNTIME_LAUNCH_H_
 #define PREWARM_RUNTIME_LAUNCH_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,8 @@ absl::Status LaunchSparseDecode(Gpu& gpu, void* module, const Key& key, const Sp
 int64_t KeyInt(const Key& key, const std::string& name);
 // The arch a key was compiled for; InvalidArgument when it has none or an unknown one.
 absl::StatusOr<Arch> KeyArch(const Key& key);
+// An NVIDIA arch's compute capability (sm_90: 90); none elsewhere.
+std::optional<int64_t> NvidiaSm(const Arch& arch);
 
 }  // namespace prewarm
 

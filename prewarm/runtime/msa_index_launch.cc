@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "nvfp4_msa/msa_index_geometry.h"
@@ -62,7 +63,12 @@ absl::StatusOr<std::vector<EntryLaunch>> MsaIndexEntryLaunches(const Key& key) {
                                      static_cast<unsigned>(g.smem_bytes)}};
   }
   if (l == "msa_index_decode") {
-    return std::vector<EntryLaunch>{{"pw_msa_index_decode", PW_MSA_INDEX_DECODE_THREADS, 0}};
+    const std::optional<int64_t> sm = NvidiaSm(arch);
+    const int smem = pw_msa_index_decode_smem(
+        PW_MSA_INDEX_DECODE_THREADS / WarpWidth(arch), WarpWidth(arch), Int(key, "index_dim"),
+        pw_msa_index_decode_ring(sm.has_value() ? static_cast<int>(*sm) : 0));
+    return std::vector<EntryLaunch>{
+        {"pw_msa_index_decode", PW_MSA_INDEX_DECODE_THREADS, static_cast<unsigned>(smem)}};
   }
   if (l == "msa_topk_prefill") {
     std::vector<EntryLaunch> e = {{"pw_msa_topk_prefill", PW_MSA_TOPK_THREADS, 0}};

@@ -353,6 +353,9 @@ class MsaIndexCheckTest : public ::testing::Test {
       // pair of MTP rows; the cache's pages reused (512 of them).
       reqs.push_back({20000, 1});
       reqs.push_back({33000, 2});
+      // A request of many speculative rows: a run of more than 16 qvecs (two groups a key block)
+      // at 4 index heads from 8 rows, at 1 from 17, cut at the tile's edge.
+      if (tile >= 8) reqs.push_back({5000, std::min(tile, 18)});
     }
     const Batch b = MakeBatch(reqs, in, prefill ? 0 : 2, prefill ? 0 : 512);
     const int rows = static_cast<int>(b.row_req.size());
@@ -572,20 +575,35 @@ class MsaIndexCheckTest : public ::testing::Test {
   Arch arch_;
 };
 
-TEST_F(MsaIndexCheckTest, EveryVariantMatchesTheCpuReferenceInBothBuilds) {
+TEST_F(MsaIndexCheckTest, EveryVariantMatchesTheCpuReferenceInEveryBuild) {
   const std::vector<Key> keys = MsaIndexKeys(arch_);
   testing::TempDir dir;
   std::printf("msa index check on %s: %zu variants, matrix-core and SIMT builds\n",
               gpu_->Name().c_str(), keys.size());
+  // The third build, "regs": msa_index_decode's SIMT code with its passes through registers
+  // (PW_MSA_INDEX_DECODE_BULK 0), the path AMD runs, where NVIDIA sm_90 streams them through
+  // rings of bulk copies.
+  std::vector<Key> decode_keys;
+  for (const Key& k : keys) {
+    if (k.launcher == "msa_index_decode") decode_keys.push_back(k);
+  }
+  struct Build {
+    const char* name;
+    const std::vector<Key>* keys;
+    std::vector<std::string> defines;
+  };
+  const std::vector<Build> builds = {
+      {"mma", &keys, {}},
+      {"simt", &keys, {"-DPW_FORCE_SIMT=1"}},
+      {"regs", &decode_keys, {"-DPW_FORCE_SIMT=1", "-DPW_MSA_INDEX_DECODE_BULK=0"}}};
   int failures = 0;
-  for (const bool simt : {false, true}) {
-    const std::vector<std::string> defines =
-        simt ? std::vector<std::string>{"-DPW_FORCE_SIMT=1"} : std::vector<std::string>{};
+  for (size_t b = 0; b < builds.size(); ++b) {
+    const Build& build = builds[b];
     absl::StatusOr<std::vector<CompiledKey>> compiled =
-        CompileThroughCache(keys, arch_, dir.path() + (simt ? "/simt" : "/mma"), defines);
+        CompileThroughCache(*build.keys, arch_, dir.path() + "/" + build.name, build.defines);
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     for (size_t i = 0; i < compiled->size(); ++i) {
-      failures += CheckKey((*compiled)[i], simt ? "simt" : "mma", 7919u * (i + 1) + simt);
+      failures += CheckKey((*compiled)[i], build.name, 7919u * (i + 1) + b);
     }
   }
   std::printf("%d checks outside their bounds\n", failures);
