@@ -130,6 +130,26 @@ PW_DEVICE_INLINE long long pw_index_decode_slot(const PwIndexArgs& a, int shift,
 // cache is 16-byte aligned (`wide`; the last may read up to 8 bytes of the next record of the same
 // block), else 8-byte copies with a slot lookup each (records are 8-byte aligned).
 constexpr int kPwDRingItem = 16 * kPwIRecord;
+// One asynchronous copy of kBytes (16: around the L1, as every whole-item copy; 8: through it).
+template <int kBytes>
+PW_DEVICE_INLINE void pw_index_decode_cp(pw_u32 dst, const void* src) {
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src), "n"(kBytes));
+  }
+}
+// Copies pieces [0, n) of kBytes each from base to stage, lane + 32 t the lane's (at most
+// kMaxPieces).
+template <int kBytes, int kMaxPieces>
+PW_DEVICE_INLINE void pw_index_decode_copy_run(pw_u32 stage, const pw_u8* base, int n) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int t = 0; t < (kMaxPieces + 31) / 32; ++t) {
+    const int c = lane + 32 * t;
+    if (c < n) pw_index_decode_cp<kBytes>(stage + kBytes * c, base + kBytes * c);
+  }
+}
 PW_DEVICE_INLINE void pw_index_decode_issue_m(const PwIndexArgs& a, int shift, bool whole,
                                               bool wide, int req, int j0, int limit, pw_u32 stage) {
   constexpr int words = kPwIRecord / 8;  // 8-byte copies a record
@@ -139,33 +159,17 @@ PW_DEVICE_INLINE void pw_index_decode_issue_m(const PwIndexArgs& a, int shift, b
     if (whole) {
       const pw_u8* base = a.index_cache + pw_index_decode_slot(a, shift, req, j0) * kPwIRecord;
       if (wide) {
-        const int n = (keys * kPwIRecord + 15) / 16;
-#pragma unroll
-        for (int t = 0; t < (kPwDRingItem / 16 + 31) / 32; ++t) {
-          const int c = lane + 32 * t;
-          if (c < n) {
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + 16 * c),
-                         "l"(base + 16 * c));
-          }
-        }
+        pw_index_decode_copy_run<16, kPwDRingItem / 16>(stage, base, (keys * kPwIRecord + 15) / 16);
       } else {
-        const int n = keys * words;
-#pragma unroll
-        for (int t = 0; t < (16 * words + 31) / 32; ++t) {
-          const int c = lane + 32 * t;
-          if (c < n) {
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(stage + 8 * c),
-                         "l"(base + 8 * c));
-          }
-        }
+        pw_index_decode_copy_run<8, 16 * words>(stage, base, keys * words);
       }
     } else {
       for (int c = lane; c < keys * words; c += 32) {
         const int k = c / words;
-        const pw_u8* src = a.index_cache +
-                           pw_index_decode_slot(a, shift, req, j0 + k) * kPwIRecord +
-                           8 * (c - k * words);
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(stage + 8 * c), "l"(src));
+        pw_index_decode_cp<8>(stage + 8 * c,
+                              a.index_cache +
+                                  pw_index_decode_slot(a, shift, req, j0 + k) * kPwIRecord +
+                                  8 * (c - k * words));
       }
     }
   }
@@ -343,8 +347,9 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   constexpr int R = kPwIndexDecodeRing;
   static_assert(R >= 2, "a ring of at least two stages");
   pw_u16* qs = reinterpret_cast<pw_u16*>(pw_index_decode_shared);
-  const pw_u32 ring = pw_smem_addr(pw_index_decode_shared + kPwDg.ring_offset) +
-                      static_cast<pw_u32>(warp * kPwDg.warp_bytes);
+  // The warp's ring: read through `mine`, copied into at its shared-window address `ring`.
+  const pw_u8* mine = pw_index_decode_shared + kPwDg.ring_offset + warp * kPwDg.warp_bytes;
+  const pw_u32 ring = pw_smem_addr(mine);
   const int mine_first = warp * rounds / kPwDg.warps, mine_last = (warp + 1) * rounds / kPwDg.warps;
   const int shift = (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1;
   const bool whole = block_size % 16 == 0;
@@ -383,9 +388,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
       unseen(it);
       if (it.j0 < it.limit) {
         PwDRawM raw;
-        pw_index_decode_read_m(pw_index_decode_shared + kPwDg.ring_offset +
-                                   warp * kPwDg.warp_bytes + mm_stage * kPwDRingItem,
-                               it.limit - it.j0, raw);
+        pw_index_decode_read_m(mine + mm_stage * kPwDRingItem, it.limit - it.j0, raw);
         pw_index_decode_item_m(a, row, it.j0, it.limit, raw, qs, wl);
       }
       mm_stage = mm_stage + 1 == R ? 0 : mm_stage + 1;

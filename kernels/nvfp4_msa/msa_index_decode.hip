@@ -193,9 +193,6 @@ __device__ inline void pw_msa_score_pass(const uint4 (&cur)[kPwKeysPerLane],
 #if PW_MSA_RING
 // The ring's pieces (PTX of sm_90): mbarriers of one arrival (the issuing lane's, with the copy's
 // bytes as its transaction count) and one-instruction bulk copies global -> shared.
-__device__ inline pw_u32 pw_msa_smem_u32(const void* p) {
-  return static_cast<pw_u32>(__cvta_generic_to_shared(p));
-}
 __device__ inline void pw_msa_bar_init(pw_u32 bar) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
 }
@@ -262,10 +259,10 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
   }
   // The word holding row me, picked by masks: as a branch or a select, the compiler made it one
   // indexed read of rq, and put rq in scratch (at 64 rows a tile).
-  int mine = 0;
+  int my_word = 0;
 #pragma unroll
-  for (int w = 0; w < kTileWords; ++w) mine |= rq[w] & -static_cast<int>(w == me / PW_WARP);
-  const int req = pw_msa_shfl_i32(mine, me % PW_WARP);
+  for (int w = 0; w < kTileWords; ++w) my_word |= rq[w] & -static_cast<int>(w == me / PW_WARP);
+  const int req = pw_msa_shfl_i32(my_word, me % PW_WARP);
   // lead: one past the last row before this one of another request; end: the first after it.
   pw_u32 after_other = 0;
   int first_other = PW_WARP * kTileWords;
@@ -312,8 +309,9 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
 #if PW_MSA_RING
   // The warp's ring: its passes in order (task by task, a task's kPwPasses), each into buffer
   // n % R by one bulk copy issued R passes ahead, waited on by the buffer's mbarrier (phase n / R).
-  const pw_u32 ring = pw_msa_smem_u32(pw_msa_ring) + warp * kPwRingPasses * kPwPassBytes;
-  const pw_u32 bars = pw_msa_smem_u32(pw_msa_bars) + warp * kPwRingPasses * 8;
+  const unsigned char* mine = pw_msa_ring + warp * kPwRingPasses * kPwPassBytes;  // read here
+  const pw_u32 ring = pw_smem_addr(mine);  // copied into here
+  const pw_u32 bars = pw_smem_addr(pw_msa_bars + warp * kPwRingPasses);
   if (lane == 0) {
 #pragma unroll
     for (int s = 0; s < kPwRingPasses; ++s) pw_msa_bar_init(bars + 8 * s);
@@ -389,9 +387,7 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_INDEX_DECODE_THREADS,
       pw_msa_bar_wait(bars + 8 * slot, static_cast<pw_u32>(used / kPwRingPasses) & 1u);
       ++used;
       uint4 cur[kPwKeysPerLane];
-      pw_msa_load_pass(cur, reinterpret_cast<const pw_u16*>(
-                                pw_msa_ring + (warp * kPwRingPasses + slot) * kPwPassBytes) +
-                                lane_off);
+      pw_msa_load_pass(cur, reinterpret_cast<const pw_u16*>(mine + slot * kPwPassBytes) + lane_off);
       pw_msa_score_pass(cur, qa, qg, b * PW_MSA_BLOCK + p * kPwPassKeys, vq, mx, q0, nq, lane);
       // The buffer's reads are done (their values used): it takes the pass R ahead.
       __syncwarp();
