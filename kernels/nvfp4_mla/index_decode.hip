@@ -304,6 +304,10 @@ PW_DEVICE_INLINE void pw_index_decode_item_m(const PwIndexArgs& a, int row, int 
 }
 #endif
 
+// The entry's name: index_prefill.hip includes this file as its NVIDIA heads-as-M kernel.
+#ifndef PW_INDEX_DECODE_ENTRY
+#define PW_INDEX_DECODE_ENTRY pw_index_decode
+#endif
 // The heads-as-M path asks for its geometry's blocks a multiprocessor (registers for them all):
 // with the threads alone ptxas held it to 64 or 128 registers and spilled.
 #if PW_INDEX_DECODE_M
@@ -311,19 +315,19 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads, kPwDg.min_blocks)
 #else
 extern "C" __global__ void __launch_bounds__(kPwDg.threads)
 #endif
-    pw_index_decode(const pw_u16* q, const float* w, const int* row_req, const int* visible,
-                    const int* block_table, int max_blocks, int block_size,
-                    const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
+    PW_INDEX_DECODE_ENTRY(const pw_u16* q, const float* w, const int* row_req, const int* visible,
+                          const int* block_table, int max_blocks, int block_size,
+                          const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
   const PwIndexArgs a{q,          w,           row_req, visible, block_table, max_blocks,
                       block_size, index_cache, g_idx,   out,     stride,      rows};
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_index_decode_shared[];
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   // The block's positions: [begin, end), a multiple of 16 (grid.y from the host's
-  // pw_index_decode_grid_y), `rounds` items of 16; keys as M also its rows [first, last) (item i:
-  // row first + i / rounds, positions begin + 16 (i % rounds) .. + 16), heads as M one row.
+  // pw_index_decode_grid_y); keys as M also its rows [first, last) in `rounds` items of 16 each
+  // (item i: row first + i / rounds, positions begin + 16 (i % rounds) .. + 16), heads as M one
+  // row.
   const int per =
       ((stride + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y) + 15) / 16 * 16;
-  const int rounds = per / 16;
   const long long begin_ll = static_cast<long long>(blockIdx.y) * per;
   if (begin_ll >= stride) return;  // past the rows' positions (a grid rounded up)
   const int begin = static_cast<int>(begin_ll);
@@ -350,7 +354,6 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   // The warp's ring: read through `mine`, copied into at its shared-window address `ring`.
   const pw_u8* mine = pw_index_decode_shared + kPwDg.ring_offset + warp * kPwDg.warp_bytes;
   const pw_u32 ring = pw_smem_addr(mine);
-  const int mine_first = warp * rounds / kPwDg.warps, mine_last = (warp + 1) * rounds / kPwDg.warps;
   const int shift = (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1;
   const bool whole = block_size % 16 == 0;
   const bool wide = (reinterpret_cast<unsigned long long>(index_cache) & 15) == 0;
@@ -360,6 +363,15 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
     float wl[PW_HI / 16][2];
     pw_index_decode_weights_m(a, row, wl);
     const int req = row_req[row], vis = visible[row];
+    // The warps split the items the row sees ([begin, seen) in 16s), not the block's positions:
+    // a prefill row sees a prefix of them. The rest is -inf, by the whole block.
+    const int seen = vis < end ? (vis > begin ? vis : begin) : end;
+    const int items = (seen - begin + 15) / 16;
+    const int mine_first = warp * items / kPwDg.warps;
+    const int mine_last = (warp + 1) * items / kPwDg.warps;
+    for (int p = begin + 16 * items + static_cast<int>(threadIdx.x); p < end; p += kPwDg.threads) {
+      out[static_cast<long long>(row) * stride + p] = pw_neg_inf();
+    }
     __syncthreads();  // the row's Q staged
     auto limit_of = [&](int i) {
       const int j0 = begin + 16 * i, stop = j0 + 16 < end ? j0 + 16 : end;
@@ -399,6 +411,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
 #else
   unsigned char* mine = pw_index_decode_shared + warp * kPwDk.warp_bytes;
   pw_u16* qs = reinterpret_cast<pw_u16*>(mine + kPwDk.q_offset);
+  const int rounds = per / 16;
   const int first = blockIdx.x * PW_ROWS_TILE;
   const int last = first + PW_ROWS_TILE < rows ? first + PW_ROWS_TILE : rows;
   const int items = (last - first) * rounds;

@@ -5,6 +5,22 @@
 //   shared (PW_LARGE 0): chunks = 1; each block walks the whole key range [0, stride).
 //   large (PW_LARGE 1): chunks = ceil(stride / PW_INDEX_PREFILL_CHUNK); each block takes one
 //     chunk of key positions, so the long rows of a long prompt spread over many blocks.
+// On NVIDIA sm_80+ with Hi a multiple of 16 and Di = 128 (index_geometry.h's
+// pw_index_decode_heads_m: DeepSeek-V3.2's 64 index heads), the kernel is index_decode.hip's,
+// launched as index_decode launches it (grid (rows, pw_index_decode_grid_y(...)), a row a block,
+// the heads as the GEMMs' M; its keys-as-M path in the SIMT check build): a prefill row is a
+// decode row that sees a prefix of the positions, and the key tiles this file's blocks share
+// between rows cost more than the rows' re-reads of the keys from L2 (bench/RESULTS.md,
+// seventeenth session). `large` makes no difference there.
+#include "common/portability.h"
+#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && \
+    PW_INDEX_HEADS % 16 == 0 && PW_INDEX_HEAD_DIM == 128
+#define PW_INDEX_PREFILL_AS_DECODE 1
+#define PW_ROWS_TILE 1
+#define PW_INDEX_DECODE_ENTRY pw_index_prefill
+#include "nvfp4_mla/index_decode.hip"
+static_assert(kPwDLaunchM, "index_prefill's heads-as-M launch is index_decode's");
+#else
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
 
@@ -204,3 +220,4 @@ extern "C" __global__ void __launch_bounds__(kPwIg.threads)
 #endif
   pw_index_block(a, row0, nrows, begin, end);
 }
+#endif  // PW_INDEX_PREFILL_AS_DECODE

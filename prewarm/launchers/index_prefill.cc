@@ -1,6 +1,8 @@
 // index_prefill: index scores for the prefill rows of a step.
 // Key: large = (W > 2^20), W = sum over prefill requests of q_len * ctx. A 1K prompt (2^20)
 // uses the shared kernel; anything more the large one (keys split over the grid).
+// Where the heads are the GEMMs' M (IndexDecodeHeadsAsM: NVIDIA, index heads a multiple of 16,
+// Di 128) the kernel is index_decode's, a row a block, whatever `large`: one key, large = false.
 // msa_index_prefill: block scores; large = (W > 2^26): one 8K prompt in one chunk runs the
 // shared kernel, two 8K prompts in a step the large one (the seed's measured fact).
 #include "prewarm/launchers/launcher.h"
@@ -18,10 +20,13 @@ class IndexPrefillLauncher final : public Launcher {
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
     if (step.prefill_ctx.empty()) return {};
+    if (IndexDecodeHeadsAsM(ctx.shape, ctx.arch)) return {KeyFor(false, ctx)};
     return {KeyFor(step.prefill_work > LargeWork(ctx), ctx)};
   }
 
   std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
+    if (IndexDecodeHeadsAsM(ctx.shape, ctx.arch))
+      return {{KeyFor(false, ctx), PrefillWitness(1, limits)}};
     const int64_t large_above = LargeWork(ctx);
     std::vector<PlannedKey> out;
     // W ranges from 1 (q 1, ctx 1) to min(B, S * Lmax) * Lmax (every request at ctx = Lmax).

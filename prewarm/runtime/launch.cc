@@ -115,6 +115,25 @@ absl::Status CheckAligned(std::string_view launcher, std::initializer_list<Align
   return absl::OkStatus();
 }
 
+// index_decode's launch, and index_prefill's where its kernel is index_decode's (heads as M).
+absl::Status LaunchIndexDecodeGrid(Gpu& gpu, void* module, const Key& key, const IndexArgs& a,
+                                   bool prefill) {
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  // The kernel reads Q 16 bytes and the index records 8 bytes at a time (index_decode.hip).
+  RETURN_IF_ERROR(CheckAligned(prefill ? "index_prefill" : "index_decode",
+                               {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));
+  IndexArgs v = a;
+  // Keys as M: the row tiles by the position slices; heads as M: a row a block (index_geometry.h).
+  const bool heads_m = IndexDecodeHeadsM(key, arch);
+  const unsigned x =
+      heads_m ? static_cast<unsigned>(a.rows) : CeilDiv(a.rows, KeyInt(key, "rows_tile"));
+  const int slices = pw_index_decode_grid_y(a.stride, a.rows, gpu.MultiprocessorCount(), heads_m);
+  return Run(gpu, module, e[0], {x, static_cast<unsigned>(slices), 1},
+             {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
+              &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
+}
+
 }  // namespace
 
 std::optional<int64_t> NvidiaSm(const Arch& arch) {
@@ -162,19 +181,22 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
     if (clusters) e.push_back({"pw_topk_prefill_cluster", kBlock, 0});
     return e;
   }
-  if (l == "index_prefill") {
-    ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
-    return std::vector<EntryLaunch>{
-        {"pw_index_prefill", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
-  }
-  if (l == "index_decode") {
-    ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  // index_prefill where the heads are the GEMMs' M is index_decode's kernel (index_prefill.hip).
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  const bool index_as_decode =
+      l == "index_decode" || (l == "index_prefill" && IndexDecodeHeadsM(key, arch));
+  if (index_as_decode) {
     const PwIndexDecodeGeometry g =
         pw_index_decode_geometry(static_cast<int>(KeyInt(key, "index_heads")),
                                  static_cast<int>(KeyInt(key, "index_head_dim")), WarpWidth(arch),
                                  SharedMemoryKib(arch), IndexDecodeHeadsM(key, arch));
+    return std::vector<EntryLaunch>{{l == "index_decode" ? "pw_index_decode" : "pw_index_prefill",
+                                     Unsigned(g.threads), Unsigned(g.smem_bytes)}};
+  }
+  if (l == "index_prefill") {
+    ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
     return std::vector<EntryLaunch>{
-        {"pw_index_decode", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
+        {"pw_index_prefill", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
   }
   if (l == "sparse_prefill" || l == "sparse_decode") {
     ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));
@@ -226,6 +248,8 @@ absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
 }
 
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  if (IndexDecodeHeadsM(key, arch)) return LaunchIndexDecodeGrid(gpu, module, key, a, true);
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
   IndexArgs v = a;
@@ -236,20 +260,7 @@ absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const In
 }
 
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
-  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
-  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-  // The kernel reads Q 16 bytes and the index records 8 bytes at a time (index_decode.hip).
-  RETURN_IF_ERROR(
-      CheckAligned("index_decode", {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));
-  IndexArgs v = a;
-  // Keys as M: the row tiles by the position slices; heads as M: a row a block (index_geometry.h).
-  const bool heads_m = IndexDecodeHeadsM(key, arch);
-  const unsigned x =
-      heads_m ? static_cast<unsigned>(a.rows) : CeilDiv(a.rows, KeyInt(key, "rows_tile"));
-  const int slices = pw_index_decode_grid_y(a.stride, a.rows, gpu.MultiprocessorCount(), heads_m);
-  return Run(gpu, module, e[0], {x, static_cast<unsigned>(slices), 1},
-             {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
-              &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
+  return LaunchIndexDecodeGrid(gpu, module, key, a, false);
 }
 
 size_t TopkWorkspaceBytes(const Key& key, int rows) {

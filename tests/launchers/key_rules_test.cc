@@ -102,24 +102,31 @@ TEST_F(KeyRulesTest, IndexDecodeRowsTile) {
 }
 
 // Where index_decode's heads-as-M kernel runs (NVIDIA, index heads a multiple of 16, Di 128:
-// DeepSeek-V3.2's 64) it takes a row a block whatever the tile: one key, rows_tile 1, for every R.
-// Elsewhere (AMD; the seeds' 4 heads on NVIDIA) the tiles as above. The rule's predicate is the
+// DeepSeek-V3.2's 64) it takes a row a block whatever the tile: one key, rows_tile 1, for every R;
+// index_prefill runs the same kernel there, so one key too, large false, for every W. Elsewhere
+// (AMD; the seeds' 4 heads on NVIDIA) the tiles and `large` as above. The rule's predicate is the
 // kernel's (pw_index_decode_heads_m) on every arch and a spread of shapes.
 TEST_F(KeyRulesTest, IndexDecodeOneKeyWhereTheHeadsAreTheGemmsM) {
   const Shape v32 = *ShapeForRank(ExampleModelConfig(), 8);
   ASSERT_EQ(v32.index_n_heads, 64);
+  Step two_8k{{{Phase::kPrefill, 8192, 8192}, {Phase::kPrefill, 8192, 8192}}};
   for (const char* name : {"sm_80", "sm_90", "sm_120"}) {
     arch_ = *ParseArch(name);
     shape_ = v32;
     for (int64_t r : {1, 3, 33, 64, 4000}) {
       EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(r, 100)), "rows_tile"), 1) << name << r;
     }
+    for (const Step& s : {Prefill(1024, 1024), Prefill(1024, 1025), Prefill(8192, 8192), two_8k}) {
+      EXPECT_FALSE(Param<bool>(One("index_prefill", s), "large")) << name;
+    }
     shape_ = *ShapeForRank(model_, 1);  // the seeds' 4 index heads: keys as M
     EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(33, 100)), "rows_tile"), 64) << name;
+    EXPECT_TRUE(Param<bool>(One("index_prefill", Prefill(8192, 8192)), "large")) << name;
   }
   arch_ = *ParseArch("gfx942");
   shape_ = v32;
   EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(33, 100)), "rows_tile"), 64);
+  EXPECT_TRUE(Param<bool>(One("index_prefill", Prefill(8192, 8192)), "large"));
   for (const char* name : {"gfx90a", "gfx942", "gfx950", "sm_80", "sm_89", "sm_90", "sm_100"}) {
     const Arch arch = *ParseArch(name);
     for (int64_t hi : {4, 8, 16, 24, 32, 64, 128}) {
