@@ -1,5 +1,6 @@
 // index_decode: index scores of the decode rows (index_common.h), on matrix cores.
-// Defines: PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_ROWS_TILE, PW_LDS_KIB.
+// Defines: PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_ROWS_TILE, PW_LDS_KIB (and index_prefill.hip's
+// PW_INDEX_DECODE_ENTRY, the entry's name, where it includes this file as its kernel).
 // Block kPwDg.threads, dynamic shared memory kPwDg.smem_bytes (index_geometry.h). Decode rows
 // belong to different requests and share no keys, so the warps take items (a row, 16 positions)
 // on their own. Keys as M (below): grid (ceil(rows / ROWS_TILE), pw_index_decode_grid_y(...)): a
@@ -345,7 +346,8 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
 #if PW_INDEX_DECODE_M
   // Heads as M: a row a block (rows blockIdx.x, + gridDim.x, ...: the host gives one), its Q
   // staged once into the block's shared tiles (a warp a 16-head tile), and the block's positions
-  // split into a contiguous run of items (16 positions) a warp. Item i's records are copied into
+  // that the row sees split into a contiguous run of items (16 positions) a warp (the rest -inf,
+  // by the block: a prefill row sees a prefix of them). Item i's records are copied into
   // the warp's ring stage i % R while items i - R + 1 .. i - 1 are multiplied: R - 1 items' loads
   // in flight a warp, no registers held for them.
   constexpr int R = kPwIndexDecodeRing;

@@ -23,6 +23,11 @@ static_assert(kPwDLaunchM, "index_prefill's heads-as-M launch is index_decode's"
 #else
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
+#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// The other direction: where the host launches index_decode's grid, this file is that kernel.
+static_assert(!pw_index_decode_heads_m(PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_WARP == 32),
+              "index_prefill's keys-as-M kernel where the host launches the heads-as-M grid");
+#endif
 
 // pw_index_block scores a block's rows (index_geometry.h) over key positions [begin, end): per
 // tile of 64 positions the keys' records are loaded once, decoded once, and multiplied with the

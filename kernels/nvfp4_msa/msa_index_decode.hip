@@ -2,15 +2,17 @@
 //   scores[h][t][b] = max over keys j < visible[t] of block b of index_q[t][h] . index_k[j],
 //   -inf for nb(t) <= b < stride;
 // with a topk output (the fused top-k), also msa_topk_decode's selection from those scores.
-// Defines: PW_ROWS_TILE, PW_INDEX_HEADS (Hi), PW_INDEX_DIM (Di, 128), and the top-k's
+// Defines: PW_ROWS_TILE, PW_INDEX_HEADS (Hi), PW_INDEX_DIM (Di, 128), PW_LDS_KIB, and the top-k's
 // PW_TOPK_BLOCKS, PW_INIT_BLOCKS, PW_LOCAL_BLOCKS.
 // Grid (rows, ceil(stride / chunk)), block PW_MSA_INDEX_DECODE_THREADS, dynamic shared memory
-// pw_msa_index_decode_smem (the rings; 0 where there are none).
+// pw_msa_index_decode_smem (the rings; 0 where the arch has none: the host's choice, by arch,
+// whatever a build's PW_MSA_INDEX_DECODE_BULK).
 //
 // Memory-bound (each key is 256 bytes for a few multiply-adds a query vector). A warp takes whole
 // key blocks of its block's share of the run (msa_index_geometry.h) and streams each in passes
 // of W / 2 keys (4 KiB), across its key blocks:
-//   sm_90 and later: through its ring of PW_MSA_INDEX_DECODE_RING pass buffers in shared memory,
+//   sm_90 and later where two blocks' rings fit (not sm_120): through its ring of
+//     PW_MSA_INDEX_DECODE_RING pass buffers in shared memory,
 //     one bulk copy (cp.async.bulk) a pass on the buffer's mbarrier, issued RING passes ahead by
 //     lane 0 once the warp has scored the buffer's last pass; the lanes read their pieces from
 //     the buffer as they would from the cache. The copy engine holds what is in flight, not the
@@ -53,7 +55,7 @@ constexpr int kPwWarps = PW_MSA_INDEX_DECODE_THREADS / PW_WARP;
 constexpr int kPwKeysPerLane = 8;                           // a pass: 8 loads a lane
 constexpr int kPwPassKeys = kPwKeysPerLane * PW_WARP / 16;  // ... W / 2 keys a warp
 constexpr int kPwPasses = PW_MSA_BLOCK / kPwPassKeys;       // passes a key block
-constexpr int kPwDepth = PW_MSA_INDEX_DECODE_DEPTH;         // passes in flight
+constexpr int kPwDepth = PW_MSA_INDEX_DECODE_DEPTH;         // register buffers (no rings)
 constexpr int kPwQgMax = kPwMma ? 16 : PW_MSA_INDEX_DECODE_QGROUP;
 constexpr int kPwQg =
     PW_ROWS_TILE * PW_HI < kPwQgMax ? PW_ROWS_TILE * PW_HI : kPwQgMax;  // qvecs a key stream
@@ -64,11 +66,17 @@ static_assert(!kPwMma || kPwPassKeys == 16, "mma: a pass is two n tiles of 8 key
 #ifndef PW_MSA_INDEX_DECODE_BULK
 #define PW_MSA_INDEX_DECODE_BULK 1
 #endif
-#if PW_MSA_INDEX_DECODE_BULK && !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#ifndef PW_LDS_KIB
+#error "msa_index_decode needs PW_LDS_KIB (the toolchain gives every compile the arch's)"
+#endif
+#if PW_MSA_INDEX_DECODE_BULK && !defined(PW_AMD) && defined(__CUDA_ARCH__) && \
+    __CUDA_ARCH__ >= 900 && PW_MSA_INDEX_DECODE_RING_FITS(PW_DI, PW_LDS_KIB)
 #define PW_MSA_RING 1
 constexpr int kPwRingPasses = PW_MSA_INDEX_DECODE_RING;
 constexpr int kPwPassBytes = kPwPassKeys * PW_DI * 2;
 static_assert(kPwPassBytes % 16 == 0, "bulk copies of 16-byte multiples");
+static_assert(kPwWarps * kPwRingPasses * kPwPassBytes == PW_MSA_INDEX_DECODE_RING_BYTES(PW_DI),
+              "the host's ring bytes are the kernel's");
 #else
 #define PW_MSA_RING 0
 #endif

@@ -38,7 +38,7 @@
 // Key blocks a warp takes in a block (their pages: one load, a lane each).
 #define PW_MSA_INDEX_DECODE_MAX_ITEMS 32
 #ifndef PW_MSA_INDEX_DECODE_DEPTH
-#define PW_MSA_INDEX_DECODE_DEPTH 2  // passes of keys a warp has in flight
+#define PW_MSA_INDEX_DECODE_DEPTH 2  // without rings: register buffers of passes a warp
 #endif
 #ifndef PW_MSA_INDEX_DECODE_MIN_BLOCKS
 // __launch_bounds__'s second value: on NVIDIA 2 blocks a multiprocessor (128 registers a thread).
@@ -86,10 +86,21 @@ PW_HD constexpr int pw_msa_index_decode_chunk(int warps, long long rows, long lo
   return static_cast<int>(warps * per_warp);
 }
 
+// A block's rings (NVIDIA: 8 warps of 32 lanes, passes of 16 keys of Di bf16), and the shared
+// memory two blocks a multiprocessor need with them (the kernel's launch bounds: 2 blocks, and the
+// grid assumes as many): the rings, plus 2 KiB for the static arrays, twice. A preprocessor form,
+// as the kernel's #if needs one.
+#define PW_MSA_INDEX_DECODE_RING_BYTES(di) \
+  (PW_MSA_INDEX_DECODE_THREADS / 32 * PW_MSA_INDEX_DECODE_RING * 16 * (di)*2)
+#define PW_MSA_INDEX_DECODE_RING_FITS(di, lds_kib) \
+  (2 * (PW_MSA_INDEX_DECODE_RING_BYTES(di) + 2048) <= (lds_kib)*1024)
 // msa_index_decode's passes through rings of bulk copies: NVIDIA sm_90 and later (`nvidia_sm`: the
-// compute capability, 0 elsewhere), unless a build defines PW_MSA_INDEX_DECODE_BULK 0.
-PW_HD constexpr bool pw_msa_index_decode_ring(int nvidia_sm) { return nvidia_sm >= 90; }
-// Its dynamic shared memory: the warps' rings of passes (W / 2 keys of Di bf16 each).
-PW_HD constexpr int pw_msa_index_decode_smem(int warps, int warp, int di, bool ring) {
-  return ring ? warps * PW_MSA_INDEX_DECODE_RING * (warp / 2) * di * 2 : 0;
+// compute capability, 0 elsewhere) where two blocks' rings fit (sm_90 and sm_100's 227 KiB, not
+// sm_120's 99 KiB), unless a build defines PW_MSA_INDEX_DECODE_BULK 0.
+PW_HD constexpr bool pw_msa_index_decode_ring(int nvidia_sm, int di, int lds_kib) {
+  return nvidia_sm >= 90 && PW_MSA_INDEX_DECODE_RING_FITS(di, lds_kib);
+}
+// Its dynamic shared memory: the warps' rings of passes, where there are rings.
+PW_HD constexpr int pw_msa_index_decode_smem(int di, bool ring) {
+  return ring ? PW_MSA_INDEX_DECODE_RING_BYTES(di) : 0;
 }

@@ -47,7 +47,8 @@ absl::StatusOr<PwIndexGeometry> IndexGeometry(const Key& key) {
 }
 
 // Whether index_decode takes the heads as its GEMM's M (index_decode.hip: NVIDIA sm_80+'s
-// mma.sync, index_geometry.h's rule): its own block shape and grid.
+// mma.sync, index_geometry.h's rule): its own block shape and grid; index_prefill's kernel is then
+// index_decode's, with the same launch (index_prefill.hip).
 bool IndexDecodeHeadsM(const Key& key, const Arch& arch) {
   const std::optional<int64_t> sm = NvidiaSm(arch);
   return pw_index_decode_heads_m(static_cast<int>(KeyInt(key, "index_heads")),
@@ -182,21 +183,20 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
     return e;
   }
   // index_prefill where the heads are the GEMMs' M is index_decode's kernel (index_prefill.hip).
-  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-  const bool index_as_decode =
-      l == "index_decode" || (l == "index_prefill" && IndexDecodeHeadsM(key, arch));
-  if (index_as_decode) {
+  if (l == "index_decode" || l == "index_prefill") {
+    ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+    const bool heads_m = IndexDecodeHeadsM(key, arch);
+    if (l == "index_prefill" && !heads_m) {
+      ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
+      return std::vector<EntryLaunch>{
+          {"pw_index_prefill", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
+    }
     const PwIndexDecodeGeometry g =
         pw_index_decode_geometry(static_cast<int>(KeyInt(key, "index_heads")),
                                  static_cast<int>(KeyInt(key, "index_head_dim")), WarpWidth(arch),
-                                 SharedMemoryKib(arch), IndexDecodeHeadsM(key, arch));
+                                 SharedMemoryKib(arch), heads_m);
     return std::vector<EntryLaunch>{{l == "index_decode" ? "pw_index_decode" : "pw_index_prefill",
                                      Unsigned(g.threads), Unsigned(g.smem_bytes)}};
-  }
-  if (l == "index_prefill") {
-    ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
-    return std::vector<EntryLaunch>{
-        {"pw_index_prefill", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
   }
   if (l == "sparse_prefill" || l == "sparse_decode") {
     ASSIGN_OR_RETURN(const PwSparseGeometry g, SparseGeometry(key));

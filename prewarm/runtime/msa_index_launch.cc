@@ -64,9 +64,10 @@ absl::StatusOr<std::vector<EntryLaunch>> MsaIndexEntryLaunches(const Key& key) {
   }
   if (l == "msa_index_decode") {
     const std::optional<int64_t> sm = NvidiaSm(arch);
+    const int di = Int(key, "index_dim");
     const int smem = pw_msa_index_decode_smem(
-        PW_MSA_INDEX_DECODE_THREADS / WarpWidth(arch), WarpWidth(arch), Int(key, "index_dim"),
-        pw_msa_index_decode_ring(sm.has_value() ? static_cast<int>(*sm) : 0));
+        di, pw_msa_index_decode_ring(sm.has_value() ? static_cast<int>(*sm) : 0, di,
+                                     SharedMemoryKib(arch)));
     return std::vector<EntryLaunch>{
         {"pw_msa_index_decode", PW_MSA_INDEX_DECODE_THREADS, static_cast<unsigned>(smem)}};
   }

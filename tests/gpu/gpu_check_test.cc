@@ -685,6 +685,40 @@ TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
   }
 }
 
+// index_prefill where its kernel is index_decode's heads-as-M one (NVIDIA, index heads a multiple
+// of 16: DeepSeek-V3.2's 64, which the seeds' 4-head plan never reaches), both keys (`large` makes
+// no difference there, but a cache may hold either), under index_prefill's launch: chunks of
+// prompts, fresh and continued, whose causal rows see a prefix of the positions (the warps split
+// what a row sees, -inf past it), a row of one key, rows longer than one ring's worth. The
+// keys-as-M path (PW_INDEX_DECODE_HEADS_M=0) and the SIMT build under the same launch too.
+TEST_F(GpuCheckTest, IndexPrefillOfManyHeadsMatchesTheCpuReference) {
+  arch_ = *ParseArch(gpu_->ArchName());
+  Step step;
+  for (auto [q, ctx] : std::vector<std::pair<int64_t, int64_t>>{
+           {300, 300}, {64, 1064}, {33, 130}, {1, 2049}, {8, 9000}, {1, 1}}) {
+    step.requests.push_back({Phase::kPrefill, q, ctx});
+  }
+  for (int hi : {16, 64}) {
+    for (bool large : {false, true}) {
+      for (const std::vector<std::string>& defines :
+           {std::vector<std::string>{}, std::vector<std::string>{"-DPW_INDEX_DECODE_HEADS_M=0"},
+            std::vector<std::string>{"-DPW_FORCE_SIMT=1"}}) {
+        Key key = NewKey("index_prefill", arch_);
+        key.Set("index_heads", int64_t{hi}).Set("index_head_dim", int64_t{128}).Set("large", large);
+        const std::string name = key.String() + (defines.empty() ? "" : " " + defines[0]);
+        testing::TempDir dir;
+        absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), defines);
+        ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+        module_ = *module;
+        Inputs in(static_cast<uint64_t>(hi) * 137 + (large ? 1 : 0));
+        const Result r = Check("index_prefill", key, step, in);
+        std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
+        EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
+      }
+    }
+  }
+}
+
 TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   absl::StatusOr<Arch> arch = ParseArch(gpu_->ArchName());
   ASSERT_TRUE(arch.ok()) << arch.status();

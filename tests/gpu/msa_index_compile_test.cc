@@ -87,8 +87,6 @@ void CheckEveryVariantCompiles(const char* arch_name, bool only_if_known) {
 
 TEST(MsaIndexCompileTest, Gfx90a) { CheckEveryVariantCompiles("gfx90a", false); }
 TEST(MsaIndexCompileTest, Sm90) { CheckEveryVariantCompiles("sm_90", false); }
-// msa_index_decode's rings of bulk copies (sm_90 and later) must fit sm_120's 99 KiB too.
-TEST(MsaIndexCompileTest, Sm120) { CheckEveryVariantCompiles("sm_120", false); }
 TEST(MsaIndexCompileTest, Gfx942IfHiprtcKnowsIt) { CheckEveryVariantCompiles("gfx942", true); }
 TEST(MsaIndexCompileTest, Gfx950IfHiprtcKnowsIt) { CheckEveryVariantCompiles("gfx950", true); }
 
