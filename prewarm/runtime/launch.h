@@ -54,6 +54,8 @@ struct IndexArgs {
   DevicePtr out = 0;
   int stride = 0, rows = 0;
 };
+// Where the kernel is index_decode's (NVIDIA, index heads a multiple of 16, Di 128), as
+// LaunchIndexDecode checks its pointers.
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a);
 // InvalidArgument naming q if it is not 16-byte aligned, index_cache if not 8-byte aligned.
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a);
