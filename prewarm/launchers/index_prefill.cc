@@ -25,8 +25,9 @@ class IndexPrefillLauncher final : public Launcher {
   }
 
   std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
-    if (IndexDecodeHeadsAsM(ctx.shape, ctx.arch))
+    if (IndexDecodeHeadsAsM(ctx.shape, ctx.arch)) {
       return {{KeyFor(false, ctx), PrefillWitness(1, limits)}};
+    }
     const int64_t large_above = LargeWork(ctx);
     std::vector<PlannedKey> out;
     // W ranges from 1 (q 1, ctx 1) to min(B, S * Lmax) * Lmax (every request at ctx = Lmax).

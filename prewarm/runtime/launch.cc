@@ -116,25 +116,6 @@ absl::Status CheckAligned(std::string_view launcher, std::initializer_list<Align
   return absl::OkStatus();
 }
 
-// index_decode's launch, and index_prefill's where its kernel is index_decode's (heads as M).
-absl::Status LaunchIndexDecodeGrid(Gpu& gpu, void* module, const Key& key, const IndexArgs& a,
-                                   bool prefill) {
-  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
-  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-  // The kernel reads Q 16 bytes and the index records 8 bytes at a time (index_decode.hip).
-  RETURN_IF_ERROR(CheckAligned(prefill ? "index_prefill" : "index_decode",
-                               {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));
-  IndexArgs v = a;
-  // Keys as M: the row tiles by the position slices; heads as M: a row a block (index_geometry.h).
-  const bool heads_m = IndexDecodeHeadsM(key, arch);
-  const unsigned x =
-      heads_m ? static_cast<unsigned>(a.rows) : CeilDiv(a.rows, KeyInt(key, "rows_tile"));
-  const int slices = pw_index_decode_grid_y(a.stride, a.rows, gpu.MultiprocessorCount(), heads_m);
-  return Run(gpu, module, e[0], {x, static_cast<unsigned>(slices), 1},
-             {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
-              &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
-}
-
 }  // namespace
 
 std::optional<int64_t> NvidiaSm(const Arch& arch) {
@@ -249,7 +230,8 @@ absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
 
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-  if (IndexDecodeHeadsM(key, arch)) return LaunchIndexDecodeGrid(gpu, module, key, a, true);
+  // Where its kernel is index_decode's (index_prefill.hip), so is its launch.
+  if (IndexDecodeHeadsM(key, arch)) return LaunchIndexDecode(gpu, module, key, a);
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
   IndexArgs v = a;
@@ -260,7 +242,20 @@ absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const In
 }
 
 absl::Status LaunchIndexDecode(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
-  return LaunchIndexDecodeGrid(gpu, module, key, a, false);
+  ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  // The kernel reads Q 16 bytes and the index records 8 bytes at a time (index_decode.hip); the
+  // error names the key's launcher (index_prefill's too, where the kernel is this one).
+  RETURN_IF_ERROR(CheckAligned(key.launcher, {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));
+  IndexArgs v = a;
+  // Keys as M: the row tiles by the position slices; heads as M: a row a block (index_geometry.h).
+  const bool heads_m = IndexDecodeHeadsM(key, arch);
+  const unsigned x =
+      heads_m ? static_cast<unsigned>(a.rows) : CeilDiv(a.rows, KeyInt(key, "rows_tile"));
+  const int slices = pw_index_decode_grid_y(a.stride, a.rows, gpu.MultiprocessorCount(), heads_m);
+  return Run(gpu, module, e[0], {x, static_cast<unsigned>(slices), 1},
+             {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
+              &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
 }
 
 size_t TopkWorkspaceBytes(const Key& key, int rows) {
