@@ -457,11 +457,16 @@ TEST_F(GpuCheckTest, AnFp8BmmPointerThatIsNotSixteenByteAlignedIsAnErrorNamingIt
 }
 
 // index_decode reads Q 16 bytes and the index records 8 bytes at a time: a pointer off that (a
-// tensor view at an odd offset) is an error naming the argument, before anything is launched.
+// tensor view at an odd offset) is an error naming the argument and the launcher, before anything
+// is launched. So does index_prefill where its kernel is index_decode's (NVIDIA, 64 index heads).
 TEST_F(GpuCheckTest, AnIndexDecodePointerOffItsAlignmentIsAnErrorNamingIt) {
-  Key key = NewKey("index_decode", *ParseArch(gpu_->ArchName()));
+  const Arch arch = *ParseArch(gpu_->ArchName());
+  Key key = NewKey("index_decode", arch);
   key.Set("index_heads", int64_t{64}).Set("index_head_dim", int64_t{128});
   key.Set("rows_tile", int64_t{16});
+  Key prefill = NewKey("index_prefill", arch);
+  prefill.Set("index_heads", int64_t{64}).Set("index_head_dim", int64_t{128});
+  prefill.Set("large", false);
   absl::StatusOr<DeviceBuffer> buf = AllocBuffer(*gpu_, 1 << 20);
   ASSERT_TRUE(buf.ok()) << buf.status();
   const DevicePtr p = buf->ptr();
@@ -479,6 +484,10 @@ TEST_F(GpuCheckTest, AnIndexDecodePointerOffItsAlignmentIsAnErrorNamingIt) {
     const absl::Status s = LaunchIndexDecode(*gpu_, nullptr, key, bad);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.what;
     EXPECT_NE(s.message().find(std::string("index_decode: ") + c.what), std::string::npos) << s;
+    if (arch.platform != Platform::kNvidia) continue;  // AMD's index_prefill has its own kernel
+    const absl::Status sp = LaunchIndexPrefill(*gpu_, nullptr, prefill, bad);
+    EXPECT_EQ(sp.code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_NE(sp.message().find(std::string("index_prefill: ") + c.what), std::string::npos) << sp;
   }
 }
 
