@@ -7,6 +7,7 @@
 #include "common/geometry.h"
 #include "nvfp4_mla/index_geometry.h"
 #include "nvfp4_mla/sparse_geometry.h"
+#include "prewarm/runtime/launch_common.h"
 #include "prewarm/runtime/msa_index_launch.h"
 #include "prewarm/runtime/msa_sparse_launch.h"
 #include "prewarm/util/status_macros.h"
@@ -17,13 +18,11 @@ namespace {
 
 constexpr unsigned kBlock = PW_BLOCK_THREADS;
 
-unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
-unsigned Unsigned(int v) { return static_cast<unsigned>(v); }
+using launch_internal::CeilDiv;
+using launch_internal::CheckAligned;
+using launch_internal::Run;
 
-absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid, std::vector<void*> args) {
-  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry));
-  return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes);
-}
+unsigned Unsigned(int v) { return static_cast<unsigned>(v); }
 
 // The block shape sparse_geometry.h gives the kernel compiled for this key.
 absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
@@ -93,25 +92,6 @@ absl::Status TopkRowPieces(const TopkArgs& a, int k, F launch) {
     v.visible += static_cast<DevicePtr>(r0) * 4;
     v.out += static_cast<DevicePtr>(r0) * static_cast<DevicePtr>(k) * 4;
     RETURN_IF_ERROR(launch(v));
-  }
-  return absl::OkStatus();
-}
-
-// A pointer argument the kernel reads or writes `align` bytes at a time.
-struct AlignedArg {
-  const char* name;
-  DevicePtr p;
-  int align;
-};
-// InvalidArgument naming the first argument off its alignment ("<launcher>: <name> is not
-// <align>-byte aligned (address % <align> = r)").
-absl::Status CheckAligned(std::string_view launcher, std::initializer_list<AlignedArg> args) {
-  for (const AlignedArg& a : args) {
-    if (a.p % a.align != 0) {
-      return absl::InvalidArgumentError(StrCat(launcher, ": ", a.name, " is not ", a.align,
-                                               "-byte aligned (address % ", a.align, " = ",
-                                               a.p % a.align, ")"));
-    }
   }
   return absl::OkStatus();
 }

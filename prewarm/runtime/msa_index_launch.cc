@@ -9,32 +9,18 @@
 #include "nvfp4_msa/msa_insert_geometry.h"
 #include "nvfp4_msa/msa_layout.h"
 #include "nvfp4_msa/msa_topk_geometry.h"
+#include "prewarm/runtime/launch_common.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
 
-unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+using launch_internal::CeilDiv;
+using launch_internal::CheckAligned;
+using launch_internal::Run;
+
 int Int(const Key& key, const char* name) { return static_cast<int>(KeyInt(key, name)); }
-
-absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid,
-                 const std::vector<void*>& args) {
-  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry));
-  return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes);
-}
-
-// InvalidArgument naming the first pointer that is not 16-byte aligned.
-absl::Status CheckAligned(const std::string& launcher,
-                          std::initializer_list<std::pair<const char*, DevicePtr>> ptrs) {
-  for (const auto& [name, p] : ptrs) {
-    if (p % 16 != 0) {
-      return absl::InvalidArgumentError(
-          StrCat(launcher, ": ", name, " is not 16-byte aligned (address % 16 = ", p % 16, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckLauncher(const Key& key, const char* launcher) {
   if (key.launcher == launcher) return absl::OkStatus();

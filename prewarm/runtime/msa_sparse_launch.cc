@@ -4,13 +4,15 @@
 #include <limits>
 
 #include "nvfp4_msa/msa_sparse_geometry.h"
+#include "prewarm/runtime/launch_common.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
 namespace prewarm {
 namespace {
 
-unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+using launch_internal::CeilDiv;
+using launch_internal::Run;
 
 // sm_90 compiles as sm_90a (toolchain.cc): the kernel's PW_WGMMA.
 bool Wgmma(const Arch& arch) { return arch.platform == Platform::kNvidia && arch.name == "sm_90"; }
@@ -45,20 +47,10 @@ absl::StatusOr<bool> ClusterCombines(const Key& key) {
                             arch.platform == Platform::kNvidia, Wgmma(arch));
 }
 
+// InvalidArgument naming the first of q, kv, o, ws_o that is not 16-byte aligned.
 absl::Status CheckAligned(const char* launcher, const MsaSparseArgs& a) {
-  for (const auto& [name, p] : {std::pair{"q", a.q}, std::pair{"kv", a.kv}, std::pair{"o", a.o},
-                                std::pair{"ws_o", a.ws_o}}) {
-    if (p % 16 != 0) {
-      return absl::InvalidArgumentError(
-          StrCat(launcher, ": ", name, " is not 16-byte aligned (address % 16 = ", p % 16, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid, std::vector<void*> args) {
-  ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry));
-  return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes);
+  return launch_internal::CheckAligned(launcher,
+                                       {{"q", a.q}, {"kv", a.kv}, {"o", a.o}, {"ws_o", a.ws_o}});
 }
 
 }  // namespace
