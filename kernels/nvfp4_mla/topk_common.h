@@ -73,7 +73,7 @@ __device__ inline int pw_cluster_load(const int* p, int rank) {
   asm volatile("ld.shared::cluster.s32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
   return v;
 }
-#else
+#elif !defined(PW_SIMT_EMU)  // the CPU tests' emulator (tests/kernels/simt_emu.h) has its own
 __device__ inline void pw_cluster_arrive() {}
 __device__ inline void pw_cluster_wait() {}
 __device__ inline int pw_cluster_load(const int* p, int) { return *p; }

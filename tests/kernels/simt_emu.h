@@ -1,0 +1,187 @@
+// Thread blocks of kernel code run on the host, for CPU tests of device functions whose logic
+// (barriers, warp votes and shuffles, shared-memory atomics, a cluster's shared counts) needs
+// checking where no GPU is: each GPU thread is a host thread (pthread, small stacks), a block's
+// __syncthreads a barrier of its threads, each warp operation a round on its warp's barrier (so a
+// warp op that some lanes skip hangs the test, as a full-mask sync diverging is undefined on the
+// GPU), a cluster's barrier one of all its blocks' threads. Warps are 32 lanes (NVIDIA's; the
+// device code is written for both widths). No device memory, no inline assembly: the code under
+// test takes host pointers, and its shared memory is an object of the test's (PwEmuRun's
+// `shared`, one a block) so that a cluster's peers find it.
+//
+// Not a speed model: it checks what the code computes, not how fast.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <barrier>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "common/portability.h"
+
+#ifdef PW_DEVICE_COMPILE
+#error "simt_emu.h is for the host compiler"
+#endif
+
+#define PW_SIMT_EMU 1
+#define __device__
+#define __global__
+
+struct PwEmuDim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local PwEmuDim3 threadIdx, blockIdx;
+
+struct uint4 {
+  unsigned x, y, z, w;
+};
+struct float4 {
+  float x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+inline unsigned __float_as_uint(float f) { return pw_f2u(f); }
+inline float __uint_as_float(unsigned u) { return pw_u2f(u); }
+
+inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+struct PwEmuWarp {
+  std::barrier<> bar{PW_WARP};
+  pw_u64 v[PW_WARP] = {};
+};
+struct PwEmuBlock {
+  explicit PwEmuBlock(int threads) : bar(threads), warps(static_cast<size_t>(threads / PW_WARP)) {
+    for (auto& w : warps) w = std::make_unique<PwEmuWarp>();
+  }
+  std::barrier<> bar;
+  std::vector<std::unique_ptr<PwEmuWarp>> warps;
+  char* shared = nullptr;  // this block's shared-memory object
+};
+struct PwEmuCluster {
+  explicit PwEmuCluster(int threads) : bar(threads) {}
+  std::barrier<> bar;
+  std::vector<PwEmuBlock*> blocks;  // by rank
+};
+inline thread_local PwEmuBlock* pw_emu_block = nullptr;
+inline thread_local PwEmuCluster* pw_emu_cluster = nullptr;
+inline thread_local int pw_emu_rank = 0;
+
+inline void __syncthreads() { pw_emu_block->bar.arrive_and_wait(); }
+
+inline PwEmuWarp& pw_emu_warp() { return *pw_emu_block->warps[threadIdx.x / PW_WARP]; }
+inline int pw_emu_lane() { return static_cast<int>(threadIdx.x % PW_WARP); }
+// One warp round: every lane puts `mine`, then reads the warp's values through `f`.
+template <typename F>
+inline auto pw_emu_round(pw_u64 mine, F f) {
+  PwEmuWarp& w = pw_emu_warp();
+  w.v[pw_emu_lane()] = mine;
+  w.bar.arrive_and_wait();
+  const auto r = f(w.v);
+  w.bar.arrive_and_wait();  // nobody puts the next round's value before all have read this one
+  return r;
+}
+
+inline void pw_syncwarp() { pw_emu_warp().bar.arrive_and_wait(); }
+inline pw_u64 pw_ballot(bool p) {
+  return pw_emu_round(p ? 1u : 0u, [](const pw_u64* v) {
+    pw_u64 m = 0;
+    for (int l = 0; l < PW_WARP; ++l) m |= (v[l] & 1u) << l;
+    return m;
+  });
+}
+inline bool pw_warp_all(bool p) { return pw_ballot(p) == (~pw_u64{0} >> (64 - PW_WARP)); }
+inline bool pw_warp_any(bool p) { return pw_ballot(p) != 0; }
+inline pw_u64 pw_lanes_below() { return (pw_u64{1} << pw_emu_lane()) - 1; }
+inline int pw_popc(pw_u64 v) { return __builtin_popcountll(v); }
+inline int pw_shfl_down_i32(int v, int delta) {
+  const int lane = pw_emu_lane();
+  return pw_emu_round(static_cast<pw_u32>(v), [&](const pw_u64* all) {
+    return lane + delta < PW_WARP ? static_cast<int>(static_cast<pw_u32>(all[lane + delta])) : v;
+  });
+}
+inline int pw_warp_add_i32(int v) {
+  return pw_emu_round(static_cast<pw_u32>(v), [](const pw_u64* all) {
+    int s = 0;
+    for (int l = 0; l < PW_WARP; ++l) s += static_cast<int>(static_cast<pw_u32>(all[l]));
+    return s;
+  });
+}
+inline pw_u32 pw_warp_or(pw_u32 v) {
+  return pw_emu_round(v, [](const pw_u64* all) {
+    pw_u32 s = 0;
+    for (int l = 0; l < PW_WARP; ++l) s |= static_cast<pw_u32>(all[l]);
+    return s;
+  });
+}
+
+// A thread block cluster's split barrier and distributed shared memory: topk_common.h's cluster
+// functions where PW_SIMT_EMU is defined.
+inline thread_local std::optional<std::barrier<>::arrival_token> pw_emu_arrival;
+inline void pw_cluster_arrive() { pw_emu_arrival.emplace(pw_emu_cluster->bar.arrive()); }
+inline void pw_cluster_wait() {
+  pw_emu_cluster->bar.wait(std::move(*pw_emu_arrival));
+  pw_emu_arrival.reset();
+}
+// `p` (in this block's shared object) in the shared object of the cluster's block `rank`.
+inline int pw_cluster_load(const int* p, int rank) {
+  const std::ptrdiff_t off = reinterpret_cast<const char*>(p) - pw_emu_block->shared;
+  return *reinterpret_cast<const int*>(pw_emu_cluster->blocks[static_cast<size_t>(rank)]->shared +
+                                       off);
+}
+
+// Runs body() on `blocks` blocks of `threads` threads (grid x; a cluster of all of them when
+// `cluster`), block b's shared memory at shared[b] (each block's object; a cluster's peers read
+// one another's through pw_emu_cluster_load). Throws if a thread cannot start.
+inline void PwEmuRun(int blocks, int threads, bool cluster, const std::vector<char*>& shared,
+                     const std::function<void()>& body) {
+  std::vector<std::unique_ptr<PwEmuBlock>> b;
+  PwEmuCluster c(blocks * threads);
+  for (int i = 0; i < blocks; ++i) {
+    b.push_back(std::make_unique<PwEmuBlock>(threads));
+    b.back()->shared = shared[static_cast<size_t>(i)];
+    c.blocks.push_back(b.back().get());
+  }
+  struct Start {
+    const std::function<void()>* body;
+    PwEmuBlock* block;
+    PwEmuCluster* cluster;
+    int rank, thread;
+  };
+  std::vector<Start> starts;
+  for (int i = 0; i < blocks; ++i) {
+    for (int t = 0; t < threads; ++t)
+      starts.push_back({&body, b[i].get(), cluster ? &c : nullptr, i, t});
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 << 10);
+  std::vector<pthread_t> ids(starts.size());
+  size_t started = 0;
+  for (; started < starts.size(); ++started) {
+    auto run = [](void* p) -> void* {
+      const Start& s = *static_cast<Start*>(p);
+      threadIdx = {static_cast<unsigned>(s.thread), 0, 0};
+      blockIdx = {static_cast<unsigned>(s.rank), 0, 0};
+      pw_emu_block = s.block;
+      pw_emu_cluster = s.cluster;
+      pw_emu_rank = s.rank;
+      (*s.body)();
+      return nullptr;
+    };
+    if (pthread_create(&ids[started], &attr, run, &starts[started]) != 0) break;
+  }
+  pthread_attr_destroy(&attr);
+  if (started != starts.size()) {
+    // The started threads wait at a barrier for the rest: they cannot be joined; nothing else
+    // is safe to do.
+    throw std::runtime_error("PwEmuRun: cannot start a thread");
+  }
+  for (pthread_t id : ids) pthread_join(id, nullptr);
+}

@@ -1,0 +1,156 @@
+// topk_common.h's selection run on the host by the SIMT emulator (simt_emu.h), against the GPU
+// check's CPU reference (tests/gpu/reference.h's TopK): one block with its keys cached or read from
+// memory each pass, and a cluster of blocks holding a row between them (topk_prefill's and
+// topk_decode's Hopper entries), over the bench's uniform scores, ties, signed zeros, negative
+// scores, rows shorter than Ktop and rows of one key. The GPU check runs the same code on the H200;
+// this one runs where no GPU is, so an edit to the selection's logic is checked before a device
+// is at hand. Both builds of the cached path's passes (PW_TOPK_LIST 0 and 1) are compiled here.
+#include "tests/kernels/simt_emu.h"
+// simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
+#define PW_TOPK_CLUSTER_SHARED 1
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nvfp4_mla/topk_common.h"
+#include "tests/gpu/reference.h"
+
+namespace prewarm {
+namespace {
+
+using reference::TopK;
+
+constexpr int kCacheKeys = 8192;  // PW_TOPK_CACHE: a prefill block's cache
+
+struct alignas(16) BlockShared {
+  PwTopkShared sh;
+  alignas(16) pw_u32 cache[kCacheKeys];
+};
+
+// Row `s` of n scores through pw_topk_row on `blocks` blocks (a cluster when more than 1), each
+// caching up to cache_keys keys (kUncachedBatch keys a thread a pass past that).
+template <int kBlocks, int kUncachedBatch = 1>
+std::vector<int> EmuTopk(const std::vector<float>& s, int k, int cache_keys) {
+  std::vector<int> out(static_cast<size_t>(k), -7);  // poisoned: every entry must be written
+  std::vector<std::unique_ptr<BlockShared>> shared;
+  std::vector<char*> bases;
+  for (int b = 0; b < kBlocks; ++b) {
+    shared.push_back(std::make_unique<BlockShared>());
+    bases.push_back(reinterpret_cast<char*>(shared.back().get()));
+  }
+  const int n = static_cast<int>(s.size());
+  PwEmuRun(kBlocks, PW_BLOCK_THREADS, kBlocks > 1, bases, [&] {
+    BlockShared& m = *reinterpret_cast<BlockShared*>(bases[blockIdx.x]);
+    pw_topk_row<kBlocks, kUncachedBatch>(s.data(), n, k, out.data(), m.sh, m.cache, cache_keys,
+                                         static_cast<int>(blockIdx.x));
+  });
+  return out;
+}
+
+std::string Diff(const std::vector<int>& got, const std::vector<int>& want) {
+  int wrong = 0, first = -1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (wrong++ == 0) first = static_cast<int>(i);
+  }
+  if (wrong == 0) return "";
+  return std::to_string(wrong) + " entries wrong, the first at " + std::to_string(first) +
+         " (got " + std::to_string(got[static_cast<size_t>(first)]) + ", want " +
+         std::to_string(want[static_cast<size_t>(first)]) + ")";
+}
+
+// Scores of a kind: the bench's uniform [0, 1) (24 random bits), a few values repeated (ties
+// across the threshold), signed zeros among small values, normal scores of both signs.
+enum class Kind { kUniform, kTies, kZeros, kNormal, kSame };
+std::vector<float> Scores(Kind kind, int n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::vector<float> s(static_cast<size_t>(n));
+  for (float& v : s) {
+    switch (kind) {
+      case Kind::kUniform:
+        v = static_cast<float>(g() >> 8) / 16777216.0f;
+        break;
+      case Kind::kTies:
+        v = 0.25f * static_cast<float>(g() % 4);
+        break;
+      case Kind::kZeros:
+        v = g() % 3 == 0 ? (g() % 2 ? 0.0f : -0.0f) : std::ldexp(static_cast<float>(g() % 7), -20);
+        break;
+      case Kind::kNormal:
+        v = std::normal_distribution<float>(0.0f, 3.0f)(g);
+        break;
+      case Kind::kSame:
+        v = 1.5f;
+        break;
+    }
+  }
+  return s;
+}
+
+const char* Name(Kind kind) {
+  switch (kind) {
+    case Kind::kUniform:
+      return "uniform";
+    case Kind::kTies:
+      return "ties";
+    case Kind::kZeros:
+      return "zeros";
+    case Kind::kNormal:
+      return "normal";
+    case Kind::kSame:
+      return "same";
+  }
+  return "?";
+}
+
+TEST(TopkEmuTest, OneBlockCachedMatchesTheCpuReference) {
+  unsigned seed = 1;
+  for (Kind kind : {Kind::kUniform, Kind::kTies, Kind::kZeros, Kind::kNormal, Kind::kSame}) {
+    for (int n : {0, 1, 33, 2047, 2048, 2049, 5000, kCacheKeys}) {
+      const std::vector<float> s = Scores(kind, n, seed++);
+      EXPECT_EQ(Diff(EmuTopk<1>(s, 2048, kCacheKeys), TopK(s.data(), n, 2048)), "")
+          << Name(kind) << ", " << n << " keys";
+    }
+  }
+}
+
+TEST(TopkEmuTest, OneBlockSmallKMatchesTheCpuReference) {
+  unsigned seed = 100;
+  for (Kind kind : {Kind::kUniform, Kind::kTies, Kind::kNormal}) {
+    for (int n : {64, 65, 3001}) {
+      const std::vector<float> s = Scores(kind, n, seed++);
+      EXPECT_EQ(Diff(EmuTopk<1>(s, 64, kCacheKeys), TopK(s.data(), n, 64)), "")
+          << Name(kind) << ", " << n << " keys";
+    }
+  }
+}
+
+// Rows past the cache: every pass reads the scores (topk_decode's long rows: 8 keys a thread).
+TEST(TopkEmuTest, OneBlockUncachedMatchesTheCpuReference) {
+  unsigned seed = 200;
+  for (Kind kind : {Kind::kUniform, Kind::kTies, Kind::kNormal}) {
+    const std::vector<float> s = Scores(kind, 6001, seed++);
+    EXPECT_EQ(Diff(EmuTopk<1, 8>(s, 2048, 4096), TopK(s.data(), 6001, 2048)), "") << Name(kind);
+    EXPECT_EQ(Diff(EmuTopk<1, 1>(s, 2048, 4096), TopK(s.data(), 6001, 2048)), "") << Name(kind);
+  }
+}
+
+// A cluster of 4 holding a row between them: topk_prefill at strips 4 (32K keys: each block a
+// cache-full), rows that leave the last blocks short or empty.
+TEST(TopkEmuTest, ClusterOfFourMatchesTheCpuReference) {
+  unsigned seed = 300;
+  for (Kind kind : {Kind::kUniform, Kind::kTies, Kind::kZeros, Kind::kNormal}) {
+    for (int n : {4 * kCacheKeys, 3 * kCacheKeys + 5, 2049, 100}) {
+      const std::vector<float> s = Scores(kind, n, seed++);
+      EXPECT_EQ(Diff(EmuTopk<4>(s, 2048, kCacheKeys), TopK(s.data(), n, 2048)), "")
+          << Name(kind) << ", " << n << " keys";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace prewarm
