@@ -18,6 +18,9 @@
 //   3. one ordered compaction: warp w scans its contiguous segment with ballots, so candidate
 //      i's output slot is the number of selected candidates before it; a key equal to T is
 //      taken while its rank among the ties (in index order) is below the need.
+// PW_TOPK_LIST 1 (an experiment, off until the H200 times it): cached rows take the radix
+// select's last two passes and the compaction's counts from one pass that lists the keys still
+// in the running (pw_topk_list_select), and the compaction reads 4 keys a lane.
 // Defines: PW_TOPK (Ktop).
 #pragma once
 #include "common/geometry.h"
@@ -29,6 +32,15 @@
 #endif
 
 static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
+
+// PW_TOPK_LIST 1: where the keys are cached and more than k, the compaction's counts and the
+// radix select's last two passes come from one pass over the cache that lists the keys left in
+// the running (pw_topk_list_select), and the compaction reads 4 keys a lane (an experiment: 0
+// keeps the passes as they were).
+#ifndef PW_TOPK_LIST
+#define PW_TOPK_LIST 0
+#endif
+#define PW_TOPK_LIST_KEYS 512  // the list's room: 2 KiB of shared memory
 
 #define PW_TOPK_BATCH 8  // topk_decode: keys a thread loads at once from global memory
 #define PW_TOPK_WARPS (PW_BLOCK_THREADS / PW_WARP)
@@ -53,6 +65,10 @@ struct PwTopkShared {
   int warp_equal[PW_TOPK_WARPS];
   pw_u32 prefix;
   int need;
+#if PW_TOPK_LIST
+  int list_n;                   // keys of the third pass's bucket (pw_topk_list_select)
+  int list[PW_TOPK_LIST_KEYS];  // their indices, where they fit
+#endif
 };
 
 // Thread block clusters (Hopper): a row's keys split over kCluster blocks, which merge their
@@ -87,91 +103,212 @@ __device__ inline int pw_cluster_sum(const int* p) {
   return t;
 }
 
+// One radix pass's digit, from this block's counts of the pass in sh.hist[pass % 2] (with
+// kCluster > 1: added up over the cluster, every block then picking the same digit): the largest
+// digit d at `shift` whose suffix (the counts of digits d..255) reaches `remaining`; prefix gains
+// it and remaining becomes what is still needed among the keys of that digit. Zeroes the next
+// pass's counts (sh.hist[(pass + 1) % 2]). Begins and ends with a barrier of the block.
+template <int kCluster>
+__device__ inline void pw_radix_digit(PwTopkShared& sh, int pass, int shift, pw_u32& prefix,
+                                      int& remaining) {
+  const int d = threadIdx.x, lane = d % PW_WARP, w = d / PW_WARP;
+  __syncthreads();
+  int v = sh.hist[pass % 2][d];  // digit d's count: this block's, or (a cluster) the row's
+  if constexpr (kCluster > 1) {
+    pw_cluster_arrive();
+    pw_cluster_wait();  // every block's counts are in
+    v = pw_cluster_sum<kCluster>(&sh.hist[pass % 2][d]);
+  }
+  // The next pass's counts: the buffer last read a pass ago (by the peers too: each has since
+  // reached this pass's cluster barrier).
+  sh.hist[(pass + 1) % 2][d] = 0;
+  // Suffixes by a scan of the warp's counts in registers and the totals of the warps above.
+  int s = v;
+#pragma unroll
+  for (int o = 1; o < PW_WARP; o <<= 1) {
+    const int t = pw_shfl_down_i32(s, o);
+    if (lane + o < PW_WARP) s += t;
+  }
+  if (lane == 0) sh.warp_total[w] = s;
+  const int next = pw_shfl_down_i32(s, 1);
+  __syncthreads();
+  int above = 0;
+#pragma unroll
+  for (int u = 0; u < PW_TOPK_WARPS; ++u) above += u > w ? sh.warp_total[u] : 0;
+  const int after = (lane + 1 < PW_WARP ? next : 0) + above;  // the suffix of d + 1
+  if (s + above >= remaining && after < remaining) {
+    sh.prefix = prefix | (static_cast<pw_u32>(d) << shift);
+    sh.need = remaining - after;
+  }
+  __syncthreads();
+  prefix = sh.prefix;
+  remaining = sh.need;
+}
+
+// Counts into `hist` digit (key >> shift) & 255 of each key of cached[0, n) (16-byte aligned)
+// whose bits above `shift` are prefix's (mask: those bits), 4 keys a read (a quarter of the loads
+// and loop instructions of a key at a time: the kernels are issue-bound).
+__device__ inline void pw_radix_count_cached(const pw_u32* cached, int n, pw_u32 mask,
+                                             pw_u32 prefix, int shift, int* hist) {
+  auto count = [&](pw_u32 key) {
+    if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1);
+  };
+  const int n4 = n / 4;
+  for (int j = threadIdx.x; j < n4; j += PW_BLOCK_THREADS) {
+    const uint4 q = reinterpret_cast<const uint4*>(cached)[j];
+    count(q.x);
+    count(q.y);
+    count(q.z);
+    count(q.w);
+  }
+  for (int i = 4 * n4 + threadIdx.x; i < n; i += PW_BLOCK_THREADS) count(cached[i]);
+}
+
 // The threshold key T of the k-th largest of the keys (k <= their number) and how many keys equal
 // to T are among the top k (the rest are above T). Radix select over 8-bit digits, most
 // significant first. This block counts its n keys; with kCluster > 1 the cluster's blocks hold a
 // row's keys between them and each pass adds up their counts (every block then picks the same
 // digit). kBatch: keys a thread reads before it counts any (1 from shared memory; PW_TOPK_BATCH
 // from global memory, where one read a thread in flight left each pass latency-bound).
-// `cached` (16-byte aligned): the keys are there, and each pass reads them 4 at a time (a
-// quarter of the loads and loop instructions of a key at a time: the kernels issue-bound).
+// `cached` (16-byte aligned): the keys are there, and each pass reads them 4 at a time.
 // first_counted: the first pass's counts are already in sh.hist[0] (the cache's fill made them).
 template <int kBatch, int kCluster = 1, typename KeyAt>
 __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared& sh,
                                        pw_u32& threshold, int& need, const pw_u32* cached = nullptr,
                                        bool first_counted = false) {
-  const int d = threadIdx.x, lane = d % PW_WARP, w = d / PW_WARP;
   pw_u32 prefix = 0, mask = 0;
   int remaining = k;
   if (!first_counted) {
-    sh.hist[0][d] = 0;
+    sh.hist[0][threadIdx.x] = 0;
     __syncthreads();
   }
   for (int pass = 0, shift = 24; shift >= 0; ++pass, shift -= 8) {
     int* hist = sh.hist[pass % 2];
-    auto count = [&](pw_u32 key) {
-      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1);
-    };
     const int pn = pass == 0 && first_counted ? 0 : n;  // keys this pass counts
-    const int n4 = cached != nullptr ? pn / 4 : 0;
-    for (int j = threadIdx.x; j < n4; j += PW_BLOCK_THREADS) {
-      const uint4 q = reinterpret_cast<const uint4*>(cached)[j];
-      count(q.x);
-      count(q.y);
-      count(q.z);
-      count(q.w);
-    }
-    for (int i = 4 * n4 + threadIdx.x; cached != nullptr && i < pn; i += PW_BLOCK_THREADS)
-      count(cached[i]);
-    for (int i0 = threadIdx.x; cached == nullptr && i0 < pn; i0 += kBatch * PW_BLOCK_THREADS) {
-      pw_u32 key[kBatch];
+    if (cached != nullptr) {
+      pw_radix_count_cached(cached, pn, mask, prefix, shift, hist);
+    } else {
+      for (int i0 = threadIdx.x; i0 < pn; i0 += kBatch * PW_BLOCK_THREADS) {
+        pw_u32 key[kBatch];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int i = i0 + b * PW_BLOCK_THREADS;
-        key[b] = i < pn ? key_at(i) : 0u;
-      }
+        for (int b = 0; b < kBatch; ++b) {
+          const int i = i0 + b * PW_BLOCK_THREADS;
+          key[b] = i < pn ? key_at(i) : 0u;
+        }
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        if (i0 + b * PW_BLOCK_THREADS < pn) count(key[b]);
+        for (int b = 0; b < kBatch; ++b) {
+          if (i0 + b * PW_BLOCK_THREADS < pn && (key[b] & mask) == prefix)
+            atomicAdd(&hist[(key[b] >> shift) & 255u], 1);
+        }
       }
     }
-    __syncthreads();
-    int v = hist[d];  // digit d's count: this block's, or (a cluster) the row's
-    if constexpr (kCluster > 1) {
-      pw_cluster_arrive();
-      pw_cluster_wait();  // every block's counts are in
-      v = pw_cluster_sum<kCluster>(&hist[d]);
-    }
-    // The next pass's counts: the buffer last read a pass ago (by the peers too: each has since
-    // reached this pass's cluster barrier).
-    sh.hist[(pass + 1) % 2][d] = 0;
-    // The digit: the largest d whose suffix (the counts of digits d..255) reaches `remaining`.
-    // Suffixes by a scan of the warp's counts in registers and the totals of the warps above.
-    int s = v;
-#pragma unroll
-    for (int o = 1; o < PW_WARP; o <<= 1) {
-      const int t = pw_shfl_down_i32(s, o);
-      if (lane + o < PW_WARP) s += t;
-    }
-    if (lane == 0) sh.warp_total[w] = s;
-    const int next = pw_shfl_down_i32(s, 1);
-    __syncthreads();
-    int above = 0;
-#pragma unroll
-    for (int u = 0; u < PW_TOPK_WARPS; ++u) above += u > w ? sh.warp_total[u] : 0;
-    const int after = (lane + 1 < PW_WARP ? next : 0) + above;  // the suffix of d + 1
-    if (s + above >= remaining && after < remaining) {
-      sh.prefix = prefix | (static_cast<pw_u32>(d) << shift);
-      sh.need = remaining - after;
-    }
-    __syncthreads();
-    prefix = sh.prefix;
-    remaining = sh.need;
+    pw_radix_digit<kCluster>(sh, pass, shift, prefix, remaining);
     mask |= 255u << shift;
   }
   threshold = prefix;
   need = remaining;
 }
+
+// The exclusive prefix over the warp's lanes of c (0 <= c < 8) and, in `total`, its sum: three
+// ballots (no shuffles).
+__device__ inline int pw_warp_prefix_small(int c, int& total) {
+  const pw_u64 below = pw_lanes_below();
+  int before = 0;
+  total = 0;
+#pragma unroll
+  for (int bit = 0; bit < 3; ++bit) {
+    const pw_u64 m = pw_ballot(((c >> bit) & 1) != 0);
+    before += pw_popc(m & below) << bit;
+    total += pw_popc(m) << bit;
+  }
+  return before;
+}
+
+#if PW_TOPK_LIST
+// pw_radix_select for cached keys (16-byte aligned, the first pass counted by the fill), with the
+// compaction's counts: sh.warp_greater[v] / sh.warp_equal[v], the keys of warp v's segment
+// ([v seg, v seg + seg), this warp's [begin, end)) above the threshold and equal to it.
+//   passes 0 and 1 (bits 31..16) as pw_radix_select's;
+//   one pass over the warp segments: a key whose top 16 bits are above the prefix's is above the
+//     threshold (counted for its warp); one whose top 16 bits are the prefix's is counted for
+//     pass 2 (bits 15..8) and listed (its index in sh.list, while PW_TOPK_LIST_KEYS hold them);
+//   pass 3 (bits 7..0) over the list, and each listed key counted for its warp against the
+//     threshold; where the list overflowed, over the whole cache as pw_radix_select's, and the
+//     counts as pw_topk_select_in's.
+// So the cache is read 3 times after its fill (passes 1, this one, the compaction's emit), not 5.
+template <int kCluster>
+__device__ inline void pw_topk_list_select(int n, int k, const pw_u32* cache, PwTopkShared& sh,
+                                           int seg, int begin, int end, pw_u32& threshold,
+                                           int& need) {
+  const int lane = static_cast<int>(threadIdx.x % PW_WARP), w = threadIdx.x / PW_WARP;
+  pw_u32 prefix = 0;
+  int remaining = k;
+  if (threadIdx.x == 0) sh.list_n = 0;  // read after pass 1's barriers
+  pw_radix_digit<kCluster>(sh, 0, 24, prefix, remaining);
+  pw_radix_count_cached(cache, n, 0xff000000u, prefix, 16, sh.hist[1]);
+  pw_radix_digit<kCluster>(sh, 1, 16, prefix, remaining);
+  const pw_u32 hi = prefix >> 16;
+  int greater = 0;
+  auto sort = [&](int i, pw_u32 key) {
+    greater += key >> 16 > hi ? 1 : 0;
+    if (key >> 16 == hi) {
+      atomicAdd(&sh.hist[0][(key >> 8) & 255u], 1);
+      const int at = atomicAdd(&sh.list_n, 1);
+      if (at < PW_TOPK_LIST_KEYS) sh.list[at] = i;
+    }
+  };
+  const int end4 = begin + (end > begin ? (end - begin) / 4 * 4 : 0);
+  for (int j = begin + 4 * lane; j < end4; j += 4 * PW_WARP) {
+    const uint4 q = *reinterpret_cast<const uint4*>(cache + j);
+    sort(j, q.x);
+    sort(j + 1, q.y);
+    sort(j + 2, q.z);
+    sort(j + 3, q.w);
+  }
+  for (int j = end4 + lane; j < end; j += PW_WARP) sort(j, cache[j]);
+  greater = pw_warp_add_i32(greater);
+  pw_radix_digit<kCluster>(sh, 2, 8, prefix, remaining);  // its barrier: the list is whole
+  const int listed = sh.list_n;
+  const bool use_list = listed <= PW_TOPK_LIST_KEYS;  // the block's choice, not the cluster's
+  if (use_list) {
+    for (int i = threadIdx.x; i < listed; i += PW_BLOCK_THREADS) {
+      const pw_u32 key = cache[sh.list[i]];
+      if (key >> 8 == prefix >> 8) atomicAdd(&sh.hist[1][key & 255u], 1);
+    }
+  } else {
+    pw_radix_count_cached(cache, n, 0xffffff00u, prefix, 0, sh.hist[1]);
+  }
+  pw_radix_digit<kCluster>(sh, 3, 0, prefix, remaining);
+  threshold = prefix;
+  need = remaining;
+  if (use_list) {
+    if (lane == 0) {
+      sh.warp_greater[w] = greater;
+      sh.warp_equal[w] = 0;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < listed; i += PW_BLOCK_THREADS) {
+      const int j = sh.list[i];
+      const pw_u32 key = cache[j];
+      if (key > threshold) atomicAdd(&sh.warp_greater[j / seg], 1);
+      if (key == threshold && key != 0u) atomicAdd(&sh.warp_equal[j / seg], 1);
+    }
+    return;
+  }
+  int equal = 0;
+  greater = 0;
+  for (int j = begin + lane; j < end; j += PW_WARP) {
+    greater += cache[j] > threshold ? 1 : 0;
+    equal += cache[j] == threshold && cache[j] != 0u ? 1 : 0;
+  }
+  greater = pw_warp_add_i32(greater);
+  equal = pw_warp_add_i32(equal);
+  if (lane == 0) {
+    sh.warp_greater[w] = greater;
+    sh.warp_equal[w] = equal;
+  }
+}
+#endif
 
 // The top k of candidates 0..n-1 (keys key_of(i); key 0 is padding, never selected): calls
 // emit(rank, i) for each selected candidate in ascending i, rank 0, 1, ...; returns how many
@@ -228,20 +365,24 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
       key[b] = i < end ? key_at(i) : 0u;
     }
   };
-  pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
-  int need = 0;
-  if (n_all > k) {
-    pw_radix_select<kBatch, kCluster>(n, k, key_at, sh, threshold, need, cached ? cache : nullptr,
-                                      count_first);
-  }
-
-  // The ordered compaction. Warp w owns candidates [begin, end), whole warps of them.
+  // The ordered compaction's warps: warp w owns candidates [begin, end), whole warps of them.
   const int w = threadIdx.x / PW_WARP;
   const int seg = ((n + PW_TOPK_WARPS - 1) / PW_TOPK_WARPS + PW_WARP - 1) / PW_WARP * PW_WARP;
   const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
   const pw_u64 below = pw_lanes_below();
+  pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
+  int need = 0;
+  const bool listed = PW_TOPK_LIST && count_first;  // the counts come with the select
+#if PW_TOPK_LIST
+  if (listed) pw_topk_list_select<kCluster>(n, k, cache, sh, seg, begin, end, threshold, need);
+#endif
+  if (n_all > k && !listed) {
+    pw_radix_select<kBatch, kCluster>(n, k, key_at, sh, threshold, need, cached ? cache : nullptr,
+                                      count_first);
+  }
+
   int greater = 0, equal = 0;
-  if (cached) {
+  if (cached && !listed) {
     // The counts need no order: each lane counts 4 keys a read (begin is whole warps of keys),
     // then the warp adds them up.
     const int lane = static_cast<int>(threadIdx.x % PW_WARP);
@@ -261,7 +402,7 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
     }
     greater = pw_warp_add_i32(greater);
     equal = pw_warp_add_i32(equal);
-  } else {
+  } else if (!cached) {
     for (int base = begin; base < end; base += kBatch * PW_WARP) {
       pw_u32 key[kBatch];
       warp_keys(base, end, key);
@@ -272,7 +413,7 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
       }
     }
   }
-  if (threadIdx.x % PW_WARP == 0) {
+  if (threadIdx.x % PW_WARP == 0 && !listed) {
     sh.warp_greater[w] = greater;
     sh.warp_equal[w] = equal;
   }
@@ -313,7 +454,49 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
   if (n_all <= k) need = total_taken_ties;  // threshold 1: keep every tie (key 1 is a real key)
   // Ties before this warp's segment that were taken: min(tie, need).
   slot += tie < need ? tie : need;
-  for (int base = begin; base < end; base += kBatch * PW_WARP) {
+#if PW_TOPK_LIST
+  // Cached: each lane takes 4 keys in a row a read; a warp's read with no key at or above the
+  // threshold (most reads: only Ktop of the row's keys are) costs one ballot.
+  for (int base = begin; cached && base < end; base += 4 * PW_WARP) {
+    const int j = base + 4 * static_cast<int>(threadIdx.x % PW_WARP);
+    pw_u32 v[4];
+    if (j + 3 < end) {
+      const uint4 q = *reinterpret_cast<const uint4*>(cache + j);
+      v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+#pragma unroll
+      for (int b = 0; b < 4; ++b) v[b] = j + b < end ? cache[j + b] : 0u;
+    }
+    bool gt[4], is_tie[4];
+    int ties = 0, any = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      gt[b] = v[b] > threshold;
+      is_tie[b] = v[b] == threshold && v[b] != 0u;
+      ties += is_tie[b] ? 1 : 0;
+      any |= gt[b] || is_tie[b] ? 1 : 0;
+    }
+    if (!pw_warp_any(any != 0)) continue;
+    int warp_ties = 0, warp_taken = 0;
+    int t = tie + pw_warp_prefix_small(ties, warp_ties);  // this lane's first tie's rank
+    bool take[4];
+    int taken = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      take[b] = gt[b] || (is_tie[b] && t < need);
+      t += is_tie[b] ? 1 : 0;
+      taken += take[b] ? 1 : 0;
+    }
+    int r = slot + pw_warp_prefix_small(taken, warp_taken);
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      if (take[b]) emit(r++, j + b);
+    }
+    slot += warp_taken;
+    tie += warp_ties;
+  }
+#endif
+  for (int base = begin; !(PW_TOPK_LIST && cached) && base < end; base += kBatch * PW_WARP) {
     pw_u32 key[kBatch];
     warp_keys(base, end, key);
 #pragma unroll

@@ -500,6 +500,13 @@ absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const 
   return gpu.LoadModule(compiled[0].code);
 }
 
+// The top-k kernels' builds the checks run: as the plan compiles them, and with topk_common.h's
+// PW_TOPK_LIST experiment (the cached rows' listed passes), until a bench decides between them.
+constexpr const char* kTopkBuilds[] = {"default", "PW_TOPK_LIST=1"};
+std::vector<std::string> TopkBuildDefines(const std::string& build) {
+  return build == "default" ? std::vector<std::string>{} : std::vector<std::string>{"-D" + build};
+}
+
 // One top-k launch of rows with `visible` keys each (scores on a grid: ties are common), poisoned
 // output, the workspace TopkWorkspaceBytes asks for; the rows `check` (all when empty) compared
 // with the CPU. "" when every one is exact, else the first wrong row and where (`how`: the
@@ -556,38 +563,42 @@ std::string TopkRowsWrong(Gpu& gpu, void* module, const Key& key, bool prefill,
 // topk_decode over rows longer than the plan's witnesses: rows cached in the launch's dynamic
 // shared memory (sized by its longest row, at most what the arch has), rows past that cache
 // (every pass reads global memory, several keys a thread at once), and rows shorter than Ktop, in
-// one launch; and a launch whose rows all fit a small cache. Exact against the CPU.
+// one launch; and a launch whose rows all fit a small cache. Exact against the CPU, each build of
+// kTopkBuilds.
 TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
   arch_ = *ParseArch(gpu_->ArchName());
   Key key = NewKey("topk_decode", arch_);
   key.Set("topk", 2048);
-  testing::TempDir dir;
-  absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path());
-  ASSERT_TRUE(module.ok()) << module.status();
-  const int cap = pw_topk_decode_cache_cap(SharedMemoryKib(arch_));
-  // A row's blocks: on sm_90 a cluster where it pays (few rows or long ones), each block holding a
-  // slice; rows of fewer keys than the cluster has warps leave blocks with none; 8 cache-fulls and
-  // one past them: every slice read from global memory each pass. 40 rows of at most 16K keys: a
-  // block a row, on sm_90 too; 65,537 short rows: more than a launch's grid holds in y.
-  const bool clusters = arch_.platform == Platform::kNvidia && arch_.name == "sm_90";
-  std::vector<int> many, most;
-  for (int r = 0; r < 40; ++r) many.push_back(r % 5 == 0 ? 16384 : 100 + 397 * r);
-  for (int r = 0; r < 65537; ++r) most.push_back(1 + (r * 37) % 2600);
-  for (const std::vector<int>& visible :
-       {std::vector<int>{8256, 131072, 1000, cap, cap + 1, 32768, 2048, 70001},
-        std::vector<int>{100, 4000, 2049, 3071, 33, 2047},
-        std::vector<int>{8 * cap + 1, 5000, 8 * cap}, many, most}) {
-    const int n = static_cast<int>(visible.size());
-    const int stride = *std::max_element(visible.begin(), visible.end());
-    const int blocks = pw_topk_decode_blocks(clusters && pw_topk_decode_cluster_pays(n, stride));
-    const std::vector<int> check =
-        n < 1000 ? std::vector<int>{} : std::vector<int>{0, 1, 777, 65534, 65535, 65536};
-    EXPECT_EQ(TopkRowsWrong(*gpu_, *module, key, false, visible, check,
-                            absl::StrCat(blocks, " blocks a row, cache ",
-                                         pw_topk_decode_cache_keys(SharedMemoryKib(arch_),
-                                                                   pw_topk_slice(stride, blocks)),
-                                         " keys a block")),
-              "");
+  for (const char* build : kTopkBuilds) {
+    SCOPED_TRACE(build);
+    testing::TempDir dir;
+    absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), TopkBuildDefines(build));
+    ASSERT_TRUE(module.ok()) << module.status();
+    const int cap = pw_topk_decode_cache_cap(SharedMemoryKib(arch_));
+    // A row's blocks: on sm_90 a cluster where it pays (few rows or long ones), each block holding
+    // a slice; rows of fewer keys than the cluster has warps leave blocks with none; 8 cache-fulls
+    // and one past them: every slice read from global memory each pass. 40 rows of at most 16K
+    // keys: a block a row, on sm_90 too; 65,537 short rows: more than a launch's grid holds in y.
+    const bool clusters = arch_.platform == Platform::kNvidia && arch_.name == "sm_90";
+    std::vector<int> many, most;
+    for (int r = 0; r < 40; ++r) many.push_back(r % 5 == 0 ? 16384 : 100 + 397 * r);
+    for (int r = 0; r < 65537; ++r) most.push_back(1 + (r * 37) % 2600);
+    for (const std::vector<int>& visible :
+         {std::vector<int>{8256, 131072, 1000, cap, cap + 1, 32768, 2048, 70001},
+          std::vector<int>{100, 4000, 2049, 3071, 33, 2047},
+          std::vector<int>{8 * cap + 1, 5000, 8 * cap}, many, most}) {
+      const int n = static_cast<int>(visible.size());
+      const int stride = *std::max_element(visible.begin(), visible.end());
+      const int blocks = pw_topk_decode_blocks(clusters && pw_topk_decode_cluster_pays(n, stride));
+      const std::vector<int> check =
+          n < 1000 ? std::vector<int>{} : std::vector<int>{0, 1, 777, 65534, 65535, 65536};
+      EXPECT_EQ(TopkRowsWrong(*gpu_, *module, key, false, visible, check,
+                              absl::StrCat(blocks, " blocks a row, cache ",
+                                           pw_topk_decode_cache_keys(SharedMemoryKib(arch_),
+                                                                     pw_topk_slice(stride, blocks)),
+                                           " keys a block")),
+                "");
+    }
   }
 }
 
@@ -595,33 +606,37 @@ TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
 // take a thread block cluster a row (no workspace), 16 the strips and their merge; rows of a
 // whole length, one short of it, just past a cache-full of the first block, around Ktop, shorter
 // than a cluster's warps, of one key; and 65,537 short rows (strips 2), more than a launch's grid
-// holds in y. Exact against the CPU.
+// holds in y. Exact against the CPU, each build of kTopkBuilds.
 TEST_F(GpuCheckTest, TopkPrefillOfLongRowsMatchesTheCpuReference) {
   arch_ = *ParseArch(gpu_->ArchName());
   const bool hopper = arch_.platform == Platform::kNvidia && arch_.name == "sm_90";
   for (int strips : {2, 4, 8, 16}) {
-    Key key = NewKey("topk_prefill", arch_);
-    key.Set("topk", 2048);
-    key.Set("strips", strips);
-    testing::TempDir dir;
-    absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path());
-    ASSERT_TRUE(module.ok()) << "strips " << strips << ": " << module.status();
-    const int len = strips * PW_TOPK_CACHE;
-    std::vector<std::vector<int>> launches = {
-        {len, len - 1, PW_TOPK_CACHE + 1, 2049, 2048, 2047, 33, 1, 5000, len - 8191}};
-    if (strips == 2) {
-      std::vector<int> most;
-      for (int r = 0; r < 65537; ++r) most.push_back(1 + (r * 37) % 3000);
-      launches.push_back(most);
-    }
-    const std::string how = pw_topk_prefill_cluster(strips, hopper)
-                                ? absl::StrCat("a cluster of ", strips, " a row")
-                                : absl::StrCat(strips, " strips and their merge");
-    for (const std::vector<int>& visible : launches) {
-      const std::vector<int> check = visible.size() < 1000
-                                         ? std::vector<int>{}
-                                         : std::vector<int>{0, 1, 777, 65534, 65535, 65536};
-      EXPECT_EQ(TopkRowsWrong(*gpu_, *module, key, true, visible, check, how), "");
+    for (const char* build : kTopkBuilds) {
+      Key key = NewKey("topk_prefill", arch_);
+      key.Set("topk", 2048);
+      key.Set("strips", strips);
+      testing::TempDir dir;
+      absl::StatusOr<void*> module =
+          LoadKey(*gpu_, arch_, key, dir.path(), TopkBuildDefines(build));
+      ASSERT_TRUE(module.ok()) << "strips " << strips << ", " << build << ": " << module.status();
+      const int len = strips * PW_TOPK_CACHE;
+      std::vector<std::vector<int>> launches = {
+          {len, len - 1, PW_TOPK_CACHE + 1, 2049, 2048, 2047, 33, 1, 5000, len - 8191}};
+      if (strips == 2) {
+        std::vector<int> most;
+        for (int r = 0; r < 65537; ++r) most.push_back(1 + (r * 37) % 3000);
+        launches.push_back(most);
+      }
+      const std::string how = absl::StrCat(pw_topk_prefill_cluster(strips, hopper)
+                                               ? absl::StrCat("a cluster of ", strips, " a row")
+                                               : absl::StrCat(strips, " strips and their merge"),
+                                           ", build ", build);
+      for (const std::vector<int>& visible : launches) {
+        const std::vector<int> check = visible.size() < 1000
+                                           ? std::vector<int>{}
+                                           : std::vector<int>{0, 1, 777, 65534, 65535, 65536};
+        EXPECT_EQ(TopkRowsWrong(*gpu_, *module, key, true, visible, check, how), "");
+      }
     }
   }
 }

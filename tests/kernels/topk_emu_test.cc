@@ -4,7 +4,8 @@
 // topk_decode's Hopper entries), over the bench's uniform scores, ties, signed zeros, negative
 // scores, rows shorter than Ktop and rows of one key. The GPU check runs the same code on the H200;
 // this one runs where no GPU is, so an edit to the selection's logic is checked before a device
-// is at hand. Both builds of the cached path's passes (PW_TOPK_LIST 0 and 1) are compiled here.
+// is at hand. Built twice: topk_emu_test as the plan compiles, topk_list_emu_test with
+// PW_TOPK_LIST=1.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #define PW_TOPK_CLUSTER_SHARED 1
