@@ -9,8 +9,12 @@
 //   msa_kernel_bench [--model-config tests/data/models/minimax-m3.json] [--tp 4]
 //                    [--bf16-tflops 790] [--reps N] [--simt] [--define NAME[=VALUE]]...
 //                    [--launcher L] [--rows N[,N]...] [--prefill-grid N] [--warm-l2] [--trace]
+//                    [--distinct-pages]
 // --prefill-grid N: msa_sparse_prefill's warpgroup path launches at most N persistent blocks
 // (default one an SM; a large N gives a block an item, as a plain grid).
+// --distinct-pages: every request's cache blocks its own (by default the blocks come from a pool of
+// kSharedPool, so that where requests x blocks exceed it, requests r and r + pool / blocks read
+// the same pages: a shared-prefix case, its second reader served from the L2).
 // --trace: the kernels built with PW_TRACE=1 (common/trace.h); after each row, when each of its
 // trace points happened over the blocks of one more launch (msa_index_decode, msa_sparse_decode).
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -31,6 +36,8 @@ namespace prewarm {
 namespace {
 
 constexpr int kBlock = PW_MSA_BLOCK;
+constexpr int kSharedPool =
+    16384;  // cache blocks the requests' tables share (--distinct-pages: none)
 
 struct Options {
   std::string model_config = "tests/data/models/minimax-m3.json";
@@ -42,10 +49,11 @@ struct Options {
   std::string launcher;  // only this one (empty: all)
   // msa_index_decode, msa_topk_decode, msa_sparse_decode: only these row counts (empty: all)
   std::vector<int> rows;
-  bool picked_only = false;  // --picked: only the variants the rules pick (one launch a row)
-  bool warm_l2 = false;      // --warm-l2: no L2 flush between launches
-  bool trace = false;        // --trace: PW_TRACE=1 builds, each row's trace points printed
-  int prefill_grid = 0;      // --prefill-grid: msa_sparse_prefill's max_grid (0: one an SM)
+  bool picked_only = false;     // --picked: only the variants the rules pick (one launch a row)
+  bool warm_l2 = false;         // --warm-l2: no L2 flush between launches
+  bool trace = false;           // --trace: PW_TRACE=1 builds, each row's trace points printed
+  int prefill_grid = 0;         // --prefill-grid: msa_sparse_prefill's max_grid (0: one an SM)
+  bool distinct_pages = false;  // --distinct-pages: no request shares a cache block
 };
 
 // `rows` query rows of a step: prefill rows are `rows / requests` tokens of each request, the
@@ -158,7 +166,7 @@ class MsaBench {
     if (Skip(key, picked)) return;
     const Rows r = MakeRows(prefill, rows, ctx, requests, prefill ? 1 : requests);
     int num_blocks = 0;
-    const std::vector<int> table = Table(r, 16384, &num_blocks);
+    const std::vector<int> table = Table(r, Pool(), &num_blocks);
     const int hi = KvHeads(), d = 128;
     DeviceBuffer q = Must(Upload(gpu_, RandomBf16(static_cast<size_t>(rows) * hi * d, 6)));
     DeviceBuffer cache =
@@ -241,7 +249,7 @@ class MsaBench {
     if (Skip(key, picked)) return;
     const Rows r = MakeRows(prefill, rows, ctx, 1);
     int num_blocks = 0;
-    const std::vector<int> table = Table(r, 16384, &num_blocks);
+    const std::vector<int> table = Table(r, Pool(), &num_blocks);
     const int hq = Heads(), hkv = KvHeads(), d = 128;
     const int kb = static_cast<int>(KeyInt(key, "topk_blocks"));
     // Each row's selection: its own block and random others below it, ascending, -1 padded;
@@ -318,6 +326,9 @@ class MsaBench {
   int Heads() const { return static_cast<int>(shape_.heads); }
   int KvHeads() const { return static_cast<int>(shape_.kv_heads); }
 
+  // The pool of cache blocks the rows' block tables take theirs from.
+  int Pool() const { return o_.distinct_pages ? std::numeric_limits<int>::max() : kSharedPool; }
+
   Gpu& gpu_;
   Options o_;
   Shape shape_;
@@ -328,6 +339,7 @@ class MsaBench {
 constexpr char kUsage[] =
     "usage: msa_kernel_bench [--model-config PATH] [--tp N] [--bf16-tflops T] [--reps N] "
     "[--simt] [--picked] [--warm-l2] [--trace]\n"
+    "                        [--distinct-pages]\n"
     "                        [--define NAME[=VALUE]]... [--launcher msa_...] [--rows N,...]\n"
     "                        [--prefill-grid N]\n";
 
@@ -340,8 +352,11 @@ int Main(int argc, char** argv) {
                   kUsage);
       return 0;
     }
-    if (a == "--simt" || a == "--picked" || a == "--warm-l2") {
-      (a == "--simt" ? o.simt : a == "--picked" ? o.picked_only : o.warm_l2) = true;
+    if (a == "--simt" || a == "--picked" || a == "--warm-l2" || a == "--distinct-pages") {
+      (a == "--simt"      ? o.simt
+       : a == "--picked"  ? o.picked_only
+       : a == "--warm-l2" ? o.warm_l2
+                          : o.distinct_pages) = true;
       continue;
     }
     if (a == "--trace") {
@@ -404,10 +419,11 @@ int Main(int argc, char** argv) {
   std::printf(
       "msa_kernel_bench on %s%s, %s tp %d (per rank: %lld query heads, %lld KV heads): "
       "copy %.2f TB/s (measured), bf16 peak %.0f TFLOP/s (given); floor %.4f ms (a 4-byte fill, "
-      "timed as the rows are)%s\n",
+      "timed as the rows are)%s%s\n",
       gpu->Name().c_str(), o.simt ? ", SIMT path" : "", model.name.c_str(), o.tp,
       static_cast<long long>(shape.heads), static_cast<long long>(shape.kv_heads), copy,
-      o.bf16_tflops, bench.FloorMs(), o.warm_l2 ? "; L2 not flushed between launches" : "");
+      o.bf16_tflops, bench.FloorMs(), o.warm_l2 ? "; L2 not flushed between launches" : "",
+      o.distinct_pages ? "; no two requests share a cache block" : "");
   std::printf("%-20s %-12s %1s %6s %7s %11s %9s %8s %8s %7s %7s\n", "launcher", "variant", "",
               "rows", "ctx", "median_ms", "GFLOP", "MB", "TB/s", "%copy", "%bf16");
   auto picked_key = [&](const char* launcher, const Step& step) {
