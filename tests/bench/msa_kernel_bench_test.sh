@@ -21,12 +21,13 @@ expect_bad "bad argument --prefill-grid -2" --prefill-grid -2
 expect_bad "bad argument --prefill-grid 1.5" --prefill-grid 1.5
 expect_bad "bad argument --prefill-grid 4294967296" --prefill-grid 4294967296
 out=$("$bench" --help 2>&1)
-if [[ $? -ne 0 ]] || ! grep -qF -- "[--prefill-grid N]" <<<"$out"; then
+if [[ $? -ne 0 ]] || ! grep -qF -- "[--prefill-grid N]" <<<"$out" ||
+  ! grep -qF -- "[--distinct-pages]" <<<"$out"; then
   echo "FAIL: msa_kernel_bench --help: $out"
   fail=1
 fi
 if ! command -v nvidia-smi >/dev/null && [[ ! -e /dev/kfd ]]; then
-  out=$("$bench" --prefill-grid 8 --launcher msa_sparse_prefill 2>&1)
+  out=$("$bench" --prefill-grid 8 --distinct-pages --launcher msa_sparse_prefill 2>&1)
   if [[ $? -ne 0 ]] || ! grep -q "skipped: no GPU" <<<"$out"; then
     echo "FAIL: msa_kernel_bench with no GPU: $out"
     fail=1
