@@ -195,6 +195,19 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
                                              ": longer than any path (PATH_MAX ", PATH_MAX,
                                              " bytes)"));
   }
+  // An empty path (a flag given as "", or a PREWARM_* variable set empty, as a manifest renders an
+  // unset value) is refused, not read as "not given": that would plan the embedded example, or
+  // fill ~/.cache/prewarm instead of the volume, and report success.
+  for (const auto& [flag, instead] :
+       {std::pair{"cache-dir", "leave it unset for ~/.cache/prewarm"},
+        std::pair{"manifest", "leave it unset for the cache's own"},
+        std::pair{"model-config", "leave it unset for the embedded example"},
+        std::pair{"trace", "give the trace's file"}, std::pair{"output", "give a directory"}}) {
+    const auto it = args.texts.find(flag);
+    if (it == args.texts.end() || !it->second.empty()) continue;
+    return absl::InvalidArgumentError(
+        StrCat(args.origins.at(flag), "=\"\": an empty path; give a path, or ", instead));
+  }
   Config c;
   c.command = args.command;
   auto origin = [&](const std::string& flag) {

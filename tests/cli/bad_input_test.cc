@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -192,10 +194,39 @@ INSTANTIATE_TEST_SUITE_P(
                  {"plan"},
                  {{"PREWARM_ARCH", "gfx9000"}},
                  {"--arch gfx9000: unknown architecture", "(from PREWARM_ARCH)"}},
+        BadInput{"EmptyModelConfig",
+                 {"plan", "--model-config", ""},
+                 {},
+                 {"--model-config=\"\": an empty path", "the embedded example"}},
+        BadInput{"EmptyModelConfigVariable",
+                 {"plan"},
+                 {{"PREWARM_MODEL_CONFIG", ""}},
+                 {"PREWARM_MODEL_CONFIG=\"\": an empty path"}},
+        BadInput{"EmptyTrace",
+                 {"replay", "--arch", "gfx90a", "--trace", ""},
+                 {},
+                 {"--trace=\"\": an empty path"}},
         BadInput{"InspectMissingEntry",
                  {"inspect", "/nonexistent/sparse_decode_x/1c99.co"},
                  {},
                  {"/nonexistent/sparse_decode_x/1c99.co: no such file"}}));
+
+// An empty cache directory (a flag given as "", a PREWARM_CACHE_DIR set empty) is exit 2, and
+// nothing is compiled into the default ~/.cache/prewarm in its place.
+TEST(BadInputFileTest, AnEmptyCacheDirIsExitTwoAndFillsNoDefault) {
+  testing::TempDir home;
+  for (const auto& [args, env, named] :
+       {std::tuple{std::vector<std::string>{"run", "--arch", "gfx90a", "--cache-dir", ""},
+                   std::optional<std::string>(), "--cache-dir=\"\""},
+        std::tuple{std::vector<std::string>{"run", "--arch", "gfx90a"},
+                   std::optional<std::string>(""), "PREWARM_CACHE_DIR=\"\""}}) {
+    SubprocessResult r = RunPrewarm(args, {{"HOME", home.path()}, {"PREWARM_CACHE_DIR", env}});
+    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(std::string(named) + ": an empty path"), std::string::npos)
+        << r.stderr_text;
+    EXPECT_FALSE(fs::exists(home.path() + "/.cache")) << "compiled into the default instead";
+  }
+}
 
 // Nesting that would overflow the JSON parser's stack (SIGSEGV before) is a clear exit 2, in a
 // model config and in the JSON values of --vllm-args.
