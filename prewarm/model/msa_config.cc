@@ -89,6 +89,17 @@ absl::Status ParseMsaFields(const json& j, const json& sparse, std::string_view 
       }
       c.sparse_layers += f.get<int64_t>();
     }
+    // One entry a layer (vLLM's MiniMax-M3 reads entry i for layer i).
+    if (c.num_layers > 0 && static_cast<int64_t>(freq.size()) != c.num_layers) {
+      return absl::InvalidArgumentError(
+          StrCat(sparse_origin, ": field \"sparse_attention_freq\" has ", freq.size(),
+                 " entries, expected one a layer (num_hidden_layers ", c.num_layers, ")"));
+    }
+    if (c.sparse_layers == 0) {
+      return absl::InvalidArgumentError(
+          StrCat(sparse_origin, ": field \"sparse_attention_freq\" marks no layer MSA (all ",
+                 freq.size(), " entries 0): a dense model, for which prewarm has no launchers"));
+    }
   }
   // What our kernels build.
   if (c.block_size != kMsaBlock) {

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <ostream>
 #include <sstream>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -178,7 +179,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadMsa{"sparse_attention_config/sparse_local_block", 9, "sparse_local_block"},
         BadMsa{"sparse_attention_config/sparse_attention_freq", "all", "sparse_attention_freq"},
         BadMsa{"sparse_attention_config/sparse_attention_freq", json::array({0, 2}),
-               "sparse_attention_freq"}));
+               "sparse_attention_freq"},
+        BadMsa{"sparse_attention_config/sparse_attention_freq", json::array({0, 1}),
+               "\"text_config.sparse_attention_config.sparse_attention_freq\" has 2 entries, "
+               "expected one a layer (num_hidden_layers 60)"},
+        BadMsa{"sparse_attention_config/sparse_attention_freq", json(std::vector<int>(60, 0)),
+               "marks no layer MSA (all 60 entries 0)"}));
 
 }  // namespace
 }  // namespace prewarm
