@@ -271,6 +271,15 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
     value[kSeqs] = value[kTokens];
     origin[kSeqs] = StrCat(defaults.origin, ", at most max_num_batched_tokens");
   }
+  // As vLLM (SchedulerConfig: max_num_batched_tokens must be >= max_num_seqs), which fails to
+  // start with a smaller token budget than its sequences: both given (a default of either is
+  // vLLM's to settle).
+  if (given[kSeqs] && given[kTokens] && value[kTokens] < value[kSeqs]) {
+    return absl::InvalidArgumentError(
+        StrCat("--max-num-batched-tokens ", value[kTokens], " (from ", origin[kTokens],
+               ") is below --max-num-seqs ", value[kSeqs], " (from ", origin[kSeqs],
+               "): vLLM fails to start unless max_num_batched_tokens >= max_num_seqs"));
+  }
   if (value[kLen] == kMaxModelLenAuto) {
     value[kLen] = model.max_position_embeddings;
     origin[kLen] = StrCat(origin[kLen], " auto: model config max_position_embeddings");
