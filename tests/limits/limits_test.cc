@@ -43,11 +43,14 @@ TEST(LimitsTest, SmallGpuDefaultsAndTheSequenceClamp) {
   EXPECT_NE(
       l->origins[static_cast<int>(IntLimit::kMaxNumSeqs)].find("at most max_num_batched_tokens"),
       std::string::npos);
-  // An explicit max_num_seqs is not clamped (vLLM rejects it; the plan covers it).
+  // An explicit max_num_seqs above explicit tokens is not clamped: vLLM fails to start there, and
+  // so does the plan, naming both.
   ASSERT_TRUE(SetIntLimitFromText(v, "max-num-seqs", "600", "--max-num-seqs").ok());
   l = ResolveLimits(v, {}, ExampleModelConfig(), kLarge);
-  ASSERT_TRUE(l.ok()) << l.status();
-  EXPECT_EQ(l->max_num_seqs, 600);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(l.status().message().find("--max-num-batched-tokens 512"), std::string::npos);
+  EXPECT_NE(l.status().message().find("--max-num-seqs 600"), std::string::npos);
 }
 
 TEST(LimitsTest, MaxModelLenAutoIsTheModelsMaximum) {
