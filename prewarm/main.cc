@@ -32,7 +32,8 @@ ABSL_FLAG(std::string, gpu_memory_gib, "",
           "applied).");
 ABSL_FLAG(std::string, max_model_len, "",
           "Context length of any request (vLLM --max-model-len; auto or -1: the model's "
-          "maximum). Default: the model's max_position_embeddings.");
+          "maximum). Default: the model's max_position_embeddings, scaled as its rope_scaling says "
+          "(as vLLM derives it).");
 ABSL_FLAG(std::string, num_speculative_tokens, "",
           "Speculative tokens per decode request; a decode query is 1..k+1 tokens. Default 0.");
 ABSL_FLAG(std::string, max_cudagraph_capture_size, "",

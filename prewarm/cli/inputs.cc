@@ -1,9 +1,11 @@
 #include "prewarm/cli/inputs.h"
 
+#include "absl/strings/ascii.h"
 #include "prewarm/arch/arch.h"
 #include "prewarm/cache/manifest.h"
 #include "prewarm/limits/vllm_args.h"
 #include "prewarm/util/env.h"
+#include "prewarm/util/log.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
 
@@ -85,6 +87,25 @@ absl::StatusOr<BatchDefaults> BatchDefaultsFor(const Config& config,
                            large.empty() ? StrJoin(small, ",") : StrJoin(large, ","));
 }
 
+// A max_model_len past the model's own (its max_position_embeddings, scaled as its rope_scaling
+// says) is planned as given, with a warning: vLLM refuses to start with it unless
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN is set, which it reads from its own container's environment (so
+// this one's is only a hint that the user meant it).
+void WarnIfLongerThanTheModel(const Limits& limits, const ModelConfig& model) {
+  const int64_t derived = model.derived_max_model_len;
+  if (derived <= 0 || limits.max_model_len <= derived) return;
+  const std::string allow =
+      absl::AsciiStrToLower(GetEnv("VLLM_ALLOW_LONG_MAX_MODEL_LEN").value_or(""));
+  if (allow == "1" || allow == "true") return;
+  LogWarning(StrCat("max_model_len ", limits.max_model_len, " (from ",
+                    limits.origins[static_cast<int>(IntLimit::kMaxModelLen)],
+                    ") is longer than the model allows, ", derived, " (max_position_embeddings",
+                    derived != model.max_position_embeddings ? " scaled by rope_scaling" : "",
+                    " in ", model.source,
+                    "): vLLM refuses to start with it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is "
+                    "set for the server; planned as given"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Arch>> ParseArchFlag(const Config& config) {
@@ -119,6 +140,7 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
   ASSIGN_OR_RETURN(in.archs, ResolveArchs(config, policy, archs_from_manifest, in.arch_note));
   ASSIGN_OR_RETURN(const BatchDefaults defaults, BatchDefaultsFor(config, in.archs));
   ASSIGN_OR_RETURN(in.limits, ResolveLimits(config.explicit_limits, vllm, in.model, defaults));
+  WarnIfLongerThanTheModel(in.limits, in.model);
   absl::StatusOr<Shape> shape = ShapeForRank(in.model, in.limits.tensor_parallel_size,
                                              in.limits.decode_context_parallel_size);
   if (!shape.ok()) {

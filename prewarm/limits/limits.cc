@@ -231,19 +231,19 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
                                      const LimitValues& vllm_values, const ModelConfig& model,
                                      const BatchDefaults& defaults) {
   Limits limits;
-  // Built-in defaults (vLLM's), with max_model_len from the model config.
-  std::array<int64_t, kNumIntLimits> value = {defaults.max_num_seqs,
-                                              defaults.max_num_batched_tokens,
-                                              model.max_position_embeddings,
-                                              0,
-                                              512,
-                                              1,
-                                              64,
-                                              1};
+  // Built-in defaults (vLLM's), with max_model_len the model's longest, as vLLM derives it: its
+  // max_position_embeddings scaled as its rope_scaling says.
+  const bool scaled = model.derived_max_model_len > 0 &&
+                      model.derived_max_model_len != model.max_position_embeddings;
+  const int64_t model_len = scaled ? model.derived_max_model_len : model.max_position_embeddings;
+  const std::string model_len_origin =
+      scaled ? "model config max_position_embeddings scaled by rope_scaling"
+             : "model config max_position_embeddings";
+  std::array<int64_t, kNumIntLimits> value = {
+      defaults.max_num_seqs, defaults.max_num_batched_tokens, model_len, 0, 512, 1, 64, 1};
   std::array<std::string, kNumIntLimits> origin = {
-      defaults.origin, defaults.origin, "model config max_position_embeddings",
-      "default",       "default",       "default",
-      "default",       "default"};
+      defaults.origin, defaults.origin, model_len_origin, "default",
+      "default",       "default",       "default",        "default"};
   std::optional<Sourced<bool>> tokens_from_model;
   std::array<bool, kNumIntLimits> given{};  // a source set it (else the default stands)
   // Lower precedence first; each later source overrides.
@@ -281,8 +281,8 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
                "): vLLM fails to start unless max_num_batched_tokens >= max_num_seqs"));
   }
   if (value[kLen] == kMaxModelLenAuto) {
-    value[kLen] = model.max_position_embeddings;
-    origin[kLen] = StrCat(origin[kLen], " auto: model config max_position_embeddings");
+    value[kLen] = model_len;
+    origin[kLen] = StrCat(origin[kLen], " auto: ", model_len_origin);
   }
   // An MTP speculative config without a count whose source is above any explicit count.
   if (tokens_from_model.has_value() && !given[kSpec]) {

@@ -16,7 +16,40 @@ namespace {
 
 using config_fields::Has;
 using config_fields::PositiveInt;
+
 using nlohmann::json;
+
+// vLLM's longest context for the model without VLLM_ALLOW_LONG_MAX_MODEL_LEN
+// (vllm/config/model.py, _get_and_verify_max_len), for what these configs hold:
+// max_position_embeddings, times rope_scaling's (or rope_parameters') factor where its type is not
+// su, longrope or llama3, yarn's from original_max_position_embeddings. 0 where a field needed is
+// of another type (vLLM's own checks meet that config first).
+int64_t DerivedMaxModelLen(const json& j, int64_t max_position_embeddings) {
+  double derived = static_cast<double>(max_position_embeddings);
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const auto rope = j.find(key);
+    if (rope == j.end() || !rope->is_object()) continue;
+    std::string type;
+    for (const char* name : {"rope_type", "type"}) {
+      const auto t = rope->find(name);
+      if (t != rope->end() && t->is_string()) type = t->get<std::string>();
+      if (!type.empty()) break;
+    }
+    if (type.empty() || type == "default" || type == "su" || type == "longrope" ||
+        type == "llama3") {
+      break;
+    }
+    const auto factor = rope->find("factor");
+    const double f = factor != rope->end() && factor->is_number() ? factor->get<double>() : 1.0;
+    const auto original = rope->find("original_max_position_embeddings");
+    if (type == "yarn" && original != rope->end() && original->is_number()) {
+      derived = original->get<double>();
+    }
+    derived *= f;
+    break;
+  }
+  return derived >= 1 && derived < 9.2e18 ? static_cast<int64_t>(derived) : 0;
+}
 
 // `over` merged into `base`: objects key by key, everything else replaced.
 void MergeInto(json& base, const json& over) {
@@ -113,6 +146,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
     m.family = AttentionFamily::kMsa;
     m.family_reason = StrCat(where, "sparse_attention_config.use_sparse_attention true");
     RETURN_IF_ERROR(InTextConfig(ParseMsaFields(*j, *sparse, origin, m), origin, where));
+    m.derived_max_model_len = DerivedMaxModelLen(*j, m.max_position_embeddings);
     return m;
   }
   m.family = AttentionFamily::kMla;
@@ -148,6 +182,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
       if (absl::Status s = get(field, *out); !s.ok()) return s;
     }
   }
+  m.derived_max_model_len = DerivedMaxModelLen(*j, m.max_position_embeddings);
   return m;
 }
 

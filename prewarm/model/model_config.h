@@ -64,6 +64,9 @@ struct ModelConfig {
   int64_t index_head_dim = 0;  // Di
   int64_t index_topk = 0;      // Ktop
   int64_t max_position_embeddings = 0;
+  // The longest max_model_len vLLM starts with unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1:
+  // max_position_embeddings scaled as rope_scaling says (0: unknown).
+  int64_t derived_max_model_len = 0;
   int64_t num_nextn_predict_layers = 0;  // MTP layers (DeepSeek-V3 and later), 0 when none
   // True for the embedded example, whose KV cache dtype defaults to nvfp4.
   bool is_embedded_example = false;

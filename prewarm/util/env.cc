@@ -23,6 +23,8 @@ const std::vector<EnvVar>& RegisteredEnvVars() {
       {"TEMP", EnvKind::kNeutral, "hipRTC's temporary directory when TMPDIR and TMP are unset"},
       {"TEMPDIR", EnvKind::kNeutral,
        "hipRTC's temporary directory when TMPDIR, TMP and TEMP are unset"},
+      {"VLLM_ALLOW_LONG_MAX_MODEL_LEN", EnvKind::kNeutral,
+       "1 or true: no warning for a max_model_len past the model's (vLLM's own switch for it)"},
       {"PREWARM_TEST_COMPILE_DELAY_MS", EnvKind::kNeutral,
        "tests only: a compile worker sleeps this long before compiling"},
   };

@@ -1,5 +1,10 @@
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "prewarm/util/files.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
@@ -84,6 +89,54 @@ TEST(PlanCommandTest, VllmArgsFromTheEnvironment) {
         R"(--speculative-config '{"method":"mtp","num_speculative_tokens":3}' --max-num-seqs 64)"}});
   EXPECT_EQ(j["limits"]["num_speculative_tokens"], 3);
   EXPECT_EQ(j["limits"]["max_decode_tokens"], 256);
+}
+
+// A --max-model-len past the model's own is planned as given with a warning that names it, the
+// model's length and vLLM's switch; VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (as the server has it) quiets
+// it.
+TEST(PlanCommandTest, AModelLenPastTheModelsIsPlannedWithAWarning) {
+  const std::vector<std::string> args = {"plan", "--max-model-len", "163841"};
+  SubprocessResult r = RunPrewarm(args, {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", std::nullopt}});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("warning: max_model_len 163841 (from --max-model-len) is longer "
+                               "than the model allows, 163840 (max_position_embeddings in "),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("max_model_len                 163841"), std::string::npos)
+      << r.stdout_text;
+  r = RunPrewarm(args, {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1"}});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+  r = RunPrewarm({"plan", "--max-model-len", "163840"});
+  EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+}
+
+// Unset or auto, max_model_len is the model's longest as vLLM derives it: max_position_embeddings
+// scaled by rope_scaling's factor (dynamic: 16384 x 2), not max_position_embeddings alone, which
+// would leave the contexts past it unplanned; the table says where it came from.
+TEST(PlanCommandTest, DefaultModelLenFollowsRopeScaling) {
+  testing::TempDir dir;
+  nlohmann::json config =
+      nlohmann::json::parse(*ReadFile(TestDataPath("models/deepseek-v2-lite.json")));
+  config["max_position_embeddings"] = 16384;
+  config["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  const std::string path = dir.WriteFile("config.json", config.dump());
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, std::vector<std::string>{"--max-model-len", "auto"}}) {
+    std::vector<std::string> args = {"plan", "--model-config", path};
+    args.insert(args.end(), extra.begin(), extra.end());
+    SubprocessResult r = RunPrewarm(args);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_NE(r.stdout_text.find("max_model_len                 32768"), std::string::npos)
+        << r.stdout_text;
+    EXPECT_NE(r.stdout_text.find("model config max_position_embeddings scaled by rope_scaling"),
+              std::string::npos)
+        << r.stdout_text;
+    EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+  }
+  nlohmann::json j = PlanJson({"--model-config", path});
+  EXPECT_EQ(j["limits"]["max_model_len"], 32768);
 }
 
 TEST(PlanCommandTest, GraphOnlyCapsDecodeTokens) {

@@ -1,5 +1,9 @@
 #include "prewarm/model/model_config.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "tests/testing/cli.h"
 
@@ -29,6 +33,35 @@ TEST(ModelConfigTest, ReadsDeepSeekV32Indexer) {
   EXPECT_EQ(m->index_n_heads, 64);
   EXPECT_EQ(m->index_head_dim, 128);
   EXPECT_EQ(m->index_topk, 2048);
+}
+
+// The longest max_model_len vLLM starts with (VLLM_ALLOW_LONG_MAX_MODEL_LEN unset):
+// max_position_embeddings, scaled by rope_scaling's factor unless its type is su, longrope or
+// llama3; yarn's from original_max_position_embeddings (DeepSeek's 4096 x 40 = 163840).
+TEST(ModelConfigTest, DerivedMaxModelLenFollowsRopeScaling) {
+  auto v2 = LoadModelConfig(TestDataPath("models/deepseek-v2-lite.json"));
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(v2->derived_max_model_len, 163840);
+  auto m3 = LoadModelConfig(TestDataPath("models/minimax-m3.json"));
+  ASSERT_TRUE(m3.ok()) << m3.status();
+  EXPECT_EQ(m3->derived_max_model_len, 1048576);
+  const std::string base = R"({"kv_lora_rank": 512, "num_attention_heads": 16,
+      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+      "max_position_embeddings": 32768)";
+  for (const auto& [rope, want] : std::vector<std::pair<std::string, int64_t>>{
+           {"", 32768},
+           {R"(, "rope_scaling": {"type": "dynamic", "factor": 2.0})", 65536},
+           {R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4,
+                 "original_max_position_embeddings": 8192})",
+            32768},
+           {R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})", 32768},
+           {R"(, "rope_scaling": {"rope_type": "longrope", "factor": 8})", 32768},
+           {R"(, "rope_parameters": {"rope_type": "linear", "factor": 3})", 98304},
+           {R"(, "rope_scaling": null)", 32768}}) {
+    auto m = ParseModelConfig(base + rope + "}", "c.json");
+    ASSERT_TRUE(m.ok()) << rope << m.status();
+    EXPECT_EQ(m->derived_max_model_len, want) << rope;
+  }
 }
 
 // The shipped configs are the two embedded shapes: DeepSeek-V3.2's published config is the
