@@ -1,6 +1,7 @@
 #include "prewarm/limits/limits.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
 
@@ -15,33 +16,58 @@ std::string NormalizeFlag(std::string_view name) {
   return ReplaceAll(out, '_', '-');
 }
 
-// Parses "256", "32k" (x1000), "32K" (x1024), "1m", "1M", "1g", "1G".
+// The suffix of vLLM's human-readable ints (vllm/utils/argparse_utils.py, human_readable_int):
+// k m g t decimal, K M G T binary.
+int64_t SizeMultiplier(char c) {
+  switch (c) {
+    case 'k':
+      return 1000;
+    case 'm':
+      return 1000 * 1000;
+    case 'g':
+      return 1000 * 1000 * 1000;
+    case 't':
+      return int64_t{1000} * 1000 * 1000 * 1000;
+    case 'K':
+      return 1024;
+    case 'M':
+      return 1024 * 1024;
+    case 'G':
+      return 1024 * 1024 * 1024;
+    case 'T':
+      return int64_t{1024} * 1024 * 1024 * 1024;
+    default:
+      return 1;
+  }
+}
+
+// "2.5k": digits, a point, digits and a suffix, which vLLM takes only with a decimal suffix.
+bool IsDecimalWithSuffix(std::string_view text) {
+  if (text.size() < 4 || SizeMultiplier(text.back()) == 1) return false;
+  text.remove_suffix(1);
+  const size_t point = text.find('.');
+  return point != std::string_view::npos && point > 0 && point + 1 < text.size() &&
+         text.find_first_not_of("0123456789.") == std::string_view::npos &&
+         text.find('.', point + 1) == std::string_view::npos;
+}
+
+// Parses "256", "32k" (x1000), "32K" (x1024), "1m", "1M", "1g", "1G", "1t", "1T" and, as vLLM
+// does, "25.6k" (a decimal with a decimal suffix: the double product truncated, Python's
+// int(float(number) * mult)).
 std::optional<int64_t> ParseSizedInt(std::string_view text) {
   text = StripWhitespace(text);
   if (text.empty()) return std::nullopt;
-  int64_t multiplier = 1;
-  const char last = text.back();
-  switch (last) {
-    case 'k':
-      multiplier = 1000;
-      break;
-    case 'K':
-      multiplier = 1024;
-      break;
-    case 'm':
-      multiplier = 1000 * 1000;
-      break;
-    case 'M':
-      multiplier = 1024 * 1024;
-      break;
-    case 'g':
-      multiplier = 1000 * 1000 * 1000;
-      break;
-    case 'G':
-      multiplier = 1024 * 1024 * 1024;
-      break;
-    default:
-      break;
+  const int64_t multiplier = SizeMultiplier(text.back());
+  if (IsDecimalWithSuffix(text)) {
+    if (std::isupper(static_cast<unsigned char>(text.back()))) return std::nullopt;
+    double number = 0;
+    const std::string_view digits = text.substr(0, text.size() - 1);
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    const double product = number * static_cast<double>(multiplier);
+    if (ec != std::errc() || ptr != digits.data() + digits.size() || !(product < 9.2e18)) {
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(product);
   }
   if (multiplier != 1) text.remove_suffix(1);
   int64_t value = 0;
@@ -151,6 +177,15 @@ absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name
   if (!v.has_value() && integer) {
     v = digits[0] == '-' ? std::numeric_limits<int64_t>::min()
                          : std::numeric_limits<int64_t>::max();
+  }
+  if (!v.has_value() && IsDecimalWithSuffix(digits) &&
+      std::isupper(static_cast<unsigned char>(digits.back()))) {
+    std::string lower(digits);
+    lower.back() = static_cast<char>(std::tolower(static_cast<unsigned char>(lower.back())));
+    return absl::InvalidArgumentError(
+        StrCat(origin, "=", ShownValue(text), ": a decimal with a binary suffix (", digits.back(),
+               " = 1024^n), which vLLM refuses too; a decimal takes a decimal suffix (", lower,
+               "), or give a whole number; ", rule));
   }
   if (!v.has_value()) {
     return absl::InvalidArgumentError(

@@ -498,17 +498,18 @@ test("the schema takes every arch the binary knows, alone or as a list, and refu
   assert.notEqual(renderFails("prewarm.arch=gfx950,gfx942").code, 0);
 });
 
-test("maxModelLen takes auto, -1 and vLLM's 32K as the binary does; it refuses what the binary refuses", () => {
+test("maxModelLen takes auto, -1 and vLLM's 32K and 25.6k as the binary does; it refuses what the binary refuses", () => {
   const modelMax = planInPod(servingPod(render("--set-json", `vllm.extraArgs=${JSON.stringify(["--max-model-len", "auto"])}`)).prewarm).limits.max_model_len;
   for (const [set, want] of [["limits.maxModelLen=auto", modelMax], ["limits.maxModelLen=-1", modelMax],
-    ["limits.maxModelLen=131072", 131072], ["limits.maxModelLen=32K", 32768], ["limits.maxModelLen=128k", 128000]]) {
+    ["limits.maxModelLen=131072", 131072], ["limits.maxModelLen=32K", 32768], ["limits.maxModelLen=128k", 128000],
+    ["limits.maxModelLen=25.6k", 25600]]) {
     const { prewarm, vllm } = servingPod(render(set));
     const words = argv(vllm);
     assert.equal(words[words.indexOf("--max-model-len") + 1], set.split("=")[1], "on vLLM's line as given");
     assert.equal(planInPod(prewarm).limits.max_model_len, want, set);
   }
   assert.equal(modelMax, 163840, "the embedded model's maximum");
-  for (const bad of ["0", "-2", "1e6", "25.6k", "32KB", "auto1"]) {
+  for (const bad of ["0", "-2", "1e6", "1.5K", ".5k", "32KB", "auto1"]) {
     binaryRejects("--max-model-len", bad);
     assert.match(rejectedBySchema(`limits.maxModelLen=${bad}`) || "", /maxModelLen/, bad);
   }

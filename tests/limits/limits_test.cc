@@ -1,5 +1,9 @@
 #include "prewarm/limits/limits.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace prewarm {
@@ -161,6 +165,31 @@ TEST(LimitsTest, SizeSuffixes) {
   EXPECT_EQ(v[IntLimit::kMaxModelLen]->value, 32768);
   ASSERT_TRUE(SetIntLimitFromText(v, "max-model-len", "1M", "x").ok());
   EXPECT_EQ(v[IntLimit::kMaxModelLen]->value, 1048576);
+  // vLLM's human_readable_int: decimals with a decimal suffix, truncated as Python's
+  // int(float(n) * mult) truncates (1.001k is 1000 there), and t / T.
+  for (const auto& [text, want] :
+       std::vector<std::pair<std::string, int64_t>>{{"25.6k", 25600},
+                                                    {"1.5m", 1500000},
+                                                    {"1.001k", 1000},
+                                                    {"0.5k", 500},
+                                                    {"0.000001t", 1000000},
+                                                    {"16.0k", 16000}}) {
+    ASSERT_TRUE(SetIntLimitFromText(v, "max-num-batched-tokens", text, "x").ok()) << text;
+    EXPECT_EQ(v[IntLimit::kMaxNumBatchedTokens]->value, want) << text;
+  }
+  // T is 2^40: past every limit's range, which the error names.
+  const absl::Status big = SetIntLimitFromText(v, "max-num-batched-tokens", "1T", "x");
+  EXPECT_NE(big.message().find("x=1T: too large"), std::string::npos) << big;
+  // A decimal with a binary suffix is refused (vLLM refuses it too), naming the decimal spelling.
+  const absl::Status s = SetIntLimitFromText(v, "max-model-len", "1.5K", "--max-model-len");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--max-model-len=1.5K: a decimal with a binary suffix"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("(1.5k)"), std::string::npos) << s;
+  for (const char* text : {".5k", "5.k", "1.2.3k", "1.5", "-1.5k", "1e3k", "k"}) {
+    EXPECT_FALSE(SetIntLimitFromText(v, "max-model-len", text, "x").ok()) << text;
+  }
 }
 
 struct BadValue {
