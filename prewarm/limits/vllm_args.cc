@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "prewarm/util/files.h"
 #include "prewarm/util/json.h"
+#include "prewarm/util/log.h"
 #include "prewarm/util/shell_split.h"
 #include "prewarm/util/status_macros.h"
 #include "prewarm/util/strings.h"
@@ -59,6 +60,64 @@ const Known* FindKnown(std::string_view name) {
     if (k.name == name) return &k;
   }
   return nullptr;
+}
+
+// The long flags of kKnown (not -tp, -dcp, -cc, -O).
+bool IsLongFlag(const Known& k) {
+  return k.name != "tp" && k.name != "dcp" && k.name != "cc" && k.name != "O";
+}
+
+// Edits (insertions, deletions, substitutions) between a and b, up to `cap` + 1.
+size_t EditDistance(std::string_view a, std::string_view b, size_t cap) {
+  if (a.size() > b.size() + cap || b.size() > a.size() + cap) return cap + 1;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return std::min(row[b.size()], cap + 1);
+}
+
+// A long flag prewarm does not read (`name` normalized, `shown` as written): vLLM's argparse
+// takes an abbreviation as the one flag it begins (allow_abbrev; `--max-num-seq 12` sets
+// max_num_seqs there), so one that begins a flag prewarm reads is exit 2 asking for the full
+// spelling (prewarm does not know every flag of vLLM's, so it cannot tell whether vLLM finds it
+// unique). One a letter or two from such a flag is a warning: vLLM refuses a flag it does not
+// know, but prewarm cannot tell a misspelling from a flag it never reads.
+absl::Status CheckUnreadFlag(std::string_view name, std::string_view shown) {
+  if (name.empty()) return absl::OkStatus();  // "--": the end of the options
+  std::vector<std::string> begun;
+  for (const Known& k : kKnown) {
+    if (IsLongFlag(k) && k.name.size() > name.size() && k.name.substr(0, name.size()) == name) {
+      begun.push_back(StrCat("--", k.name));
+    }
+  }
+  if (begun.size() == 1) {
+    return absl::InvalidArgumentError(
+        StrCat(kOrigin, shown, ": vLLM reads an abbreviated flag as the flag it begins, here ",
+               begun[0], " unless another flag of vLLM's begins so too; spell it out (", begun[0],
+               ") so that prewarm reads what the server runs"));
+  }
+  if (begun.size() > 1) {
+    return absl::InvalidArgumentError(StrCat(kOrigin, shown, ": begins ", StrJoin(begun, ", "),
+                                             "; vLLM refuses an ambiguous abbreviation: spell "
+                                             "out the flag meant"));
+  }
+  if (name.size() < 6) return absl::OkStatus();
+  for (const Known& k : kKnown) {
+    if (IsLongFlag(k) && EditDistance(name, k.name, 2) <= 2) {
+      LogWarning(StrCat(kOrigin, shown, ": not a flag prewarm reads; did you mean --", k.name,
+                        "? (vLLM refuses a flag it does not know; prewarm planned without it)"));
+      break;
+    }
+  }
+  return absl::OkStatus();
 }
 
 // `shown`: the flag as the line spells it ("-O", "--compilation-config").
@@ -378,7 +437,10 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
       name.resize(dot);
     }
     const Known* known = FindKnown(name);
-    if (known == nullptr) continue;  // a flag prewarm does not use (--port 8000)
+    if (known == nullptr) {  // a flag prewarm does not use (--port 8000)
+      if (word[1] == '-') RETURN_IF_ERROR(CheckUnreadFlag(name, word.substr(0, word.find('='))));
+      continue;
+    }
     const std::string shown = glued ? word.substr(0, 2) : word.substr(0, word.find('='));
     if (known->kind == Kind::kGraphSizes) {  // one or more values
       std::vector<std::string> values;

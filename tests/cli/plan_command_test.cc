@@ -139,6 +139,21 @@ TEST(PlanCommandTest, DefaultModelLenFollowsRopeScaling) {
   EXPECT_EQ(j["limits"]["max_model_len"], 32768);
 }
 
+// A flag in --vllm-args a letter or two from one prewarm reads is planned without, with a
+// warning naming the flag it resembles (vLLM refuses it; prewarm cannot tell a misspelling from
+// a flag of vLLM's it never reads).
+TEST(PlanCommandTest, AMisspelledVllmFlagIsAWarning) {
+  SubprocessResult r = RunPrewarm({"plan", "--vllm-args", "vllm serve m --max-num-seqss 12"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("warning: --vllm-args --max-num-seqss: not a flag prewarm reads; "
+                               "did you mean --max-num-seqs?"),
+            std::string::npos)
+      << r.stderr_text;
+  r = RunPrewarm({"plan", "--vllm-args", "vllm serve m --port 8000 --max-num-seqs 12"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
+}
+
 TEST(PlanCommandTest, GraphOnlyCapsDecodeTokens) {
   nlohmann::json j = PlanJson({"--max-num-seqs", "1024", "--max-cudagraph-capture-size", "128"});
   EXPECT_EQ(j["limits"]["max_decode_tokens"], 1024);

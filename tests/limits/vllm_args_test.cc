@@ -401,7 +401,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadLine{R"(-O '{"max_cudagraph_capture_size":18446744073709551615}')",
                 "max_cudagraph_capture_size=18446744073709551615: too large"},
         BadLine{R"(-O '{"max_cudagraph_capture_size":')", "--vllm-args -O '{"},
-        BadLine{"-O.max_cudagraph_capture_size=0", "-O.max_cudagraph_capture_size=0"}));
+        BadLine{"-O.max_cudagraph_capture_size=0", "-O.max_cudagraph_capture_size=0"},
+        // vLLM's argparse reads an abbreviation as the flag it begins: spelled out, or exit 2.
+        BadLine{"--max-num-seq 12",
+                "--vllm-args --max-num-seq: vLLM reads an abbreviated flag as the flag it "
+                "begins, here --max-num-seqs"},
+        BadLine{"--max_model=4096", "--vllm-args --max_model: vLLM reads an abbreviated flag"},
+        BadLine{"--port 8000 --kv-cache nvfp4", "spell it out (--kv-cache-dtype)"},
+        BadLine{"--max-num 12",
+                "--vllm-args --max-num: begins --max-num-seqs, --max-num-batched-tokens; vLLM "
+                "refuses an ambiguous abbreviation"}));
+
+// Flags prewarm does not read are skipped, "--" (the end of the options) among them; a long
+// one that is not an abbreviation of a flag prewarm reads is not one vLLM would take as it.
+TEST(VllmArgsTest, UnreadFlagsAreSkipped) {
+  for (const char* line : {"vllm serve m -- --port 1", "--max-num-seqss 12", "--port 8000",
+                           "--max-num-partial-prefills 2 --max-seq-len-to-capture 8192",
+                           "--kv-cache-memory-bytes 1G --hf-token x"}) {
+    auto v = ParseVllmArgs(line);
+    ASSERT_TRUE(v.ok()) << line << ": " << v.status();
+    EXPECT_FALSE(v->ints[static_cast<int>(IntLimit::kMaxNumSeqs)].has_value()) << line;
+  }
+}
 
 }  // namespace
 }  // namespace prewarm
