@@ -1,6 +1,7 @@
 #include "prewarm/cli/flag_parser.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
@@ -35,6 +36,32 @@ absl::Status SetFlag(absl::CommandLineFlag& flag, std::string_view value, std::s
         StrCat(shown, "=", ShownValue(value), ": ", ShownValue(error)));
   }
   return absl::OkStatus();
+}
+
+// For an unknown flag that is one of vLLM's short forms (vllm/engine/arg_utils.py), what prewarm
+// takes instead; empty for any other flag. `body`: the flag without its dashes and its value.
+std::string VllmShortFormHint(std::string_view body) {
+  constexpr std::string_view kLine =
+      "; --vllm-args \"vllm serve ...\" takes the server's line as is";
+  if (body == "tp") {
+    return StrCat("vLLM's -tp; prewarm spells it --tensor-parallel-size", kLine);
+  }
+  if (body == "dcp") {
+    return StrCat("vLLM's -dcp; prewarm spells it --decode-context-parallel-size", kLine);
+  }
+  // -O, -O3, -O.level=3; -cc, -cc.mode=3: vLLM's --compilation-config.
+  const bool is_o = body.starts_with("O") && (body.size() == 1 || body[1] == '.' ||
+                                              std::isdigit(static_cast<unsigned char>(body[1])));
+  if (is_o || body == "cc" || body.starts_with("cc.")) {
+    return StrCat("vLLM's -", is_o ? "O" : "cc",
+                  " (--compilation-config); prewarm reads it only inside --vllm-args", kLine);
+  }
+  if (body == "pp" || body == "dp") {
+    return StrCat("vLLM's -", body, " (--", body == "pp" ? "pipeline" : "data",
+                  "-parallel-size), which does not change the plan: prewarm does not read it",
+                  kLine);
+  }
+  return "";
 }
 
 const CommandSpec* FindCommand(const std::vector<CommandSpec>& commands, std::string_view name) {
@@ -108,8 +135,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv,
     }
     const std::string shown = word.substr(0, word.find('='));
     if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          StrCat("unknown flag ", ShownValue(shown), " (see prewarm --help)"));
+      const std::string hint = VllmShortFormHint(body);
+      return absl::InvalidArgumentError(StrCat("unknown flag ", ShownValue(shown), " (",
+                                               hint.empty() ? "" : StrCat(hint, "; "),
+                                               "see prewarm --help)"));
     }
     if (flag->IsOfType<bool>()) {
       if (!has_value) value = negated ? "false" : "true";
