@@ -77,18 +77,20 @@ ABSL_FLAG(std::string, cache_dir, "",
 ABSL_FLAG(std::string, manifest, "",
           "run: where to write the manifest. Default {cache-dir}/prewarm/manifest.json, or "
           "manifest-shard-I-of-N.json with --shard.");
-ABSL_FLAG(int32_t, jobs, 0,
+// The numbers of run, verify and probe are text too: cli/build_config.cc reads them, so one that
+// is not a number is refused with the rule, as one out of range is.
+ABSL_FLAG(std::string, jobs, "0",
           "run: compile worker processes, 0 to 256. Default 0: the cgroup CPU limit (cpu.max), "
           "else the number of CPUs.");
 ABSL_FLAG(std::string, shard, "0/1",
           "run: i/n compiles every n-th key of the plan starting at i, so n pods (an Indexed "
           "Job) split one plan.");
-ABSL_FLAG(double, compile_timeout, 600,
+ABSL_FLAG(std::string, compile_timeout, "600",
           "run: seconds one compile may take before its worker is killed (then retried once); "
           "over 0, at most 86400.");
-ABSL_FLAG(int64_t, compile_memory_mb, 0,
+ABSL_FLAG(std::string, compile_memory_mb, "0",
           "run: address-space limit of each compile worker in MiB; 0 for none.");
-ABSL_FLAG(double, progress_interval, 5,
+ABSL_FLAG(std::string, progress_interval, "5",
           "run: seconds between progress lines, at most 3600; 0 for none.");
 ABSL_FLAG(bool, quiet, false, "run: no progress lines, only errors and the summary.");
 ABSL_FLAG(bool, serve, false,
@@ -101,7 +103,7 @@ ABSL_FLAG(
 ABSL_FLAG(
     std::string, grpc_address, "0.0.0.0:9401",
     "run, verify: where to serve grpc.health.v1.Health and prewarm.v1.Status; port 0 picks one.");
-ABSL_FLAG(double, verify_interval, 60,
+ABSL_FLAG(std::string, verify_interval, "60",
           "run --serve, verify --serve: seconds between re-checks of the cache (a stat of each "
           "entry; the full check, checksum included, of each one that changed); over 0, at most "
           "86400.");
@@ -123,7 +125,7 @@ ABSL_FLAG(bool, push, false,
           "finds them: $REGISTRY_AUTH_FILE, ~/.docker/config.json).");
 ABSL_FLAG(std::string, addr, "", "probe: the gRPC address to check, HOST:PORT.");
 ABSL_FLAG(std::string, service, "prewarm", "probe: the health service name to check.");
-ABSL_FLAG(double, timeout, 1,
+ABSL_FLAG(std::string, timeout, "1",
           "probe: seconds to wait for the connection and the answer; over 0, at most 3600.");
 ABSL_FLAG(bool, dry_run, false, "gc: list what would be removed, remove nothing.");
 ABSL_FLAG(bool, stale, false,

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -39,6 +40,40 @@ T Flag(const char* name) {
     std::abort();
   }
   return *std::move(v);
+}
+
+std::string Underscored(std::string_view hyphen_name) { return ReplaceAll(hyphen_name, '-', '_'); }
+
+// The text of an integer flag: as Abseil's integer flags took it (spaces around, a sign), in
+// base 10. `value` is empty when it is not one, or is a whole number beyond int64.
+struct IntegerText {
+  bool is_integer = false;
+  std::optional<int64_t> value;
+};
+IntegerText ParseIntegerText(std::string_view text) {
+  text = StripWhitespace(text);
+  if (text.starts_with('+')) text.remove_prefix(1);
+  const std::string_view digits = text.starts_with('-') ? text.substr(1) : text;
+  IntegerText out;
+  out.is_integer = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char ch) {
+    return std::isdigit(static_cast<unsigned char>(ch)) != 0;
+  });
+  if (out.is_integer) out.value = ParseInt64(text);
+  return out;
+}
+
+// The text of a number flag (seconds): a decimal, spaces around and a sign allowed; inf and nan
+// are numbers here (out of every range), so their message is the rule alone.
+std::optional<double> ParseNumberText(std::string_view text) {
+  text = StripWhitespace(text);
+  if (text.starts_with('+')) text.remove_prefix(1);
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ptr != text.data() + text.size()) return std::nullopt;
+  // 1e999 and 1e-999 are numbers too: strtod's HUGE_VAL or 0, out of range or in it as such.
+  if (ec == std::errc::result_out_of_range) return std::strtod(std::string(text).c_str(), nullptr);
+  if (ec != std::errc()) return std::nullopt;
+  return v;
 }
 
 // --pushgateway-group: LABEL=VALUE pairs, comma-separated. Label names as Prometheus takes them
@@ -275,12 +310,23 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
     const std::optional<std::string> home = GetEnv("HOME");
     c.cache_dir = StrCat(home.value_or("/tmp"), "/.cache/prewarm");
   }
-  const int32_t jobs = Flag<int32_t>("jobs");
-  if (jobs < 0 || jobs > 256) {
-    return absl::InvalidArgumentError(StrCat(origin("jobs"), "=", given("jobs"),
-                                             ": must be 0 to 256 (0: one per available CPU)"));
-  }
-  c.jobs = jobs > 0 ? jobs : AvailableCpus();
+  // Numeric flags are text (main.cc), read here so that a value that is not a number names the
+  // rule as one out of range does: "--jobs=x: not an integer; must be 0 to 256 (...)".
+  auto rule_error = [&](const char* flag, bool parsed, std::string_view kind,
+                        std::string_view rule) {
+    return absl::InvalidArgumentError(StrCat(origin(flag), "=", given(flag), ": ",
+                                             parsed ? "" : StrCat("not ", kind, "; "), rule));
+  };
+  // An integer in [lo, hi]; a whole number beyond int64 is out of range, not "not an integer".
+  auto integer = [&](const char* flag, int64_t lo, int64_t hi,
+                     std::string_view rule) -> absl::StatusOr<int64_t> {
+    const IntegerText v = ParseIntegerText(Flag<std::string>(Underscored(flag).c_str()));
+    if (v.value.has_value() && *v.value >= lo && *v.value <= hi) return *v.value;
+    return rule_error(flag, v.is_integer, "an integer", rule);
+  };
+  ASSIGN_OR_RETURN(const int64_t jobs,
+                   integer("jobs", 0, 256, "must be 0 to 256 (0: one per available CPU)"));
+  c.jobs = jobs > 0 ? static_cast<int>(jobs) : AvailableCpus();
   const std::string shard = Flag<std::string>("shard");
   const size_t slash = shard.find('/');
   const std::optional<int64_t> index = ParseInt64(std::string_view(shard).substr(0, slash));
@@ -303,11 +349,12 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
                                    : StrCat(c.cache_dir, "/prewarm/manifest.json");
   }
   // Seconds: finite, in (0, max] or [0, max]; inf, nan and the absurd are refused, not obeyed.
-  auto seconds = [&](const char* flag, double v, bool zero_ok, double max) -> absl::Status {
-    if ((zero_ok ? v >= 0 : v > 0) && v <= max) return absl::OkStatus();
-    return absl::InvalidArgumentError(StrCat(origin(flag), "=", given(flag), ": must be ",
-                                             zero_ok ? ">= 0" : "> 0", " and at most ", max,
-                                             " seconds"));
+  auto seconds = [&](const char* flag, bool zero_ok, double max) -> absl::StatusOr<double> {
+    const std::optional<double> v = ParseNumberText(Flag<std::string>(Underscored(flag).c_str()));
+    if (v.has_value() && (zero_ok ? *v >= 0 : *v > 0) && *v <= max) return *v;
+    return rule_error(
+        flag, v.has_value(), "a number",
+        StrCat("must be ", zero_ok ? ">= 0" : "> 0", " and at most ", max, " seconds"));
   };
   if (args.command == "run") {
     if (absl::Status ok = CheckReplaceable(c.manifest); !ok.ok()) {
@@ -316,18 +363,13 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
           StrCat(from.empty() ? "the manifest" : from, ": ", ok.message()));
     }
   }
-  c.compile_timeout_s = Flag<double>("compile_timeout");
-  RETURN_IF_ERROR(seconds("compile-timeout", c.compile_timeout_s, false, 86400));
-  c.compile_memory_mb = Flag<int64_t>("compile_memory_mb");
+  ASSIGN_OR_RETURN(c.compile_timeout_s, seconds("compile-timeout", false, 86400));
   // In bytes it must fit RLIMIT_AS: 2^44 MiB wrapped to a limit of 0, failing every compile.
   constexpr int64_t kMaxCompileMemoryMb = int64_t{1} << 24;  // 16 TiB
-  if (c.compile_memory_mb < 0 || c.compile_memory_mb > kMaxCompileMemoryMb) {
-    return absl::InvalidArgumentError(StrCat(origin("compile-memory-mb"), "=",
-                                             given("compile-memory-mb"), ": must be 0 to ",
-                                             kMaxCompileMemoryMb, " MiB (0: no limit)"));
-  }
-  c.progress_interval_s = Flag<double>("progress_interval");
-  RETURN_IF_ERROR(seconds("progress-interval", c.progress_interval_s, true, 3600));
+  ASSIGN_OR_RETURN(c.compile_memory_mb,
+                   integer("compile-memory-mb", 0, kMaxCompileMemoryMb,
+                           StrCat("must be 0 to ", kMaxCompileMemoryMb, " MiB (0: no limit)")));
+  ASSIGN_OR_RETURN(c.progress_interval_s, seconds("progress-interval", true, 3600));
   c.serve = Flag<bool>("serve");
   c.metrics_address = Flag<std::string>("metrics_address");
   c.grpc_address = Flag<std::string>("grpc_address");
@@ -340,8 +382,7 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
     RETURN_IF_ERROR(
         CheckHostPort(origin(flag), *value, true, "HOST:PORT (port 0 picks a free one)", *value));
   }
-  c.verify_interval_s = Flag<double>("verify_interval");
-  RETURN_IF_ERROR(seconds("verify-interval", c.verify_interval_s, false, 86400));
+  ASSIGN_OR_RETURN(c.verify_interval_s, seconds("verify-interval", false, 86400));
   c.pushgateway = Flag<std::string>("pushgateway");
   if (!c.pushgateway.empty()) {
     RETURN_IF_ERROR(CheckPushgatewayUrl(origin("pushgateway"), c.pushgateway));
@@ -357,8 +398,7 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
     RETURN_IF_ERROR(CheckHostPort(origin("addr"), c.probe_addr, true, "HOST:PORT", c.probe_addr));
   }
   c.probe_service = Flag<std::string>("service");
-  c.probe_timeout_s = Flag<double>("timeout");
-  RETURN_IF_ERROR(seconds("timeout", c.probe_timeout_s, false, 3600));
+  ASSIGN_OR_RETURN(c.probe_timeout_s, seconds("timeout", false, 3600));
   c.quiet = Flag<bool>("quiet");
   c.dry_run = Flag<bool>("dry_run");
   c.stale = Flag<bool>("stale");

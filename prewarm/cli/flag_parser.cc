@@ -30,12 +30,20 @@ std::vector<absl::CommandLineFlag*> OwnedFlags(std::string_view owned_file) {
 
 absl::Status SetFlag(absl::CommandLineFlag& flag, std::string_view value, std::string_view shown) {
   std::string error;
-  if (!flag.ParseFrom(absl::string_view(value.data(), value.size()), &error)) {
-    // absl's message quotes the value whole: cut too.
-    return absl::InvalidArgumentError(
-        StrCat(shown, "=", ShownValue(value), ": ", ShownValue(error)));
+  if (flag.ParseFrom(absl::string_view(value.data(), value.size()), &error)) {
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  if (flag.IsOfType<bool>()) {
+    // The spellings Abseil's AbslParseFlag(bool) takes, in any case, spaces around ignored.
+    const std::string name = Hyphenated(ToStd(flag.Name()));
+    return absl::InvalidArgumentError(
+        StrCat(shown, "=", ShownValue(value), ": not a boolean; ", shown,
+               " takes true or false (also 1/0, yes/no, t/f or y/n, in any case); --", name,
+               " alone is true, --no", name, " false"));
+  }
+  // Every other flag of ours is text, read where its rule is (cli/build_config.cc); absl's
+  // message quotes the value whole: cut too.
+  return absl::InvalidArgumentError(StrCat(shown, "=", ShownValue(value), ": ", ShownValue(error)));
 }
 
 // For an unknown flag that is one of vLLM's short forms (vllm/engine/arg_utils.py), what prewarm

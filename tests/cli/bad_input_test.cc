@@ -128,7 +128,45 @@ INSTANTIATE_TEST_SUITE_P(
                  {"unknown flag -dp", "--data-parallel-size", "prewarm does not read it"}},
         BadInput{
             "MissingValue", {"plan", "--max-num-seqs"}, {}, {"--max-num-seqs", "needs a value"}},
-        BadInput{"BadBool", {"plan", "--graph-only=maybe"}, {}, {"--graph-only=maybe"}},
+        BadInput{"BadBool",
+                 {"plan", "--graph-only=maybe"},
+                 {},
+                 {"--graph-only=maybe: not a boolean; --graph-only takes true or false"}},
+        // Bool and number flags in prewarm's words, not the flag library's ("Illegal value"):
+        // the spellings Abseil takes, the rule of the number.
+        BadInput{"BadServe",
+                 {"run", "--serve=maybe"},
+                 {},
+                 {"--serve=maybe: not a boolean; --serve takes true or false (also 1/0, yes/no, "
+                  "t/f or y/n, in any case); --serve alone is true, --noserve false"}},
+        BadInput{"BadServeEnv",
+                 {"run"},
+                 {{"PREWARM_SERVE", "on"}},
+                 {"PREWARM_SERVE=on: not a boolean; PREWARM_SERVE takes true or false"}},
+        BadInput{"JobsNotAnInteger",
+                 {"run", "--jobs=x"},
+                 {},
+                 {"--jobs=x: not an integer; must be 0 to 256 (0: one per available CPU)"}},
+        BadInput{"JobsBeyondInt64",
+                 {"run", "--jobs", "99999999999999999999999"},
+                 {},
+                 {"--jobs=99999999999999999999999: must be 0 to 256"}},
+        BadInput{"JobsEnvNotAnInteger",
+                 {"run"},
+                 {{"PREWARM_JOBS", "4.5"}},
+                 {"PREWARM_JOBS=4.5: not an integer; must be 0 to 256"}},
+        BadInput{"CompileMemoryNotAnInteger",
+                 {"run", "--compile-memory-mb", "1e3"},
+                 {},
+                 {"--compile-memory-mb=1e3: not an integer; must be 0 to 16777216 MiB"}},
+        BadInput{"CompileTimeoutNotANumber",
+                 {"run", "--compile-timeout", "soon"},
+                 {},
+                 {"--compile-timeout=soon: not a number; must be > 0 and at most 86400 seconds"}},
+        BadInput{"ProbeTimeoutNotANumber",
+                 {"probe", "--addr", "x:1", "--timeout", "1s"},
+                 {},
+                 {"--timeout=1s: not a number; must be > 0 and at most 3600 seconds"}},
         BadInput{"UnknownCommand", {"compile"}, {}, {"unknown command \"compile\""}},
         BadInput{"StrayArgument", {"plan", "extra"}, {}, {"unexpected argument \"extra\""}},
         BadInput{"BadFormat", {"plan", "--format", "yaml"}, {}, {"--format=yaml"}},
@@ -306,6 +344,24 @@ TEST(BadInputFileTest, InputsThatAreNotRegularFilesAreExitTwoWithoutBlocking) {
     EXPECT_NE(r.stderr_text.find("--trace " + path + ": " + what + ", not a regular file"),
               std::string::npos)
         << r.stderr_text;
+  }
+}
+
+// No bad flag value is reported in the flag library's words.
+TEST(BadInputFileTest, NoFlagValueIsReportedInTheFlagLibrarysWords) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"run", "--serve=maybe"},
+                                             {"run", "--quiet=2"},
+                                             {"run", "--jobs=x"},
+                                             {"run", "--compile-memory-mb=lots"},
+                                             {"run", "--progress-interval=often"},
+                                             {"run", "--verify-interval=x", "--serve"},
+                                             {"gc", "--dry-run=perhaps"},
+                                             {"probe", "--addr", "x:1", "--timeout", "x"}}) {
+    SubprocessResult r = RunPrewarm(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1];
+    EXPECT_EQ(r.stderr_text.find("Illegal value"), std::string::npos) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(": not a"), std::string::npos) << r.stderr_text;
   }
 }
 

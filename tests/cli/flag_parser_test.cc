@@ -4,6 +4,7 @@
 
 #include "absl/flags/flag.h"
 #include "gtest/gtest.h"
+#include "prewarm/util/strings.h"
 
 ABSL_FLAG(std::string, test_value, "d", "A test flag.");
 ABSL_FLAG(bool, test_switch, false, "A test switch.");
@@ -51,6 +52,37 @@ TEST_F(FlagParserTest, NegatedBoolAndDoubleDash) {
   EXPECT_FALSE(absl::GetFlag(FLAGS_test_switch));
   EXPECT_EQ(a->command, "run");
   EXPECT_EQ(a->positionals, std::vector<std::string>{"--x"});
+}
+
+// The spellings the bool message names are those the flag library takes; another is exit 2 in
+// prewarm's words.
+TEST_F(FlagParserTest, BoolSpellingsAreTheOnesTheMessageNames) {
+  for (const auto& [text, want] : std::vector<std::pair<std::string, bool>>{{"true", true},
+                                                                            {"false", false},
+                                                                            {"1", true},
+                                                                            {"0", false},
+                                                                            {"yes", true},
+                                                                            {"no", false},
+                                                                            {"t", true},
+                                                                            {"f", false},
+                                                                            {"y", true},
+                                                                            {"n", false},
+                                                                            {"TRUE", true},
+                                                                            {"No", false},
+                                                                            {" yes ", true}}) {
+    absl::SetFlag(&FLAGS_test_switch, !want);
+    auto a = ParseArgs({"prewarm", "plan", "--test-switch=" + text}, kFile);
+    ASSERT_TRUE(a.ok()) << text << ": " << a.status();
+    EXPECT_EQ(absl::GetFlag(FLAGS_test_switch), want) << text;
+  }
+  for (const std::string text : {"on", "off", "2", "maybe", ""}) {
+    auto a = ParseArgs({"prewarm", "plan", "--test-switch=" + text}, kFile);
+    ASSERT_FALSE(a.ok()) << text;
+    EXPECT_EQ(a.status().message(),
+              StrCat("--test-switch=", text,
+                     ": not a boolean; --test-switch takes true or false (also 1/0, yes/no, t/f "
+                     "or y/n, in any case); --test-switch alone is true, --notest-switch false"));
+  }
 }
 
 TEST_F(FlagParserTest, FlagsOfOtherFilesAreNotOurs) {

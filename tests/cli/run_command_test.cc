@@ -265,6 +265,8 @@ TEST(RunCommandTest, BadRunFlagsAreExitTwo) {
   for (const std::vector<std::string>& extra :
        std::vector<std::vector<std::string>>{{"--jobs", "-1"},
                                              {"--jobs", "many"},
+                                             {"--jobs", "99999999999999999999"},
+                                             {"--compile-timeout", "soon"},
                                              {"--jobs", "100000"},
                                              {"--compile-timeout", "0"},
                                              {"--compile-timeout", "inf"},
