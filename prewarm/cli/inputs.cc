@@ -97,13 +97,15 @@ void WarnIfLongerThanTheModel(const Limits& limits, const ModelConfig& model) {
   const std::string allow =
       absl::AsciiStrToLower(GetEnv("VLLM_ALLOW_LONG_MAX_MODEL_LEN").value_or(""));
   if (allow == "1" || allow == "true") return;
-  LogWarning(StrCat("max_model_len ", limits.max_model_len, " (from ",
-                    limits.origins[static_cast<int>(IntLimit::kMaxModelLen)],
-                    ") is longer than the model allows, ", derived, " (max_position_embeddings",
-                    derived != model.max_position_embeddings ? " scaled by rope_scaling" : "",
-                    " in ", model.source,
-                    "): vLLM refuses to start with it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is "
-                    "set for the server; planned as given"));
+  LogWarning(StrCat(
+      "max_model_len ", limits.max_model_len, " (from ",
+      limits.origins[static_cast<int>(IntLimit::kMaxModelLen)],
+      ") is longer than the model allows, ", derived, " (", model.Field("max_position_embeddings"),
+      derived != model.max_position_embeddings ? StrCat(" scaled by ", model.Field("rope_scaling"))
+                                               : "",
+      " in ", model.source,
+      "): vLLM refuses to start with it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is "
+      "set for the server; planned as given"));
 }
 
 }  // namespace

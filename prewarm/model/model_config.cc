@@ -118,6 +118,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
   }
   ModelConfig m;
   m.source = std::string(origin);
+  m.fields_at = where;
   // A wrapper's text_config often has no model_type of its own (MiniMax-M3's): the top level's
   // names the model then.
   for (const json* named : {j, static_cast<const json*>(&root)}) {
@@ -265,8 +266,8 @@ absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_para
   }
   if (tensor_parallel_size < 1 || model.num_heads % tensor_parallel_size != 0) {
     return absl::InvalidArgumentError(StrCat("--tensor-parallel-size ", tensor_parallel_size,
-                                             ": must divide num_attention_heads (", model.num_heads,
-                                             ") of ", model.source));
+                                             ": must divide ", model.Field("num_attention_heads"),
+                                             " (", model.num_heads, ") of ", model.source));
   }
   Shape s;
   s.family = AttentionFamily::kMla;

@@ -49,6 +49,10 @@ struct MsaConfig {
 struct ModelConfig {
   std::string name;    // "model_type" or "example"
   std::string source;  // the file it came from, or "embedded example"
+  // Where the language model's fields are in the file: "text_config." for a wrapper
+  // (MiniMax-M3), "" when at the top level. Field() names one where it is, for a message.
+  std::string fields_at;
+  std::string Field(std::string_view field) const { return fields_at + std::string(field); }
   AttentionFamily family = AttentionFamily::kNone;
   // Why the family was chosen, for the plan's header ("kv_lora_rank 512",
   // "text_config.sparse_attention_config.use_sparse_attention true").
@@ -142,6 +146,7 @@ absl::StatusOr<Shape> ShapeForRank(const ModelConfig& model, int64_t tensor_para
 // text_config), `sparse` its sparse_attention_config. InvalidArgument naming the field and
 // `origin` for a missing or wrong-typed field, or a value our kernels do not build (sparse block
 // size and head dims other than 128, top-k blocks outside 1..32, a score type other than max).
+// A rule between fields names them where they are (m.fields_at, set before the call).
 absl::Status ParseMsaFields(const nlohmann::json& j, const nlohmann::json& sparse,
                             std::string_view origin, ModelConfig& m);
 absl::StatusOr<Shape> MsaShapeForRank(const ModelConfig& model, int64_t tensor_parallel_size,

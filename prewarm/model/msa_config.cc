@@ -93,7 +93,8 @@ absl::Status ParseMsaFields(const json& j, const json& sparse, std::string_view 
     if (c.num_layers > 0 && static_cast<int64_t>(freq.size()) != c.num_layers) {
       return absl::InvalidArgumentError(
           StrCat(sparse_origin, ": field \"sparse_attention_freq\" has ", freq.size(),
-                 " entries, expected one a layer (num_hidden_layers ", c.num_layers, ")"));
+                 " entries, expected one a layer (", m.Field("num_hidden_layers"), " ",
+                 c.num_layers, ")"));
     }
     if (c.sparse_layers == 0) {
       return absl::InvalidArgumentError(
@@ -125,19 +126,26 @@ absl::Status ParseMsaFields(const json& j, const json& sparse, std::string_view 
                c.local_blocks, " > sparse_topk_blocks ", c.topk_blocks,
                ": the always-selected blocks must fit the selection"));
   }
+  // Rules between fields name each where it is ("text_config.head_dim").
+  const std::string sparse_at = m.Field("sparse_attention_config.");
   if (c.rotary_dim % 2 != 0 || c.rotary_dim > c.head_dim) {
-    return absl::InvalidArgumentError(StrCat(origin, ": rotary_dim ", c.rotary_dim,
-                                             " must be even and at most head_dim ", c.head_dim));
+    return absl::InvalidArgumentError(StrCat(
+        origin, ": ",
+        config_fields::Has(j, "rotary_dim")
+            ? m.Field("rotary_dim")
+            : StrCat(m.Field("head_dim"), " x ", m.Field("partial_rotary_factor")),
+        " ", c.rotary_dim, " must be even and at most ", m.Field("head_dim"), " ", c.head_dim));
   }
   if (m.num_heads % c.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(StrCat(origin, ": num_attention_heads ", m.num_heads,
-                                             " is not a multiple of num_key_value_heads ",
-                                             c.num_kv_heads));
+    return absl::InvalidArgumentError(StrCat(origin, ": ", m.Field("num_attention_heads"), " ",
+                                             m.num_heads, " is not a multiple of ",
+                                             m.Field("num_key_value_heads"), " ", c.num_kv_heads));
   }
   if (c.index_heads != c.num_kv_heads) {
-    return absl::InvalidArgumentError(StrCat(
-        sparse_origin, ": sparse_num_index_heads ", c.index_heads,
-        " must equal num_key_value_heads ", c.num_kv_heads, " (MSA has one index head a KV head)"));
+    return absl::InvalidArgumentError(StrCat(origin, ": ", sparse_at, "sparse_num_index_heads ",
+                                             c.index_heads, " must equal ",
+                                             m.Field("num_key_value_heads"), " ", c.num_kv_heads,
+                                             " (MSA has one index head a KV head)"));
   }
   m.has_indexer = true;
   m.index_n_heads = c.index_heads;
@@ -151,16 +159,16 @@ absl::StatusOr<Shape> MsaShapeForRank(const ModelConfig& model, int64_t tensor_p
   const MsaConfig& c = model.msa;
   const int64_t tp = tensor_parallel_size;
   if (tp < 1 || model.num_heads % tp != 0) {
-    return absl::InvalidArgumentError(StrCat("--tensor-parallel-size ", tp,
-                                             ": must divide num_attention_heads (", model.num_heads,
-                                             ") of ", model.source));
+    return absl::InvalidArgumentError(StrCat("--tensor-parallel-size ", tp, ": must divide ",
+                                             model.Field("num_attention_heads"), " (",
+                                             model.num_heads, ") of ", model.source));
   }
   // vLLM's MiniMax-M3 attention: tp divides the KV heads, or each KV head is replicated on
   // tp / Hkv ranks.
   if (c.num_kv_heads >= tp ? c.num_kv_heads % tp != 0 : tp % c.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(StrCat("--tensor-parallel-size ", tp,
-                                             ": must divide num_key_value_heads (", c.num_kv_heads,
-                                             ") of ", model.source, " or be a multiple of it"));
+    return absl::InvalidArgumentError(
+        StrCat("--tensor-parallel-size ", tp, ": must divide ", model.Field("num_key_value_heads"),
+               " (", c.num_kv_heads, ") of ", model.source, " or be a multiple of it"));
   }
   if (decode_context_parallel_size > 1) {
     return absl::InvalidArgumentError(

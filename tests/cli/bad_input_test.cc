@@ -69,6 +69,13 @@ INSTANTIATE_TEST_SUITE_P(
                  {"plan", "--tensor-parallel-size", "3"},
                  {},
                  {"--tensor-parallel-size 3", "num_attention_heads (128)"}},
+        // MiniMax-M3's language model is under text_config: its fields are named there.
+        BadInput{"TpNotDividingWrappedHeads",
+                 {"plan", "--model-config", TestDataPath("models/minimax-m3.json"), "--vllm-args",
+                  "vllm serve x -tp 3 --block-size 128 --kv-cache-dtype nvfp4"},
+                 {},
+                 {"--tensor-parallel-size 3: must divide text_config.num_attention_heads (64) of ",
+                  "minimax-m3.json", "--vllm-args -tp"}},
         BadInput{"TpFromVllmArgs",
                  {"plan", "--vllm-args", "-tp 6"},
                  {},

@@ -83,6 +83,19 @@ TEST(MsaPlanCommandTest, TheTableSaysTheFamilyAndWhy) {
   EXPECT_NE(r.stdout_text.find("family MLA (kv_lora_rank 512)"), std::string::npos);
 }
 
+// The warning for a max_model_len past the model's names its field where it is in the wrapper.
+TEST(MsaPlanCommandTest, TheLongModelLenWarningNamesTheTextConfigField) {
+  SubprocessResult r =
+      RunPrewarm({"plan", "--model-config", kM3, "--arch", "gfx950", "--vllm-args",
+                  "vllm serve x --block-size 128 --kv-cache-dtype nvfp4 --max-model-len 2000000"},
+                 {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", std::nullopt}});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("longer than the model allows, 1048576 "
+                               "(text_config.max_position_embeddings in "),
+            std::string::npos)
+      << r.stderr_text;
+}
+
 TEST(MsaPlanCommandTest, EveryOtherKvDtypePlansNoKeysAndSaysWhy) {
   for (const std::string dtype : {"auto", "fp8", "fp8_e4m3", "bfloat16"}) {
     SubprocessResult r = RunPrewarm({"plan", "--model-config", kM3, "--arch", "gfx950",

@@ -102,6 +102,13 @@ TEST(ModelConfigTest, ReadsNestedTextConfig) {
       "nested.json");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->num_heads, 8);
+  EXPECT_EQ(m->Field("num_attention_heads"), "text_config.num_attention_heads");
+  // A rule on a field there names it where it is.
+  auto s = ShapeForRank(*m, 3);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "--tensor-parallel-size 3: must divide text_config.num_attention_heads (8) of "
+            "nested.json");
   // A bad field there is named by its path in the file (issue 29 item 11).
   m = ParseModelConfig(
       R"({"model_type":"wrapper","text_config":{"num_attention_heads":"a","kv_lora_rank":64}})",
@@ -195,6 +202,10 @@ TEST(ShapeForRankTest, TpThatDoesNotDivideHeadsNamesBoth) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("--tensor-parallel-size 3"), absl::string_view::npos);
   EXPECT_NE(s.status().message().find("(128)"), absl::string_view::npos);
+  // A top-level field is named bare.
+  EXPECT_NE(s.status().message().find("must divide num_attention_heads (128)"),
+            absl::string_view::npos)
+      << s.status().message();
 }
 
 }  // namespace

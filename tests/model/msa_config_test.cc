@@ -82,7 +82,9 @@ TEST(MsaConfigTest, TpThatDoesNotDivideTheHeadsNamesIt) {
   for (int64_t tp : {3, 6, 128}) {
     auto s = ShapeForRank(m, tp);
     ASSERT_FALSE(s.ok()) << tp;
-    EXPECT_NE(s.status().message().find("--tensor-parallel-size " + std::to_string(tp)),
+    // The field where it is in the file: under text_config.
+    EXPECT_NE(s.status().message().find("--tensor-parallel-size " + std::to_string(tp) +
+                                        ": must divide text_config.num_attention_heads (64)"),
               std::string::npos)
         << s.status().message();
   }
@@ -95,9 +97,37 @@ TEST(MsaConfigTest, TpThatDoesNotDivideTheHeadsNamesIt) {
   ASSERT_TRUE(m6.ok()) << m6.status();
   auto s = ShapeForRank(*m6, 4);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("num_key_value_heads (6)"), std::string::npos)
+  EXPECT_NE(s.status().message().find("text_config.num_key_value_heads (6)"), std::string::npos)
       << s.status().message();
   EXPECT_FALSE(ShapeForRank(*m6, 1, 2).ok()) << "dcp is not planned for MSA";
+}
+
+// MSA fields at the top level (no wrapper) are named bare, as they are in the file.
+TEST(MsaConfigTest, TopLevelFieldsAreNamedBare) {
+  json j = MiniMaxM3()["text_config"];
+  j["num_attention_heads"] = 12;
+  j["num_key_value_heads"] = 6;
+  j["sparse_attention_config"]["sparse_num_index_heads"] = 6;
+  auto m = ParseModelConfig(j.dump(), "flat.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->family, AttentionFamily::kMsa);
+  auto s = ShapeForRank(*m, 5);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "--tensor-parallel-size 5: must divide num_attention_heads (12) of flat.json");
+  s = ShapeForRank(*m, 4);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("must divide num_key_value_heads (6) of flat.json"),
+            std::string::npos)
+      << s.status().message();
+  j["sparse_attention_config"]["sparse_num_index_heads"] = 3;
+  m = ParseModelConfig(j.dump(), "flat.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find(
+                "flat.json: sparse_attention_config.sparse_num_index_heads 3 must equal "
+                "num_key_value_heads 6"),
+            std::string::npos)
+      << m.status().message();
 }
 
 TEST(MsaConfigTest, DenseGqaAndDisabledSparseAreNeitherFamilyAndNamedByTheWrapper) {
@@ -154,9 +184,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadMsa{"num_key_value_heads", "4", "field \"text_config.num_key_value_heads\" is \"4\""},
         BadMsa{"-head_dim", nullptr, "head_dim"},
         BadMsa{"head_dim", 64, "field \"text_config.head_dim\" is 64"},
-        BadMsa{"num_attention_heads", 66, "num_attention_heads 66"},
+        BadMsa{"num_attention_heads", 66,
+               "text_config.num_attention_heads 66 is not a multiple of "
+               "text_config.num_key_value_heads 4"},
         BadMsa{"rope_theta", "5e6", "rope_theta"}, BadMsa{"rope_theta", -1, "rope_theta"},
-        BadMsa{"rms_norm_eps", 0, "rms_norm_eps"}, BadMsa{"rotary_dim", 63, "rotary_dim 63"},
+        BadMsa{"rms_norm_eps", 0, "rms_norm_eps"},
+        BadMsa{"rotary_dim", 63,
+               "text_config.rotary_dim 63 must be even and at most text_config.head_dim 128"},
         BadMsa{"rotary_dim", 256, "rotary_dim 256"},
         BadMsa{"-max_position_embeddings", nullptr, "max_position_embeddings"},
         BadMsa{"sparse_attention_config", "yes", "sparse_attention_config"},
@@ -170,7 +204,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadMsa{"sparse_attention_config/sparse_topk_blocks", 0, "sparse_topk_blocks"},
         BadMsa{"-sparse_attention_config/sparse_num_index_heads", nullptr,
                "sparse_num_index_heads"},
-        BadMsa{"sparse_attention_config/sparse_num_index_heads", 8, "sparse_num_index_heads 8"},
+        BadMsa{"sparse_attention_config/sparse_num_index_heads", 8,
+               "text_config.sparse_attention_config.sparse_num_index_heads 8 must equal "
+               "text_config.num_key_value_heads 4"},
         BadMsa{"sparse_attention_config/sparse_index_dim", 64,
                "\"text_config.sparse_attention_config.sparse_index_dim\" is 64"},
         BadMsa{"sparse_attention_config/sparse_score_type", "sum", "sparse_score_type"},
@@ -182,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(
                "sparse_attention_freq"},
         BadMsa{"sparse_attention_config/sparse_attention_freq", json::array({0, 1}),
                "\"text_config.sparse_attention_config.sparse_attention_freq\" has 2 entries, "
-               "expected one a layer (num_hidden_layers 60)"},
+               "expected one a layer (text_config.num_hidden_layers 60)"},
         BadMsa{"sparse_attention_config/sparse_attention_freq", json(std::vector<int>(60, 0)),
                "marks no layer MSA (all 60 entries 0)"}));
 
