@@ -279,7 +279,7 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   std::array<std::string, kNumIntLimits> origin = {
       defaults.origin, defaults.origin, model_len_origin, "default",
       "default",       "default",       "default",        "default"};
-  std::optional<Sourced<bool>> tokens_from_model;
+  std::optional<Sourced<bool>> tokens_from_model, chunked_prefill, throughput_mode;
   std::array<bool, kNumIntLimits> given{};  // a source set it (else the default stands)
   // Lower precedence first; each later source overrides.
   for (const LimitValues* source : {&vllm_values, &explicit_values}) {
@@ -291,6 +291,8 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
       }
     }
     if (source->kv_cache_dtype.has_value()) limits.kv_cache_dtype = source->kv_cache_dtype->value;
+    if (source->chunked_prefill.has_value()) chunked_prefill = source->chunked_prefill;
+    if (source->throughput_mode.has_value()) throughput_mode = source->throughput_mode;
     if (source->graph_only.has_value()) limits.graph_only = source->graph_only->value;
     if (source->speculative_tokens_from_model.has_value() &&
         !source->ints[static_cast<int>(IntLimit::kNumSpeculativeTokens)].has_value()) {
@@ -301,6 +303,15 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   constexpr int kTokens = static_cast<int>(IntLimit::kMaxNumBatchedTokens);
   constexpr int kLen = static_cast<int>(IntLimit::kMaxModelLen);
   constexpr int kSpec = static_cast<int>(IntLimit::kNumSpeculativeTokens);
+  // As vLLM (vllm/engine/arg_utils.py, _set_default_max_num_seqs_and_batched_tokens_args):
+  // --performance-mode throughput doubles the defaults, not values given.
+  if (throughput_mode.has_value() && throughput_mode->value) {
+    for (const int i : {kSeqs, kTokens}) {
+      if (given[i]) continue;
+      value[i] *= 2;
+      origin[i] = StrCat(origin[i], ", doubled by ", throughput_mode->origin, " throughput");
+    }
+  }
   // As vLLM: a default max_num_seqs is at most max_num_batched_tokens.
   if (!given[kSeqs] && value[kSeqs] > value[kTokens]) {
     value[kSeqs] = value[kTokens];
@@ -318,6 +329,22 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   if (value[kLen] == kMaxModelLenAuto) {
     value[kLen] = model_len;
     origin[kLen] = StrCat(origin[kLen], " auto: ", model_len_origin);
+  }
+  // Chunked prefill off (as vLLM there): a prompt is prefilled in one step, so the default
+  // max_num_batched_tokens is at least max_model_len, and a given one below it fails vLLM's start
+  // (vllm/config/scheduler.py, verify_max_model_len).
+  if (chunked_prefill.has_value() && !chunked_prefill->value && value[kTokens] < value[kLen]) {
+    if (given[kTokens]) {
+      return absl::InvalidArgumentError(
+          StrCat("--max-num-batched-tokens ", value[kTokens], " (from ", origin[kTokens],
+                 ") is below max_model_len ", value[kLen], " (from ", origin[kLen], ") with ",
+                 chunked_prefill->origin,
+                 ": vLLM fails to start unless a whole prompt fits one step; raise it, lower "
+                 "--max-model-len, or leave chunked prefill on"));
+    }
+    value[kTokens] = value[kLen];
+    origin[kTokens] =
+        StrCat("max_model_len (", chunked_prefill->origin, ": a prompt prefills in one step)");
   }
   // An MTP speculative config without a count whose source is above any explicit count.
   if (tokens_from_model.has_value() && !given[kSpec]) {

@@ -91,6 +91,12 @@ struct LimitValues {
   std::optional<Sourced<bool>> speculative_tokens_from_model;
   // --hf-overrides: a JSON object merged into the model config before its shape is read.
   std::optional<Sourced<std::string>> hf_overrides;
+  // --enable-chunked-prefill (true) / --no-enable-chunked-prefill (false): off, vLLM's default
+  // max_num_batched_tokens is at least max_model_len (a whole prompt in one step).
+  std::optional<Sourced<bool>> chunked_prefill;
+  // --performance-mode throughput (true; balanced and interactivity false): vLLM doubles the
+  // defaults of max_num_batched_tokens and max_num_seqs (not values given).
+  std::optional<Sourced<bool>> throughput_mode;
 
   std::optional<Sourced<int64_t>>& operator[](IntLimit id) { return ints[static_cast<int>(id)]; }
   const std::optional<Sourced<int64_t>>& operator[](IntLimit id) const {

@@ -28,7 +28,17 @@ constexpr std::string_view kOrigin = "--vllm-args ";
 // vllm/engine/arg_utils.py (EngineArgs.add_cli_args), their fields in vllm/config/scheduler.py,
 // cache.py (CacheDType), parallel.py (decode_context_parallel_size), compilation.py
 // (cudagraph_capture_sizes, max_cudagraph_capture_size) and speculative.py.
-enum class Kind { kInt, kKvDtype, kSpeculative, kCompilation, kGraphSizes, kHfOverrides, kConfig };
+enum class Kind {
+  kInt,
+  kKvDtype,
+  kSpeculative,
+  kCompilation,
+  kGraphSizes,
+  kHfOverrides,
+  kConfig,
+  kPerformanceMode,
+  kChunkedPrefill,  // a bare flag: --enable-chunked-prefill or --no-enable-chunked-prefill
+};
 struct Known {
   std::string_view name;  // normalized: hyphens, no leading dashes
   Kind kind;
@@ -47,10 +57,15 @@ constexpr Known kKnown[] = {
     {"num-speculative-tokens", Kind::kInt, "num-speculative-tokens"},
     {"kv-cache-dtype", Kind::kKvDtype, ""},
     {"speculative-config", Kind::kSpeculative, ""},
+    {"sc", Kind::kSpeculative, ""},  // vLLM's short form of --speculative-config
     {"compilation-config", Kind::kCompilation, ""},
     {"cc", Kind::kCompilation, ""},  // vLLM's short form of --compilation-config
     {"O", Kind::kCompilation, ""},
     {"cuda-graph-sizes", Kind::kGraphSizes, ""},
+    {"cudagraph-capture-sizes", Kind::kGraphSizes, ""},  // the compilation config's, top level
+    {"performance-mode", Kind::kPerformanceMode, ""},
+    {"enable-chunked-prefill", Kind::kChunkedPrefill, ""},
+    {"no-enable-chunked-prefill", Kind::kChunkedPrefill, ""},
     {"hf-overrides", Kind::kHfOverrides, ""},
     {"config", Kind::kConfig, ""},
 };
@@ -64,7 +79,7 @@ const Known* FindKnown(std::string_view name) {
 
 // The long flags of kKnown (not -tp, -dcp, -cc, -O).
 bool IsLongFlag(const Known& k) {
-  return k.name != "tp" && k.name != "dcp" && k.name != "cc" && k.name != "O";
+  return k.name != "tp" && k.name != "dcp" && k.name != "cc" && k.name != "sc" && k.name != "O";
 }
 
 // Edits (insertions, deletions, substitutions) between a and b, up to `cap` + 1.
@@ -250,9 +265,20 @@ absl::Status Apply(LimitValues& out, const Known& known, std::string_view shown_
       out.hf_overrides = Sourced<std::string>{j.dump(), StrCat(kOrigin, shown_flag)};
       return absl::OkStatus();
     }
+    case Kind::kPerformanceMode:
+      // vllm/config/vllm.py, PerformanceMode; vllm/engine/arg_utils.py doubles the batch
+      // defaults for throughput.
+      if (value != "balanced" && value != "interactivity" && value != "throughput") {
+        return absl::InvalidArgumentError(
+            StrCat(kOrigin, shown_flag, "=", ShownValue(value),
+                   ": not a performance mode; vLLM's are balanced, interactivity, throughput"));
+      }
+      out.throughput_mode = Sourced<bool>{value == "throughput", StrCat(kOrigin, shown_flag)};
+      return absl::OkStatus();
     case Kind::kGraphSizes:
     case Kind::kConfig:
-      break;  // read by ParseWords: they take several words or a file
+    case Kind::kChunkedPrefill:
+      break;  // read by ParseWords: they take several words, a file or none
   }
   return absl::OkStatus();
 }
@@ -351,8 +377,9 @@ class ConfigBounds final : public YAML::EventHandler {
 
 // vLLM's --config FILE (YAML; vllm/utils/argparse_utils.py, FlexibleArgumentParser's
 // load_config_file): each key is a flag, read as if it came before the command line (whose flags
-// win). A scalar is its value, true a bare flag (false none), a list several words, a mapping
-// its JSON. No aliases, at most kMaxConfigDepth levels and kMaxConfigNodes nodes (ConfigBounds).
+// win). A scalar is its value, true a bare flag (false the flag's --no- form), a list several
+// words, a mapping its JSON. No aliases, at most kMaxConfigDepth levels and kMaxConfigNodes nodes
+// (ConfigBounds).
 absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path) {
   const std::string origin = StrCat(kOrigin, "--config ", path);
   if (absl::Status ok = CheckInputFile(origin, path, int64_t{16} << 20); !ok.ok()) return ok;
@@ -380,7 +407,9 @@ absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path
         const std::string text = v.Scalar();
         if (text == "true" || text == "True") {
           words.push_back("--" + key);
-        } else if (text != "false" && text != "False") {
+        } else if (text == "false" || text == "False") {
+          words.push_back("--no-" + key);  // as vLLM's load_config_file writes a false flag
+        } else {
           words.push_back("--" + key);
           words.push_back(text);
         }
@@ -442,6 +471,15 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
       continue;
     }
     const std::string shown = glued ? word.substr(0, 2) : word.substr(0, word.find('='));
+    if (known->kind == Kind::kChunkedPrefill) {  // argparse's BooleanOptionalAction: no value
+      if (inline_value.has_value()) {
+        return absl::InvalidArgumentError(
+            StrCat(kOrigin, word, ": --enable-chunked-prefill takes no value (vLLM refuses one); ",
+                   "write --enable-chunked-prefill or --no-enable-chunked-prefill"));
+      }
+      out.chunked_prefill = Sourced<bool>{name == "enable-chunked-prefill", StrCat(kOrigin, shown)};
+      continue;
+    }
     if (known->kind == Kind::kGraphSizes) {  // one or more values
       std::vector<std::string> values;
       if (inline_value.has_value()) values.push_back(*inline_value);
@@ -506,6 +544,8 @@ LimitValues Overlay(LimitValues base, const LimitValues& over) {
   if (over.kv_cache_dtype.has_value()) base.kv_cache_dtype = over.kv_cache_dtype;
   if (over.graph_only.has_value()) base.graph_only = over.graph_only;
   if (over.hf_overrides.has_value()) base.hf_overrides = over.hf_overrides;
+  if (over.chunked_prefill.has_value()) base.chunked_prefill = over.chunked_prefill;
+  if (over.throughput_mode.has_value()) base.throughput_mode = over.throughput_mode;
   if (over[IntLimit::kNumSpeculativeTokens].has_value()) base.speculative_tokens_from_model.reset();
   if (over.speculative_tokens_from_model.has_value()) {
     base.speculative_tokens_from_model = over.speculative_tokens_from_model;
@@ -526,6 +566,8 @@ void MarkConfigOrigins(LimitValues& v, const std::string& path) {
   }
   if (v.kv_cache_dtype.has_value()) mark(v.kv_cache_dtype->origin);
   if (v.hf_overrides.has_value()) mark(v.hf_overrides->origin);
+  if (v.chunked_prefill.has_value()) mark(v.chunked_prefill->origin);
+  if (v.throughput_mode.has_value()) mark(v.throughput_mode->origin);
   if (v.speculative_tokens_from_model.has_value()) mark(v.speculative_tokens_from_model->origin);
 }
 

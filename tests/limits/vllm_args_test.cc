@@ -145,8 +145,36 @@ INSTANTIATE_TEST_SUITE_P(
                  "--kv-cache-dtype=fp8_inc",
                  512, 16384, -1, -1, -1, 4, 2, "fp8_inc"},
         RealLine{"SmallBatchTokensClampTheDefaultSequences",
-                 "vllm serve m --max-num-batched-tokens 512", 512, 512, -1, -1, -1, -1, -1,
-                 "auto"}),
+                 "vllm serve m --max-num-batched-tokens 512", 512, 512, -1, -1, -1, -1, -1, "auto"},
+        // vllm/engine/arg_utils.py, _set_default_max_num_seqs_and_batched_tokens_args.
+        RealLine{"ThroughputModeDoublesTheDefaults", "vllm serve m --performance-mode throughput",
+                 2048, 16384, -1, -1, -1, -1, -1, "auto"},
+        RealLine{"ThroughputModeKeepsGivenValues",
+                 "vllm serve m --performance-mode=throughput --max-num-seqs 64", 64, 16384, -1, -1,
+                 -1, -1, -1, "auto"},
+        RealLine{"InteractivityModeKeepsTheDefaults",
+                 "vllm serve m --performance-mode interactivity", -1, -1, -1, -1, -1, -1, -1,
+                 "auto"},
+        RealLine{"ChunkedPrefillOffPrefillsAWholePrompt",
+                 "vllm serve m --no-enable-chunked-prefill", -1, 163840, -1, -1, -1, -1, -1,
+                 "auto"},
+        RealLine{"ChunkedPrefillOffKeepsALargerDefault",
+                 "vllm serve m --no-enable-chunked-prefill --max-model-len 4096", -1, 8192, 4096,
+                 -1, -1, -1, -1, "auto"},
+        RealLine{"ChunkedPrefillOffAfterThroughputDoubling",
+                 "vllm serve m --performance-mode throughput --no-enable-chunked-prefill "
+                 "--max-model-len 20000",
+                 2048, 20000, 20000, -1, -1, -1, -1, "auto"},
+        RealLine{"ChunkedPrefillLastFlagWins",
+                 "vllm serve m --no-enable-chunked-prefill --enable-chunked-prefill", -1, -1, -1,
+                 -1, -1, -1, -1, "auto"},
+        RealLine{"ShortSpeculativeConfig",
+                 "vllm serve m -sc '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'", -1, -1,
+                 -1, 2, -1, -1, -1, "auto"},
+        RealLine{"ShortSpeculativeConfigDotted", "vllm serve m -sc.num_speculative_tokens 3", -1,
+                 -1, -1, 3, -1, -1, -1, "auto"},
+        RealLine{"TopLevelCaptureSizes", "vllm serve m --cudagraph-capture-sizes 1 2 4 64", -1, -1,
+                 -1, -1, 64, -1, -1, "auto"}),
     [](const ::testing::TestParamInfo<RealLine>& p) { return std::string(p.param.name); });
 
 // --hf-overrides is kept as JSON for the model config; a malformed one is exit 2 naming it.
@@ -188,6 +216,7 @@ TEST(VllmArgsTest, ConfigFileIsReadBelowTheCommandLine) {
                     "kv-cache-dtype: fp8_ds_mla\n"
                     "trust-remote-code: true\n"
                     "enable-prefix-caching: false\n"
+                    "enable-chunked-prefill: false\n"
                     "cuda-graph-sizes: [1, 2, 4, 8, 48]\n"
                     "compilation-config:\n  max_cudagraph_capture_size: 32\n"
                     "speculative-config:\n  method: mtp\n  num_speculative_tokens: 2\n");
@@ -201,6 +230,11 @@ TEST(VllmArgsTest, ConfigFileIsReadBelowTheCommandLine) {
   EXPECT_EQ(Get(*v, IntLimit::kMaxCudagraphCaptureSize), 32);  // compilation-config after
   EXPECT_EQ(Get(*v, IntLimit::kNumSpeculativeTokens), 2);
   EXPECT_EQ(v->kv_cache_dtype->value, KvCacheDtype::kFp8DsMla);
+  // A false flag is its --no- form, as vLLM's load_config_file writes it.
+  ASSERT_TRUE(v->chunked_prefill.has_value());
+  EXPECT_FALSE(v->chunked_prefill->value);
+  EXPECT_EQ(v->chunked_prefill->origin,
+            "--vllm-args --config " + path + ": --no-enable-chunked-prefill");
   // Errors name the file: a bad value, not YAML, not a mapping, missing.
   const std::string bad_value = dir.WriteFile("bad.yaml", "max-num-seqs: 0\n");
   const std::string not_yaml = dir.WriteFile("oops.yaml", "max-num-seqs: [1, 2\n");
@@ -408,6 +442,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "begins, here --max-num-seqs"},
         BadLine{"--max_model=4096", "--vllm-args --max_model: vLLM reads an abbreviated flag"},
         BadLine{"--port 8000 --kv-cache nvfp4", "spell it out (--kv-cache-dtype)"},
+        BadLine{"--performance-mode fast",
+                "--vllm-args --performance-mode=fast: not a performance mode; vLLM's are "
+                "balanced, interactivity, throughput"},
+        BadLine{"--enable-chunked-prefill=false",
+                "--enable-chunked-prefill takes no value (vLLM refuses one)"},
         BadLine{"--max-num 12",
                 "--vllm-args --max-num: begins --max-num-seqs, --max-num-batched-tokens; vLLM "
                 "refuses an ambiguous abbreviation"}));
@@ -422,6 +461,32 @@ TEST(VllmArgsTest, UnreadFlagsAreSkipped) {
     ASSERT_TRUE(v.ok()) << line << ": " << v.status();
     EXPECT_FALSE(v->ints[static_cast<int>(IntLimit::kMaxNumSeqs)].has_value()) << line;
   }
+}
+
+// With chunked prefill off a prompt prefills in one step: vLLM refuses a given
+// max_num_batched_tokens below max_model_len, and so does prewarm, naming both and the flag.
+TEST(VllmArgsTest, ChunkedPrefillOffRefusesATokenBudgetBelowTheModelLength) {
+  auto v = ParseVllmArgs("vllm serve m --no-enable-chunked-prefill --max-num-batched-tokens 8192");
+  ASSERT_TRUE(v.ok()) << v.status();
+  const ModelConfig model =
+      *LoadModelConfig(std::string(PREWARM_TEST_DATA_DIR) + "/models/deepseek-v3.2.json");
+  absl::StatusOr<Limits> l = ResolveLimits({}, *v, model, VllmBatchDefaults(true, "gfx950"));
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(l.status().message().find(
+                "--max-num-batched-tokens 8192 (from --vllm-args --max-num-batched-tokens) is "
+                "below max_model_len 163840"),
+            std::string::npos)
+      << l.status();
+  EXPECT_NE(l.status().message().find("with --vllm-args --no-enable-chunked-prefill"),
+            std::string::npos)
+      << l.status();
+  // A budget of the model's length or more is planned as given.
+  v = ParseVllmArgs("vllm serve m --no-enable-chunked-prefill --max-num-batched-tokens 200000");
+  ASSERT_TRUE(v.ok()) << v.status();
+  l = ResolveLimits({}, *v, model, VllmBatchDefaults(true, "gfx950"));
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->max_num_batched_tokens, 200000);
 }
 
 }  // namespace
