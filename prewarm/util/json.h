@@ -5,6 +5,7 @@
 // more than kMaxJsonValues values before parsing it.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -26,7 +27,12 @@ inline constexpr int64_t kMaxJsonValues = int64_t{1} << 19;
 absl::Status CheckJsonDepth(std::string_view text);
 
 // The parsed document, or InvalidArgument: too deep (CheckJsonDepth's message) or malformed
-// ("malformed JSON: " and the parser's words).
+// (MalformedJsonMessage of the parser's words).
 absl::StatusOr<nlohmann::json> ParseJson(std::string_view text);
+
+// nlohmann's parse error in prewarm's words: "malformed JSON at line 2, column 1: unexpected end
+// of input; expected '[', '{', or a literal", without the library's "[json.exception...]" id and
+// its "syntax error while parsing value - ". The one wording of every reader of user JSON.
+std::string MalformedJsonMessage(std::string_view what);
 
 }  // namespace prewarm

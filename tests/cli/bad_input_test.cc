@@ -480,8 +480,22 @@ TEST(BadInputFileTest, MalformedModelConfigNamesFileAndField) {
   const std::string broken = dir.WriteFile("broken.json", "{\"num_attention_heads\": 64,");
   SubprocessResult r = RunPrewarm({"plan", "--model-config", broken});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.stderr_text.find(broken), std::string::npos);
-  EXPECT_NE(r.stderr_text.find("malformed JSON"), std::string::npos);
+  EXPECT_EQ(r.stdout_text, "");
+  // The file, the place and what was wrong, in prewarm's words (not nlohmann's
+  // "[json.exception.parse_error.101] ... syntax error while parsing value - ").
+  EXPECT_NE(r.stderr_text.find(broken + ": malformed JSON at line 1, column 28: unexpected end "
+                                        "of input; expected string literal"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("json.exception"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("syntax error"), std::string::npos) << r.stderr_text;
+  const std::string two_lines = dir.WriteFile("two-lines.json", "{\"a\":\n");
+  r = RunPrewarm({"plan", "--model-config", two_lines});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find(two_lines + ": malformed JSON at line 2, column 1: unexpected end "
+                                           "of input; expected '[', '{', or a literal"),
+            std::string::npos)
+      << r.stderr_text;
   const std::string missing = dir.WriteFile(
       "missing.json", R"({"num_attention_heads": 64, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
                           "qk_rope_head_dim": 64, "v_head_dim": 128})");

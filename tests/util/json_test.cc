@@ -1,6 +1,8 @@
 #include "prewarm/util/json.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -67,6 +69,36 @@ TEST(JsonTest, MalformedSaysSo) {
   const absl::StatusOr<nlohmann::json> j = ParseJson("{\"a\": ");
   EXPECT_TRUE(absl::IsInvalidArgument(j.status()));
   EXPECT_NE(j.status().message().find("malformed JSON"), std::string::npos) << j.status();
+}
+
+// The parser's words without its id and its "syntax error while parsing ... - ": the place and
+// what was wrong.
+TEST(JsonTest, MalformedNamesThePlaceInPrewarmsWords) {
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"a\":\n",
+            "malformed JSON at line 2, column 1: unexpected end of input; expected '[', '{', or a "
+            "literal"},
+           {"{\"a\" 1}",
+            "malformed JSON at line 1, column 6: unexpected number literal; "
+            "expected ':'"},
+           {"[1,]",
+            "malformed JSON at line 1, column 4: unexpected ']'; expected '[', '{', or a "
+            "literal"},
+           {"{\"a\":1}x",
+            "malformed JSON at line 1, column 8: invalid literal; last read: "
+            "'1}x'; expected end of input"},
+           {"1e999999", "malformed JSON: number overflow parsing '1e999999'"}}) {
+    const absl::StatusOr<nlohmann::json> j = ParseJson(text);
+    EXPECT_TRUE(absl::IsInvalidArgument(j.status())) << text;
+    EXPECT_EQ(j.status().message(), want) << text;
+  }
+  // The text the parser quotes is cut as any value from outside.
+  const absl::StatusOr<nlohmann::json> j = ParseJson("\"" + std::string(100000, 'x'));
+  EXPECT_LT(j.status().message().size(), 300u) << j.status().message().size();
+  EXPECT_EQ(MalformedJsonMessage("[json.exception.parse_error.101] parse error at line 3, column "
+                                 "2: syntax error while parsing object key - unexpected ','"),
+            "malformed JSON at line 3, column 2: unexpected ','");
+  EXPECT_EQ(MalformedJsonMessage("something else"), "malformed JSON: something else");
 }
 
 }  // namespace
