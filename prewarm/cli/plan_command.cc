@@ -15,15 +15,20 @@ void PrintHeader(const Inputs& in, const Plan& plan, std::ostream& out) {
   out << "prewarm plan: " << plan.TotalKeys() << " keys, " << plan.launchers.size()
       << " launchers, arch " << StrJoin(archs, ",") << "\n";
   out << "limits:\n";
+  // Every row says where its value came from.
+  auto row = [&](std::string_view field, const std::string& value, std::string_view origin) {
+    out << "  " << std::left << std::setw(30) << field << std::setw(9) << value << " (" << origin
+        << ")\n";
+  };
   for (const IntLimitSpec& spec : IntLimitSpecs()) {
-    out << "  " << std::left << std::setw(30) << spec.field << std::setw(10)
-        << in.limits.Get(spec.id) << "(" << in.limits.origins[static_cast<int>(spec.id)] << ")\n";
+    row(spec.field, StrCat(in.limits.Get(spec.id)), in.limits.origins[static_cast<int>(spec.id)]);
   }
-  out << "  " << std::setw(30) << "kv_cache_dtype" << KvCacheDtypeName(in.limits.kv_cache_dtype)
-      << "\n";
-  out << "  " << std::setw(30) << "graph_only" << (in.limits.graph_only ? "true" : "false") << "\n";
-  out << "  " << std::setw(30) << "decode tokens per step"
-      << "1.." << in.limits.MaxDecodeTokens() << "\n";
+  row("kv_cache_dtype", std::string(KvCacheDtypeName(in.limits.kv_cache_dtype)),
+      in.kv_cache_dtype_origin);
+  row("graph_only", in.limits.graph_only ? "true" : "false", in.graph_only_origin);
+  row("decode tokens per step", StrCat("1..", in.limits.MaxDecodeTokens()),
+      StrCat("derived: min(max_num_seqs x (num_speculative_tokens + 1), max_num_batched_tokens",
+             in.limits.graph_only ? ", max_cudagraph_capture_size" : "", ")"));
   const ModelConfig& m = in.model;
   const Shape& s = in.shape;
   out << "model: " << m.name << " (" << m.source << ")\n"

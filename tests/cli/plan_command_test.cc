@@ -1,10 +1,12 @@
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "prewarm/util/files.h"
+#include "prewarm/util/strings.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
@@ -318,6 +320,71 @@ TEST(PlanCommandTest, ValuesFromTheVariableAndItsConfigFileAreNamedByThem) {
       EXPECT_EQ(flag, std::string::npos) << text;
     } else {
       EXPECT_EQ(text.find("--vllm-args", flag + 1), std::string::npos) << "named once: " << text;
+    }
+  }
+}
+
+// Every limit row of the table says where its value came from: a flag, a variable, the server's
+// line and what inside it (a --config file, JSON), the model, a default, or how it is derived.
+TEST(PlanCommandTest, EveryLimitRowNamesItsSource) {
+  testing::TempDir dir;
+  const std::string yaml = dir.WriteFile("s.yaml", "kv-cache-dtype: nvfp4\nmax-num-seqs: 32\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::pair<std::string, std::optional<std::string>>> env;
+    std::vector<std::string> rows;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{},
+            {},
+            {"kv_cache_dtype                nvfp4     (default auto: the embedded example's own "
+             "dtype)",
+             "graph_only                    false     (default)",
+             "decode tokens per step        1..1024   (derived: min(max_num_seqs x "
+             "(num_speculative_tokens + 1), max_num_batched_tokens))"}},
+           {{"--kv-cache-dtype", "auto", "--graph-only"},
+            {},
+            {"kv_cache_dtype                nvfp4     (--kv-cache-dtype auto: the embedded "
+             "example's own dtype)",
+             "graph_only                    true      (--graph-only)",
+             "(derived: min(max_num_seqs x (num_speculative_tokens + 1), max_num_batched_tokens, "
+             "max_cudagraph_capture_size))"}},
+           {{"--vllm-args", "vllm serve m --config " + yaml + " --kv-cache-dtype fp8_ds_mla"},
+            {{"PREWARM_GRAPH_ONLY", "1"}},
+            {"kv_cache_dtype                fp8_ds_mla (--vllm-args --kv-cache-dtype)",
+             "graph_only                    true      (PREWARM_GRAPH_ONLY)",
+             "max_num_seqs                  32        (--vllm-args --config " + yaml +
+                 ": --max-num-seqs)"}},
+           {{"--vllm-args", "vllm serve m --config " + yaml},
+            {},
+            {"kv_cache_dtype                nvfp4     (--vllm-args --config " + yaml +
+             ": --kv-cache-dtype)"}},
+           {{},
+            {{"PREWARM_VLLM_ARGS",
+              R"(--speculative-config '{"method":"mtp","num_speculative_tokens":2}' )"
+              R"(-O '{"max_cudagraph_capture_size":64}')"},
+             {"PREWARM_KV_CACHE_DTYPE", "fp8"}},
+            {"num_speculative_tokens        2         (PREWARM_VLLM_ARGS --speculative-config "
+             "num_speculative_tokens)",
+             "max_cudagraph_capture_size    64        (PREWARM_VLLM_ARGS -O "
+             "max_cudagraph_capture_size)",
+             "kv_cache_dtype                fp8       (PREWARM_KV_CACHE_DTYPE)"}},
+       }) {
+    std::vector<std::string> args = {"plan", "--arch", "gfx942"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const SubprocessResult r = RunPrewarm(args, c.env);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    for (const std::string& row : c.rows) {
+      EXPECT_NE(r.stdout_text.find(row), std::string::npos) << row << " in:\n" << r.stdout_text;
+    }
+    // No row without a source: each line of the limits block ends with ")".
+    const size_t begin = r.stdout_text.find("limits:\n");
+    const size_t end = r.stdout_text.find("\nmodel: ");
+    ASSERT_NE(begin, std::string::npos);
+    ASSERT_NE(end, std::string::npos);
+    for (std::string_view line :
+         StrSplit(std::string_view(r.stdout_text).substr(begin + 8, end - begin - 8), '\n')) {
+      EXPECT_TRUE(line.ends_with(")")) << "a row without its source: " << line;
     }
   }
 }
