@@ -64,6 +64,12 @@ std::string VllmShortFormHint(std::string_view body) {
     return StrCat("vLLM's -", is_o ? "O" : "cc",
                   " (--compilation-config); prewarm reads it only inside --vllm-args", kLine);
   }
+  if (body == "sc" || body.starts_with("sc.")) {
+    return StrCat(
+        "vLLM's -sc (--speculative-config); prewarm spells its count "
+        "--num-speculative-tokens, and reads the JSON only inside --vllm-args",
+        kLine);
+  }
   if (body == "pp" || body == "dp") {
     return StrCat("vLLM's -", body, " (--", body == "pp" ? "pipeline" : "data",
                   "-parallel-size), which does not change the plan: prewarm does not read it",

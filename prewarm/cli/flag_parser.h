@@ -10,8 +10,8 @@
 //   - an unknown flag, a missing value, a value the flag's type rejects, or a flag given to a
 //     command it does not apply to is InvalidArgument naming the flag and the value (main turns
 //     it into exit 2). A flag that does not apply is found before any flag is set. An unknown
-//     flag that is one of vLLM's short forms (-tp, -dcp, -O, -cc, -pp, -dp) says what prewarm
-//     takes instead: its own spelling, or the server's line as is with --vllm-args.
+//     flag that is one of vLLM's short forms (-tp, -dcp, -O, -cc, -sc, -pp, -dp) says what
+//     prewarm takes instead: its own spelling, or the server's line as is with --vllm-args.
 // Not thread-safe: call once, before other threads start.
 #ifndef PREWARM_CLI_FLAG_PARSER_H_
 #define PREWARM_CLI_FLAG_PARSER_H_
