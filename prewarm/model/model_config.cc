@@ -60,6 +60,16 @@ void MergeInto(json& base, const json& over) {
   for (auto it = over.begin(); it != over.end(); ++it) MergeInto(base[it.key()], it.value());
 }
 
+// Every dotted path `j` sets, objects and their members: {"a":{"b":1}} is "a", "a.b".
+void CollectPaths(const json& j, const std::string& prefix, std::vector<std::string>& out) {
+  if (!j.is_object()) return;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string path = prefix.empty() ? it.key() : StrCat(prefix, ".", it.key());
+    out.push_back(path);
+    CollectPaths(it.value(), path, out);
+  }
+}
+
 // `s` (an error of a field read from text_config) with the field named by its whole path in the
 // file: field "text_config.num_attention_heads", not "num_attention_heads" (issue 29 item 11).
 absl::Status InTextConfig(const absl::Status& s, std::string_view origin, std::string_view where) {
@@ -109,6 +119,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
     shown_origin = StrCat(origin, " with ", overrides.origin);
     origin = shown_origin;
   }
+  std::vector<std::string> overridden;
+  if (!overrides.json_text.empty()) {
+    CollectPaths(*ParseJson(overrides.json_text), "", overridden);
+  }
   const json* j = &root;
   std::string where;  // "text_config." when the language model's fields are read from there
   if (!root.contains("kv_lora_rank") && root.contains("text_config") &&
@@ -119,6 +133,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
   ModelConfig m;
   m.source = std::string(origin);
   m.fields_at = where;
+  m.overridden = std::move(overridden);
+  m.overrides_origin = overrides.origin;
   // A wrapper's text_config often has no model_type of its own (MiniMax-M3's): the top level's
   // names the model then.
   for (const json* named : {j, static_cast<const json*>(&root)}) {
@@ -239,6 +255,14 @@ ModelConfig SeedsModelConfig() {
   ModelConfig m = *ParseModelConfig(kSeedsConfig, "the seeds' shape");
   m.is_embedded_example = true;  // its kernels are the NVFP4 ones
   return m;
+}
+
+std::string ModelConfig::FieldOrigin(std::string_view field) const {
+  const std::string path = Field(field);
+  if (std::find(overridden.begin(), overridden.end(), path) != overridden.end()) {
+    return StrCat(overrides_origin, " ", path);
+  }
+  return StrCat("model config ", path);
 }
 
 std::string_view AttentionFamilyName(AttentionFamily f) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
@@ -53,6 +54,12 @@ struct ModelConfig {
   // (MiniMax-M3), "" when at the top level. Field() names one where it is, for a message.
   std::string fields_at;
   std::string Field(std::string_view field) const { return fields_at + std::string(field); }
+  // Where a field's value came from, for a limit's source: "model config
+  // text_config.max_position_embeddings", or "--vllm-args --hf-overrides max_position_embeddings"
+  // when --hf-overrides set it.
+  std::string FieldOrigin(std::string_view field) const;
+  std::vector<std::string> overridden;  // dotted paths --hf-overrides set ("text_config.a")
+  std::string overrides_origin;         // "--vllm-args --hf-overrides"
   AttentionFamily family = AttentionFamily::kNone;
   // Why the family was chosen, for the plan's header ("kv_lora_rank 512",
   // "text_config.sparse_attention_config.use_sparse_attention true").

@@ -124,6 +124,27 @@ TEST(ModelConfigTest, ReadsNestedTextConfig) {
             "nested.json: required field \"text_config.qk_nope_head_dim\" is missing");
 }
 
+// A field's origin names --hf-overrides when it set the field, and the path in the file.
+TEST(ModelConfigTest, FieldOriginNamesTheOverrideOrTheFile) {
+  const ConfigOverrides over{R"({"max_position_embeddings":4096,"rope_scaling":{"factor":2}})",
+                             "--vllm-args --hf-overrides"};
+  absl::StatusOr<ModelConfig> m = ExampleModelConfig(over);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->FieldOrigin("max_position_embeddings"),
+            "--vllm-args --hf-overrides max_position_embeddings");
+  EXPECT_EQ(m->FieldOrigin("rope_scaling"), "--vllm-args --hf-overrides rope_scaling");
+  EXPECT_EQ(m->FieldOrigin("num_attention_heads"), "model config num_attention_heads");
+  m = LoadModelConfig(TestDataPath("models/minimax-m3.json"),
+                      {R"({"text_config":{"max_position_embeddings":8192}})",
+                       "PREWARM_VLLM_ARGS "
+                       "--hf-overrides"});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->FieldOrigin("max_position_embeddings"),
+            "PREWARM_VLLM_ARGS --hf-overrides text_config.max_position_embeddings");
+  EXPECT_EQ(m->FieldOrigin("sparse_attention_config.sparse_block_size"),
+            "model config text_config.sparse_attention_config.sparse_block_size");
+}
+
 struct BadConfig {
   const char* json;
   const char* must_mention;
