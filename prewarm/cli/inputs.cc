@@ -87,25 +87,22 @@ absl::StatusOr<BatchDefaults> BatchDefaultsFor(const Config& config,
                            large.empty() ? StrJoin(small, ",") : StrJoin(large, ","));
 }
 
-// A max_model_len past the model's own (its max_position_embeddings, scaled as its rope_scaling
-// says) is planned as given, with a warning: vLLM refuses to start with it unless
-// VLLM_ALLOW_LONG_MAX_MODEL_LEN is set, which it reads from its own container's environment (so
-// this one's is only a hint that the user meant it).
+// A max_model_len past the model's own (ModelConfig::derived_max_model_len) is planned as given,
+// with a warning: vLLM refuses to start with it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set, which
+// it reads from its own container's environment (so this one's is only a hint that the user meant
+// it).
 void WarnIfLongerThanTheModel(const Limits& limits, const ModelConfig& model) {
   const int64_t derived = model.derived_max_model_len;
   if (derived <= 0 || limits.max_model_len <= derived) return;
   const std::string allow =
       absl::AsciiStrToLower(GetEnv("VLLM_ALLOW_LONG_MAX_MODEL_LEN").value_or(""));
   if (allow == "1" || allow == "true") return;
-  LogWarning(StrCat(
-      "max_model_len ", limits.max_model_len, " (from ",
-      limits.origins[static_cast<int>(IntLimit::kMaxModelLen)],
-      ") is longer than the model allows, ", derived, " (", model.Field("max_position_embeddings"),
-      derived != model.max_position_embeddings ? StrCat(" scaled by ", model.Field("rope_scaling"))
-                                               : "",
-      " in ", model.source,
-      "): vLLM refuses to start with it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is "
-      "set for the server; planned as given"));
+  LogWarning(StrCat("max_model_len ", limits.max_model_len, " (from ",
+                    limits.origins[static_cast<int>(IntLimit::kMaxModelLen)],
+                    ") is longer than the model allows, ", derived, " (",
+                    model.DerivedMaxModelLenOrigin(), " in ", model.source,
+                    "): vLLM refuses to start with it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is "
+                    "set for the server; planned as given"));
 }
 
 }  // namespace

@@ -268,12 +268,10 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   Limits limits;
   // Built-in defaults (vLLM's), with max_model_len the model's longest, as vLLM derives it: its
   // max_position_embeddings scaled as its rope_scaling says.
-  const bool scaled = model.derived_max_model_len > 0 &&
-                      model.derived_max_model_len != model.max_position_embeddings;
-  const int64_t model_len = scaled ? model.derived_max_model_len : model.max_position_embeddings;
+  const bool derived = model.derived_max_model_len > 0;
+  const int64_t model_len = derived ? model.derived_max_model_len : model.max_position_embeddings;
   const std::string model_len_origin =
-      scaled ? "model config max_position_embeddings scaled by rope_scaling"
-             : "model config max_position_embeddings";
+      derived ? model.DerivedMaxModelLenOrigin() : model.FieldOrigin("max_position_embeddings");
   std::array<int64_t, kNumIntLimits> value = {
       defaults.max_num_seqs, defaults.max_num_batched_tokens, model_len, 0, 512, 1, 64, 1};
   std::array<std::string, kNumIntLimits> origin = {
@@ -356,7 +354,8 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
                  model.source, " does not have; add num_speculative_tokens"));
     }
     value[kSpec] = model.num_nextn_predict_layers;
-    origin[kSpec] = StrCat(tokens_from_model->origin, ": the model's num_nextn_predict_layers");
+    origin[kSpec] =
+        StrCat(tokens_from_model->origin, ": ", model.FieldOrigin("num_nextn_predict_layers"));
   }
   // MSA (MiniMax-M3): a KV page is one sparse block, so vLLM needs --block-size equal to the
   // model's sparse_block_size (128) and fails at start with any other; unset, it is that.
@@ -370,7 +369,8 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
           "any other"));
     }
     value[kBlock] = model.msa.block_size;
-    origin[kBlock] = "default for MSA: the model's sparse_block_size";
+    origin[kBlock] =
+        StrCat("default for MSA: ", model.FieldOrigin("sparse_attention_config.sparse_block_size"));
   }
   limits.max_num_seqs = value[0];
   limits.max_num_batched_tokens = value[1];

@@ -382,7 +382,10 @@ class ConfigBounds final : public YAML::EventHandler {
 // (ConfigBounds).
 absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path) {
   const std::string origin = StrCat(kOrigin, "--config ", path);
-  if (absl::Status ok = CheckInputFile(origin, path, int64_t{16} << 20); !ok.ok()) return ok;
+  if (absl::Status ok = CheckInputFile(StrCat(kOrigin, "--config"), path, int64_t{16} << 20);
+      !ok.ok()) {
+    return ok;
+  }
   absl::StatusOr<std::string> file = ReadFile(path);
   if (!file.ok()) return absl::InvalidArgumentError(StrCat(origin, ": ", file.status().message()));
   std::vector<std::string> words;
@@ -430,7 +433,10 @@ absl::StatusOr<std::vector<std::string>> ConfigFileWords(const std::string& path
   } catch (const ConfigRefused& e) {
     return absl::InvalidArgumentError(StrCat(origin, ": ", e.why));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(StrCat(origin, ": ", e.what()));
+    // The parser's own words and place, without yaml-cpp's "yaml-cpp: error at line ..." prefix.
+    if (e.mark.is_null()) return absl::InvalidArgumentError(StrCat(origin, ": ", e.msg));
+    return absl::InvalidArgumentError(StrCat(origin, ": malformed YAML at line ", e.mark.line + 1,
+                                             ", column ", e.mark.column + 1, ": ", e.msg));
   }
   return words;
 }

@@ -20,12 +20,21 @@ using config_fields::PositiveInt;
 using nlohmann::json;
 
 // vLLM's longest context for the model without VLLM_ALLOW_LONG_MAX_MODEL_LEN
-// (vllm/config/model.py, _get_and_verify_max_len), for what these configs hold:
-// max_position_embeddings, times rope_scaling's (or rope_parameters') factor where its type is not
-// su, longrope or llama3, yarn's from original_max_position_embeddings. 0 where a field needed is
-// of another type (vLLM's own checks meet that config first).
-int64_t DerivedMaxModelLen(const json& j, int64_t max_position_embeddings) {
-  double derived = static_cast<double>(max_position_embeddings);
+// (vllm/config/model.py, _get_and_verify_max_len), for what these configs hold: the config's own
+// model_max_length where it has one (Command-R's; it replaces max_position_embeddings, larger or
+// not), else max_position_embeddings; times rope_scaling's (or rope_parameters') factor where its
+// type is not default, su, longrope or llama3 (yarn's from its original_max_position_embeddings).
+// Sets m.derived_max_model_len (0 where a field is of another type: vLLM's own checks meet that
+// config first), the field it starts from and whether it is scaled.
+void DeriveMaxModelLen(const json& j, ModelConfig& m) {
+  double derived = static_cast<double>(m.max_position_embeddings);
+  m.derived_max_model_len_field = "max_position_embeddings";
+  m.derived_max_model_len_scaled = false;
+  if (const auto own = j.find("model_max_length");
+      own != j.end() && own->is_number() && own->get<double>() >= 1) {
+    derived = own->get<double>();
+    m.derived_max_model_len_field = "model_max_length";
+  }
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     const auto rope = j.find(key);
     if (rope == j.end() || !rope->is_object()) continue;
@@ -44,11 +53,13 @@ int64_t DerivedMaxModelLen(const json& j, int64_t max_position_embeddings) {
     const auto original = rope->find("original_max_position_embeddings");
     if (type == "yarn" && original != rope->end() && original->is_number()) {
       derived = original->get<double>();
+      m.derived_max_model_len_field = StrCat(key, ".original_max_position_embeddings");
     }
     derived *= f;
+    m.derived_max_model_len_scaled = f != 1.0;
     break;
   }
-  return derived >= 1 && derived < 9.2e18 ? static_cast<int64_t>(derived) : 0;
+  m.derived_max_model_len = derived >= 1 && derived < 9.2e18 ? static_cast<int64_t>(derived) : 0;
 }
 
 // `over` merged into `base`: objects key by key, everything else replaced.
@@ -163,7 +174,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
     m.family = AttentionFamily::kMsa;
     m.family_reason = StrCat(where, "sparse_attention_config.use_sparse_attention true");
     RETURN_IF_ERROR(InTextConfig(ParseMsaFields(*j, *sparse, origin, m), origin, where));
-    m.derived_max_model_len = DerivedMaxModelLen(*j, m.max_position_embeddings);
+    DeriveMaxModelLen(*j, m);
     return m;
   }
   m.family = AttentionFamily::kMla;
@@ -199,7 +210,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
       if (absl::Status s = get(field, *out); !s.ok()) return s;
     }
   }
-  m.derived_max_model_len = DerivedMaxModelLen(*j, m.max_position_embeddings);
+  DeriveMaxModelLen(*j, m);
   return m;
 }
 
@@ -255,6 +266,11 @@ ModelConfig SeedsModelConfig() {
   ModelConfig m = *ParseModelConfig(kSeedsConfig, "the seeds' shape");
   m.is_embedded_example = true;  // its kernels are the NVFP4 ones
   return m;
+}
+
+std::string ModelConfig::DerivedMaxModelLenOrigin() const {
+  return StrCat(FieldOrigin(derived_max_model_len_field),
+                derived_max_model_len_scaled ? " scaled by rope_scaling" : "");
 }
 
 std::string ModelConfig::FieldOrigin(std::string_view field) const {

@@ -78,6 +78,13 @@ struct ModelConfig {
   // The longest max_model_len vLLM starts with unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1:
   // max_position_embeddings scaled as rope_scaling says (0: unknown).
   int64_t derived_max_model_len = 0;
+  // What it is derived from: the field it starts from (max_position_embeddings, model_max_length
+  // or rope_scaling.original_max_position_embeddings) and whether a rope factor scales it.
+  std::string derived_max_model_len_field = "max_position_embeddings";
+  bool derived_max_model_len_scaled = false;
+  // "model config text_config.max_position_embeddings scaled by rope_scaling": where the
+  // derived length comes from, for a limit's source and messages.
+  std::string DerivedMaxModelLenOrigin() const;
   int64_t num_nextn_predict_layers = 0;  // MTP layers (DeepSeek-V3 and later), 0 when none
   // True for the embedded example, whose KV cache dtype defaults to nvfp4.
   bool is_embedded_example = false;

@@ -91,7 +91,7 @@ TEST(MsaPlanCommandTest, TheLongModelLenWarningNamesTheTextConfigField) {
                  {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", std::nullopt}});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("longer than the model allows, 1048576 "
-                               "(text_config.max_position_embeddings in "),
+                               "(model config text_config.max_position_embeddings in "),
             std::string::npos)
       << r.stderr_text;
 }

@@ -100,9 +100,10 @@ TEST(PlanCommandTest, AModelLenPastTheModelsIsPlannedWithAWarning) {
   const std::vector<std::string> args = {"plan", "--max-model-len", "163841"};
   SubprocessResult r = RunPrewarm(args, {{"VLLM_ALLOW_LONG_MAX_MODEL_LEN", std::nullopt}});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_NE(r.stderr_text.find("warning: max_model_len 163841 (from --max-model-len) is longer "
-                               "than the model allows, 163840 (max_position_embeddings in "),
-            std::string::npos)
+  EXPECT_NE(
+      r.stderr_text.find("warning: max_model_len 163841 (from --max-model-len) is longer "
+                         "than the model allows, 163840 (model config max_position_embeddings in "),
+      std::string::npos)
       << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"), std::string::npos);
   EXPECT_NE(r.stdout_text.find("max_model_len                 163841"), std::string::npos)

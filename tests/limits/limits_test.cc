@@ -82,7 +82,7 @@ TEST(LimitsTest, MtpWithoutACountTakesTheModelsPredictLayers) {
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(l->num_speculative_tokens, 1);
   EXPECT_EQ(l->origins[static_cast<int>(IntLimit::kNumSpeculativeTokens)],
-            "--vllm-args --speculative-config: the model's num_nextn_predict_layers");
+            "--vllm-args --speculative-config: model config num_nextn_predict_layers");
   // An explicit count wins over the model's.
   LimitValues flags;
   ASSERT_TRUE(

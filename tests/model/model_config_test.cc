@@ -57,7 +57,12 @@ TEST(ModelConfigTest, DerivedMaxModelLenFollowsRopeScaling) {
            {R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})", 32768},
            {R"(, "rope_scaling": {"rope_type": "longrope", "factor": 8})", 32768},
            {R"(, "rope_parameters": {"rope_type": "linear", "factor": 3})", 98304},
-           {R"(, "rope_scaling": null)", 32768}}) {
+           {R"(, "rope_scaling": null)", 32768},
+           // A config's own model_max_length replaces max_position_embeddings (Command-R's),
+           // larger or smaller, before any rope factor.
+           {R"(, "model_max_length": 131072)", 131072},
+           {R"(, "model_max_length": 4096, "rope_scaling": {"type": "linear", "factor": 2})",
+            8192}}) {
     auto m = ParseModelConfig(base + rope + "}", "c.json");
     ASSERT_TRUE(m.ok()) << rope << m.status();
     EXPECT_EQ(m->derived_max_model_len, want) << rope;
