@@ -253,7 +253,14 @@ TEST(VllmArgsTest, ConfigFileIsReadBelowTheCommandLine) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << file;
     EXPECT_NE(r.status().message().find(must), std::string::npos) << r.status();
     EXPECT_NE(r.status().message().find(file), std::string::npos) << r.status();
+    // Named once, and in our words (no "yaml-cpp: error at line ..." of the library's).
+    const std::string m(r.status().message());
+    EXPECT_EQ(m.find(file, m.find(file) + 1), std::string::npos) << r.status();
+    EXPECT_EQ(m.find("yaml-cpp"), std::string::npos) << r.status();
   }
+  auto r = ParseVllmArgs("vllm serve --config " + not_yaml);
+  EXPECT_NE(r.status().message().find(": malformed YAML at line 2, column 1: "), std::string::npos)
+      << r.status();
 }
 
 // Issue 29 item 11: a value is named by where it came from. A line read from PREWARM_VLLM_ARGS
