@@ -66,8 +66,8 @@ absl::StatusOr<std::vector<Arch>> ResolveArchs(const Config& config, AutoArchPol
 // given (an sm_80 target stays small: vLLM excludes the A100 by name), else the arch's class
 // (arch.h, LargeMemoryGpuArch). One plan serves every target, so one large target makes the
 // defaults large: its keys are a superset of the small defaults'.
-absl::StatusOr<BatchDefaults> BatchDefaultsFor(const Config& config,
-                                               const std::vector<Arch>& archs) {
+absl::StatusOr<BatchDefaults> BatchSizeDefaultsFor(const Config& config,
+                                                   const std::vector<Arch>& archs) {
   bool a100 = false;
   for (const Arch& a : archs) a100 |= a.name == "sm_80";
   if (!config.gpu_memory_gib.empty()) {
@@ -85,6 +85,20 @@ absl::StatusOr<BatchDefaults> BatchDefaultsFor(const Config& config,
   for (const Arch& a : archs) (LargeMemoryGpuArch(a) ? large : small).push_back(a.name);
   return VllmBatchDefaults(!large.empty(),
                            large.empty() ? StrJoin(small, ",") : StrJoin(large, ","));
+}
+
+// The batch defaults above and vLLM's capture-size ceiling for the targets.
+absl::StatusOr<BatchDefaults> BatchDefaultsFor(const Config& config,
+                                               const std::vector<Arch>& archs) {
+  ASSIGN_OR_RETURN(BatchDefaults d, BatchSizeDefaultsFor(config, archs));
+  // Blackwell (sm_100, compute capability 10.x): vLLM's default capture sizes reach 1024.
+  for (const Arch& a : archs) {
+    if (a.name == "sm_100") {
+      d.max_cudagraph_capture_size = 1024;
+      d.capture_origin = StrCat("default (vLLM's ceiling on ", a.name, ")");
+    }
+  }
+  return d;
 }
 
 // A max_model_len past the model's own (ModelConfig::derived_max_model_len) is planned as given,

@@ -272,11 +272,17 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   const int64_t model_len = derived ? model.derived_max_model_len : model.max_position_embeddings;
   const std::string model_len_origin =
       derived ? model.DerivedMaxModelLenOrigin() : model.FieldOrigin("max_position_embeddings");
-  std::array<int64_t, kNumIntLimits> value = {
-      defaults.max_num_seqs, defaults.max_num_batched_tokens, model_len, 0, 512, 1, 64, 1};
+  std::array<int64_t, kNumIntLimits> value = {defaults.max_num_seqs,
+                                              defaults.max_num_batched_tokens,
+                                              model_len,
+                                              0,
+                                              defaults.max_cudagraph_capture_size,
+                                              1,
+                                              64,
+                                              1};
   std::array<std::string, kNumIntLimits> origin = {
-      defaults.origin, defaults.origin, model_len_origin, "default",
-      "default",       "default",       "default",        "default"};
+      defaults.origin,         defaults.origin, model_len_origin, "default",
+      defaults.capture_origin, "default",       "default",        "default"};
   std::optional<Sourced<bool>> tokens_from_model, chunked_prefill, throughput_mode;
   std::array<bool, kNumIntLimits> given{};  // a source set it (else the default stands)
   // Lower precedence first; each later source overrides.

@@ -148,6 +148,11 @@ struct BatchDefaults {
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 2048;
   std::string origin = "default (vLLM's for a GPU under 70 GiB)";
+  // vLLM's ceiling on its default capture sizes (vllm/config/vllm.py, _set_cudagraph_sizes): 1024
+  // on Blackwell (compute capability 10.x), 512 elsewhere. prewarm's default G is this ceiling,
+  // at or above vLLM's own default min(2 S (k + 1), ceiling, B).
+  int64_t max_cudagraph_capture_size = 512;
+  std::string capture_origin = "default";
 };
 BatchDefaults VllmBatchDefaults(bool large_gpu, std::string_view why);
 

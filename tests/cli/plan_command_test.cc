@@ -157,6 +157,24 @@ TEST(PlanCommandTest, AMisspelledVllmFlagIsAWarning) {
   EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
 }
 
+// vLLM's default capture sizes reach 1024 on Blackwell (vllm/config/vllm.py, _set_cudagraph_sizes),
+// 512 elsewhere: prewarm's default G follows the targets, so --graph-only on sm_100 plans decode
+// steps up to 1024 tokens.
+TEST(PlanCommandTest, DefaultCaptureCeilingFollowsTheArch) {
+  nlohmann::json j = PlanJson({"--arch", "sm_100", "--graph-only"});
+  EXPECT_EQ(j["limits"]["max_cudagraph_capture_size"], 1024);
+  EXPECT_EQ(j["limits"]["max_decode_tokens"], 1024);
+  j = PlanJson({"--arch", "sm_90,sm_100", "--graph-only"});
+  EXPECT_EQ(j["limits"]["max_cudagraph_capture_size"], 1024);
+  j = PlanJson({"--arch", "gfx950", "--graph-only"});
+  EXPECT_EQ(j["limits"]["max_cudagraph_capture_size"], 512);
+  EXPECT_EQ(j["limits"]["max_decode_tokens"], 512);
+  SubprocessResult r = RunPrewarm({"plan", "--arch", "sm_100"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("1024      (default (vLLM's ceiling on sm_100))"), std::string::npos)
+      << r.stdout_text;
+}
+
 TEST(PlanCommandTest, GraphOnlyCapsDecodeTokens) {
   nlohmann::json j = PlanJson({"--max-num-seqs", "1024", "--max-cudagraph-capture-size", "128"});
   EXPECT_EQ(j["limits"]["max_decode_tokens"], 1024);
