@@ -114,20 +114,22 @@ absl::Status CheckUnreadFlag(std::string_view name, std::string_view shown) {
     }
   }
   if (begun.size() == 1) {
-    return absl::InvalidArgumentError(
-        StrCat(kOrigin, shown, ": vLLM reads an abbreviated flag as the flag it begins, here ",
-               begun[0], " unless another flag of vLLM's begins so too; spell it out (", begun[0],
-               ") so that prewarm reads what the server runs"));
+    return absl::InvalidArgumentError(StrCat(
+        kOrigin, ShownValue(shown), ": vLLM reads an abbreviated flag as the flag it begins, here ",
+        begun[0], " unless another flag of vLLM's begins so too; spell it out (", begun[0],
+        ") so that prewarm reads what the server runs"));
   }
   if (begun.size() > 1) {
-    return absl::InvalidArgumentError(StrCat(kOrigin, shown, ": begins ", StrJoin(begun, ", "),
+    return absl::InvalidArgumentError(StrCat(kOrigin, ShownValue(shown), ": begins ",
+                                             StrJoin(begun, ", "),
                                              "; vLLM refuses an ambiguous abbreviation: spell "
                                              "out the flag meant"));
   }
   if (name.size() < 6) return absl::OkStatus();
   for (const Known& k : kKnown) {
     if (IsLongFlag(k) && EditDistance(name, k.name, 2) <= 2) {
-      LogWarning(StrCat(kOrigin, shown, ": not a flag prewarm reads; did you mean --", k.name,
+      LogWarning(StrCat(kOrigin, ShownValue(shown), ": not a flag prewarm reads; did you mean --",
+                        k.name,
                         "? (vLLM refuses a flag it does not know; prewarm planned without it)"));
       break;
     }
@@ -480,7 +482,8 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
     if (known->kind == Kind::kChunkedPrefill) {  // argparse's BooleanOptionalAction: no value
       if (inline_value.has_value()) {
         return absl::InvalidArgumentError(
-            StrCat(kOrigin, word, ": --enable-chunked-prefill takes no value (vLLM refuses one); ",
+            StrCat(kOrigin, ShownValue(word),
+                   ": --enable-chunked-prefill takes no value (vLLM refuses one); ",
                    "write --enable-chunked-prefill or --no-enable-chunked-prefill"));
       }
       out.chunked_prefill = Sourced<bool>{name == "enable-chunked-prefill", StrCat(kOrigin, shown)};

@@ -152,6 +152,12 @@ TEST(PlanCommandTest, AMisspelledVllmFlagIsAWarning) {
                                "did you mean --max-num-seqs?"),
             std::string::npos)
       << r.stderr_text;
+  // A flag is shown as any outside value is: control bytes escaped, one log line.
+  r = RunPrewarm({"plan", "--vllm-args", "vllm serve m --max-num-seqs\x01 12"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("--vllm-args --max-num-seqs\\x01: not a flag prewarm reads"),
+            std::string::npos)
+      << r.stderr_text;
   r = RunPrewarm({"plan", "--vllm-args", "vllm serve m --port 8000 --max-num-seqs 12"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("warning"), std::string::npos) << r.stderr_text;
