@@ -120,19 +120,17 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
     return absl::InvalidArgumentError(StrCat(origin, ": expected a JSON object"));
   }
   std::string shown_origin(origin);
+  std::vector<std::string> overridden;  // the dotted paths the overrides set
   if (!overrides.json_text.empty()) {
     absl::StatusOr<json> over = ParseJson(overrides.json_text);
     if (!over.ok() || !over->is_object()) {
       return absl::InvalidArgumentError(
           StrCat(overrides.origin, " ", overrides.json_text, ": expected a JSON object"));
     }
+    CollectPaths(*over, "", overridden);
     MergeInto(root, *over);
     shown_origin = StrCat(origin, " with ", overrides.origin);
     origin = shown_origin;
-  }
-  std::vector<std::string> overridden;
-  if (!overrides.json_text.empty()) {
-    CollectPaths(*ParseJson(overrides.json_text), "", overridden);
   }
   const json* j = &root;
   std::string where;  // "text_config." when the language model's fields are read from there
