@@ -153,25 +153,6 @@ absl::StatusOr<Inputs> ResolveInputs(const Config& config, AutoArchPolicy policy
   ASSIGN_OR_RETURN(in.archs, ResolveArchs(config, policy, archs_from_manifest, in.arch_note));
   ASSIGN_OR_RETURN(const BatchDefaults defaults, BatchDefaultsFor(config, in.archs));
   ASSIGN_OR_RETURN(in.limits, ResolveLimits(config.explicit_limits, vllm, in.model, defaults));
-  // Their sources in ResolveLimits' precedence: flags and variables over the server's line.
-  auto origin_of = [&](const auto& explicit_value, const auto& vllm_value) -> std::string {
-    if (explicit_value.has_value()) return explicit_value->origin;
-    if (vllm_value.has_value()) return vllm_value->origin;
-    return "default";
-  };
-  in.kv_cache_dtype_origin = origin_of(config.explicit_limits.kv_cache_dtype, vllm.kv_cache_dtype);
-  in.graph_only_origin = origin_of(config.explicit_limits.graph_only, vllm.graph_only);
-  if (in.model.is_embedded_example && in.limits.kv_cache_dtype == KvCacheDtype::kNvfp4) {
-    const bool given_auto =
-        (config.explicit_limits.kv_cache_dtype.has_value()
-             ? config.explicit_limits.kv_cache_dtype->value
-         : vllm.kv_cache_dtype.has_value() ? vllm.kv_cache_dtype->value
-                                           : KvCacheDtype::kAuto) == KvCacheDtype::kAuto;
-    if (given_auto) {
-      in.kv_cache_dtype_origin =
-          StrCat(in.kv_cache_dtype_origin, " auto: the embedded example's own dtype");
-    }
-  }
   WarnIfLongerThanTheModel(in.limits, in.model);
   absl::StatusOr<Shape> shape = ShapeForRank(in.model, in.limits.tensor_parallel_size,
                                              in.limits.decode_context_parallel_size);

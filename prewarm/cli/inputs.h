@@ -18,10 +18,6 @@ struct Inputs {
   Shape shape;
   std::vector<Arch> archs;
   std::string arch_note;  // how the archs were found (auto, the manifest), "" when given
-  // Where limits.kv_cache_dtype and limits.graph_only came from, as limits.origins names the
-  // integers': "--kv-cache-dtype", "--vllm-args --config FILE: --kv-cache-dtype", "default".
-  std::string kv_cache_dtype_origin;
-  std::string graph_only_origin;
 };
 
 enum class AutoArchPolicy {

@@ -24,8 +24,8 @@ void PrintHeader(const Inputs& in, const Plan& plan, std::ostream& out) {
     row(spec.field, StrCat(in.limits.Get(spec.id)), in.limits.origins[static_cast<int>(spec.id)]);
   }
   row("kv_cache_dtype", std::string(KvCacheDtypeName(in.limits.kv_cache_dtype)),
-      in.kv_cache_dtype_origin);
-  row("graph_only", in.limits.graph_only ? "true" : "false", in.graph_only_origin);
+      in.limits.kv_cache_dtype_origin);
+  row("graph_only", in.limits.graph_only ? "true" : "false", in.limits.graph_only_origin);
   row("decode tokens per step", StrCat("1..", in.limits.MaxDecodeTokens()),
       StrCat("derived: min(max_num_seqs x (num_speculative_tokens + 1), max_num_batched_tokens",
              in.limits.graph_only ? ", max_cudagraph_capture_size" : "", ")"));

@@ -294,10 +294,16 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
         origin[i] = source->ints[i]->origin;
       }
     }
-    if (source->kv_cache_dtype.has_value()) limits.kv_cache_dtype = source->kv_cache_dtype->value;
+    if (source->kv_cache_dtype.has_value()) {
+      limits.kv_cache_dtype = source->kv_cache_dtype->value;
+      limits.kv_cache_dtype_origin = source->kv_cache_dtype->origin;
+    }
     if (source->chunked_prefill.has_value()) chunked_prefill = source->chunked_prefill;
     if (source->throughput_mode.has_value()) throughput_mode = source->throughput_mode;
-    if (source->graph_only.has_value()) limits.graph_only = source->graph_only->value;
+    if (source->graph_only.has_value()) {
+      limits.graph_only = source->graph_only->value;
+      limits.graph_only_origin = source->graph_only->origin;
+    }
     if (source->speculative_tokens_from_model.has_value() &&
         !source->ints[static_cast<int>(IntLimit::kNumSpeculativeTokens)].has_value()) {
       tokens_from_model = source->speculative_tokens_from_model;
@@ -403,6 +409,8 @@ absl::StatusOr<Limits> ResolveLimits(const LimitValues& explicit_values,
   // "auto" is the model's own dtype: NVFP4 only for the embedded example, whose dtype it is.
   if (limits.kv_cache_dtype == KvCacheDtype::kAuto && model.is_embedded_example) {
     limits.kv_cache_dtype = KvCacheDtype::kNvfp4;
+    limits.kv_cache_dtype_origin =
+        StrCat(limits.kv_cache_dtype_origin, " auto: the embedded example's own dtype");
   }
   return limits;
 }

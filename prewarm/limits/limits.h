@@ -129,6 +129,9 @@ struct Limits {
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;  // resolved: never kAuto for the example
   bool graph_only = false;
   std::array<std::string, kNumIntLimits> origins;  // where each int came from
+  // Where kv_cache_dtype and graph_only came from, as `origins` names the integers'.
+  std::string kv_cache_dtype_origin = "default";
+  std::string graph_only_origin = "default";
 
   int64_t Get(IntLimit id) const;
   // Rmax = min(S * min(k + 1, Lmax), B), and at most G with --graph-only.
