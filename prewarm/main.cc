@@ -30,6 +30,11 @@ ABSL_FLAG(std::string, gpu_memory_gib, "",
           "The GPU's memory in GiB, for vLLM's defaults of the two limits above (70 or more: the "
           "large ones, except on an A100, sm_80). Default: from --arch (plan and run print which "
           "applied).");
+ABSL_FLAG(std::string, gpu_name, "",
+          "The GPU's name as vLLM reads it (torch.cuda.get_device_name(), nvidia-smi's name, "
+          "e.g. NVIDIA A800-SXM4-80GB), for the same defaults: vLLM gives the small ones to any "
+          "name containing a100. Only an sm_80 of 70 GiB or more needs it (an A100 or an A800); "
+          "without it an sm_80 target is taken for an A100.");
 ABSL_FLAG(std::string, max_model_len, "",
           "Context length of any request (vLLM --max-model-len; auto or -1: the model's "
           "maximum). Default: the model's max_position_embeddings, scaled as its rope_scaling says "
@@ -171,6 +176,7 @@ std::vector<std::string> PlanFlags(std::vector<std::string> more) {
   std::vector<std::string> flags = {"max-num-seqs",
                                     "max-num-batched-tokens",
                                     "gpu-memory-gib",
+                                    "gpu-name",
                                     "max-model-len",
                                     "num-speculative-tokens",
                                     "max-cudagraph-capture-size",

@@ -287,6 +287,8 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   c.model_config = Flag<std::string>("model_config");
   c.gpu_memory_gib = Flag<std::string>("gpu_memory_gib");
   c.gpu_memory_gib_origin = origin("gpu-memory-gib");
+  c.gpu_name = Flag<std::string>("gpu_name");
+  c.gpu_name_origin = origin("gpu-name");
   c.arch = Flag<std::string>("arch");
   c.arch_origin = origin("arch");
   const std::string format = Flag<std::string>("format");

@@ -23,6 +23,8 @@ struct Config {
   std::string model_config;      // path, "" for the embedded example
   std::string gpu_memory_gib;    // the GPU's memory for vLLM's batch defaults, "" from the arch
   std::string gpu_memory_gib_origin;
+  std::string gpu_name;  // the GPU's name as vLLM reads it (its A100 rule), "" when not given
+  std::string gpu_name_origin;
   std::string arch = "auto";
   std::string arch_origin;  // "--arch", "PREWARM_ARCH", or "" when not given
   OutputFormat format = OutputFormat::kTable;

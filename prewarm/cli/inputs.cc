@@ -1,6 +1,9 @@
 #include "prewarm/cli/inputs.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "prewarm/arch/arch.h"
 #include "prewarm/cache/manifest.h"
 #include "prewarm/limits/vllm_args.h"
@@ -63,13 +66,21 @@ absl::StatusOr<std::vector<Arch>> ResolveArchs(const Config& config, AutoArchPol
 }
 
 // vLLM's batch defaults for the targets (limits.h, VllmBatchDefaults): --gpu-memory-gib when
-// given (an sm_80 target stays small: vLLM excludes the A100 by name), else the arch's class
-// (arch.h, LargeMemoryGpuArch). One plan serves every target, so one large target makes the
-// defaults large: its keys are a superset of the small defaults'.
+// given, else the arch's class (arch.h, LargeMemoryGpuArch). vLLM gives the small defaults to a
+// GPU whose name contains "a100" whatever its memory: --gpu-name says whether it is one; without
+// it an sm_80 target is taken for an A100 (an A800 of 80 GiB, also sm_80, gets the large ones:
+// a warning says so when the memory makes it matter). One plan serves every target, so one large
+// target makes the defaults large: its keys are a superset of the small defaults'.
 absl::StatusOr<BatchDefaults> BatchSizeDefaultsFor(const Config& config,
                                                    const std::vector<Arch>& archs) {
-  bool a100 = false;
-  for (const Arch& a : archs) a100 |= a.name == "sm_80";
+  const bool sm80 =
+      std::any_of(archs.begin(), archs.end(), [](const Arch& a) { return a.name == "sm_80"; });
+  const bool named = !config.gpu_name.empty();
+  const bool a100 =
+      named ? absl::StrContains(absl::AsciiStrToLower(config.gpu_name), "a100") : sm80;
+  const std::string name_why =
+      named ? StrCat(", ", config.gpu_name_origin, " ", ShownValue(config.gpu_name))
+            : (sm80 ? ", sm_80 taken for an A100" : "");
   if (!config.gpu_memory_gib.empty()) {
     const std::optional<double> gib = ParseDouble(config.gpu_memory_gib);
     if (!gib.has_value() || !(*gib > 0) || *gib > 1e6) {
@@ -77,12 +88,22 @@ absl::StatusOr<BatchDefaults> BatchSizeDefaultsFor(const Config& config,
                                                ShownValue(config.gpu_memory_gib),
                                                ": expected the GPU's memory in GiB, e.g. 192"));
     }
-    const bool large = *gib >= 70 && !a100;
-    return VllmBatchDefaults(large, StrCat(config.gpu_memory_gib_origin, " ", config.gpu_memory_gib,
-                                           a100 ? ", sm_80 (A100)" : ""));
+    if (*gib >= 70 && sm80 && !named) {
+      LogWarning(StrCat("an sm_80 target with ", config.gpu_memory_gib_origin, " ",
+                        config.gpu_memory_gib,
+                        " is planned as an A100 (vLLM's small defaults, 256 and 2048); an A800 "
+                        "or another sm_80 GPU not named A100 gets 1024 and 8192 there: give "
+                        "--gpu-name (its torch.cuda.get_device_name()) so the plan covers them"));
+    }
+    return VllmBatchDefaults(*gib >= 70 && !a100, StrCat(config.gpu_memory_gib_origin, " ",
+                                                         config.gpu_memory_gib, name_why));
   }
   std::vector<std::string> large, small;
   for (const Arch& a : archs) (LargeMemoryGpuArch(a) ? large : small).push_back(a.name);
+  if (named && a100) {  // the name decides, whatever the arch's class
+    large.insert(large.end(), small.begin(), small.end());
+    return VllmBatchDefaults(false, StrCat(StrJoin(large, ","), name_why));
+  }
   return VllmBatchDefaults(!large.empty(),
                            large.empty() ? StrJoin(small, ",") : StrJoin(large, ","));
 }

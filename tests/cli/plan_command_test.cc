@@ -231,6 +231,26 @@ TEST(PlanCommandTest, BatchDefaultsFollowTheGpuAndSayWhy) {
   EXPECT_EQ(j["limits"]["max_num_seqs"], 1024);
   j = PlanJson({"--arch", "sm_80", "--gpu-memory-gib", "80"});  // vLLM: not for an A100
   EXPECT_EQ(j["limits"]["max_num_seqs"], 256);
+  // ... but for an A800 (sm_80 too): --gpu-name applies vLLM's rule, a name containing a100.
+  j = PlanJson(
+      {"--arch", "sm_80", "--gpu-memory-gib", "80", "--gpu-name", "NVIDIA A800-SXM4-80GB"});
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 1024);
+  EXPECT_EQ(j["limits"]["max_num_batched_tokens"], 8192);
+  j = PlanJson({"--arch", "sm_80", "--gpu-memory-gib", "80"},
+               {{"PREWARM_GPU_NAME", "NVIDIA A100-SXM4-80GB"}});
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 256);
+  j = PlanJson({"--arch", "gfx950", "--gpu-name", "A100 in a costume"});  // the name decides
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 256);
+  j = PlanJson({"--arch", "gfx950", "--gpu-name", "AMD Instinct MI355X"});
+  EXPECT_EQ(j["limits"]["max_num_seqs"], 1024);
+  // An sm_80 of 80 GiB with no name is an A100, with a warning that names --gpu-name.
+  SubprocessResult w = RunPrewarm({"plan", "--arch", "sm_80", "--gpu-memory-gib", "80"});
+  ASSERT_EQ(w.exit_code, 0) << w.stderr_text;
+  EXPECT_NE(w.stderr_text.find("give --gpu-name"), std::string::npos) << w.stderr_text;
+  EXPECT_NE(w.stdout_text.find("sm_80 taken for an A100"), std::string::npos) << w.stdout_text;
+  w = RunPrewarm({"plan", "--arch", "sm_80", "--gpu-memory-gib", "40"});
+  ASSERT_EQ(w.exit_code, 0) << w.stderr_text;
+  EXPECT_EQ(w.stderr_text.find("--gpu-name"), std::string::npos) << w.stderr_text;
   SubprocessResult r = RunPrewarm({"plan", "--arch", "gfx942,gfx90a"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("1024      (default (vLLM's for a GPU of >= 70 GiB that is not an "
