@@ -132,6 +132,40 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
     shown_origin = StrCat(origin, " with ", overrides.origin);
     origin = shown_origin;
   }
+  // A speculators-format draft (vLLM serves such a checkpoint as its verifier plus the draft,
+  // speculating with no flag): the attention that runs is the verifier's, which this file does
+  // not describe. Say which config to give instead and the draft's count.
+  if (auto spec = root.find("speculators_config"); spec != root.end() && spec->is_object()) {
+    std::string verifier = "its verifier", tokens;
+    if (auto v = spec->find("verifier"); v != spec->end() && v->is_object()) {
+      if (auto n = v->find("name_or_path"); n != v->end() && n->is_string()) {
+        verifier = StrCat(ShownValue(n->get<std::string>()), " (speculators_config.verifier)");
+      }
+    }
+    if (auto methods = spec->find("proposal_methods");
+        methods != spec->end() && methods->is_array() && !methods->empty()) {
+      const json* picked = &(*methods)[0];
+      auto def = spec->find("default_proposal_method");
+      for (const json& m : *methods) {
+        if (def != spec->end() && def->is_string() && m.is_object() &&
+            m.value("proposal_type", json()) == *def) {
+          picked = &m;
+        }
+      }
+      if (picked->is_object() && picked->contains("speculative_tokens") &&
+          (*picked)["speculative_tokens"].is_number_integer()) {
+        tokens = StrCat(" --num-speculative-tokens ", (*picked)["speculative_tokens"].dump());
+      }
+    }
+    return absl::InvalidArgumentError(
+        StrCat(origin,
+               ": a speculators-format draft model (field \"speculators_config\"): vLLM serves "
+               "it as ",
+               verifier,
+               " speculating with this draft, so the attention kernels are the verifier's; give "
+               "the verifier's config.json as --model-config, with",
+               tokens.empty() ? " --num-speculative-tokens (the draft's count)" : tokens));
+  }
   const json* j = &root;
   std::string where;  // "text_config." when the language model's fields are read from there
   if (!root.contains("kv_lora_rank") && root.contains("text_config") &&

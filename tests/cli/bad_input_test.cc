@@ -33,6 +33,8 @@ void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
 
 class BadInputTest : public ::testing::TestWithParam<BadInput> {};
 
+constexpr char kNeverCreated[] = "/tmp/prewarm-bad-input-never-created";
+
 TEST_P(BadInputTest, ExitsTwoNamingTheValue) {
   const BadInput& p = GetParam();
   SubprocessResult r = RunPrewarm(p.args, p.env);
@@ -42,6 +44,12 @@ TEST_P(BadInputTest, ExitsTwoNamingTheValue) {
                                                         << r.stderr_text;
   }
   EXPECT_EQ(r.stdout_text, "") << "nothing is printed as a plan on bad input";
+  // A run's cache directory is not created on bad input (nothing written).
+  for (const std::string& a : p.args) {
+    if (a == kNeverCreated) {
+      EXPECT_FALSE(std::filesystem::exists(a)) << a << " was created on bad input";
+    }
+  }
 }
 
 const std::string kV2 = TestDataPath("models/deepseek-v2-lite.json");
@@ -189,6 +197,12 @@ INSTANTIATE_TEST_SUITE_P(
                  {},
                  {"/nonexistent/config.json"}},
         BadInput{"NotMla", {"plan", "--model-config", kLlama}, {}, {"not an MLA model", kLlama}},
+        BadInput{"SpeculatorsDraft",
+                 {"run", "--arch", "gfx90a", "--cache-dir", "/tmp/prewarm-bad-input-never-created",
+                  "--model-config", TestDataPath("models/eagle3-speculators-draft.json")},
+                 {},
+                 {"a speculators-format draft model", "deepseek-ai/DeepSeek-V3.2",
+                  "--num-speculative-tokens 3"}},
         BadInput{"ReplayWithoutTrace", {"replay"}, {}, {"--trace"}},
         BadInput{"ReplayMissingTrace",
                  {"replay", "--trace", "/nonexistent/t.jsonl"},

@@ -99,6 +99,40 @@ TEST(ModelConfigTest, NonMlaModelParsesButHasNoShape) {
   EXPECT_NE(s.status().message().find("not an MLA model"), absl::string_view::npos);
 }
 
+// A speculators-format draft (an EAGLE-3 checkpoint vLLM serves as its verifier plus the draft,
+// speculating with no flag) is exit 2 naming the verifier and the draft's count: planning it (or
+// its verifier without the count) would leave the MTP-sized steps out.
+TEST(ModelConfigTest, SpeculatorsDraftNamesItsVerifierAndCount) {
+  constexpr char kDraft[] = R"({"speculators_model_type":"eagle3","speculators_config":{
+      "proposal_methods":[{"proposal_type":"suffix","speculative_tokens":7},
+                          {"proposal_type":"greedy","speculative_tokens":3}],
+      "default_proposal_method":"greedy",
+      "verifier":{"name_or_path":"deepseek-ai/DeepSeek-V3.2"}},
+      "transformer_layer_config":{"model_type":"llama","num_attention_heads":56}})";
+  auto m = ParseModelConfig(kDraft, "draft/config.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(m.status().message());
+  EXPECT_NE(message.find("draft/config.json: a speculators-format draft model"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("deepseek-ai/DeepSeek-V3.2 (speculators_config.verifier)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("--num-speculative-tokens 3"), std::string::npos) << message;
+  // With no default the first method counts; with no count or verifier the message still says
+  // what to give.
+  m = ParseModelConfig(R"({"speculators_config":{"proposal_methods":[{"speculative_tokens":5}]}})",
+                       "d.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("--num-speculative-tokens 5"), absl::string_view::npos);
+  m = ParseModelConfig(R"({"speculators_config":{}})", "d.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("as its verifier speculating"), absl::string_view::npos)
+      << m.status().message();
+  EXPECT_NE(m.status().message().find("--num-speculative-tokens (the draft's count)"),
+            absl::string_view::npos);
+}
+
 TEST(ModelConfigTest, ReadsNestedTextConfig) {
   auto m = ParseModelConfig(
       R"({"model_type":"wrapper","text_config":{"num_attention_heads":8,"kv_lora_rank":64,
