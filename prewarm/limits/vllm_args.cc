@@ -240,8 +240,15 @@ absl::Status ApplyCompilation(LimitValues& out, const FieldOrigin& from, const j
       largest = one;
     }
   }
-  out[IntLimit::kMaxCudagraphCaptureSize] =
-      Sourced<int64_t>{largest[IntLimit::kMaxCudagraphCaptureSize]->value, origin};
+  int64_t value = largest[IntLimit::kMaxCudagraphCaptureSize]->value;
+  // Dotted list values of one flag are concatenated by vLLM's parser
+  // (vllm/utils/argparse_utils.py, FlexibleArgumentParser.parse_args: `-cc.cudagraph_capture_sizes+
+  // 1024` appends, and two lists of one key join): the largest is the largest of them all.
+  if (const auto& prev = out[IntLimit::kMaxCudagraphCaptureSize];
+      from.sep == "." && prev.has_value() && prev->origin == origin) {
+    value = std::max(value, prev->value);
+  }
+  out[IntLimit::kMaxCudagraphCaptureSize] = Sourced<int64_t>{value, origin};
   return absl::OkStatus();
 }
 
@@ -469,9 +476,14 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
     std::string name = ReplaceAll(body, '_', '-');
     // Dotted form: --speculative-config.num_speculative_tokens=3.
     std::string sub_key;
+    bool append = false;  // --flag.key+ a,b: vLLM appends the list ["a", "b"] to key's
     if (const size_t dot = name.find('.'); dot != std::string::npos) {
       sub_key = ReplaceAll(name.substr(dot + 1), '-', '_');
       name.resize(dot);
+      if (sub_key.size() > 1 && sub_key.back() == '+') {
+        sub_key.pop_back();
+        append = true;
+      }
     }
     const Known* known = FindKnown(name);
     if (known == nullptr) {  // a flag prewarm does not use (--port 8000)
@@ -523,6 +535,10 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
         return absl::InvalidArgumentError(StrCat(kOrigin, word, ": ", depth.message()));
       }
       json parsed = json::parse(value, nullptr, /*allow_exceptions=*/false);
+      if (append) {  // the words between commas, as strings (pydantic reads "8" as 8)
+        parsed = json::array();
+        for (std::string_view part : StrSplit(value, ',')) parsed.push_back(std::string(part));
+      }
       if (known->kind == Kind::kSpeculative && sub_key == "method") {
         // Dotted method alone: an MTP method with no count so far takes the model's.
         json config = json::object();

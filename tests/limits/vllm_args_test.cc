@@ -361,6 +361,22 @@ TEST(VllmArgsTest, CaptureSizesAreAllCheckedAndOriginsSpelledAsGiven) {
   EXPECT_EQ(Get(*v, IntLimit::kMaxCudagraphCaptureSize), 48);
   EXPECT_EQ((*v)[IntLimit::kMaxCudagraphCaptureSize]->origin,
             "--vllm-args -cc.cudagraph_capture_sizes");
+  // vLLM's list append (`key+ a,b`) and two dotted lists of one key join: the largest of all.
+  v = ParseVllmArgs("-cc.cudagraph_capture_sizes+ 1,2,1024");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(Get(*v, IntLimit::kMaxCudagraphCaptureSize), 1024);
+  EXPECT_EQ((*v)[IntLimit::kMaxCudagraphCaptureSize]->origin,
+            "--vllm-args -cc.cudagraph_capture_sizes");
+  v = ParseVllmArgs(
+      "-cc.cudagraph_capture_sizes+ 768 -cc.cudagraph_capture_sizes+=8,16 "
+      "-cc.cudagraph_capture_sizes [1,2]");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(Get(*v, IntLimit::kMaxCudagraphCaptureSize), 768);
+  v = ParseVllmArgs("--compilation-config.cudagraph_capture_sizes+ 4,x");
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("cudagraph_capture_sizes[1]=x: not an integer"),
+            absl::string_view::npos)
+      << v.status().message();
   v = ParseVllmArgs("-O.max_cudagraph_capture_size=64");
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ((*v)[IntLimit::kMaxCudagraphCaptureSize]->origin,
