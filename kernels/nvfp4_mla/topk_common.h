@@ -42,6 +42,21 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #endif
 #define PW_TOPK_LIST_KEYS 512  // the list's room: 2 KiB of shared memory
 
+// PW_TOPK_SAMPLE 1 (an experiment, off until the H200 times it): a cached row of at least 4k keys
+// (k >= 64, the scores 16-byte aligned) is not cached whole. A sample (every 8th run of 32 keys,
+// read from global memory) gives a threshold T0 whose keys at or above it are, with a wide margin,
+// more than k: the fill keeps only those, each warp its segment's in index order
+// (pw_topk_sample_select); the exact radix select and the ordered compaction then run over those
+// lists, about 1.3 k keys instead of n. Where the lists hold fewer than k keys or a warp's
+// overflowed its room, the row is selected from global memory as an uncached row is.
+#ifndef PW_TOPK_SAMPLE
+#define PW_TOPK_SAMPLE 0
+#endif
+// Called by each block's thread 0 with whether the lists gave the row (the CPU tests count them).
+#ifndef PW_TOPK_SAMPLE_TRACE
+#define PW_TOPK_SAMPLE_TRACE(listed) ((void)0)
+#endif
+
 #define PW_TOPK_BATCH 8  // topk_decode: keys a thread loads at once from global memory
 #define PW_TOPK_WARPS (PW_BLOCK_THREADS / PW_WARP)
 
@@ -224,6 +239,57 @@ __device__ inline int pw_warp_prefix_small(int c, int& total) {
   return before;
 }
 
+// The ordered compaction's start for this warp: its greater and equal counts (the warp's keys
+// above the threshold and equal to it, written to sh unless `write` is false: already there) and
+// those of the warps before it (and, in a cluster, of the blocks before this one, `rank`: their
+// keys come first) give slot (the selected keys before it, ties aside) and tie (the ties before
+// it); total_greater and total_ties are the row's. In a cluster it ends with an arrive (done with
+// the peers' shared memory), which the caller's last wait matches.
+template <int kCluster>
+__device__ inline void pw_topk_slots(PwTopkShared& sh, int greater, int equal, bool write, int rank,
+                                     int& slot, int& tie, int& total_greater, int& total_ties) {
+  const int w = threadIdx.x / PW_WARP;
+  if (threadIdx.x % PW_WARP == 0 && write) {
+    sh.warp_greater[w] = greater;
+    sh.warp_equal[w] = equal;
+  }
+  __syncthreads();
+  slot = tie = total_greater = total_ties = 0;
+  for (int v = 0; v < PW_TOPK_WARPS; ++v) {
+    if (v < w) {
+      slot += sh.warp_greater[v];
+      tie += sh.warp_equal[v];
+    }
+    total_greater += sh.warp_greater[v];
+    total_ties += sh.warp_equal[v];
+  }
+#if PW_TOPK_CLUSTER_SHARED
+  if constexpr (kCluster > 1) {
+    if (threadIdx.x == 0) {
+      sh.block_greater = total_greater;
+      sh.block_equal = total_ties;
+    }
+    __syncthreads();
+    pw_cluster_arrive();
+    pw_cluster_wait();
+    total_greater = total_ties = 0;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {
+      const int g = pw_cluster_load(&sh.block_greater, r), e = pw_cluster_load(&sh.block_equal, r);
+      if (r < rank) {
+        slot += g;
+        tie += e;
+      }
+      total_greater += g;
+      total_ties += e;
+    }
+    pw_cluster_arrive();
+  }
+#else
+  (void)rank;
+#endif
+}
+
 #if PW_TOPK_LIST
 // pw_radix_select for cached keys (16-byte aligned, the first pass counted by the fill), with the
 // compaction's counts: sh.warp_greater[v] / sh.warp_equal[v], the keys of warp v's segment
@@ -310,6 +376,172 @@ __device__ inline void pw_topk_list_select(int n, int k, const pw_u32* cache, Pw
 }
 #endif
 
+// The sample_keys of pw_topk_select_in for a row whose scores are `raw` (the row's first).
+__device__ inline int pw_topk_sample_keys(const float* raw, int cache_keys) {
+  return raw != nullptr && (reinterpret_cast<unsigned long long>(raw) & 15ull) == 0 ? cache_keys
+                                                                                    : 0;
+}
+
+#if PW_TOPK_SAMPLE
+// Whether pw_topk_sample_select takes a row of n_all keys (the cluster's; n this block's, in
+// warp segments of seg) for its top k: long enough that the sample's margin leaves far fewer
+// candidates than keys, and the warps' segments within the cache (where the lists go).
+// sample_keys: the cache's keys where the row's scores are 16-byte aligned, else 0. Alike in
+// every block of a cluster: the segments are the longest slice's.
+template <int kCluster>
+__device__ inline bool pw_topk_sample_takes(int n_all, int k, int sample_keys) {
+  const int slice = kCluster > 1 ? pw_topk_slice(n_all, kCluster) : n_all;
+  const int seg = ((slice + PW_TOPK_WARPS - 1) / PW_TOPK_WARPS + PW_WARP - 1) / PW_WARP * PW_WARP;
+  return k >= 64 && n_all >= 4 * k && PW_TOPK_WARPS * seg <= sample_keys;
+}
+
+// The sample's rank: an eighth of k, plus 4 standard deviations of the sample's count above the
+// k-th key (about the square root of k / 8), plus 8; its key is T0, and about 8 times as many
+// keys as the rank are at or above it.
+__device__ inline int pw_topk_sample_rank(int k) {
+  const int ks = (k + 7) / 8;
+  int root = 1;
+  while ((root + 1) * (root + 1) <= ks) ++root;
+  return ks + 4 * root + 8;
+}
+
+// The top k of this block's n keys (with kCluster > 1: of the n_all keys of the cluster's
+// blocks, this one `rank`) from lists of candidates: returns the row's count, or -1 (every
+// block of the cluster alike) when the lists cannot give it: the caller then selects from global
+// memory, the cache holding the lists. emit(rank_in_row, i) as pw_topk_select_in's.
+//   1. the sample: runs of 32 keys, every 8th, into the cache; T0 = the sample's key of rank
+//      pw_topk_sample_rank(k) (the cluster's sample: a radix select over it);
+//   2. the fill: warp w reads its segment [w seg, w seg + seg) 4 keys a lane and keeps the keys
+//      >= T0 in index order, their keys up from the segment's start in the cache and their
+//      indices (16 bits) down from its end, at most 2 seg / 3 of them;
+//   3. fewer than k in the lists, or a warp's past its room: -1;
+//   4. the radix select of the threshold over the lists, each warp counting its own;
+//   5. the ordered compaction over the lists (they hold every key at or above the threshold: it
+//      is at or above T0).
+template <int kCluster, typename Emit>
+__device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShared& sh,
+                                            pw_u32* cache, int seg, int rank, const float* raw) {
+  const int lane = static_cast<int>(threadIdx.x % PW_WARP), w = threadIdx.x / PW_WARP;
+  const pw_u64 below = pw_lanes_below();
+  // 1. The sample.
+  const int runs = ((n + 31) / 32 + 7) / 8;
+  for (int j = threadIdx.x; j < runs * 32; j += PW_BLOCK_THREADS) {
+    const int i = (j / 32) * 256 + j % 32;
+    cache[j] = i < n ? pw_order_key(raw[i]) : 0u;
+  }
+  __syncthreads();
+  pw_u32 t0 = 0;
+  int unused = 0;
+  pw_radix_select<1, kCluster>(
+      runs * 32, pw_topk_sample_rank(k), [](int) { return 0u; }, sh, t0, unused, cache);
+  if (t0 == 0u) t0 = 1u;  // key 0 is padding
+  // 2. The fill (the select's last barrier: every sample read).
+  const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
+  const int room = 2 * seg / 3;
+  pw_u32* keys = cache + begin;
+  unsigned short* index = reinterpret_cast<unsigned short*>(cache + begin + seg);  // down: [-1-c]
+  int listed = 0;
+  for (int base = begin; base < end; base += 4 * PW_WARP) {
+    const int j = base + 4 * lane;
+    pw_u32 v[4];
+    if (j + 3 < end) {
+      const float4 f = *reinterpret_cast<const float4*>(raw + j);
+      v[0] = pw_order_key(f.x), v[1] = pw_order_key(f.y), v[2] = pw_order_key(f.z);
+      v[3] = pw_order_key(f.w);
+    } else {
+#pragma unroll
+      for (int b = 0; b < 4; ++b) v[b] = j + b < end ? pw_order_key(raw[j + b]) : 0u;
+    }
+    int mine = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) mine += v[b] >= t0 ? 1 : 0;
+    int total = 0;
+    int at = listed + pw_warp_prefix_small(mine, total);
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      if (v[b] >= t0) {
+        if (at < room) {
+          keys[at] = v[b];
+          index[-1 - at] = static_cast<unsigned short>(j + b);
+        }
+        ++at;
+      }
+    }
+    listed += total;
+  }
+  // 3. Enough candidates, every list within its room: the cluster's blocks decide alike.
+  if (lane == 0) {
+    sh.warp_greater[w] = listed;
+    sh.warp_equal[w] = listed > room ? 1 : 0;
+  }
+  __syncthreads();
+  int block_listed = 0, over = 0;
+  for (int u = 0; u < PW_TOPK_WARPS; ++u) {
+    block_listed += sh.warp_greater[u];
+    over |= sh.warp_equal[u];
+  }
+#if PW_TOPK_CLUSTER_SHARED
+  if constexpr (kCluster > 1) {
+    __syncthreads();  // every thread has read warp_greater / warp_equal
+    if (threadIdx.x == 0) {
+      sh.block_greater = block_listed;
+      sh.block_equal = over;
+    }
+    pw_cluster_arrive();
+    pw_cluster_wait();
+    block_listed = over = 0;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {
+      block_listed += pw_cluster_load(&sh.block_greater, r);
+      over |= pw_cluster_load(&sh.block_equal, r);
+    }
+  }
+#endif
+  __syncthreads();  // warp_greater / warp_equal are written again below
+  if (threadIdx.x == 0) PW_TOPK_SAMPLE_TRACE(over == 0 && block_listed >= k);
+  if (over != 0 || block_listed < k) return -1;
+  // 4. The threshold over the lists (sh.hist[0] is zero: the sample's last pass cleared it).
+  pw_u32 prefix = 0, mask = 0;
+  int remaining = k;
+  for (int pass = 0, shift = 24; shift >= 0; ++pass, shift -= 8) {
+    int* hist = sh.hist[pass % 2];
+    for (int c = lane; c < listed; c += PW_WARP) {
+      const pw_u32 key = keys[c];
+      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1);
+    }
+    pw_radix_digit<kCluster>(sh, pass, shift, prefix, remaining);
+    mask |= 255u << shift;
+  }
+  const pw_u32 threshold = prefix;
+  const int need = remaining;
+  // 5. The ordered compaction.
+  int greater = 0, equal = 0;
+  for (int c = lane; c < listed; c += PW_WARP) {
+    greater += keys[c] > threshold ? 1 : 0;
+    equal += keys[c] == threshold ? 1 : 0;
+  }
+  greater = pw_warp_add_i32(greater);
+  equal = pw_warp_add_i32(equal);
+  int slot = 0, tie = 0, total_greater = 0, total_ties = 0;
+  pw_topk_slots<kCluster>(sh, greater, equal, true, rank, slot, tie, total_greater, total_ties);
+  slot += tie < need ? tie : need;
+  for (int c0 = 0; c0 < listed; c0 += PW_WARP) {
+    const int c = c0 + lane;
+    const pw_u32 key = c < listed ? keys[c] : 0u;
+    const bool is_tie = key == threshold;
+    const pw_u64 ties = pw_ballot(is_tie);
+    const bool take = key > threshold || (is_tie && tie + pw_popc(ties & below) < need);
+    const pw_u64 takers = pw_ballot(take);
+    if (take) emit(slot + pw_popc(takers & below), static_cast<int>(index[-1 - c]));
+    slot += pw_popc(takers);
+    tie += pw_popc(ties);
+  }
+  __syncthreads();                                // sh is reused by the caller's next select
+  if constexpr (kCluster > 1) pw_cluster_wait();  // no peer reads this block's shared memory now
+  return total_greater + (total_ties < need ? total_ties : need);
+}
+#endif
+
 // The top k of candidates 0..n-1 (keys key_of(i); key 0 is padding, never selected): calls
 // emit(rank, i) for each selected candidate in ascending i, rank 0, 1, ...; returns how many
 // (min(k, candidates that are not padding)). Ties at the threshold go to the lowest i, so the
@@ -323,10 +555,23 @@ __device__ inline void pw_topk_list_select(int n, int k, const pw_u32* cache, Pw
 template <int kBatch, int kCluster = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
                                         pw_u32* cache, bool cached, int n_all = -1, int rank = 0,
-                                        const float* raw = nullptr) {
+                                        const float* raw = nullptr, int sample_keys = 0) {
   static_assert(kCluster == 1 || PW_TOPK_CLUSTER_SHARED,
                 "a cluster's select needs the cluster's shared state (PW_TOPK_CLUSTER_SHARED)");
   if (kCluster == 1) n_all = n;
+  // The ordered compaction's warps: warp w owns candidates [begin, end), whole warps of them.
+  const int w = threadIdx.x / PW_WARP;
+  const int seg = ((n + PW_TOPK_WARPS - 1) / PW_TOPK_WARPS + PW_WARP - 1) / PW_WARP * PW_WARP;
+  const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
+#if !PW_TOPK_SAMPLE
+  (void)sample_keys;
+#else
+  if (cached && pw_topk_sample_takes<kCluster>(n_all, k, sample_keys)) {
+    const int count = pw_topk_sample_select<kCluster>(n, k, emit, sh, cache, seg, rank, raw);
+    if (count >= 0) return count;
+    cached = false;  // the cache holds the lists: the exact path reads the scores
+  }
+#endif
   const bool count_first = cached && n_all > k;
   if (cached) {
     if (count_first) {
@@ -357,18 +602,14 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
     __syncthreads();
   }
   auto key_at = [&](int i) -> pw_u32 { return cached ? cache[i] : key_of(i); };
-  // A warp's keys base + lane, base + 32 + lane, ... (kBatch of them; 0 from `end` on).
-  auto warp_keys = [&](int base, int end, pw_u32(&key)[kBatch]) {
+  // A warp's keys base + lane, base + 32 + lane, ... (kBatch of them; 0 from `stop` on).
+  auto warp_keys = [&](int base, int stop, pw_u32(&key)[kBatch]) {
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int i = base + b * PW_WARP + static_cast<int>(threadIdx.x % PW_WARP);
-      key[b] = i < end ? key_at(i) : 0u;
+      key[b] = i < stop ? key_at(i) : 0u;
     }
   };
-  // The ordered compaction's warps: warp w owns candidates [begin, end), whole warps of them.
-  const int w = threadIdx.x / PW_WARP;
-  const int seg = ((n + PW_TOPK_WARPS - 1) / PW_TOPK_WARPS + PW_WARP - 1) / PW_WARP * PW_WARP;
-  const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
   const pw_u64 below = pw_lanes_below();
   pw_u32 threshold = 1;  // n <= k: every candidate that is not padding
   int need = 0;
@@ -413,44 +654,9 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
       }
     }
   }
-  if (threadIdx.x % PW_WARP == 0 && !listed) {
-    sh.warp_greater[w] = greater;
-    sh.warp_equal[w] = equal;
-  }
-  __syncthreads();
   int slot = 0, tie = 0, total_greater = 0, total_taken_ties = 0;
-  for (int v = 0; v < PW_TOPK_WARPS; ++v) {
-    if (v < w) {
-      slot += sh.warp_greater[v];
-      tie += sh.warp_equal[v];
-    }
-    total_greater += sh.warp_greater[v];
-    total_taken_ties += sh.warp_equal[v];
-  }
-#if PW_TOPK_CLUSTER_SHARED
-  if constexpr (kCluster > 1) {
-    // The blocks before this one in the row: their keys come first.
-    if (threadIdx.x == 0) {
-      sh.block_greater = total_greater;
-      sh.block_equal = total_taken_ties;
-    }
-    __syncthreads();
-    pw_cluster_arrive();
-    pw_cluster_wait();
-    total_greater = total_taken_ties = 0;
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) {
-      const int g = pw_cluster_load(&sh.block_greater, r), e = pw_cluster_load(&sh.block_equal, r);
-      if (r < rank) {
-        slot += g;
-        tie += e;
-      }
-      total_greater += g;
-      total_taken_ties += e;
-    }
-    pw_cluster_arrive();  // done with the peers' shared memory (waited for before the return)
-  }
-#endif
+  pw_topk_slots<kCluster>(sh, greater, equal, !listed, rank, slot, tie, total_greater,
+                          total_taken_ties);
   if (n_all <= k) need = total_taken_ties;  // threshold 1: keep every tie (key 1 is a real key)
   // Ties before this warp's segment that were taken: min(tie, need).
   slot += tie < need ? tie : need;
@@ -523,7 +729,8 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
 template <int kUncachedBatch = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
                                      pw_u32* cache, int cache_keys, const float* raw = nullptr) {
-  return n <= cache_keys ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true, -1, 0, raw)
+  return n <= cache_keys ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true, -1, 0, raw,
+                                                pw_topk_sample_keys(raw, cache_keys))
                          : pw_topk_select_in<kUncachedBatch>(n, k, key_of, emit, sh, cache, false);
 }
 
@@ -542,7 +749,8 @@ __device__ inline int pw_topk_select_cluster(int n, int k, KeyOf key_of, Emit em
   auto put = [&](int r, int i) { emit(r, lo + i); };
   return slice <= cache_keys
              ? pw_topk_select_in<1, kCluster>(mine, k, key, put, sh, cache, true, n, rank,
-                                              raw != nullptr ? raw + lo : nullptr)
+                                              raw != nullptr ? raw + lo : nullptr,
+                                              pw_topk_sample_keys(raw, cache_keys))
              : pw_topk_select_in<kUncachedBatch, kCluster>(mine, k, key, put, sh, cache, false, n,
                                                            rank);
 }

@@ -501,8 +501,9 @@ absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const 
 }
 
 // The top-k kernels' builds the checks run: as the plan compiles them, and with topk_common.h's
-// PW_TOPK_LIST experiment (the cached rows' listed passes), until a bench decides between them.
-constexpr const char* kTopkBuilds[] = {"default", "PW_TOPK_LIST=1"};
+// experiments (PW_TOPK_LIST: the cached rows' listed passes; PW_TOPK_SAMPLE: the sampled
+// threshold's lists), until a bench decides between them.
+constexpr const char* kTopkBuilds[] = {"default", "PW_TOPK_LIST=1", "PW_TOPK_SAMPLE=1"};
 std::vector<std::string> TopkBuildDefines(const std::string& build) {
   return build == "default" ? std::vector<std::string>{} : std::vector<std::string>{"-D" + build};
 }

@@ -9,6 +9,10 @@
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #define PW_TOPK_CLUSTER_SHARED 1
+#include <atomic>
+// PW_TOPK_SAMPLE's blocks: how many took their row from the lists and how many fell back.
+std::atomic<int> sample_listed{0}, sample_fell_back{0};
+#define PW_TOPK_SAMPLE_TRACE(listed) ((listed) ? ++sample_listed : ++sample_fell_back)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -66,7 +70,10 @@ std::string Diff(const std::vector<int>& got, const std::vector<int>& want) {
 
 // Scores of a kind: the bench's uniform [0, 1) (24 random bits), a few values repeated (ties
 // across the threshold), signed zeros among small values, normal scores of both signs.
-enum class Kind { kUniform, kTies, kZeros, kNormal, kSame };
+// kRising: scores growing with the index (the top k all in the row's last keys: a warp's list
+// overflows); kStriped: high scores only in the runs of 32 keys the sample skips (its threshold
+// is too low: the lists overflow) or, kSampled, only in those it reads (too high: fewer than k).
+enum class Kind { kUniform, kTies, kZeros, kNormal, kSame, kRising, kStriped, kSampled };
 std::vector<float> Scores(Kind kind, int n, unsigned seed) {
   std::mt19937 g(seed);
   std::vector<float> s(static_cast<size_t>(n));
@@ -87,6 +94,17 @@ std::vector<float> Scores(Kind kind, int n, unsigned seed) {
       case Kind::kSame:
         v = 1.5f;
         break;
+      case Kind::kRising:
+      case Kind::kStriped:
+      case Kind::kSampled:
+        break;
+    }
+  }
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool sampled_run = (i / 32) % 8 == 0;
+    if (kind == Kind::kRising) s[i] = static_cast<float>(i) + s[i] * 0.0f;
+    if (kind == Kind::kStriped || kind == Kind::kSampled) {
+      s[i] = static_cast<float>(g() % 1000) + ((kind == Kind::kSampled) == sampled_run ? 5000 : 0);
     }
   }
   return s;
@@ -104,6 +122,12 @@ const char* Name(Kind kind) {
       return "normal";
     case Kind::kSame:
       return "same";
+    case Kind::kRising:
+      return "rising";
+    case Kind::kStriped:
+      return "striped";
+    case Kind::kSampled:
+      return "sampled";
   }
   return "?";
 }
@@ -150,6 +174,28 @@ TEST(TopkEmuTest, ClusterOfFourMatchesTheCpuReference) {
       EXPECT_EQ(Diff(EmuTopk<4>(s, 2048, kCacheKeys), TopK(s.data(), n, 2048)), "")
           << Name(kind) << ", " << n << " keys";
     }
+  }
+}
+
+// Rows whose high scores the sample misjudges (PW_TOPK_SAMPLE: the lists overflow, or hold fewer
+// than k, and the row is selected from the scores) and rows it judges well, one block and a
+// cluster of 4: every build matches the reference; the sample build takes both of its paths.
+TEST(TopkEmuTest, RowsTheSampleMisjudgesMatchTheCpuReference) {
+  sample_listed = sample_fell_back = 0;
+  unsigned seed = 400;
+  for (Kind kind : {Kind::kRising, Kind::kStriped, Kind::kSampled, Kind::kUniform}) {
+    const std::vector<float> s = Scores(kind, kCacheKeys, seed++);
+    EXPECT_EQ(Diff(EmuTopk<1>(s, 2048, kCacheKeys), TopK(s.data(), kCacheKeys, 2048)), "")
+        << Name(kind);
+    const std::vector<float> l = Scores(kind, 4 * kCacheKeys, seed++);
+    EXPECT_EQ(Diff(EmuTopk<4>(l, 2048, kCacheKeys), TopK(l.data(), 4 * kCacheKeys, 2048)), "")
+        << Name(kind) << ", a cluster of 4";
+  }
+  if (PW_TOPK_SAMPLE) {
+    EXPECT_GT(sample_listed.load(), 0);
+    EXPECT_GT(sample_fell_back.load(), 0);
+  } else {
+    EXPECT_EQ(sample_listed.load() + sample_fell_back.load(), 0);
   }
 }
 
