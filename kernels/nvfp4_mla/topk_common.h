@@ -18,9 +18,10 @@
 //   3. one ordered compaction: warp w scans its contiguous segment with ballots, so candidate
 //      i's output slot is the number of selected candidates before it; a key equal to T is
 //      taken while its rank among the ties (in index order) is below the need.
-// PW_TOPK_LIST 1 (an experiment, off until the H200 times it): cached rows take the radix
-// select's last two passes and the compaction's counts from one pass that lists the keys still
-// in the running (pw_topk_list_select), and the compaction reads 4 keys a lane.
+// PW_TOPK_LIST (1, the default since the H200 timed it, twentieth session): cached rows take the
+// radix select's last two passes and the compaction's counts from one pass that lists the keys
+// still in the running (pw_topk_list_select), and the compaction reads 4 keys a lane; 0 keeps the
+// passes as they were (the A/B build).
 // Defines: PW_TOPK (Ktop).
 #pragma once
 #include "common/geometry.h"
@@ -33,22 +34,23 @@
 
 static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit");
 
-// PW_TOPK_LIST 1: where the keys are cached and more than k, the compaction's counts and the
-// radix select's last two passes come from one pass over the cache that lists the keys left in
-// the running (pw_topk_list_select), and the compaction reads 4 keys a lane (an experiment: 0
-// keeps the passes as they were).
+// PW_TOPK_LIST 1 (the default): where the keys are cached and more than k, the compaction's counts
+// and the radix select's last two passes come from one pass over the cache that lists the keys
+// left in the running (pw_topk_list_select), and the compaction reads 4 keys a lane. 0 keeps the
+// passes as they were: 3 to 8% slower on the picked rows (bench/RESULTS.md, twentieth session).
 #ifndef PW_TOPK_LIST
-#define PW_TOPK_LIST 0
+#define PW_TOPK_LIST 1
 #endif
 #define PW_TOPK_LIST_KEYS 512  // the list's room: 2 KiB of shared memory
 
-// PW_TOPK_SAMPLE 1 (an experiment, off until the H200 times it): a cached row of at least 4k keys
-// (k >= 64, the scores 16-byte aligned) is not cached whole. A sample (every 8th run of 32 keys,
-// read from global memory) gives a threshold T0 whose keys at or above it are, with a wide margin,
-// more than k: the fill keeps only those, each warp its segment's in index order
-// (pw_topk_sample_select); the exact radix select and the ordered compaction then run over those
-// lists, about 1.3 k keys instead of n. Where the lists hold fewer than k keys or a warp's
-// overflowed its room, the row is selected from global memory as an uncached row is.
+// PW_TOPK_SAMPLE 1 (an experiment, off until the H200 times it): a row of at least 4k keys (k >=
+// 64, the scores 16-byte aligned), cached or too long for the cache, is not cached whole. A
+// sample (every 8th run of 32 keys, read from global memory) gives a threshold T0 whose keys at or
+// above it are, with a wide margin, more than k: the fill keeps only those, each warp its
+// segment's in index order in its share of the cache (pw_topk_sample_select); the exact radix
+// select and the ordered compaction then run over those lists, about 1.3 k keys instead of n.
+// Where the lists hold fewer than k keys or a warp's overflowed its room, the row is selected from
+// global memory as an uncached row is.
 #ifndef PW_TOPK_SAMPLE
 #define PW_TOPK_SAMPLE 0
 #endif
@@ -383,16 +385,17 @@ __device__ inline int pw_topk_sample_keys(const float* raw, int cache_keys) {
 }
 
 #if PW_TOPK_SAMPLE
-// Whether pw_topk_sample_select takes a row of n_all keys (the cluster's; n this block's, in
-// warp segments of seg) for its top k: long enough that the sample's margin leaves far fewer
-// candidates than keys, and the warps' segments within the cache (where the lists go).
-// sample_keys: the cache's keys where the row's scores are 16-byte aligned, else 0. Alike in
-// every block of a cluster: the segments are the longest slice's.
+// Whether pw_topk_sample_select takes a row of n_all keys (the cluster's; a block's slice of it)
+// for its top k: long enough that the sample's margin leaves far fewer candidates than keys, the
+// sample within the cache, and a warp segment's offsets within 16 bits. Cached or not: the lists
+// take the cache's room, not the row's. sample_keys: the cache's keys where the row's scores are
+// 16-byte aligned, else 0. Alike in every block of a cluster (the longest slice decides).
 template <int kCluster>
 __device__ inline bool pw_topk_sample_takes(int n_all, int k, int sample_keys) {
   const int slice = kCluster > 1 ? pw_topk_slice(n_all, kCluster) : n_all;
-  const int seg = ((slice + PW_TOPK_WARPS - 1) / PW_TOPK_WARPS + PW_WARP - 1) / PW_WARP * PW_WARP;
-  return k >= 64 && n_all >= 4 * k && PW_TOPK_WARPS * seg <= sample_keys;
+  const int runs = ((slice + 31) / 32 + 7) / 8;
+  return k >= 64 && n_all >= 4 * k && runs * 32 <= sample_keys && slice <= PW_TOPK_WARPS * 65536 &&
+         sample_keys >= PW_TOPK_WARPS * 4 * PW_WARP;
 }
 
 // The sample's rank: an eighth of k, plus 4 standard deviations of the sample's count above the
@@ -420,7 +423,8 @@ __device__ inline int pw_topk_sample_rank(int k) {
 //      is at or above T0).
 template <int kCluster, typename Emit>
 __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShared& sh,
-                                            pw_u32* cache, int seg, int rank, const float* raw) {
+                                            pw_u32* cache, int cache_keys, int seg, int rank,
+                                            const float* raw) {
   const int lane = static_cast<int>(threadIdx.x % PW_WARP), w = threadIdx.x / PW_WARP;
   const pw_u64 below = pw_lanes_below();
   // 1. The sample.
@@ -437,9 +441,13 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
   if (t0 == 0u) t0 = 1u;  // key 0 is padding
   // 2. The fill (the select's last barrier: every sample read).
   const int begin = w * seg, end = begin + seg < n ? begin + seg : n;
-  const int room = 2 * seg / 3;
-  pw_u32* keys = cache + begin;
-  unsigned short* index = reinterpret_cast<unsigned short*>(cache + begin + seg);  // down: [-1-c]
+  // The warp's share of the cache: its segment's length where that fits (a cached row), else an
+  // eighth of the cache, 16-byte aligned.
+  const int share = seg < cache_keys / PW_TOPK_WARPS ? seg : cache_keys / PW_TOPK_WARPS / 4 * 4;
+  const int room = 2 * share / 3;
+  pw_u32* keys = cache + w * share;
+  // Offsets from the segment's start, 16 bits each, down from the share's end: [-1 - c].
+  unsigned short* index = reinterpret_cast<unsigned short*>(cache + (w + 1) * share);
   int listed = 0;
   for (int base = begin; base < end; base += 4 * PW_WARP) {
     const int j = base + 4 * lane;
@@ -462,7 +470,7 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
       if (v[b] >= t0) {
         if (at < room) {
           keys[at] = v[b];
-          index[-1 - at] = static_cast<unsigned short>(j + b);
+          index[-1 - at] = static_cast<unsigned short>(j + b - begin);
         }
         ++at;
       }
@@ -532,7 +540,7 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
     const pw_u64 ties = pw_ballot(is_tie);
     const bool take = key > threshold || (is_tie && tie + pw_popc(ties & below) < need);
     const pw_u64 takers = pw_ballot(take);
-    if (take) emit(slot + pw_popc(takers & below), static_cast<int>(index[-1 - c]));
+    if (take) emit(slot + pw_popc(takers & below), begin + static_cast<int>(index[-1 - c]));
     slot += pw_popc(takers);
     tie += pw_popc(ties);
   }
@@ -566,8 +574,9 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
 #if !PW_TOPK_SAMPLE
   (void)sample_keys;
 #else
-  if (cached && pw_topk_sample_takes<kCluster>(n_all, k, sample_keys)) {
-    const int count = pw_topk_sample_select<kCluster>(n, k, emit, sh, cache, seg, rank, raw);
+  if (pw_topk_sample_takes<kCluster>(n_all, k, sample_keys)) {
+    const int count =
+        pw_topk_sample_select<kCluster>(n, k, emit, sh, cache, sample_keys, seg, rank, raw);
     if (count >= 0) return count;
     cached = false;  // the cache holds the lists: the exact path reads the scores
   }
@@ -729,9 +738,11 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
 template <int kUncachedBatch = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
                                      pw_u32* cache, int cache_keys, const float* raw = nullptr) {
-  return n <= cache_keys ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true, -1, 0, raw,
-                                                pw_topk_sample_keys(raw, cache_keys))
-                         : pw_topk_select_in<kUncachedBatch>(n, k, key_of, emit, sh, cache, false);
+  return n <= cache_keys
+             ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true, -1, 0, raw,
+                                    pw_topk_sample_keys(raw, cache_keys))
+             : pw_topk_select_in<kUncachedBatch>(n, k, key_of, emit, sh, cache, false, -1, 0, raw,
+                                                 pw_topk_sample_keys(raw, cache_keys));
 }
 
 // The top k of a row of n keys held by a cluster of kCluster blocks, this one `rank`: its slice
@@ -751,8 +762,9 @@ __device__ inline int pw_topk_select_cluster(int n, int k, KeyOf key_of, Emit em
              ? pw_topk_select_in<1, kCluster>(mine, k, key, put, sh, cache, true, n, rank,
                                               raw != nullptr ? raw + lo : nullptr,
                                               pw_topk_sample_keys(raw, cache_keys))
-             : pw_topk_select_in<kUncachedBatch, kCluster>(mine, k, key, put, sh, cache, false, n,
-                                                           rank);
+             : pw_topk_select_in<kUncachedBatch, kCluster>(
+                   mine, k, key, put, sh, cache, false, n, rank,
+                   raw != nullptr ? raw + lo : nullptr, pw_topk_sample_keys(raw, cache_keys));
 }
 
 // A row's top k into o[0, k), -1 past its count: scores s[0, n); this block alone (kBlocks 1:

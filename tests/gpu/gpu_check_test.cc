@@ -500,10 +500,10 @@ absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const 
   return gpu.LoadModule(compiled[0].code);
 }
 
-// The top-k kernels' builds the checks run: as the plan compiles them, and with topk_common.h's
-// experiments (PW_TOPK_LIST: the cached rows' listed passes; PW_TOPK_SAMPLE: the sampled
-// threshold's lists), until a bench decides between them.
-constexpr const char* kTopkBuilds[] = {"default", "PW_TOPK_LIST=1", "PW_TOPK_SAMPLE=1"};
+// The top-k kernels' builds the checks run: as the plan compiles them, without the cached rows'
+// listed passes (topk_common.h's PW_TOPK_LIST=0, the A/B build) and with the PW_TOPK_SAMPLE
+// experiment (the sampled threshold's lists).
+constexpr const char* kTopkBuilds[] = {"default", "PW_TOPK_LIST=0", "PW_TOPK_SAMPLE=1"};
 std::vector<std::string> TopkBuildDefines(const std::string& build) {
   return build == "default" ? std::vector<std::string>{} : std::vector<std::string>{"-D" + build};
 }

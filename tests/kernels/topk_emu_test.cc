@@ -4,8 +4,8 @@
 // topk_decode's Hopper entries), over the bench's uniform scores, ties, signed zeros, negative
 // scores, rows shorter than Ktop and rows of one key. The GPU check runs the same code on the H200;
 // this one runs where no GPU is, so an edit to the selection's logic is checked before a device
-// is at hand. Built twice: topk_emu_test as the plan compiles, topk_list_emu_test with
-// PW_TOPK_LIST=1.
+// is at hand. Built three times: topk_emu_test as the plan compiles them, topk_list_emu_test with
+// PW_TOPK_LIST=0, topk_sample_emu_test with PW_TOPK_SAMPLE=1.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #define PW_TOPK_CLUSTER_SHARED 1
@@ -190,6 +190,13 @@ TEST(TopkEmuTest, RowsTheSampleMisjudgesMatchTheCpuReference) {
     const std::vector<float> l = Scores(kind, 4 * kCacheKeys, seed++);
     EXPECT_EQ(Diff(EmuTopk<4>(l, 2048, kCacheKeys), TopK(l.data(), 4 * kCacheKeys, 2048)), "")
         << Name(kind) << ", a cluster of 4";
+    // Past the cache: one block of 4 cache-fulls, a cluster of 2 of 2.5 each.
+    EXPECT_EQ(Diff(EmuTopk<1>(l, 2048, kCacheKeys), TopK(l.data(), 4 * kCacheKeys, 2048)), "")
+        << Name(kind) << ", one block, uncached";
+    const std::vector<float> u = Scores(kind, 5 * kCacheKeys - 3, seed++);
+    EXPECT_EQ(
+        Diff(EmuTopk<2>(u, 2048, kCacheKeys), TopK(u.data(), static_cast<int>(u.size()), 2048)), "")
+        << Name(kind) << ", a cluster of 2, uncached";
   }
   if (PW_TOPK_SAMPLE) {
     EXPECT_GT(sample_listed.load(), 0);
