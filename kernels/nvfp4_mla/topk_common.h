@@ -54,6 +54,13 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #ifndef PW_TOPK_SAMPLE
 #define PW_TOPK_SAMPLE 0
 #endif
+// PW_TOPK_FILL_ASYNC 1 (an experiment, off until the H200 times it): on NVIDIA the cache's fill
+// copies the scores into shared memory with asynchronous copies (cp.async, 16 bytes each, every
+// copy of the thread in flight at once; the loads' loop kept 2 in flight a thread), then turns
+// them into keys in place and counts the first pass. AMD and the CPU tests copy with loads.
+#ifndef PW_TOPK_FILL_ASYNC
+#define PW_TOPK_FILL_ASYNC 0
+#endif
 // Called by each block's thread 0 with whether the lists gave the row (the CPU tests count them).
 #ifndef PW_TOPK_SAMPLE_TRACE
 #define PW_TOPK_SAMPLE_TRACE(listed) ((void)0)
@@ -550,6 +557,23 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
 }
 #endif
 
+#if PW_TOPK_FILL_ASYNC
+// 16 bytes of scores from global memory into the cache; pw_topk_copy_wait waits for this thread's.
+__device__ inline void pw_topk_copy16(pw_u32* dst, const float* src) {
+#if defined(PW_AMD) || defined(PW_SIMT_EMU)
+  *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(pw_smem_addr(dst)), "l"(src)
+               : "memory");
+#endif
+}
+__device__ inline void pw_topk_copy_wait() {
+#if !defined(PW_AMD) && !defined(PW_SIMT_EMU)
+  asm volatile("cp.async.commit_group;\n\tcp.async.wait_all;" ::: "memory");
+#endif
+}
+#endif
+
 // The top k of candidates 0..n-1 (keys key_of(i); key 0 is padding, never selected): calls
 // emit(rank, i) for each selected candidate in ascending i, rank 0, 1, ...; returns how many
 // (min(k, candidates that are not padding)). Ties at the threshold go to the lowest i, so the
@@ -593,9 +617,18 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
     };
     const bool vec = raw != nullptr && (reinterpret_cast<unsigned long long>(raw) & 15ull) == 0;
     const int n4 = vec ? n / 4 : 0;
+#if PW_TOPK_FILL_ASYNC
+    // Each thread turns into keys the 16 bytes it copied: its own copies' wait is enough.
+    for (int j = threadIdx.x; j < n4; j += PW_BLOCK_THREADS)
+      pw_topk_copy16(cache + 4 * j, raw + 4 * j);
+    pw_topk_copy_wait();
+    const float* fill_from = reinterpret_cast<const float*>(cache);
+#else
+    const float* fill_from = raw;
+#endif
 #pragma unroll 2
     for (int j = threadIdx.x; j < n4; j += PW_BLOCK_THREADS) {
-      const float4 f = reinterpret_cast<const float4*>(raw)[j];
+      const float4 f = reinterpret_cast<const float4*>(fill_from)[j];
       const uint4 q =
           make_uint4(pw_order_key(f.x), pw_order_key(f.y), pw_order_key(f.z), pw_order_key(f.w));
       reinterpret_cast<uint4*>(cache)[j] = q;

@@ -501,9 +501,10 @@ absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const 
 }
 
 // The top-k kernels' builds the checks run: as the plan compiles them, without the cached rows'
-// listed passes (topk_common.h's PW_TOPK_LIST=0, the A/B build) and with the PW_TOPK_SAMPLE
-// experiment (the sampled threshold's lists).
-constexpr const char* kTopkBuilds[] = {"default", "PW_TOPK_LIST=0", "PW_TOPK_SAMPLE=1"};
+// listed passes (topk_common.h's PW_TOPK_LIST=0, the A/B build) and with the PW_TOPK_SAMPLE and
+// PW_TOPK_FILL_ASYNC experiments (the sampled threshold's lists; the fill's asynchronous copies).
+constexpr const char* kTopkBuilds[] = {"default", "PW_TOPK_LIST=0", "PW_TOPK_SAMPLE=1",
+                                       "PW_TOPK_FILL_ASYNC=1"};
 std::vector<std::string> TopkBuildDefines(const std::string& build) {
   return build == "default" ? std::vector<std::string>{} : std::vector<std::string>{"-D" + build};
 }

@@ -4,8 +4,9 @@
 // topk_decode's Hopper entries), over the bench's uniform scores, ties, signed zeros, negative
 // scores, rows shorter than Ktop and rows of one key. The GPU check runs the same code on the H200;
 // this one runs where no GPU is, so an edit to the selection's logic is checked before a device
-// is at hand. Built three times: topk_emu_test as the plan compiles them, topk_list_emu_test with
-// PW_TOPK_LIST=0, topk_sample_emu_test with PW_TOPK_SAMPLE=1.
+// is at hand. Built four times: topk_emu_test as the plan compiles them, topk_list_emu_test with
+// PW_TOPK_LIST=0, topk_sample_emu_test with PW_TOPK_SAMPLE=1, topk_fill_emu_test with
+// PW_TOPK_FILL_ASYNC=1.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #define PW_TOPK_CLUSTER_SHARED 1
