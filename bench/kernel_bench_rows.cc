@@ -105,6 +105,11 @@ class Enumerator {
         for (int rows : {512, 8192})
           Variants(Prefill(rows, c), "strips", {1, 2, 4, 8}, true, rows, c, 50);
       }
+      // Past the one-block rule's rows (65536 keys on NVIDIA) and at it.
+      for (int c : {65536, kBenchMaxCtx}) {
+        for (int rows : {512, 4096})
+          Variants(Prefill(rows, c), "strips", {1, 4, 8, 16}, true, rows, c, 20);
+      }
     } else if (launcher == "topk_decode") {
       // 8256: the seeds' trace decodes just past 8192, where the row no longer fits one pass.
       for (int c : {8192, 8256, 32768, 65536, kBenchMaxCtx}) {

@@ -39,6 +39,9 @@ PW_HD constexpr bool pw_topk_decode_cluster_pays(int rows, long long stride) {
   return rows <= PW_TOPK_DECODE_CLUSTER_ROWS || stride > PW_TOPK_DECODE_CLUSTER_KEYS;
 }
 #define PW_TOPK_CACHE 8192  // keys topk_prefill's block holds in shared memory (32 KiB)
+// The longest row one block selects from the sampled threshold's lists (topk_common.h's
+// PW_TOPK_SAMPLE): its sample, an eighth of the keys, fills the cache.
+#define PW_TOPK_SAMPLE_KEYS (8 * PW_TOPK_CACHE)
 // A cluster's block's slice of a row of n keys: whole warps of keys.
 PW_HD constexpr int pw_topk_slice(int n, int blocks) {
   return ((n + blocks - 1) / blocks + 31) / 32 * 32;

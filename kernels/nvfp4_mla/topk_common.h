@@ -43,16 +43,19 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #endif
 #define PW_TOPK_LIST_KEYS 512  // the list's room: 2 KiB of shared memory
 
-// PW_TOPK_SAMPLE 1 (an experiment, off until the H200 times it): a row of at least 4k keys (k >=
-// 64, the scores 16-byte aligned), cached or too long for the cache, is not cached whole. A
-// sample (every 8th run of 32 keys, read from global memory) gives a threshold T0 whose keys at or
-// above it are, with a wide margin, more than k: the fill keeps only those, each warp its
-// segment's in index order in its share of the cache (pw_topk_sample_select); the exact radix
+// PW_TOPK_SAMPLE: a row of at least 4k keys (k >= 64, the scores 16-byte aligned) is not cached
+// whole. A sample (every 8th run of 32 keys, read from global memory) gives a threshold T0 whose
+// keys at or above it are, with a wide margin, more than k: the fill keeps only those, each warp
+// its segment's in index order in its share of the cache (pw_topk_sample_select); the exact radix
 // select and the ordered compaction then run over those lists, about 1.3 k keys instead of n.
 // Where the lists hold fewer than k keys or a warp's overflowed its room, the row is selected from
-// global memory as an uncached row is.
+// global memory as an uncached row is. 2 (the default): only rows past the cache in one block (a
+// 32K row: 541 us for 8192 rows, against 988 for a cluster of 4 caching a slice each; the strips
+// rule sends rows of up to PW_TOPK_SAMPLE_KEYS there on NVIDIA); 1: every such row, cached and in
+// clusters too (10 to 30% slower there: the sample's read and the cluster barriers it adds); 0:
+// none.
 #ifndef PW_TOPK_SAMPLE
-#define PW_TOPK_SAMPLE 0
+#define PW_TOPK_SAMPLE 2
 #endif
 // PW_TOPK_FILL_ASYNC 1 (an experiment, off until the H200 times it): on NVIDIA the cache's fill
 // copies the scores into shared memory with asynchronous copies (cp.async, 16 bytes each, every
@@ -398,7 +401,8 @@ __device__ inline int pw_topk_sample_keys(const float* raw, int cache_keys) {
 // take the cache's room, not the row's. sample_keys: the cache's keys where the row's scores are
 // 16-byte aligned, else 0. Alike in every block of a cluster (the longest slice decides).
 template <int kCluster>
-__device__ inline bool pw_topk_sample_takes(int n_all, int k, int sample_keys) {
+__device__ inline bool pw_topk_sample_takes(int n_all, int k, int sample_keys, bool cached) {
+  if (PW_TOPK_SAMPLE == 2 && (cached || kCluster > 1)) return false;
   const int slice = kCluster > 1 ? pw_topk_slice(n_all, kCluster) : n_all;
   const int runs = ((slice + 31) / 32 + 7) / 8;
   return k >= 64 && n_all >= 4 * k && runs * 32 <= sample_keys && slice <= PW_TOPK_WARPS * 65536 &&
@@ -598,7 +602,7 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
 #if !PW_TOPK_SAMPLE
   (void)sample_keys;
 #else
-  if (pw_topk_sample_takes<kCluster>(n_all, k, sample_keys)) {
+  if (pw_topk_sample_takes<kCluster>(n_all, k, sample_keys, cached)) {
     const int count =
         pw_topk_sample_select<kCluster>(n, k, emit, sh, cache, sample_keys, seg, rank, raw);
     if (count >= 0) return count;

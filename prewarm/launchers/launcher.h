@@ -41,6 +41,11 @@ struct Thresholds {
   // strips = pow2 >= ceil(ctx / this): a strip's keys fit one block's shared memory
   // (PW_TOPK_CACHE in kernels/nvfp4_mla/topk_common.h), and one strip is the fastest up to it.
   int64_t topk_strip_len = 8192;
+  // MLA on NVIDIA: strips = 1 up to this many keys, one block a row selecting past its cache from
+  // the sampled threshold's lists (PW_TOPK_SAMPLE_KEYS in kernels/common/geometry.h: the sample,
+  // an eighth of the row, fills the cache). H200, 8192 rows of 32K: 541 us against 988 us for the
+  // cluster of 4 the strip length gives (bench/RESULTS.md, twentieth session).
+  int64_t topk_sample_len = 65536;
   int64_t sparse_one_round_max = 1024;  // rounds = 1 if min(ctx, Ktop) <= this
   int64_t sparse_splits_work = 256;     // splits = largest pow2 <= this / R ...
   int64_t sparse_splits_cap = 16;       // ... at most this

@@ -612,7 +612,7 @@ TEST_F(GpuCheckTest, TopkDecodeOfLongRowsMatchesTheCpuReference) {
 TEST_F(GpuCheckTest, TopkPrefillOfLongRowsMatchesTheCpuReference) {
   arch_ = *ParseArch(gpu_->ArchName());
   const bool hopper = arch_.platform == Platform::kNvidia && arch_.name == "sm_90";
-  for (int strips : {2, 4, 8, 16}) {
+  for (int strips : {1, 2, 4, 8, 16}) {
     for (const char* build : kTopkBuilds) {
       Key key = NewKey("topk_prefill", arch_);
       key.Set("topk", 2048);
@@ -621,15 +621,19 @@ TEST_F(GpuCheckTest, TopkPrefillOfLongRowsMatchesTheCpuReference) {
       absl::StatusOr<void*> module =
           LoadKey(*gpu_, arch_, key, dir.path(), TopkBuildDefines(build));
       ASSERT_TRUE(module.ok()) << "strips " << strips << ", " << build << ": " << module.status();
-      const int len = strips * PW_TOPK_CACHE;
+      // strips 1: rows past the cache in one block (the sampled threshold's lists up to
+      // PW_TOPK_SAMPLE_KEYS, every pass from global memory past that).
+      const int len = strips == 1 ? PW_TOPK_SAMPLE_KEYS : strips * PW_TOPK_CACHE;
       std::vector<std::vector<int>> launches = {
           {len, len - 1, PW_TOPK_CACHE + 1, 2049, 2048, 2047, 33, 1, 5000, len - 8191}};
+      if (strips == 1) launches.push_back({len + 1, 32768, 9000, 70001});
       if (strips == 2) {
         std::vector<int> most;
         for (int r = 0; r < 65537; ++r) most.push_back(1 + (r * 37) % 3000);
         launches.push_back(most);
       }
-      const std::string how = absl::StrCat(pw_topk_prefill_cluster(strips, hopper)
+      const std::string how = absl::StrCat(strips == 1 ? std::string("one block a row")
+                                           : pw_topk_prefill_cluster(strips, hopper)
                                                ? absl::StrCat("a cluster of ", strips, " a row")
                                                : absl::StrCat(strips, " strips and their merge"),
                                            ", build ", build);
