@@ -57,10 +57,10 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #ifndef PW_TOPK_SAMPLE
 #define PW_TOPK_SAMPLE 2
 #endif
-// PW_TOPK_FILL_ASYNC 1 (an experiment, off until the H200 times it): on NVIDIA the cache's fill
-// copies the scores into shared memory with asynchronous copies (cp.async, 16 bytes each, every
-// copy of the thread in flight at once; the loads' loop kept 2 in flight a thread), then turns
-// them into keys in place and counts the first pass. AMD and the CPU tests copy with loads.
+// PW_TOPK_FILL_ASYNC 1 (topk_decode's default; 0 here, topk_prefill's): on NVIDIA the cache's
+// fill copies the scores into shared memory with asynchronous copies (cp.async, 16 bytes each,
+// every copy of the thread in flight at once; the loads' loop keeps 2 in flight a thread), then
+// turns them into keys in place and counts the first pass. AMD and the CPU tests copy with loads.
 #ifndef PW_TOPK_FILL_ASYNC
 #define PW_TOPK_FILL_ASYNC 0
 #endif

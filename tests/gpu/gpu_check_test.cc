@@ -500,11 +500,13 @@ absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const 
   return gpu.LoadModule(compiled[0].code);
 }
 
-// The top-k kernels' builds the checks run: as the plan compiles them, without the cached rows'
-// listed passes (topk_common.h's PW_TOPK_LIST=0, the A/B build) and with the PW_TOPK_SAMPLE and
-// PW_TOPK_FILL_ASYNC experiments (the sampled threshold's lists; the fill's asynchronous copies).
+// The top-k kernels' builds the checks run: as the plan compiles them, and the A/B builds of
+// topk_common.h's choices: without the cached rows' listed passes (PW_TOPK_LIST=0), with the
+// sampled threshold's lists everywhere (PW_TOPK_SAMPLE=1; the default takes them for rows past
+// the cache in one block only), the fill's copies the other way (PW_TOPK_FILL_ASYNC: 1 for
+// topk_prefill, 0 for topk_decode, each the other's default).
 constexpr const char* kTopkBuilds[] = {"default", "PW_TOPK_LIST=0", "PW_TOPK_SAMPLE=1",
-                                       "PW_TOPK_FILL_ASYNC=1"};
+                                       "PW_TOPK_FILL_ASYNC=1", "PW_TOPK_FILL_ASYNC=0"};
 std::vector<std::string> TopkBuildDefines(const std::string& build) {
   return build == "default" ? std::vector<std::string>{} : std::vector<std::string>{"-D" + build};
 }
