@@ -20,7 +20,8 @@ const char kKernelBenchUsage[] =
     "  --shapes: of the default set, stand-in, v3.2-tp1, v3.2-tp8\n"
     "  --launcher: sparse_prefill, sparse_decode, norm_rope_insert, fp8_bmm, topk_prefill,\n"
     "              topk_decode, index_prefill, index_decode\n"
-    "  --rows, --ctx (<= 131072), --variant (a key field's value): only those rows\n"
+    "  --rows, --ctx (<= 131072), --variant (a key field's value, or FIELD=VALUE as the variant\n"
+    "  column prints it: strips=4): only those rows\n"
     "  --reps: launches per row (default by row, fewer where one launch is long)\n"
     "  --list: print the rows and keys, no GPU; --compile-only: compile every key with the\n"
     "  arch's run-time compiler, no GPU; --arch (only with these two; default sm_90)\n";
@@ -105,10 +106,20 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
     } else if (a == "--arch") {
       if (!ParseArch(v).ok()) return "--arch " + v + ": not an arch prewarm knows";
       o.arch = v;
-    } else if (a == "--variant") {  // a key field's value: 0 is one
-      const double x = v == "0" ? 0 : PositiveNumber(v.c_str());
-      if ((x == 0 && v != "0") || x != static_cast<int>(x)) {
-        return a + " " + v + ": must be a non-negative integer";
+    } else if (a == "--variant") {  // a key field's value (0 is one), or FIELD=VALUE as printed
+      std::string value = v;
+      if (const size_t eq = v.find('='); eq != std::string::npos) {
+        const std::string field = v.substr(0, eq);
+        if (field.empty() || field.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") !=
+                                 std::string::npos) {
+          return a + " " + v + ": FIELD=VALUE needs a key field's name (strips=4)";
+        }
+        r.variant_field = field;
+        value = v.substr(eq + 1);
+      }
+      const double x = value == "0" ? 0 : PositiveNumber(value.c_str());
+      if ((x == 0 && value != "0") || x != static_cast<int>(x)) {
+        return a + " " + v + ": must be a non-negative integer, or FIELD=VALUE";
       }
       r.variant = static_cast<int>(x);
     } else {

@@ -190,6 +190,7 @@ class Enumerator {
     }
     if ((o_.rows && o_.rows != rows) || (o_.ctx && ctx && o_.ctx != ctx)) return;
     if (o_.variant >= 0 && !field.empty() && o_.variant != KeyInt(key, field)) return;
+    if (!o_.variant_field.empty() && o_.variant_field != field) return;
     const auto id = std::make_tuple(key.launcher + " " + key.String(), rows, ctx);
     if (const auto seen = index_.find(id); seen != index_.end()) {
       rows_[seen->second].models += "," + m_->label;

@@ -38,6 +38,8 @@ expect_bad "--arch gfx9999: not an arch prewarm knows" --list --arch gfx9999
 expect_bad "--list and --compile-only: give one" --list --compile-only
 expect_bad "--variant -1: must be a non-negative integer" --variant -1
 expect_bad "--variant 2.5: must be a non-negative integer" --variant 2.5
+expect_bad "--variant strips=x: must be a non-negative integer, or FIELD=VALUE" --variant strips=x
+expect_bad "--variant =4: FIELD=VALUE needs a key field's name (strips=4)" --variant =4
 expect_bad "--define 1X: must be NAME or NAME=VALUE, NAME a C identifier" --define 1X
 expect_bad "--define =3: must be NAME or NAME=VALUE, NAME a C identifier" --define =3
 expect_bad "--define A-B=1: must be NAME or NAME=VALUE, NAME a C identifier" --define A-B=1
@@ -64,6 +66,9 @@ expect_rows() {  # what, expected count of rows matching the regex, regex, then 
 out=$(list)
 # The default run: every launcher, the stand-in's earlier rows, DeepSeek-V3.2 at tp 1 and tp 8.
 expect_rows "stand-in's 8192-token chunk at 32K" 2 '^stand-in +sparse_prefill +rounds=[12] +\*? +8192 +32768 .*heads=64,' 
+# --variant as the variant column prints it: that field's rows only (not index_prefill's large=1).
+expect_rows "--variant strips=4" 8 '^v3\.2-tp8 +topk_prefill +strips=4 ' --shapes v3.2-tp8 --variant strips=4
+expect_rows "--variant strips=4, no other launcher" 0 '^v3\.2-tp8 +(index|sparse|fp8|norm|topk_decode)' --shapes v3.2-tp8 --variant strips=4
 expect_rows "tp 8's 16 heads" 5 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* 32 +32768 .*heads=16,' --shapes v3.2-tp8
 expect_rows "tp 1's 128 heads at 64 rows" 5 '^v3\.2-tp1 +sparse_decode .* 64 +32768 .*heads=128,' --shapes v3.2-tp1
 expect_rows "long-context top-k, shared by both tps" 3 '^v3\.2-tp1,v3\.2-tp8 +topk_decode .* 131072 ' --launcher topk_decode
