@@ -75,7 +75,9 @@ expect_rows "long-context top-k, shared by both tps" 3 '^v3\.2-tp1,v3\.2-tp8 +to
 expect_rows "top-k at 8K, shared by all three" 3 '^stand-in,v3\.2-tp1,v3\.2-tp8 +topk_decode .* 8192 ' --launcher topk_decode
 expect_rows "index_decode at 128K, 64 index heads" 3 'index_decode .* 131072 .*index_heads=64,' --launcher index_decode
 expect_rows "no stand-in row past its 32768 positions" 0 '^stand-in[^ ]* +[a-z_]+ +[^ ]+ +\*? +[0-9]+ +(65536|131072) '
-expect_rows "the rule's pick at 8192 rows of 32K" 1 'topk_prefill +strips=4 +\* +8192 +32768' --launcher topk_prefill
+# On sm_90 rows of up to 64K take one block (strips 1); 128K rows the strips of 8192 keys (16).
+expect_rows "the rule's pick at 8192 rows of 32K" 1 'topk_prefill +strips=1 +\* +8192 +32768' --launcher topk_prefill
+expect_rows "the rule's pick at 4096 rows of 128K" 1 'topk_prefill +strips=16 +\* +4096 +131072' --launcher topk_prefill
 # A boolean field (large) marks its pick too: one of each (rows, ctx) pair's two rows.
 ip=$(list --launcher index_prefill)
 all=$(grep -cE 'index_prefill +large=[01] ' <<<"$ip")
