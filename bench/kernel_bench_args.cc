@@ -110,8 +110,8 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
       std::string value = v;
       if (const size_t eq = v.find('='); eq != std::string::npos) {
         const std::string field = v.substr(0, eq);
-        if (field.empty() || field.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") !=
-                                 std::string::npos) {
+        if (field.empty() ||
+            field.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos) {
           return a + " " + v + ": FIELD=VALUE needs a key field's name (strips=4)";
         }
         r.variant_field = field;

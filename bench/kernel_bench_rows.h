@@ -26,7 +26,7 @@ struct RowOptions {
   std::vector<std::string> shapes;      // labels to keep (empty: all)
   std::vector<std::string> launchers;   // launchers to keep (empty: all)
   int rows = 0, ctx = 0, variant = -1;  // filters (0 / -1: all)
-  std::string variant_field;             // --variant FIELD=VALUE: only rows varying FIELD
+  std::string variant_field;            // --variant FIELD=VALUE: only rows varying FIELD
 };
 
 // One model at one tensor-parallel size, as the plan sees it on one rank.
