@@ -534,10 +534,11 @@ absl::Status ParseWords(const std::vector<std::string>& w, LimitValues& out,
       if (absl::Status depth = CheckJsonDepth(value); !depth.ok()) {
         return absl::InvalidArgumentError(StrCat(kOrigin, word, ": ", depth.message()));
       }
-      json parsed = json::parse(value, nullptr, /*allow_exceptions=*/false);
+      json parsed = json::array();
       if (append) {  // the words between commas, as strings (pydantic reads "8" as 8)
-        parsed = json::array();
         for (std::string_view part : StrSplit(value, ',')) parsed.push_back(std::string(part));
+      } else {
+        parsed = json::parse(value, nullptr, /*allow_exceptions=*/false);
       }
       if (known->kind == Kind::kSpeculative && sub_key == "method") {
         // Dotted method alone: an MTP method with no count so far takes the model's.
