@@ -388,6 +388,22 @@ __device__ inline void pw_topk_list_select(int n, int k, const pw_u32* cache, Pw
 }
 #endif
 
+// One ballot step of the ordered compaction: each lane's key (0 past the segment: padding, never
+// taken) is taken if above the threshold, or a tie within the `need` first ties of the row; the
+// lane's rank in the row goes to emit(rank). slot and tie: the row's takers and ties before this
+// step, advanced by the warp's.
+template <typename Emit>
+__device__ inline void pw_topk_take(pw_u32 key, pw_u32 threshold, int need, pw_u64 below, int& slot,
+                                    int& tie, Emit emit) {
+  const bool is_tie = key == threshold && key != 0u;
+  const pw_u64 ties = pw_ballot(is_tie);
+  const bool take = key > threshold || (is_tie && tie + pw_popc(ties & below) < need);
+  const pw_u64 takers = pw_ballot(take);
+  if (take) emit(slot + pw_popc(takers & below));
+  slot += pw_popc(takers);
+  tie += pw_popc(ties);
+}
+
 // The sample_keys of pw_topk_select_in for a row whose scores are `raw` (the row's first).
 __device__ inline int pw_topk_sample_keys(const float* raw, int cache_keys) {
   return raw != nullptr && (reinterpret_cast<unsigned long long>(raw) & 15ull) == 0 ? cache_keys
@@ -546,14 +562,8 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
   slot += tie < need ? tie : need;
   for (int c0 = 0; c0 < listed; c0 += PW_WARP) {
     const int c = c0 + lane;
-    const pw_u32 key = c < listed ? keys[c] : 0u;
-    const bool is_tie = key == threshold;
-    const pw_u64 ties = pw_ballot(is_tie);
-    const bool take = key > threshold || (is_tie && tie + pw_popc(ties & below) < need);
-    const pw_u64 takers = pw_ballot(take);
-    if (take) emit(slot + pw_popc(takers & below), begin + static_cast<int>(index[-1 - c]));
-    slot += pw_popc(takers);
-    tie += pw_popc(ties);
+    pw_topk_take(c < listed ? keys[c] : 0u, threshold, need, below, slot, tie,
+                 [&](int r) { emit(r, begin + static_cast<int>(index[-1 - c])); });
   }
   __syncthreads();                                // sh is reused by the caller's next select
   if constexpr (kCluster > 1) pw_cluster_wait();  // no peer reads this block's shared memory now
@@ -754,13 +764,7 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int i = base + b * PW_WARP + static_cast<int>(threadIdx.x % PW_WARP);
-      const bool is_tie = key[b] == threshold && key[b] != 0u;
-      const pw_u64 ties = pw_ballot(is_tie);
-      const bool take = key[b] > threshold || (is_tie && tie + pw_popc(ties & below) < need);
-      const pw_u64 takers = pw_ballot(take);
-      if (take) emit(slot + pw_popc(takers & below), i);
-      slot += pw_popc(takers);
-      tie += pw_popc(ties);
+      pw_topk_take(key[b], threshold, need, below, slot, tie, [&](int r) { emit(r, i); });
     }
   }
   __syncthreads();                                // sh is reused by the caller's next select
@@ -775,11 +779,11 @@ __device__ inline int pw_topk_select_in(int n, int k, KeyOf key_of, Emit emit, P
 template <int kUncachedBatch = 1, typename KeyOf, typename Emit>
 __device__ inline int pw_topk_select(int n, int k, KeyOf key_of, Emit emit, PwTopkShared& sh,
                                      pw_u32* cache, int cache_keys, const float* raw = nullptr) {
+  const int sample_keys = pw_topk_sample_keys(raw, cache_keys);
   return n <= cache_keys
-             ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true, -1, 0, raw,
-                                    pw_topk_sample_keys(raw, cache_keys))
+             ? pw_topk_select_in<1>(n, k, key_of, emit, sh, cache, true, -1, 0, raw, sample_keys)
              : pw_topk_select_in<kUncachedBatch>(n, k, key_of, emit, sh, cache, false, -1, 0, raw,
-                                                 pw_topk_sample_keys(raw, cache_keys));
+                                                 sample_keys);
 }
 
 // The top k of a row of n keys held by a cluster of kCluster blocks, this one `rank`: its slice
@@ -795,13 +799,13 @@ __device__ inline int pw_topk_select_cluster(int n, int k, KeyOf key_of, Emit em
   const int mine = lo + slice < n ? slice : n - lo;
   auto key = [&](int i) { return key_of(lo + i); };
   auto put = [&](int r, int i) { emit(r, lo + i); };
+  const int sample_keys = pw_topk_sample_keys(raw, cache_keys);
+  const float* slice_raw = raw != nullptr ? raw + lo : nullptr;
   return slice <= cache_keys
              ? pw_topk_select_in<1, kCluster>(mine, k, key, put, sh, cache, true, n, rank,
-                                              raw != nullptr ? raw + lo : nullptr,
-                                              pw_topk_sample_keys(raw, cache_keys))
-             : pw_topk_select_in<kUncachedBatch, kCluster>(
-                   mine, k, key, put, sh, cache, false, n, rank,
-                   raw != nullptr ? raw + lo : nullptr, pw_topk_sample_keys(raw, cache_keys));
+                                              slice_raw, sample_keys)
+             : pw_topk_select_in<kUncachedBatch, kCluster>(mine, k, key, put, sh, cache, false, n,
+                                                           rank, slice_raw, sample_keys);
 }
 
 // A row's top k into o[0, k), -1 past its count: scores s[0, n); this block alone (kBlocks 1:
