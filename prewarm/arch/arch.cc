@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "prewarm/util/strings.h"
 
@@ -37,6 +39,17 @@ int SharedMemoryKib(const Arch& arch) {
 bool LargeMemoryGpuArch(const Arch& arch) {
   return arch.name == "gfx942" || arch.name == "gfx950" || arch.name == "sm_90" ||
          arch.name == "sm_100" || arch.name == "sm_120";
+}
+
+int Multiprocessors(const Arch& arch) {
+  static constexpr std::pair<std::string_view, int> kParts[] = {
+      {"gfx908", 120}, {"gfx90a", 104}, {"gfx942", 304}, {"gfx950", 256}, {"gfx1030", 60},
+      {"gfx1100", 96}, {"gfx1200", 32}, {"gfx1201", 64}, {"sm_80", 108},  {"sm_86", 84},
+      {"sm_89", 142},  {"sm_90", 132},  {"sm_100", 148}, {"sm_120", 188}};
+  for (const auto& [name, count] : kParts) {
+    if (arch.name == name) return count;
+  }
+  return 1;  // ParseArch knows no other name
 }
 
 int WarpWidth(const Arch& arch) {

@@ -38,6 +38,15 @@ int SharedMemoryKib(const Arch& arch);
 // vLLM excludes it by name even at 80 GB), sm_86 and sm_89 (at most 48 GB).
 bool LargeMemoryGpuArch(const Arch& arch);
 
+// The multiprocessors (NVIDIA SMs, AMD compute units) of the arch's data-center part, the device a
+// plan for the arch is made for: a rule that sizes a grid to one wave of blocks reads this, since
+// the plan and the runtime's dispatch must agree without the device. gfx908 120 (MI100), gfx90a
+// 104 (MI210; an MI250X's devices have 110), gfx942 304 (MI300X, MI325X), gfx950 256 (MI350X,
+// MI355X), gfx1030 60 (W6800), gfx1100 96 (W7900), gfx1200 32 (RX 9060 XT), gfx1201 64 (R9700),
+// sm_80 108 (A100), sm_86 84 (A40), sm_89 142 (L40S), sm_90 132 (H100 and H200 SXM), sm_100 148
+// (B200), sm_120 188 (RTX PRO 6000).
+int Multiprocessors(const Arch& arch);
+
 // The warp or wavefront width kernels are compiled for: 32 on NVIDIA and on AMD RDNA (gfx10 and
 // later, hipRTC's default wave32), 64 on AMD CDNA (gfx9: gfx908, gfx90a, gfx942, gfx950).
 int WarpWidth(const Arch& arch);

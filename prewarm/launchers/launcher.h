@@ -47,8 +47,19 @@ struct Thresholds {
   // cluster of 4 the strip length gives (bench/RESULTS.md, twentieth session).
   int64_t topk_sample_len = 65536;
   int64_t sparse_one_round_max = 1024;  // rounds = 1 if min(ctx, Ktop) <= this
-  int64_t sparse_splits_work = 256;     // splits = largest pow2 <= this / R ...
-  int64_t sparse_splits_cap = 16;       // ... at most this
+  // sparse_decode: splits = the largest power of two s (at most sparse_splits_cap, at least
+  // sparse_splits_min) whose s x R x G blocks fit one wave, b x W: G = ceil(Hr / head_tile) the
+  // blocks a row takes unsplit, b the blocks a multiprocessor holds by shared memory (both from
+  // the kernel's geometry at s splits, kernels/nvfp4_mla/sparse_geometry.h), W the multiprocessors
+  // (sparse_splits_work; 0: the arch's part, Multiprocessors). H200 at 32K, 2048 selected: one
+  // wave's splits are the fastest of every row at 64 and 128 heads (16 rows at 128 heads: 4
+  // splits 68.8 us against 110.0 for the 16 of the rule by R alone, which ignored G and b), and at
+  // 16 heads (b 3) within 5% up to 64 rows. The floor: one split runs its 2048 positions 21% slower
+  // than two splits run theirs twice over (281 against 2 x 116 us a block), so 128 rows at 64 heads
+  // take 233 us at 2 splits (two waves) and 287 at 1 (bench/RESULTS.md).
+  int64_t sparse_splits_work = 0;
+  int64_t sparse_splits_cap = 16;
+  int64_t sparse_splits_min = 2;
   // MSA (the msa_* launchers; the other rules are shared with MLA's). msa_index_prefill:
   // large = W > this. The seed's one measured fact: one 8K prompt in one chunk (W = 2^26) runs
   // the shared kernel, a step with two 8K prompts the large one.

@@ -1,40 +1,78 @@
 // sparse_decode: MLA attention of the decode rows over the selected positions, split-K with a
-// combine. Key: splits = min(16, max(1, largest power of two <= 256 / R)). msa_sparse_decode:
-// GQA over the selected blocks, its own bounds and the blocks a row takes unsplit, G = Hkv_r x
-// ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV group:
-// msa_sparse_decode_heads):
-// splits = min(8, largest power of two s with s^2 x R x G <= 256, else 1).
+// combine. Key: splits = the largest power of two s in [2, 16] whose s x R x G blocks fit one wave
+// of b blocks on each of the arch's multiprocessors (G: the blocks a row takes unsplit, b: the
+// blocks a multiprocessor holds, both from the kernel's geometry at s splits), else 2.
+// msa_sparse_decode: GQA over the selected blocks, its own bounds and the blocks a row takes
+// unsplit, G = Hkv_r x ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV
+// group: msa_sparse_decode_heads): splits = min(8, largest power of two s with s^2 x R x G <= 256,
+// else 1).
 #include <algorithm>
+#include <vector>
 
+#include "nvfp4_mla/sparse_geometry.h"
 #include "prewarm/launchers/launcher.h"
 
 namespace prewarm {
 namespace {
 
-// The rule's inputs besides R: the blocks a row takes unsplit, the work bound and the cap; and
-// whether the bound holds splits^2 (MSA) or splits (MLA) times R x G.
+// The rule's inputs besides R, for each candidate s (the cap, then the powers of two below it,
+// down to the floor): the blocks a row takes unsplit (G) and the bound on s x R x G (MLA: one
+// wave, b x W) or on s^2 x R x G (MSA).
 struct SplitRule {
-  int64_t row_blocks, work, cap;
+  struct Candidate {
+    int64_t splits, row_blocks, work;
+  };
+  std::vector<Candidate> candidates;  // descending
+  int64_t floor = 1;
   bool square = false;
 };
 
+// MLA's candidate s: the block shape sparse_decode's kernel is compiled with at s splits (as the
+// launch code sizes it), its blocks a row and a multiprocessor holds.
+SplitRule::Candidate MlaCandidate(int64_t splits, int64_t multiprocessors,
+                                  const LaunchContext& ctx) {
+  const Shape& s = ctx.shape;
+  const int range = pw_sparse_range(static_cast<int>(s.index_topk), static_cast<int>(splits));
+  const int lds = SharedMemoryKib(ctx.arch) * 1024;
+  const PwSparseGeometry g = pw_sparse_geometry(
+      static_cast<int>(s.DecodeHeads()), WarpWidth(ctx.arch), SharedMemoryKib(ctx.arch),
+      static_cast<int>(s.kv_lora_rank), static_cast<int>(s.qk_rope_head_dim), range,
+      pw_sparse_staged(ctx.arch.platform == Platform::kNvidia, false, 1, range));
+  const int64_t resident = std::max(1, lds / std::max(1, g.smem_bytes));
+  return {splits, (s.DecodeHeads() + g.head_tile - 1) / g.head_tile, resident * multiprocessors};
+}
+
 SplitRule RuleFor(AttentionFamily family, const LaunchContext& ctx) {
   const Thresholds& t = ctx.thresholds;
-  if (family != AttentionFamily::kMsa) return {1, t.sparse_splits_work, t.sparse_splits_cap};
+  const bool msa = family == AttentionFamily::kMsa;
+  const int64_t cap = std::max<int64_t>(1, msa ? t.msa_sparse_splits_cap : t.sparse_splits_cap);
+  SplitRule rule;
+  rule.square = msa;
+  rule.floor = msa ? 1 : std::clamp<int64_t>(t.sparse_splits_min, 1, cap);
+  std::vector<int64_t> values = {cap};
+  for (int64_t p = CeilPow2(cap) / 2; p >= rule.floor; p /= 2) {
+    if (p < cap) values.push_back(p);
+  }
   const Shape& s = ctx.shape;
   const int64_t kv = std::max<int64_t>(1, s.kv_heads);
   const int64_t group = std::max<int64_t>(1, s.heads / kv);
   const int64_t per_block = std::max<int64_t>(1, t.msa_sparse_decode_heads);
-  return {kv * ((group + per_block - 1) / per_block), t.msa_sparse_splits_work,
-          t.msa_sparse_splits_cap, true};
+  const int64_t multiprocessors =
+      t.sparse_splits_work > 0 ? t.sparse_splits_work : Multiprocessors(ctx.arch);
+  for (int64_t v : values) {
+    rule.candidates.push_back(msa ? SplitRule::Candidate{v,
+                                                         kv * ((group + per_block - 1) / per_block),
+                                                         t.msa_sparse_splits_work}
+                                  : MlaCandidate(v, multiprocessors, ctx));
+  }
+  return rule;
 }
 
 int64_t Splits(int64_t r, const SplitRule& rule) {
-  int64_t p = 1;
-  // largest p with p * R * G (MSA: p^2 * R * G) <= work, else 1; p stops at the cap
-  while (p < rule.cap && (rule.square ? 4 * p * p : 2 * p) * r * rule.row_blocks <= rule.work)
-    p *= 2;
-  return std::min(rule.cap, p);
+  for (const SplitRule::Candidate& c : rule.candidates) {
+    if ((rule.square ? c.splits : 1) * c.splits * r * c.row_blocks <= c.work) return c.splits;
+  }
+  return rule.candidates.back().splits;
 }
 
 class SparseDecodeLauncher final : public Launcher {
@@ -53,13 +91,12 @@ class SparseDecodeLauncher final : public Launcher {
   std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
     const SplitRule t = RuleFor(family_, ctx);
     const int64_t rmax = limits.MaxDecodeTokens();
-    // Splits(R) does not grow with R. The values it can take: the cap and the powers of two
-    // below it. For each, binary-search the smallest R whose splits are at most it.
-    std::vector<int64_t> values = {t.cap};
-    for (int64_t p = 1; p < t.cap; p *= 2) values.push_back(p);
-    std::sort(values.rbegin(), values.rend());
+    // Splits(R) does not grow with R: each candidate's bound holds up to some R, and the rule
+    // takes the largest candidate that holds. For each value, binary-search the smallest R whose
+    // splits are at most it.
     std::vector<PlannedKey> out;
-    for (int64_t v : values) {
+    for (const SplitRule::Candidate& c : t.candidates) {
+      const int64_t v = c.splits;
       if (rmax < 1 || Splits(rmax, t) > v) continue;
       int64_t lo = 1, hi = rmax;
       while (lo < hi) {

@@ -1,5 +1,7 @@
 #include "prewarm/arch/arch.h"
 
+#include <string_view>
+
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 
@@ -65,6 +67,16 @@ TEST(ArchTest, WarpWidthAndSharedMemoryPerArch) {
   EXPECT_EQ(SharedMemoryKib(*ParseArch("gfx950")), 160);
   EXPECT_EQ(SharedMemoryKib(*ParseArch("sm_90")), 227);
   EXPECT_EQ(SharedMemoryKib(*ParseArch("sm_89")), 99);
+}
+
+// Every known arch has its data-center part's multiprocessors (what a one-wave rule sizes for).
+TEST(ArchTest, MultiprocessorsOfEveryKnownArch) {
+  for (std::string_view name : KnownArchNames()) {
+    EXPECT_GE(Multiprocessors(*ParseArch(name)), 32) << name;
+  }
+  EXPECT_EQ(Multiprocessors(*ParseArch("sm_90")), 132);
+  EXPECT_EQ(Multiprocessors(*ParseArch("gfx942")), 304);
+  EXPECT_EQ(Multiprocessors(*ParseArch("gfx950")), 256);
 }
 
 }  // namespace

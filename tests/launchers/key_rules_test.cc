@@ -156,19 +156,30 @@ TEST_F(KeyRulesTest, TopkPrefillStripsPerRequest) {
 TEST_F(KeyRulesTest, SparsePrefillRoundsAndDecodeSplits) {
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"), 1);
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1025)), "rounds"), 2);
-  for (auto [r, splits] : std::vector<std::pair<int64_t, int64_t>>{{1, 16},
-                                                                   {16, 16},
-                                                                   {17, 8},
-                                                                   {32, 8},
-                                                                   {33, 4},
-                                                                   {64, 4},
-                                                                   {65, 2},
-                                                                   {128, 2},
-                                                                   {129, 1},
-                                                                   {256, 1},
-                                                                   {257, 1},
-                                                                   {4096, 1}}) {
+  // gfx942, 64 heads: the block takes 32 heads (64 KiB of LDS), so G = 2 and b = 1; a wave is
+  // 304 blocks (MI300X): s x R x 2 <= 304, at least 2 splits.
+  for (auto [r, splits] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 16}, {9, 16}, {10, 8}, {19, 8}, {20, 4}, {38, 4}, {39, 2}, {128, 2}, {4096, 2}}) {
     EXPECT_EQ(Param<int64_t>(One("sparse_decode", Decodes(r, 1)), "splits"), splits) << r;
+  }
+}
+
+// The H200's fastest splits at 32K (bench/RESULTS.md, seventh session's rows), which the rule by
+// R alone missed at 64 and 128 heads: a block takes 64 heads there (one a multiprocessor), 16
+// heads three blocks a multiprocessor; 132 multiprocessors.
+TEST_F(KeyRulesTest, SparseDecodeSplitsFillOneWaveOnTheH200) {
+  arch_ = *ParseArch("sm_90");
+  const std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, int64_t>>>> rows = {
+      {128, {{1, 16}, {16, 4}, {32, 2}, {33, 2}, {64, 2}, {128, 2}}},   // tp 1: G 2
+      {64, {{1, 16}, {16, 8}, {17, 4}, {32, 4}, {64, 2}, {128, 2}}},    // G 1
+      {16, {{16, 16}, {24, 16}, {25, 8}, {32, 8}, {64, 4}, {128, 2}}},  // tp 8: b 3
+  };
+  for (const auto& [heads, by_rows] : rows) {
+    shape_.heads = heads;
+    for (const auto& [r, splits] : by_rows) {
+      EXPECT_EQ(Param<int64_t>(One("sparse_decode", Decodes(r, 1)), "splits"), splits)
+          << heads << " heads, " << r << " rows";
+    }
   }
 }
 

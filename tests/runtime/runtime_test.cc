@@ -39,7 +39,9 @@ TEST(KernelCacheTest, StrictMissNamesLauncherKeyAndDirectory) {
   EXPECT_TRUE(absl::IsNotFound(code.status()));
   const std::string msg(code.status().message());
   EXPECT_NE(msg.find("strict: sparse_decode key arch=gfx90a,heads=128"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("splits=16"), std::string::npos) << msg;
+  // gfx90a: a block takes 32 of the 128 heads (64 KiB of LDS), and 3 rows x 4 blocks x 8 splits
+  // fill the MI210's 104 compute units best.
+  EXPECT_NE(msg.find("splits=8"), std::string::npos) << msg;
   EXPECT_NE(msg.find(dir.path()), std::string::npos) << msg;
   EXPECT_EQ((*kc)->stats().misses, 1);
   EXPECT_EQ((*kc)->stats().compiles, 0) << "strict never compiles";
