@@ -42,6 +42,17 @@ constexpr bool kPwStaged =
     pw_sparse_staged(PW_SPARSE_NVIDIA, PW_SPARSE_SPLITS == 1, PW_SPARSE_ROUNDS, kPwRange);
 constexpr PwSparseGeometry kPwSg =
     pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStaged);
+// The launch bounds' blocks a multiprocessor: on NVIDIA those its shared memory holds, where their
+// threads are more than 256 (fewer can each have the 255 registers a thread may use: a bound that
+// cannot bind is left out, as it still moves the compiler's schedule); AMD's bound is in waves an
+// execution unit, left alone.
+#if defined(PW_AMD)
+constexpr int kPwResident = 1;
+#else
+constexpr int kPwResident = kPwSg.threads * pw_sparse_resident(kPwSg, PW_LDS_KIB) > 256
+                                ? pw_sparse_resident(kPwSg, PW_LDS_KIB)
+                                : 1;
+#endif
 constexpr int kPwRecord = PW_KV_RECORD(PW_L, PW_DR);
 constexpr int kPwRow = pw_sparse_row(PW_L, PW_DR);         // Q and K rows in shared memory
 constexpr int kPwSRow = pw_sparse_s_row(kPwSg.keys);       // S rows (floats)

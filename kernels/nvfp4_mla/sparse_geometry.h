@@ -18,6 +18,15 @@
 #pragma once
 #include "common/portability.h"
 
+// The warps of a 16-head block on NVIDIA, each owning L / this output dims (2 or 8). 8 spreads a
+// record's dequantization over four times the threads (DeepSeek-V3.2 at tp 8: 16 heads a rank,
+// where that, not the GEMMs, is the block's work) with 80 registers a thread for three blocks an
+// SM; staged for the H200 (bench/RESULTS.md, twenty-first session: not yet timed), so the default
+// stays the measured 2. Host and kernels read the same default: an A/B needs both built with it.
+#ifndef PW_SPARSE_NARROW_PARTS
+#define PW_SPARSE_NARROW_PARTS 2
+#endif
+
 struct PwSparseGeometry {
   int head_tile;   // heads a block computes (16, 32 or 64); grid.y = ceil(Hr / head_tile)
   int keys;        // selected positions per tile (16, 32 or 64)
@@ -58,6 +67,13 @@ PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int w
   return g;
 }
 
+// The blocks of geometry g a multiprocessor holds by shared memory (lds_kib: the arch's bound for
+// one block, within 1 KiB of its multiprocessor's): the kernels' launch bounds ask the compiler
+// for registers that let that many run at once, and sparse_decode's split rule counts them.
+PW_HD constexpr int pw_sparse_resident(const PwSparseGeometry& g, int lds_kib) {
+  return g.smem_bytes > 0 && lds_kib * 1024 / g.smem_bytes > 1 ? lds_kib * 1024 / g.smem_bytes : 1;
+}
+
 // The range a block of sparse_prefill (splits 1) or sparse_decode attends.
 PW_HD constexpr int pw_sparse_range(int topk, int splits) { return (topk + splits - 1) / splits; }
 
@@ -83,8 +99,10 @@ PW_HD constexpr bool pw_sparse_out_staged(const PwSparseGeometry& g, int l, int 
 PW_HD constexpr PwSparseGeometry pw_sparse_geometry(int heads, int warp, int lds_kib, int l, int dr,
                                                     int range, bool staged) {
   const int padded = (heads + 15) / 16 * 16;
-  const int options[6][4] = {{64, 64, 32, 8}, {64, 32, 16, 2}, {32, 32, 16, 2},
-                             {32, 16, 16, 2}, {16, 32, 16, 2}, {16, 16, 16, 2}};
+  // NVIDIA (warps of 32, more than 64 KiB of shared memory): PW_SPARSE_NARROW_PARTS.
+  const int narrow = warp == 32 && lds_kib > 64 ? PW_SPARSE_NARROW_PARTS : 2;
+  const int options[6][4] = {{64, 64, 32, 8}, {64, 32, 16, 2},      {32, 32, 16, 2},
+                             {32, 16, 16, 2}, {16, 32, 16, narrow}, {16, 16, 16, narrow}};
   for (int i = 0; i < 6; ++i) {
     if (options[i][0] > padded && options[i][0] > 16) continue;
     const PwSparseGeometry g = pw_sparse_layout(options[i][0], options[i][1], options[i][2],

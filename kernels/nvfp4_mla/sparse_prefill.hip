@@ -7,7 +7,7 @@
 // Grid (rows, ceil(Hr / head_tile)), block and dynamic shared memory from sparse_geometry.h.
 #include "nvfp4_mla/sparse_attend.h"
 
-extern "C" __global__ void __launch_bounds__(kPwSg.threads, 1)
+extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
     pw_sparse_prefill(const pw_u16* q_latent, const pw_u16* q_rope, const int* topk,
                       const int* row_req, const int* block_table, int max_blocks, int block_size,
                       const pw_u8* kv_cache, float g_kv, float scale, pw_u16* out, float* lse) {

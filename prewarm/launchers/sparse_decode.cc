@@ -33,12 +33,11 @@ SplitRule::Candidate MlaCandidate(int64_t splits, int64_t multiprocessors,
                                   const LaunchContext& ctx) {
   const Shape& s = ctx.shape;
   const int range = pw_sparse_range(static_cast<int>(s.index_topk), static_cast<int>(splits));
-  const int lds = SharedMemoryKib(ctx.arch) * 1024;
   const PwSparseGeometry g = pw_sparse_geometry(
       static_cast<int>(s.DecodeHeads()), WarpWidth(ctx.arch), SharedMemoryKib(ctx.arch),
       static_cast<int>(s.kv_lora_rank), static_cast<int>(s.qk_rope_head_dim), range,
       pw_sparse_staged(ctx.arch.platform == Platform::kNvidia, false, 1, range));
-  const int64_t resident = std::max(1, lds / std::max(1, g.smem_bytes));
+  const int64_t resident = pw_sparse_resident(g, SharedMemoryKib(ctx.arch));
   return {splits, (s.DecodeHeads() + g.head_tile - 1) / g.head_tile, resident * multiprocessors};
 }
 
