@@ -118,7 +118,7 @@ PW_HD inline int pw_mfma8_byte(int k) { return k % 8; }
 PW_HD inline int pw_mma_c_row(int lane, int e) { return pw_mma_c_row_of(PW_MMA_IMPL, PW_WARP, lane, e); }
 PW_HD inline int pw_mma_c_col(int lane, int e) { return pw_mma_c_col_of(PW_MMA_IMPL, PW_WARP, lane, e); }
 
-#ifdef PW_DEVICE_COMPILE
+#if defined(PW_DEVICE_COMPILE) || defined(PW_SIMT_EMU)  // the emulator: SIMT
 struct PwMmaC {
   float v[PW_MMA_ACC];
 };
@@ -347,4 +347,4 @@ PW_DEVICE_INLINE void pw_mma8(float (&d)[4], pw_u64 a, pw_u64 b, PwMma8Scratch& 
 #ifndef PW_MMA8
 #define PW_MMA8 0
 #endif
-#endif  // PW_DEVICE_COMPILE
+#endif  // PW_DEVICE_COMPILE || PW_SIMT_EMU

@@ -6,7 +6,7 @@
 #include "common/mma.h"
 #include "common/nvfp4.h"
 
-#ifdef PW_DEVICE_COMPILE
+#if defined(PW_DEVICE_COMPILE) || defined(PW_SIMT_EMU)
 // Eight nibbles (one 32-bit word, low nibble first) times sg, as four packed bf16 pairs.
 // On NVIDIA sm_80+ two values at a time: a byte permute puts nibbles 2j and 2j+1 in the two
 // halves, the bits land on a bf16 pair worth 2^-126 times the values, and two bf16x2 FMAs scale
@@ -74,4 +74,4 @@ PW_DEVICE_INLINE void pw_nvfp4_dequant8_bf16_lo(pw_u32 w, pw_u32 sg_lo, pw_u32* 
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v[j]), "r"(sg_lo), "r"(neg_zero));
 }
 #endif
-#endif  // PW_DEVICE_COMPILE
+#endif  // PW_DEVICE_COMPILE || PW_SIMT_EMU

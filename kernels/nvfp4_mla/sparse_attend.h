@@ -203,7 +203,11 @@ __device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc
 // The whole attention of `row` over selected entries [begin, end) for the block's heads.
 __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head0, int begin,
                                         int end, const PwSparseOut& out) {
+#if defined(PW_SIMT_EMU)
+  unsigned char* pw_sparse_shared = pw_emu_shared();  // the emulated block's object
+#else
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
+#endif
   const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
   pw_sparse_stage_q(a, row, head0, sm.q);
   end = pw_sparse_slots(a, row, begin, end, sm) - begin;

@@ -26,7 +26,15 @@ __device__ inline uint2 pw_sparse_item(const pw_u8* rec, int part) {
 // (cp.async; zeros where nothing is selected), as one committed group; pw_async_wait waits.
 __device__ inline void pw_sparse_stage(const PwSparseArgs& a, const PwSparseSmem& sm, int k0,
                                        int end) {
-#if !defined(PW_AMD)
+#if defined(PW_SIMT_EMU)  // tests/kernels/simt_emu.h: copied at once
+  for (int c = threadIdx.x; c < kPwSg.keys * kPwRecord / 16; c += kPwSg.threads) {
+    const int r = c / (kPwRecord / 16), w = c % (kPwRecord / 16);
+    const int slot = k0 + r < end ? sm.slots[k0 + r] : -1;
+    const pw_u8* src = a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + 16 * w);
+    *reinterpret_cast<uint4*>(sm.stage + r * kPwRecord + 16 * w) =
+        slot < 0 ? make_uint4(0, 0, 0, 0) : *reinterpret_cast<const uint4*>(src);
+  }
+#elif !defined(PW_AMD)
   constexpr int chunks = kPwRecord / 16;
   static_assert(kPwRecord % 16 == 0, "records must be whole 16-byte chunks");
   for (int c = threadIdx.x; c < kPwSg.keys * chunks; c += kPwSg.threads) {
@@ -42,7 +50,7 @@ __device__ inline void pw_sparse_stage(const PwSparseArgs& a, const PwSparseSmem
 }
 
 __device__ inline void pw_async_wait() {
-#if !defined(PW_AMD)
+#if !defined(PW_AMD) && !defined(PW_SIMT_EMU)
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
@@ -132,7 +140,7 @@ __device__ inline void pw_sparse_stage_q(const PwSparseArgs& a, int row, int hea
     const bool real = head0 + h < PW_HEADS;
     const long long qo = static_cast<long long>(row) * PW_HEADS + (real ? head0 + h : 0);
     const pw_u16* src = d < PW_L ? a.q_latent + qo * PW_L + d : a.q_rope + qo * PW_DR + d - PW_L;
-#if !defined(PW_AMD)
+#if !defined(PW_AMD) && !defined(PW_SIMT_EMU)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(q + h * kPwRow + d)),
                  "l"(src), "r"(real ? 16 : 0));
 #else
@@ -140,7 +148,7 @@ __device__ inline void pw_sparse_stage_q(const PwSparseArgs& a, int row, int hea
         real ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
 #endif
   }
-#if !defined(PW_AMD)
+#if !defined(PW_AMD) && !defined(PW_SIMT_EMU)
   asm volatile("cp.async.commit_group;");
 #endif
 }

@@ -11,6 +11,7 @@
 // Not a speed model: it checks what the code computes, not how fast.
 #pragma once
 
+#include <math.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -31,6 +32,7 @@
 #define PW_SIMT_EMU 1
 #define __device__
 #define __global__
+#define __launch_bounds__(...)
 
 struct PwEmuDim3 {
   unsigned x = 0, y = 0, z = 0;
@@ -43,11 +45,30 @@ struct uint4 {
 struct float4 {
   float x, y, z, w;
 };
+struct uint2 {
+  unsigned x, y;
+};
+struct float2 {
+  float x, y;
+};
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline unsigned __float_as_uint(float f) { return pw_f2u(f); }
 inline float __uint_as_float(unsigned u) { return pw_u2f(u); }
+inline float __int_as_float(int i) { return pw_u2f(static_cast<unsigned>(i)); }
 
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline int atomicMax(int* p, int v) {
+  int old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (old < v &&
+         !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+// portability.h's device-only math: exp2 exactly (the GPU's is within 2 ulp).
+inline float pw_exp2_fast(float x) { return exp2f(x); }
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
@@ -106,6 +127,12 @@ inline int pw_shfl_down_i32(int v, int delta) {
     return lane + delta < PW_WARP ? static_cast<int>(static_cast<pw_u32>(all[lane + delta])) : v;
   });
 }
+inline float pw_shfl_xor(float v, int lane_mask) {
+  const int lane = pw_emu_lane();
+  return pw_emu_round(pw_f2u(v), [&](const pw_u64* all) {
+    return pw_u2f(static_cast<pw_u32>(all[lane ^ lane_mask]));
+  });
+}
 inline int pw_warp_add_i32(int v) {
   return pw_emu_round(static_cast<pw_u32>(v), [](const pw_u64* all) {
     int s = 0;
@@ -134,6 +161,11 @@ inline int pw_cluster_load(const int* p, int rank) {
   const std::ptrdiff_t off = reinterpret_cast<const char*>(p) - pw_emu_block->shared;
   return *reinterpret_cast<const int*>(pw_emu_cluster->blocks[static_cast<size_t>(rank)]->shared +
                                        off);
+}
+
+// This block's shared-memory object (a kernel's dynamic shared memory).
+inline unsigned char* pw_emu_shared() {
+  return reinterpret_cast<unsigned char*>(pw_emu_block->shared);
 }
 
 // Runs body() on `blocks` blocks of `threads` threads (grid x; a cluster of all of them when

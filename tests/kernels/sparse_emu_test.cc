@@ -1,0 +1,126 @@
+// sparse_decode.hip (MLA's sparse attention: the split-K blocks, then their combine) run on the
+// host by the SIMT emulator (simt_emu.h) against the GPU check's CPU reference
+// (tests/gpu/reference.h's SparseAttention), so that a change of a block's geometry
+// (sparse_geometry.h: its warps, their heads and output dims, its tile of keys) or of the tile
+// loop is checked where no GPU is. The matrix-core steps run as common/mma.h's SIMT
+// implementation (the GPU check's SIMT build runs the same code), the asynchronous copies at
+// once. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_TOPK, PW_SPLITS and the geometry's
+// defines; L 512 and Dr 64 (DeepSeek-V3.2's), sm_90's 227 KiB of shared memory.
+#include "tests/kernels/simt_emu.h"
+// simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nvfp4_mla/sparse_decode.hip"
+#include "tests/gpu/random_inputs.h"
+#include "tests/gpu/reference.h"
+
+namespace prewarm {
+namespace {
+
+namespace ref = reference;
+
+// Three decode rows of three requests: a long one, one whose selection fills Ktop only in part
+// (the rest -1) and a short one; a few holes (-1) inside each list; pages in shuffled order.
+TEST(SparseEmuTest, DecodeSplitsAndCombineMatchTheCpuReference) {
+  constexpr int kBlockSize = 64;
+  const std::vector<int> visible = {2 * PW_TOPK + 37, PW_TOPK - PW_TOPK / 3, 45};
+  const int rows = static_cast<int>(visible.size());
+  ref::RandomInputs in(7);
+  int max_blocks = 0, num_blocks = 0;
+  for (int v : visible) {
+    max_blocks = std::max(max_blocks, (v + kBlockSize - 1) / kBlockSize);
+    num_blocks += (v + kBlockSize - 1) / kBlockSize;
+  }
+  std::vector<int> pages(static_cast<size_t>(num_blocks));
+  std::iota(pages.begin(), pages.end(), 0);
+  std::shuffle(pages.begin(), pages.end(), in.rng());
+  std::vector<int> table(static_cast<size_t>(rows * max_blocks), -1);
+  for (int r = 0, next = 0; r < rows; ++r) {
+    for (int b = 0; b < (visible[r] + kBlockSize - 1) / kBlockSize; ++b)
+      table[static_cast<size_t>(r * max_blocks + b)] = pages[static_cast<size_t>(next++)];
+  }
+  const std::vector<ref::u8> cache =
+      in.Records(static_cast<size_t>(num_blocks) * kBlockSize, PW_L, PW_DR);
+  const std::vector<ref::u16> ql = in.Bf16(static_cast<size_t>(rows) * PW_HEADS * PW_L, 0.5);
+  const std::vector<ref::u16> qr = in.Bf16(static_cast<size_t>(rows) * PW_HEADS * PW_DR, 0.5);
+  const std::vector<int> sel = in.Selections(rows, PW_TOPK, visible, 29);
+  std::vector<int> req(static_cast<size_t>(rows));
+  std::iota(req.begin(), req.end(), 0);
+  const float g_kv = 0.75f, scale = 1.0f / std::sqrt(192.0f);
+
+  // Outputs poisoned: every element must be written.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const size_t outs = static_cast<size_t>(rows) * PW_HEADS;
+  std::vector<pw_u16> out(outs * PW_L, 0xffff);
+  std::vector<float> lse(outs, nan);
+  std::vector<float> ws_o(outs * PW_SPLITS * PW_L, nan), ws_lse(outs * PW_SPLITS, nan);
+  const int head_blocks = (PW_HEADS + kPwSg.head_tile - 1) / kPwSg.head_tile;
+  auto shared = std::make_unique<unsigned char[]>(static_cast<size_t>(kPwSg.smem_bytes) + 16);
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(shared.get()) + 15) / 16 *
+                                       16);  // 16-byte aligned
+  for (int row = 0; row < rows; ++row) {
+    for (int hb = 0; hb < head_blocks; ++hb) {
+      for (int split = 0; split < PW_SPLITS; ++split) {
+        std::memset(base, 0xa5, static_cast<size_t>(kPwSg.smem_bytes));  // stale shared memory
+        PwEmuRun(1, kPwSg.threads, false, {base}, [&] {
+          blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(hb),
+                      static_cast<unsigned>(split)};
+          pw_sparse_decode(ql.data(), qr.data(), sel.data(), req.data(), table.data(), max_blocks,
+                           kBlockSize, cache.data(), g_kv, scale, out.data(), lse.data(),
+                           ws_o.data(), ws_lse.data());
+        });
+      }
+    }
+  }
+#if PW_SPLITS > 1
+  for (int row = 0; row < rows; ++row) {
+    for (int h = 0; h < PW_HEADS; ++h) {
+      PwEmuRun(1, PW_SPARSE_COMBINE_THREADS, false, {base}, [&] {
+        blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(h), 0};
+        pw_sparse_decode_combine(ws_o.data(), ws_lse.data(), out.data(), lse.data());
+      });
+    }
+  }
+#endif
+
+  const ref::Paged paged{&cache, PW_KV_RECORD(PW_L, PW_DR), &table, max_blocks, kBlockSize};
+  std::vector<int> all(static_cast<size_t>(rows));
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<ref::Attention> want =
+      ref::SparseAttentionRows(ql.data(), qr.data(), sel.data(), PW_TOPK, all, PW_HEADS, req.data(),
+                               paged, g_kv, scale, PW_L, PW_DR);
+  for (int row = 0; row < rows; ++row) {
+    std::vector<double> got_row, want_row;
+    double lse_err = 0;
+    for (int h = 0; h < PW_HEADS; ++h) {
+      const size_t o = static_cast<size_t>(row) * PW_HEADS + h;
+      const ref::Attention& at = want[o];
+      for (int d = 0; d < PW_L; ++d) {
+        got_row.push_back(pw_bf16_to_float(out[o * PW_L + d]));
+        want_row.push_back(at.out[static_cast<size_t>(d)]);
+      }
+      lse_err = std::max(lse_err, std::fabs(lse[o] - at.lse) / std::max(1.0, std::fabs(at.lse)));
+    }
+    const double err = ref::RelativeError(got_row, want_row);
+    std::printf("row %d (visible %d): relative error %.2e, lse %.2e\n", row, visible[row], err,
+                lse_err);
+    EXPECT_LE(err, 1e-2) << "row " << row << " (visible " << visible[row] << "), " << kPwSg.warps
+                         << " warps of " << kPwSg.warp_heads << " heads x " << PW_L / kPwSg.parts
+                         << " dims, " << kPwSg.keys << "-key tiles";
+    EXPECT_LE(lse_err, 1e-2) << "row " << row;
+  }
+}
+
+}  // namespace
+}  // namespace prewarm
