@@ -1,11 +1,12 @@
-// sparse_decode.hip (MLA's sparse attention: the split-K blocks, then their combine) run on the
-// host by the SIMT emulator (simt_emu.h) against the GPU check's CPU reference
-// (tests/gpu/reference.h's SparseAttention), so that a change of a block's geometry
+// sparse_decode.hip (MLA's sparse attention: the split-K blocks, then their combine) and
+// sparse_prefill.hip run on the host by the SIMT emulator (simt_emu.h) against the GPU check's CPU
+// reference (tests/gpu/reference.h's SparseAttention), so that a change of a block's geometry
 // (sparse_geometry.h: its warps, their heads and output dims, its tile of keys) or of the tile
 // loop is checked where no GPU is. The matrix-core steps run as common/mma.h's SIMT
 // implementation (the GPU check's SIMT build runs the same code), the asynchronous copies at
-// once. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_TOPK, PW_SPLITS and the geometry's
-// defines; L 512 and Dr 64 (DeepSeek-V3.2's), sm_90's 227 KiB of shared memory.
+// once. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_TOPK, PW_SPLITS (decode) or
+// PW_ROUNDS (prefill) and the geometry's defines; L 512 and Dr 64 (DeepSeek-V3.2's), sm_90's 227
+// KiB of shared memory.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #include <algorithm>
@@ -21,7 +22,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#ifdef PW_ROUNDS  // a sparse_prefill build
+#include "nvfp4_mla/sparse_prefill.hip"
+#define PW_SPLITS 1
+#else
 #include "nvfp4_mla/sparse_decode.hip"
+#endif
 #include "tests/gpu/random_inputs.h"
 #include "tests/gpu/reference.h"
 
@@ -30,9 +36,10 @@ namespace {
 
 namespace ref = reference;
 
-// Three decode rows of three requests: a long one, one whose selection fills Ktop only in part
-// (the rest -1) and a short one; a few holes (-1) inside each list; pages in shuffled order.
-TEST(SparseEmuTest, DecodeSplitsAndCombineMatchTheCpuReference) {
+// Three rows of three requests (decode rows, or prefill rows of a sparse_prefill build): a long
+// one, one whose selection fills Ktop only in part (the rest -1) and a short one; a few holes
+// (-1) inside each list; pages in shuffled order.
+TEST(SparseEmuTest, RowsMatchTheCpuReference) {
   constexpr int kBlockSize = 64;
   const std::vector<int> visible = {2 * PW_TOPK + 37, PW_TOPK - PW_TOPK / 3, 45};
   const int rows = static_cast<int>(visible.size());
@@ -76,9 +83,14 @@ TEST(SparseEmuTest, DecodeSplitsAndCombineMatchTheCpuReference) {
         PwEmuRun(1, kPwSg.threads, false, {base}, [&] {
           blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(hb),
                       static_cast<unsigned>(split)};
+#ifdef PW_ROUNDS
+          pw_sparse_prefill(ql.data(), qr.data(), sel.data(), req.data(), table.data(), max_blocks,
+                            kBlockSize, cache.data(), g_kv, scale, out.data(), lse.data());
+#else
           pw_sparse_decode(ql.data(), qr.data(), sel.data(), req.data(), table.data(), max_blocks,
                            kBlockSize, cache.data(), g_kv, scale, out.data(), lse.data(),
                            ws_o.data(), ws_lse.data());
+#endif
         });
       }
     }
