@@ -1,6 +1,9 @@
 // Each rule of docs/keys.md's tables at its boundaries, through Dispatch.
+#include "common/geometry.h"
 #include "gtest/gtest.h"
 #include "nvfp4_mla/index_geometry.h"
+#include "nvfp4_msa/msa_sparse_geometry.h"
+#include "nvfp4_msa/msa_topk_geometry.h"
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/launchers/plan.h"
 #include "tests/testing/cli.h"
@@ -49,6 +52,18 @@ class KeyRulesTest : public ::testing::Test {
   Shape shape_ = *ShapeForRank(model_, 1);
   Arch arch_ = *ParseArch("gfx942");
 };
+
+// The thresholds that stand for a kernel's geometry (a block's shared-memory cache, a strip,
+// the heads of a decode block) are the geometry's own numbers: a kernel change that moves one
+// fails here instead of planning keys for a geometry the kernel no longer has.
+TEST(ThresholdsTest, MirrorTheKernelsGeometry) {
+  const Thresholds t;
+  EXPECT_EQ(t.topk_strip_len, PW_TOPK_CACHE);
+  EXPECT_EQ(t.topk_sample_len, PW_TOPK_SAMPLE_KEYS);
+  EXPECT_EQ(t.msa_topk_strip_blocks, PW_MSA_TOPK_STRIP_BLOCKS);
+  EXPECT_EQ(t.msa_sparse_decode_heads, PW_MSA_DEC_HEADS);
+  EXPECT_EQ(t.msa_sparse_splits_cap, PW_TOPK_CLUSTER_MAX) << "the portable cluster combines";
+}
 
 TEST_F(KeyRulesTest, Fp8BmmRowBuckets) {
   EXPECT_TRUE(All("fp8_bmm", Prefill(10, 10)).empty()) << "no decode tokens, no GEMM";
