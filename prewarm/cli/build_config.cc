@@ -44,24 +44,6 @@ T Flag(const char* name) {
 
 std::string Underscored(std::string_view hyphen_name) { return ReplaceAll(hyphen_name, '-', '_'); }
 
-// The text of an integer flag: as Abseil's integer flags took it (spaces around, a sign), in
-// base 10. `value` is empty when it is not one, or is a whole number beyond int64.
-struct IntegerText {
-  bool is_integer = false;
-  std::optional<int64_t> value;
-};
-IntegerText ParseIntegerText(std::string_view text) {
-  text = StripWhitespace(text);
-  if (text.starts_with('+')) text.remove_prefix(1);
-  const std::string_view digits = text.starts_with('-') ? text.substr(1) : text;
-  IntegerText out;
-  out.is_integer = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char ch) {
-    return std::isdigit(static_cast<unsigned char>(ch)) != 0;
-  });
-  if (out.is_integer) out.value = ParseInt64(text);
-  return out;
-}
-
 // The text of a number flag (seconds): a decimal, spaces around and a sign allowed; inf and nan
 // are numbers here (out of every range), so their message is the rule alone.
 std::optional<double> ParseNumberText(std::string_view text) {
@@ -322,9 +304,10 @@ absl::StatusOr<Config> BuildConfig(const ParsedArgs& args) {
   // An integer in [lo, hi]; a whole number beyond int64 is out of range, not "not an integer".
   auto integer = [&](const char* flag, int64_t lo, int64_t hi,
                      std::string_view rule) -> absl::StatusOr<int64_t> {
-    const IntegerText v = ParseIntegerText(Flag<std::string>(Underscored(flag).c_str()));
+    // As Abseil's integer flags took it: spaces around, a sign, base 10.
+    const WholeNumberText v = ParseWholeNumber(Flag<std::string>(Underscored(flag).c_str()));
     if (v.value.has_value() && *v.value >= lo && *v.value <= hi) return *v.value;
-    return rule_error(flag, v.is_integer, "an integer", rule);
+    return rule_error(flag, v.is_whole, "an integer", rule);
   };
   ASSIGN_OR_RETURN(const int64_t jobs,
                    integer("jobs", 0, 256, "must be 0 to 256 (0: one per available CPU)"));

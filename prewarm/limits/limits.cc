@@ -170,13 +170,8 @@ absl::Status SetIntLimitFromText(LimitValues& values, std::string_view flag_name
   std::optional<int64_t> v = ParseSizedInt(text);
   // All digits past int64 (2^64 - 1): out of range, not "not an integer", and shown as given.
   const std::string_view digits = StripWhitespace(text);
-  const bool integer =
-      !digits.empty() &&
-      digits.find_first_not_of("0123456789", digits[0] == '-' ? 1 : 0) == std::string_view::npos &&
-      digits != "-";
-  if (!v.has_value() && integer) {
-    v = digits[0] == '-' ? std::numeric_limits<int64_t>::min()
-                         : std::numeric_limits<int64_t>::max();
+  if (const WholeNumberText whole = ParseWholeNumber(digits); !v.has_value() && whole.is_whole) {
+    v = whole.negative ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
   }
   if (!v.has_value() && IsDecimalWithSuffix(digits) &&
       std::isupper(static_cast<unsigned char>(digits.back()))) {

@@ -83,6 +83,18 @@ std::optional<double> ParseDouble(std::string_view text) {
   return v;
 }
 
+WholeNumberText ParseWholeNumber(std::string_view text) {
+  text = StripWhitespace(text);
+  WholeNumberText out;
+  out.negative = text.starts_with('-');
+  if (text.starts_with('+')) text.remove_prefix(1);  // one sign at most: "+-1" is none
+  const std::string_view digits = out.negative ? text.substr(1) : text;
+  out.is_whole =
+      !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
+  if (out.is_whole) out.value = ParseInt64(text);
+  return out;
+}
+
 std::optional<int64_t> ParseInt64(std::string_view text) {
   int64_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);

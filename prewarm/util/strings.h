@@ -70,6 +70,15 @@ std::string FirstItems(const std::vector<std::string>& items, size_t max);
 std::string ReplaceAll(std::string_view text, char from, char to);
 // A base-10 int64 with no sign other than '-', no spaces; nullopt otherwise.
 std::optional<int64_t> ParseInt64(std::string_view text);
+// A whole number in base 10 as a flag or a file's field gives it (spaces around, a '+' or '-'
+// sign): whether the text is one, and its value, none where it is beyond int64 (which a caller
+// names as out of range, not as "not an integer").
+struct WholeNumberText {
+  bool is_whole = false;
+  bool negative = false;
+  std::optional<int64_t> value;
+};
+WholeNumberText ParseWholeNumber(std::string_view text);
 // A finite decimal number ("192", "79.5"), the whole text; nullopt otherwise.
 std::optional<double> ParseDouble(std::string_view text);
 inline std::string_view ToStd(absl::string_view s) { return {s.data(), s.size()}; }

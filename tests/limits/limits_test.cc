@@ -230,6 +230,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"max-num-seqs", "65537", "at most 65536"},
                       BadValue{"max-model-len", "2147483648", "at most 2147483647"},
                       BadValue{"max-num-seqs", "99999999999999999999", "too large"},
+                      BadValue{"max-num-seqs", "+99999999999999999999", "too large"},
+                      BadValue{"num-speculative-tokens", "-99999999999999999999", ">= 0"},
                       BadValue{"num-speculative-tokens", "-9223372036854775808k", "not an integer"},
                       BadValue{"num-speculative-tokens", "-9223372036854775808", ">= 0"},
                       BadValue{"max-model-len", "9223372036854775807G", "not an integer"}));

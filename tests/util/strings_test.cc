@@ -1,5 +1,8 @@
 #include "prewarm/util/strings.h"
 
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace prewarm {
@@ -44,6 +47,27 @@ TEST(StringsTest, ParseInt64) {
   EXPECT_EQ(ParseInt64("3x"), std::nullopt);
   EXPECT_EQ(ParseInt64(""), std::nullopt);
   EXPECT_EQ(ParseInt64("99999999999999999999"), std::nullopt);
+}
+
+// A flag's or a field's whole number: spaces and a sign allowed; past int64 still a whole number
+// (its caller says "too large"), with no value.
+TEST(StringsTest, ParseWholeNumber) {
+  for (const auto& [text, value] : std::vector<std::pair<const char*, int64_t>>{
+           {"12", 12}, {" +12 ", 12}, {"-12\t", -12}, {"0", 0}, {"-0", 0}}) {
+    const WholeNumberText w = ParseWholeNumber(text);
+    EXPECT_TRUE(w.is_whole) << text;
+    EXPECT_EQ(w.value, value) << text;
+  }
+  const WholeNumberText big = ParseWholeNumber("+99999999999999999999");
+  EXPECT_TRUE(big.is_whole);
+  EXPECT_FALSE(big.negative);
+  EXPECT_EQ(big.value, std::nullopt);
+  EXPECT_TRUE(ParseWholeNumber("-99999999999999999999").negative);
+  for (const char* text : {"", " ", "+", "-", "+-1", "1.5", "1e3", "0x10", "12k", "1 2"}) {
+    const WholeNumberText w = ParseWholeNumber(text);
+    EXPECT_FALSE(w.is_whole) << text;
+    EXPECT_EQ(w.value, std::nullopt) << text;
+  }
 }
 
 }  // namespace
