@@ -12,19 +12,23 @@
 #define PW_SPARSE_SKIP 0
 #endif
 
-// S tiles (head group x 16 keys), spread over the warps; scores scaled into log2 units.
+// S tiles (head group x 16 keys), spread over the warps; scores scaled into log2 units. With
+// s_parts > 1, part p of a tile adds the dims' k steps [p n, (p + 1) n) into S (zero before).
 __device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  constexpr int key_tiles = kPwSg.keys / 16;
-  for (int st = warp; st < kPwSg.head_tile / 16 * key_tiles; st += kPwSg.warps) {
-    const int g = st / key_tiles, kt = st % key_tiles;
+  constexpr int key_tiles = kPwSg.keys / 16, tiles = kPwSg.head_tile / 16 * key_tiles;
+  constexpr int n = PW_DQ / 16 / kPwSg.s_parts;  // k steps of a part
+  for (int st = warp; st < tiles * kPwSg.s_parts; st += kPwSg.warps) {
+    const int tile = kPwSg.s_parts == 1 ? st : st % tiles;
+    const int part = kPwSg.s_parts == 1 ? 0 : st / tiles;
+    const int g = tile / key_tiles, kt = tile % key_tiles;
     PwMmaC c;
     pw_mma_zero(c);
-    const pw_u16* qa = sm.q + 16 * g * kPwRow;
-    const pw_u16* kb = sm.k + 16 * kt * kPwRow;
-    constexpr int ks = pw_mma_ksteps(PW_DQ / 16);  // k steps an instruction (2 on gfx950)
+    const pw_u16* qa = sm.q + 16 * g * kPwRow + 16 * n * part;
+    const pw_u16* kb = sm.k + 16 * kt * kPwRow + 16 * n * part;
+    constexpr int ks = pw_mma_ksteps(n);  // k steps an instruction (2 on gfx950)
 #pragma unroll 4
-    for (int kk = 0; kk < PW_DQ / 16; kk += ks) {
+    for (int kk = 0; kk < n; kk += ks) {
       PwMmaA fa[ks];
       PwMmaB fb[ks];
 #pragma unroll
@@ -35,6 +39,12 @@ __device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2
       pw_mma_k<ks>(c, fa, fb);
     }
     float* s = sm.s + 16 * g * kPwSRow + 16 * kt;
+    if constexpr (kPwSg.s_parts > 1) {
+#pragma unroll
+      for (int e = 0; e < PW_MMA_ACC; ++e)
+        atomicAdd(s + pw_mma_c_row(lane, e) * kPwSRow + pw_mma_c_col(lane, e), c.v[e] * scale_log2);
+      continue;
+    }
 #if PW_MMA_IMPL == PW_MMA_SYNC
 #pragma unroll
     for (int e = 0; e < PW_MMA_ACC; e += 2) {  // elements e, e + 1: neighbours in one row
@@ -63,6 +73,7 @@ __device__ inline void pw_sparse_softmax(const PwSparseSmem& sm, const int* slot
     const int j = gi + kPwGroup * u;
     const bool valid = k0 + j < end && slots[k0 + j] >= 0;
     x[u] = valid ? sm.s[r * kPwSRow + j] : ninf;
+    if (kPwSg.s_parts > 1) sm.s[r * kPwSRow + j] = 0.0f;  // the next tile's parts add into it
     mx = fmaxf(mx, x[u]);
   }
   for (int o = kPwGroup / 2; o > 0; o >>= 1) mx = fmaxf(mx, pw_shfl_xor(mx, o));
@@ -218,6 +229,9 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
 #pragma unroll
   for (int t = 0; t < kPwMTiles * kPwOutTiles; ++t) pw_mma_zero(acc[t]);
   float m = pw_sparse_neg_inf(), l = 0.0f;
+  if constexpr (kPwSg.s_parts > 1) {  // the parts add into S: zero until the softmax reads it
+    for (int i = threadIdx.x; i < kPwSg.head_tile * kPwSRow; i += kPwSg.threads) sm.s[i] = 0.0f;
+  }
   constexpr bool kStage = !(PW_SPARSE_SKIP & 16), kDequant = !(PW_SPARSE_SKIP & 1);
   if (kPwStaged && kStage && begin < end) pw_sparse_stage(a, sm, begin, end);
   if (!kPwStaged) pw_async_wait();  // Q; the barrier after the first dequant publishes it

@@ -26,11 +26,13 @@
 #define PW_DR PW_ROPE_DIM
 #define PW_DQ (PW_KV_LORA_RANK + PW_ROPE_DIM)
 
-#ifndef PW_SPARSE_SPLITS
+#ifndef PW_SPARSE_SPLITS  // sparse_prefill.hip (sparse_decode.hip defines it, 1 included)
 #define PW_SPARSE_SPLITS 1
 #define PW_SPARSE_ROUNDS PW_ROUNDS
+#define PW_SPARSE_PREFILL 1
 #else
 #define PW_SPARSE_ROUNDS 1
+#define PW_SPARSE_PREFILL 0
 #endif
 #ifdef PW_AMD
 #define PW_SPARSE_NVIDIA false
@@ -39,7 +41,7 @@
 #endif
 constexpr int kPwRange = pw_sparse_range(PW_TOPK, PW_SPARSE_SPLITS);
 constexpr bool kPwStaged =
-    pw_sparse_staged(PW_SPARSE_NVIDIA, PW_SPARSE_SPLITS == 1, PW_SPARSE_ROUNDS, kPwRange);
+    pw_sparse_staged(PW_SPARSE_NVIDIA, PW_SPARSE_PREFILL, PW_SPARSE_ROUNDS, kPwRange);
 constexpr PwSparseGeometry kPwSg =
     pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStaged);
 // The launch bounds' blocks a multiprocessor: on NVIDIA those its shared memory holds, where their
@@ -49,8 +51,8 @@ constexpr PwSparseGeometry kPwSg =
 #if defined(PW_AMD)
 constexpr int kPwResident = 1;
 #else
-constexpr int kPwResident = kPwSg.threads * pw_sparse_resident(kPwSg, PW_LDS_KIB) > 256
-                                ? pw_sparse_resident(kPwSg, PW_LDS_KIB)
+constexpr int kPwResident = kPwSg.threads * pw_sparse_resident(kPwSg, PW_LDS_KIB, true) > 256
+                                ? pw_sparse_resident(kPwSg, PW_LDS_KIB, true)
                                 : 1;
 #endif
 constexpr int kPwRecord = PW_KV_RECORD(PW_L, PW_DR);

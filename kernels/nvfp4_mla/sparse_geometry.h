@@ -26,6 +26,14 @@
 #ifndef PW_SPARSE_NARROW_PARTS
 #define PW_SPARSE_NARROW_PARTS 2
 #endif
+// 1: where a block has more warps than S tiles (16 heads in 8 warps: 2 tiles of 16 heads x 16
+// keys), `s_parts` warps share each S tile, each adding its slice of the L + Dr dims into S with
+// shared-memory atomics (S held at zero between tiles: the softmax clears what it reads), 9
+// dependent mma steps a warp instead of 36, no more shared memory. Staged with
+// PW_SPARSE_NARROW_PARTS (default 0: one warp a tile everywhere, the measured build).
+#ifndef PW_SPARSE_SPLIT_S
+#define PW_SPARSE_SPLIT_S 0
+#endif
 
 struct PwSparseGeometry {
   int head_tile;   // heads a block computes (16, 32 or 64); grid.y = ceil(Hr / head_tile)
@@ -34,6 +42,7 @@ struct PwSparseGeometry {
   int parts;       // warps per head group, each owning L / parts output dims (2 or 8)
   int warps;
   int threads;
+  int s_parts;  // warps that share one S tile, each over a slice of the dims (PW_SPARSE_SPLIT_S)
   // Shared memory, in bytes from the start of the dynamic allocation.
   int q_offset, k_offset, s_offset, p_offset, stats_offset, slots_offset, stage_offset, smem_bytes;
 };
@@ -56,6 +65,13 @@ PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int w
   g.parts = parts;
   g.warps = head_tile / warp_heads * parts;
   g.threads = g.warps * warp;
+  // The most warps, a power of two, that share each S tile with every warp busy and an equal
+  // share of the dims' 16-wide k steps (an odd share runs gfx950's k loop a step at a time).
+  const int s_tiles = head_tile / 16 * (keys / 16);
+  g.s_parts = 1;
+  while (PW_SPARSE_SPLIT_S && 2 * g.s_parts * s_tiles <= g.warps &&
+         (l + dr) / 16 % (2 * g.s_parts) == 0)
+    g.s_parts *= 2;
   g.q_offset = 0;
   g.k_offset = g.q_offset + head_tile * pw_sparse_row(l, dr) * 2;
   g.s_offset = g.k_offset + keys * pw_sparse_row(l, dr) * 2;
@@ -67,11 +83,13 @@ PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int w
   return g;
 }
 
-// The blocks of geometry g a multiprocessor holds by shared memory (lds_kib: the arch's bound for
-// one block, within 1 KiB of its multiprocessor's): the kernels' launch bounds ask the compiler
-// for registers that let that many run at once, and sparse_decode's split rule counts them.
-PW_HD constexpr int pw_sparse_resident(const PwSparseGeometry& g, int lds_kib) {
-  return g.smem_bytes > 0 && lds_kib * 1024 / g.smem_bytes > 1 ? lds_kib * 1024 / g.smem_bytes : 1;
+// The blocks of geometry g a multiprocessor holds by shared memory: on NVIDIA its lds_kib + 1 KiB
+// (sm_90: 228 KiB), each block taking 1 KiB more than it asks for (the system's); on AMD the
+// compute unit's lds_kib. The kernels' launch bounds ask the compiler for registers that let that
+// many run at once, and sparse_decode's split rule counts them.
+PW_HD constexpr int pw_sparse_resident(const PwSparseGeometry& g, int lds_kib, bool nvidia) {
+  const int room = (lds_kib + (nvidia ? 1 : 0)) * 1024, block = g.smem_bytes + (nvidia ? 1024 : 0);
+  return block > 0 && room / block > 1 ? room / block : 1;
 }
 
 // The range a block of sparse_prefill (splits 1) or sparse_decode attends.

@@ -22,35 +22,47 @@ __device__ inline uint2 pw_sparse_item(const pw_u8* rec, int part) {
   return *reinterpret_cast<const uint2*>(rec + PW_L / 2 + PW_L / 16 + 8 * (part - PW_L / 8));
 }
 
+#if !defined(PW_AMD)
+// 16 bytes from global into shared memory, asynchronously (cp.async; zeros where !real); this
+// thread's copies are committed by pw_async_commit and waited for by pw_async_wait. Under the
+// SIMT emulator (tests/kernels/simt_emu.h) the copy lands at the wait, so a read before it sees
+// the old bytes.
+__device__ inline void pw_async_copy16(void* dst, const void* src, bool real) {
+#if defined(PW_SIMT_EMU)
+  pw_emu_copy16(dst, src, real);
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(dst)), "l"(src),
+               "r"(real ? 16 : 0));
+#endif
+}
+__device__ inline void pw_async_commit() {
+#if !defined(PW_SIMT_EMU)
+  asm volatile("cp.async.commit_group;");
+#endif
+}
+#endif
+
 // Copies the raw records of tile [k0, k0 + keys) into sm.stage, 16 bytes a copy, asynchronously
 // (cp.async; zeros where nothing is selected), as one committed group; pw_async_wait waits.
 __device__ inline void pw_sparse_stage(const PwSparseArgs& a, const PwSparseSmem& sm, int k0,
                                        int end) {
-#if defined(PW_SIMT_EMU)  // tests/kernels/simt_emu.h: copied at once
-  for (int c = threadIdx.x; c < kPwSg.keys * kPwRecord / 16; c += kPwSg.threads) {
-    const int r = c / (kPwRecord / 16), w = c % (kPwRecord / 16);
-    const int slot = k0 + r < end ? sm.slots[k0 + r] : -1;
-    const pw_u8* src = a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + 16 * w);
-    *reinterpret_cast<uint4*>(sm.stage + r * kPwRecord + 16 * w) =
-        slot < 0 ? make_uint4(0, 0, 0, 0) : *reinterpret_cast<const uint4*>(src);
-  }
-#elif !defined(PW_AMD)
+#if !defined(PW_AMD)
   constexpr int chunks = kPwRecord / 16;
   static_assert(kPwRecord % 16 == 0, "records must be whole 16-byte chunks");
   for (int c = threadIdx.x; c < kPwSg.keys * chunks; c += kPwSg.threads) {
     const int r = c / chunks, w = c % chunks;
     const int slot = k0 + r < end ? sm.slots[k0 + r] : -1;
     const pw_u8* src = a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + 16 * w);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
-                     pw_smem_addr(sm.stage + r * kPwRecord + 16 * w)),
-                 "l"(src), "r"(slot < 0 ? 0 : 16));
+    pw_async_copy16(sm.stage + r * kPwRecord + 16 * w, src, slot >= 0);
   }
-  asm volatile("cp.async.commit_group;");
+  pw_async_commit();
 #endif
 }
 
 __device__ inline void pw_async_wait() {
-#if !defined(PW_AMD) && !defined(PW_SIMT_EMU)
+#if defined(PW_SIMT_EMU)
+  pw_emu_copy_wait();
+#elif !defined(PW_AMD)
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
@@ -140,16 +152,15 @@ __device__ inline void pw_sparse_stage_q(const PwSparseArgs& a, int row, int hea
     const bool real = head0 + h < PW_HEADS;
     const long long qo = static_cast<long long>(row) * PW_HEADS + (real ? head0 + h : 0);
     const pw_u16* src = d < PW_L ? a.q_latent + qo * PW_L + d : a.q_rope + qo * PW_DR + d - PW_L;
-#if !defined(PW_AMD) && !defined(PW_SIMT_EMU)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(q + h * kPwRow + d)),
-                 "l"(src), "r"(real ? 16 : 0));
+#if !defined(PW_AMD)
+    pw_async_copy16(q + h * kPwRow + d, src, real);
 #else
     *reinterpret_cast<uint4*>(q + h * kPwRow + d) =
         real ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
 #endif
   }
-#if !defined(PW_AMD) && !defined(PW_SIMT_EMU)
-  asm volatile("cp.async.commit_group;");
+#if !defined(PW_AMD)
+  pw_async_commit();
 #endif
 }
 

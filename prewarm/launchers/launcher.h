@@ -39,7 +39,7 @@ struct Thresholds {
   int64_t index_prefill_large_work = 1 << 20;
   int64_t index_decode_rows_cap = 64;  // rows_tile = pow2 >= min(R, this)
   // strips = pow2 >= ceil(ctx / this): a strip's keys fit one block's shared memory
-  // (PW_TOPK_CACHE in kernels/nvfp4_mla/topk_common.h), and one strip is the fastest up to it.
+  // (PW_TOPK_CACHE in kernels/common/geometry.h), and one strip is the fastest up to it.
   int64_t topk_strip_len = 8192;
   // MLA on NVIDIA: strips = 1 up to this many keys, one block a row selecting past its cache from
   // the sampled threshold's lists (PW_TOPK_SAMPLE_KEYS in kernels/common/geometry.h: the sample,
@@ -51,13 +51,13 @@ struct Thresholds {
   // sparse_splits_min) whose s x R x G blocks fit one wave, b x W: G = ceil(Hr / head_tile) the
   // blocks a row takes unsplit, b the blocks a multiprocessor holds by shared memory (both from
   // the kernel's geometry at s splits, kernels/nvfp4_mla/sparse_geometry.h), W the multiprocessors
-  // (sparse_splits_work; 0: the arch's part, Multiprocessors). H200 at 32K, 2048 selected: one
-  // wave's splits are the fastest of every row at 64 and 128 heads (16 rows at 128 heads: 4
-  // splits 68.8 us against 110.0 for the 16 of the rule by R alone, which ignored G and b), and at
-  // 16 heads (b 3) within 5% up to 64 rows. The floor: one split runs its 2048 positions 21% slower
-  // than two splits run theirs twice over (281 against 2 x 116 us a block), so 128 rows at 64 heads
-  // take 233 us at 2 splits (two waves) and 287 at 1 (bench/RESULTS.md).
-  int64_t sparse_splits_work = 0;
+  // (sparse_splits_multiprocessors; 0: the arch's part, Multiprocessors). H200 at 32K, 2048
+  // selected: one wave's splits are the fastest of every row at 64 and 128 heads (16 rows at 128
+  // heads: 4 splits 68.8 us against 110.0 for the 16 of the rule by R alone, which ignored G and
+  // b), and at 16 heads (b 3) within 5% up to 64 rows. The floor: one split runs its 2048 positions
+  // 21% slower than two splits run theirs twice over (281 against 2 x 116 us a block), so 128 rows
+  // at 64 heads take 233 us at 2 splits (two waves) and 287 at 1 (bench/RESULTS.md).
+  int64_t sparse_splits_multiprocessors = 0;
   int64_t sparse_splits_cap = 16;
   int64_t sparse_splits_min = 2;
   // MSA (the msa_* launchers; the other rules are shared with MLA's). msa_index_prefill:

@@ -37,7 +37,8 @@ SplitRule::Candidate MlaCandidate(int64_t splits, int64_t multiprocessors,
       static_cast<int>(s.DecodeHeads()), WarpWidth(ctx.arch), SharedMemoryKib(ctx.arch),
       static_cast<int>(s.kv_lora_rank), static_cast<int>(s.qk_rope_head_dim), range,
       pw_sparse_staged(ctx.arch.platform == Platform::kNvidia, false, 1, range));
-  const int64_t resident = pw_sparse_resident(g, SharedMemoryKib(ctx.arch));
+  const int64_t resident =
+      pw_sparse_resident(g, SharedMemoryKib(ctx.arch), ctx.arch.platform == Platform::kNvidia);
   return {splits, (s.DecodeHeads() + g.head_tile - 1) / g.head_tile, resident * multiprocessors};
 }
 
@@ -52,12 +53,14 @@ SplitRule RuleFor(AttentionFamily family, const LaunchContext& ctx) {
   for (int64_t p = CeilPow2(cap) / 2; p >= rule.floor; p /= 2) {
     if (p < cap) values.push_back(p);
   }
+  if (values.back() > rule.floor) values.push_back(rule.floor);  // a floor between powers of two
   const Shape& s = ctx.shape;
   const int64_t kv = std::max<int64_t>(1, s.kv_heads);
   const int64_t group = std::max<int64_t>(1, s.heads / kv);
   const int64_t per_block = std::max<int64_t>(1, t.msa_sparse_decode_heads);
-  const int64_t multiprocessors =
-      t.sparse_splits_work > 0 ? t.sparse_splits_work : Multiprocessors(ctx.arch);
+  const int64_t multiprocessors = t.sparse_splits_multiprocessors > 0
+                                      ? t.sparse_splits_multiprocessors
+                                      : Multiprocessors(ctx.arch);
   for (int64_t v : values) {
     rule.candidates.push_back(msa ? SplitRule::Candidate{v,
                                                          kv * ((group + per_block - 1) / per_block),

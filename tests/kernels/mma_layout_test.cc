@@ -402,7 +402,7 @@ TEST(SparseGeometryTest, FitsEveryKnownArchAndIsConsistent) {
     EXPECT_EQ(512 / h200.parts, 64);
     EXPECT_TRUE(pw_sparse_out_staged(h200, 512, 2));
     EXPECT_TRUE(pw_sparse_out_staged(h200, 512, 4));
-    EXPECT_EQ(pw_sparse_resident(h200, 227), 1);
+    EXPECT_EQ(pw_sparse_resident(h200, 227, true), 1);
   }
   // DeepSeek-V3.2 at tp 8 (16 heads) on sm_90: three blocks an SM hold their shared memory where
   // a split's slot list is short (sparse_decode's split rule counts them), two at 1 or 2 splits.
@@ -410,9 +410,9 @@ TEST(SparseGeometryTest, FitsEveryKnownArchAndIsConsistent) {
     const int range = pw_sparse_range(2048, splits);
     const PwSparseGeometry g = pw_sparse_geometry(16, 32, 227, 512, 64, range, true);
     EXPECT_EQ(g.head_tile, 16) << splits;
-    EXPECT_EQ(pw_sparse_resident(g, 227), 3) << splits;
+    EXPECT_EQ(pw_sparse_resident(g, 227, true), 3) << splits;
   }
-  EXPECT_EQ(pw_sparse_resident(pw_sparse_geometry(16, 32, 227, 512, 64, 2048, true), 227), 2);
+  EXPECT_EQ(pw_sparse_resident(pw_sparse_geometry(16, 32, 227, 512, 64, 2048, true), 227, true), 2);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <barrier>
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -60,6 +61,14 @@ inline float __uint_as_float(unsigned u) { return pw_u2f(u); }
 inline float __int_as_float(int i) { return pw_u2f(static_cast<unsigned>(i)); }
 
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline float atomicAdd(float* p, float v) {
+  float old = 0.0f, want = 0.0f;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  do {
+    want = old + v;
+  } while (!__atomic_compare_exchange(p, &old, &want, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return old;
+}
 inline int atomicMax(int* p, int v) {
   int old = __atomic_load_n(p, __ATOMIC_RELAXED);
   while (old < v &&
@@ -130,7 +139,8 @@ inline int pw_shfl_down_i32(int v, int delta) {
 inline float pw_shfl_xor(float v, int lane_mask) {
   const int lane = pw_emu_lane();
   return pw_emu_round(pw_f2u(v), [&](const pw_u64* all) {
-    return pw_u2f(static_cast<pw_u32>(all[lane ^ lane_mask]));
+    const int from = lane ^ lane_mask;  // past the warp: the lane's own value, as the GPU's
+    return from < PW_WARP ? pw_u2f(static_cast<pw_u32>(all[from])) : v;
   });
 }
 inline int pw_warp_add_i32(int v) {
@@ -161,6 +171,27 @@ inline int pw_cluster_load(const int* p, int rank) {
   const std::ptrdiff_t off = reinterpret_cast<const char*>(p) - pw_emu_block->shared;
   return *reinterpret_cast<const int*>(pw_emu_cluster->blocks[static_cast<size_t>(rank)]->shared +
                                        off);
+}
+
+// cp.async: a thread's 16-byte copies (zeros where !real) land at its pw_emu_copy_wait, its
+// cp.async.wait_all, not before: a kernel that reads a stage before waiting reads old bytes.
+struct PwEmuCopy {
+  void* dst;
+  const void* src;
+  bool real;
+};
+inline thread_local std::vector<PwEmuCopy> pw_emu_copies;
+inline void pw_emu_copy16(void* dst, const void* src, bool real) {
+  pw_emu_copies.push_back({dst, src, real});
+}
+inline void pw_emu_copy_wait() {
+  for (const PwEmuCopy& c : pw_emu_copies) {
+    if (c.real)
+      std::memcpy(c.dst, c.src, 16);
+    else
+      std::memset(c.dst, 0, 16);
+  }
+  pw_emu_copies.clear();
 }
 
 // This block's shared-memory object (a kernel's dynamic shared memory).

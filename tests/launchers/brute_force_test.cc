@@ -24,7 +24,7 @@ Thresholds Tiny() {
   t.topk_strip_len = 2;
   t.topk_sample_len = 5;
   t.sparse_one_round_max = 2;
-  t.sparse_splits_work = 8;
+  t.sparse_splits_multiprocessors = 8;
   t.sparse_splits_cap = 4;
   t.msa_index_prefill_large_work = 10;
   t.msa_topk_strip_blocks = 1;

@@ -1,4 +1,8 @@
 // Each rule of docs/keys.md's tables at its boundaries, through Dispatch.
+#include <set>
+#include <string>
+#include <vector>
+
 #include "common/geometry.h"
 #include "gtest/gtest.h"
 #include "nvfp4_mla/index_geometry.h"
@@ -185,15 +189,44 @@ TEST_F(KeyRulesTest, SparsePrefillRoundsAndDecodeSplits) {
 TEST_F(KeyRulesTest, SparseDecodeSplitsFillOneWaveOnTheH200) {
   arch_ = *ParseArch("sm_90");
   const std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, int64_t>>>> rows = {
-      {128, {{1, 16}, {16, 4}, {32, 2}, {33, 2}, {64, 2}, {128, 2}}},   // tp 1: G 2
-      {64, {{1, 16}, {16, 8}, {17, 4}, {32, 4}, {64, 2}, {128, 2}}},    // G 1
-      {16, {{16, 16}, {24, 16}, {25, 8}, {32, 8}, {64, 4}, {128, 2}}},  // tp 8: b 3
+      // tp 1: G 2, so s R <= 66
+      {128, {{1, 16}, {4, 16}, {5, 8}, {8, 8}, {9, 4}, {16, 4}, {17, 2}, {128, 2}}},
+      // G 1: s R <= 132
+      {64, {{8, 16}, {9, 8}, {16, 8}, {17, 4}, {33, 4}, {34, 2}, {64, 2}, {128, 2}}},
+      // tp 8: b 3, so s R <= 396 (b 2 at 2 splits: the floor takes it anyway)
+      {16, {{16, 16}, {24, 16}, {25, 8}, {49, 8}, {50, 4}, {99, 4}, {100, 2}, {128, 2}}},
   };
   for (const auto& [heads, by_rows] : rows) {
     shape_.heads = heads;
     for (const auto& [r, splits] : by_rows) {
       EXPECT_EQ(Param<int64_t>(One("sparse_decode", Decodes(r, 1)), "splits"), splits)
           << heads << " heads, " << r << " rows";
+    }
+  }
+}
+
+// Where G and b change with the split count (gfx942's 64 KiB: the block's heads shrink as its
+// slot list grows; sm_90's 16-head block: 2 blocks an SM at 1 or 2 splits, 3 above), the plan's
+// keys are still exactly those some row count reaches, each with a witness that reaches it.
+TEST_F(KeyRulesTest, SparseDecodeKeysAreThoseSomeRowCountReaches) {
+  limits_.max_num_seqs = 600;
+  for (const char* arch : {"sm_90", "gfx942", "gfx950", "gfx90a", "sm_86"}) {
+    for (int64_t heads : {16, 32, 64, 128}) {
+      arch_ = *ParseArch(arch);
+      shape_.heads = heads;
+      std::set<std::string> reached;
+      for (int64_t r = 1; r <= limits_.max_num_seqs; ++r)
+        reached.insert(One("sparse_decode", Decodes(r, 1)).String());
+      std::set<std::string> planned;
+      const Thresholds t;
+      const LaunchContext ctx{shape_, arch_, t};
+      for (const PlannedKey& pk : FindLauncher("sparse_decode")->Enumerate(limits_, ctx)) {
+        planned.insert(pk.key.String());
+        const std::vector<Key> witnessed = All("sparse_decode", pk.witness);
+        ASSERT_EQ(witnessed.size(), 1u);
+        EXPECT_EQ(witnessed[0].String(), pk.key.String()) << arch << ", " << heads << " heads";
+      }
+      EXPECT_EQ(planned, reached) << arch << ", " << heads << " heads";
     }
   }
 }

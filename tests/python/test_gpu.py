@@ -248,7 +248,7 @@ def sparse_decode_once(rt, ql, qr, sel, req, p, out, lse, ws):
     return scale
 
 
-@pytest.mark.parametrize("rows", [1, 16, 100])  # splits 16, 16, 2
+@pytest.mark.parametrize("rows", [1, 16, 100])  # splits 16, 8, 2 (64 heads)
 def test_sparse_decode(rt, rows):
     g = gen(rows + 1000)
     ctxs = [3000 + 37 * i for i in range(rows)]
