@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device scripts' command lines: every bad argument is exit 2 naming it, before anything is
 # built, packed or run (scripts/package-device, msa-check, msa-profile, mla-bench), and
-# package-device --help explains --out and --base. msa-profile's summary, ncu_sass_top.py, on a
+# package-device --help explains --out, --base and --variant. msa-profile's summary, ncu_sass_top.py, on a
 # real Nsight Compute SASS table (msa_index_decode at 16 rows on the H200, 2026-12-03, its 120
 # lines with the most samples): the counts, the top lines with their reasons, the kernel's
 # reasons; and a table it cannot read is exit 2 naming the file.
@@ -27,6 +27,14 @@ expect_bad package-device "--out ../.device: must be" --out ../.device
 expect_bad package-device "--base needs a value" --base
 expect_bad package-device "--base no-such-revision: not a commit of this repository" \
   --base no-such-revision
+expect_bad package-device "--variant needs a value" --variant
+expect_bad package-device "--variant narrow: must be NAME=REV" --variant narrow
+expect_bad package-device "--variant a/b=HEAD: must be NAME=REV" --variant a/b=HEAD
+expect_bad package-device "--variant x=: must be NAME=REV" --variant x=
+expect_bad package-device "--variant x=no-such-revision: no-such-revision is not a commit" \
+  --variant x=no-such-revision
+expect_bad package-device "--variant x=HEAD: the name x is given twice" \
+  --variant x=HEAD --variant x=HEAD
 expect_bad msa-check "unknown argument --bogus" --bogus
 expect_bad msa-check "--device .device-none: no .device-none/bin/msa_kernel_bench" --device .device-none
 expect_bad msa-profile "unknown argument --bogus" --bogus
@@ -61,7 +69,8 @@ expect_bad ncu_sass_top.py "TOP 0: must be a whole number from 1" "$data" 0
 expect_bad ncu_sass_top.py "usage: ncu_sass_top.py"
 out=$("$root/scripts/package-device" --help 2>&1)
 rc=$?
-if [[ $rc -ne 0 ]] || ! grep -q -- "--out DIR" <<<"$out" || ! grep -q -- "--base REV" <<<"$out"; then
+if [[ $rc -ne 0 ]] || ! grep -q -- "--out DIR" <<<"$out" || ! grep -q -- "--base REV" <<<"$out" ||
+  ! grep -q -- "--variant NAME=REV" <<<"$out"; then
   echo "FAIL: package-device --help: exit $rc, output: $out"
   fail=1
 fi
