@@ -36,7 +36,9 @@ __device__ inline void pw_async_copy16(void* dst, const void* src, bool real) {
 #endif
 }
 __device__ inline void pw_async_commit() {
-#if !defined(PW_SIMT_EMU)
+#if defined(PW_SIMT_EMU)
+  pw_emu_copy_commit();
+#else
   asm volatile("cp.async.commit_group;");
 #endif
 }

@@ -564,7 +564,11 @@ PW_DEVICE_INLINE void pw_msa_wg_block(const PwMsaArgs& a, int items, const PwMsa
 // `splits` of the row's selections). Not the warpgroup path's (pw_msa_wg_block).
 PW_DEVICE_INLINE void pw_msa_attend(const PwMsaArgs& a, int row0, int g, int head0,
                                     const PwMsaOut& out) {
+#if defined(PW_SIMT_EMU)
+  unsigned char* pw_msa_shared = pw_emu_shared();  // the emulated block's object
+#else
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
+#endif
   const PwMsaSmem sm = pw_msa_smem(pw_msa_shared);
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   // The lead warps only load and dequantize.

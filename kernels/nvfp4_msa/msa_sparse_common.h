@@ -165,7 +165,11 @@ PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int
         a.q + (static_cast<long long>(row0 + r) * PW_HEADS + head0 + hl) * PW_MSA_D + 8 * c;
 #if !defined(PW_AMD)
     if (kPwMsaStaged && real) {
+#if defined(PW_SIMT_EMU)  // tests/kernels/simt_emu.h: lands when a wait covers its group
+      pw_emu_copy16(dst, src, true);
+#else
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(pw_smem_addr(dst)), "l"(src));
+#endif
       continue;
     }
 #endif
@@ -317,7 +321,11 @@ PW_DEVICE_INLINE void pw_msa_stage(const PwMsaArgs& a, const PwMsaSmem& sm, int 
     const pw_u8* src =
         a.kv + pw_msa_kv_offset(sm.ent_phys[e], side, g, key0, PW_KV_HEADS, PW_MSA_D) + 16 * w;
     pw_u8* dst = sm.raw + ((buf * kPwMg.key_warps + kj) * 2 + side) * kPwMsaRaw + 16 * w;
+#if defined(PW_SIMT_EMU)
+    pw_emu_copy16(dst, src, true);
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(pw_smem_addr(dst)), "l"(src));
+#endif
   }
 #else
   (void)a, (void)sm, (void)g, (void)buf, (void)count, (void)split, (void)t, (void)tid,
@@ -326,19 +334,25 @@ PW_DEVICE_INLINE void pw_msa_stage(const PwMsaArgs& a, const PwMsaSmem& sm, int 
 }
 
 PW_DEVICE_INLINE void pw_msa_async_commit() {
-#if !defined(PW_AMD)
+#if defined(PW_SIMT_EMU)
+  pw_emu_copy_commit();
+#elif !defined(PW_AMD)
   asm volatile("cp.async.commit_group;" ::: "memory");
 #endif
 }
 // Waits until at most kPending committed groups are still in flight.
 template <int kPending>
 PW_DEVICE_INLINE void pw_msa_async_wait_pending() {
-#if !defined(PW_AMD)
+#if defined(PW_SIMT_EMU)
+  pw_emu_copy_wait_pending(kPending);
+#elif !defined(PW_AMD)
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 #endif
 }
 PW_DEVICE_INLINE void pw_msa_async_wait() {
-#if !defined(PW_AMD)
+#if defined(PW_SIMT_EMU)
+  pw_emu_copy_wait();
+#elif !defined(PW_AMD)
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }

@@ -173,25 +173,42 @@ inline int pw_cluster_load(const int* p, int rank) {
                                        off);
 }
 
-// cp.async: a thread's 16-byte copies (zeros where !real) land at its pw_emu_copy_wait, its
-// cp.async.wait_all, not before: a kernel that reads a stage before waiting reads old bytes.
+// cp.async: a thread's 16-byte copies (zeros where !real) land when a wait covers them, not
+// before, so a kernel that reads a stage before waiting reads old bytes. Copies join the open
+// group; pw_emu_copy_commit closes it (cp.async.commit_group); pw_emu_copy_wait_pending(n) lands
+// every committed group but the n newest (cp.async.wait_group n); pw_emu_copy_wait commits and
+// lands them all (cp.async.wait_all).
 struct PwEmuCopy {
   void* dst;
   const void* src;
   bool real;
 };
-inline thread_local std::vector<PwEmuCopy> pw_emu_copies;
+inline thread_local std::vector<PwEmuCopy> pw_emu_open_group;
+inline thread_local std::vector<std::vector<PwEmuCopy>> pw_emu_groups;  // committed, oldest first
 inline void pw_emu_copy16(void* dst, const void* src, bool real) {
-  pw_emu_copies.push_back({dst, src, real});
+  pw_emu_open_group.push_back({dst, src, real});
+}
+inline void pw_emu_copy_commit() {
+  pw_emu_groups.push_back(std::move(pw_emu_open_group));
+  pw_emu_open_group.clear();
+}
+inline void pw_emu_copy_wait_pending(int pending) {
+  const size_t keep = static_cast<size_t>(pending);
+  size_t landed = 0;
+  for (; pw_emu_groups.size() - landed > keep; ++landed) {
+    for (const PwEmuCopy& c : pw_emu_groups[landed]) {
+      if (c.real)
+        std::memcpy(c.dst, c.src, 16);
+      else
+        std::memset(c.dst, 0, 16);
+    }
+  }
+  pw_emu_groups.erase(pw_emu_groups.begin(),
+                      pw_emu_groups.begin() + static_cast<std::ptrdiff_t>(landed));
 }
 inline void pw_emu_copy_wait() {
-  for (const PwEmuCopy& c : pw_emu_copies) {
-    if (c.real)
-      std::memcpy(c.dst, c.src, 16);
-    else
-      std::memset(c.dst, 0, 16);
-  }
-  pw_emu_copies.clear();
+  pw_emu_copy_commit();
+  pw_emu_copy_wait_pending(0);
 }
 
 // This block's shared-memory object (a kernel's dynamic shared memory).

@@ -1,0 +1,139 @@
+// msa_sparse_decode.hip (MiniMax-M3's MSA sparse attention of decode rows: the split-K blocks,
+// then their combine) run on the host by the SIMT emulator (simt_emu.h) against the GPU check's
+// CPU reference (tests/gpu/msa_sparse_reference.h), so that a change of the tile path is checked
+// where no GPU is. That is the path of the GPU check's SIMT build and, with its own block shape
+// and 64-lane wavefronts (which the emulator does not run), AMD's; NVIDIA's mma.sync decode has
+// its own direct path. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_KV_HEADS and
+// PW_SPLITS; D 128, Kb 16 (MiniMax-M3's). A decode tile is loaded through registers (never staged).
+#include "tests/kernels/simt_emu.h"
+// simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nvfp4_msa/msa_sparse_decode.hip"
+#include "tests/gpu/msa_sparse_reference.h"
+
+namespace prewarm {
+namespace {
+
+namespace ref = reference;
+constexpr int kD = PW_HEAD_DIM, kTopk = PW_TOPK_BLOCKS;
+constexpr float kKScale = 0.01f, kVScale = 0.02f;
+
+// Decode rows of requests from 1 to 2100 visible keys (one block, a block's edge, several; a
+// selection that is shorter than Kb, -1 padded, and one with a hole), pages in shuffled order.
+TEST(MsaEmuTest, DecodeRowsMatchTheCpuReference) {
+  const std::vector<int> visible = {1, 128, 129, 700, 2100};
+  const int rows = static_cast<int>(visible.size());
+  std::mt19937_64 rng(11);
+  int max_blocks = 0;
+  for (int v : visible) max_blocks = std::max(max_blocks, pw_msa_blocks_of(v));
+  std::vector<int> table(static_cast<size_t>(rows) * max_blocks);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  const int row_bytes = PW_MSA_KV_ROW(kD);
+  std::vector<ref::u8> kv(table.size() * 2 * PW_KV_HEADS * PW_MSA_BLOCK * row_bytes);
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> x(kD);
+  for (size_t r = 0; r < kv.size() / row_bytes; ++r) {
+    for (float& v : x) v = normal(rng);
+    const bool value_side = (r / (PW_KV_HEADS * PW_MSA_BLOCK)) % 2 == 1;
+    ref::QuantizeMsaKvRow(x.data(), kD, value_side ? kVScale : kKScale, &kv[r * row_bytes]);
+  }
+  std::vector<ref::u16> q(static_cast<size_t>(rows) * PW_HEADS * kD);
+  for (auto& v : q) v = pw_float_to_bf16(normal(rng));
+  // topk [kv_heads][rows][Kb]: min(Kb, blocks) of the row's blocks, its own last one always,
+  // ascending, -1 padded; row 3's list has a hole.
+  std::vector<int> topk(static_cast<size_t>(PW_KV_HEADS) * rows * kTopk, -1);
+  for (int g = 0; g < PW_KV_HEADS; ++g) {
+    for (int t = 0; t < rows; ++t) {
+      const int nb = pw_msa_blocks_of(visible[t]);
+      std::vector<int> sel(static_cast<size_t>(nb - 1));
+      std::iota(sel.begin(), sel.end(), 0);
+      std::shuffle(sel.begin(), sel.end(), rng);
+      sel.resize(static_cast<size_t>(std::min(nb, kTopk) - 1));
+      sel.push_back(nb - 1);
+      std::sort(sel.begin(), sel.end());
+      if (t == 3 && sel.size() > 2) sel[1] = -1;
+      std::copy(sel.begin(), sel.end(), topk.begin() + (static_cast<size_t>(g) * rows + t) * kTopk);
+    }
+  }
+  std::vector<int> req(static_cast<size_t>(rows));
+  std::iota(req.begin(), req.end(), 0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const size_t outs = static_cast<size_t>(rows) * PW_HEADS;
+  std::vector<pw_u16> o(outs * kD, 0xffff);
+  std::vector<float> lse(outs, nan);
+  std::vector<float> ws_o(outs * PW_SPLITS * kD, nan), ws_lse(outs * PW_SPLITS, nan);
+  auto shared = std::make_unique<unsigned char[]>(static_cast<size_t>(kPwMg.smem_bytes) + 16);
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(shared.get()) + 15) / 16 *
+                                       16);  // 16-byte aligned
+  for (int row = 0; row < rows; ++row) {
+    for (int y = 0; y < PW_KV_HEADS * kPwMg.head_slices; ++y) {
+      for (int split = 0; split < PW_SPLITS; ++split) {
+        std::memset(base, 0xa5, static_cast<size_t>(kPwMg.smem_bytes));  // stale shared memory
+        PwEmuRun(1, kPwMg.threads, false, {base}, [&] {
+          blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(y),
+                      static_cast<unsigned>(split)};
+          pw_msa_sparse_decode(q.data(), topk.data(), req.data(), visible.data(), table.data(),
+                               max_blocks, kv.data(), kKScale, kVScale, scale, o.data(), lse.data(),
+                               ws_o.data(), ws_lse.data(), rows);
+        });
+      }
+    }
+  }
+#if PW_SPLITS > 1
+  for (int row = 0; row < rows; ++row) {
+    for (int h = 0; h < PW_HEADS; ++h) {
+      PwEmuRun(1, PW_MSA_COMBINE_THREADS, false, {base}, [&] {
+        blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(h), 0};
+        pw_msa_sparse_decode_combine(ws_o.data(), ws_lse.data(), o.data(), lse.data());
+      });
+    }
+  }
+#endif
+
+  const ref::MsaKvCache cache{&kv, PW_KV_HEADS, kD, &table, max_blocks, kKScale, kVScale};
+  const int group = PW_HEADS / PW_KV_HEADS;
+  for (int row = 0; row < rows; ++row) {
+    std::vector<double> got, want;
+    double lse_err = 0;
+    for (int h = 0; h < PW_HEADS; ++h) {
+      const int g = h / group;
+      const size_t at = static_cast<size_t>(row) * PW_HEADS + h;
+      const ref::MsaAttention r =
+          ref::MsaSparseAttention(&q[at * kD], &topk[(static_cast<size_t>(g) * rows + row) * kTopk],
+                                  kTopk, req[row], visible[row], g, cache, scale);
+      for (int d = 0; d < kD; ++d) {
+        got.push_back(pw_bf16_to_float(o[at * kD + d]));
+        want.push_back(r.out[static_cast<size_t>(d)]);
+      }
+      const double e = std::fabs(lse[at] - r.lse) / std::max(1.0, std::fabs(r.lse));
+      if (!(e <= lse_err)) lse_err = e;  // a NaN (an unwritten LSE) stays NaN, and fails
+    }
+    double num = 0, den = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      num += (got[i] - want[i]) * (got[i] - want[i]);
+      den += want[i] * want[i];
+    }
+    const double err = std::sqrt(num / std::max(den, 1e-300));
+    std::printf("row %d (visible %d): relative error %.2e, lse %.2e\n", row, visible[row], err,
+                lse_err);
+    EXPECT_LE(err, 1e-2) << "row " << row << " (visible " << visible[row] << ")";
+    EXPECT_LE(lse_err, 1e-2) << "row " << row;
+  }
+}
+
+}  // namespace
+}  // namespace prewarm
