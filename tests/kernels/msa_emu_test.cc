@@ -1,10 +1,13 @@
 // msa_sparse_decode.hip (MiniMax-M3's MSA sparse attention of decode rows: the split-K blocks,
-// then their combine) run on the host by the SIMT emulator (simt_emu.h) against the GPU check's
-// CPU reference (tests/gpu/msa_sparse_reference.h), so that a change of the tile path is checked
-// where no GPU is. That is the path of the GPU check's SIMT build and, with its own block shape
-// and 64-lane wavefronts (which the emulator does not run), AMD's; NVIDIA's mma.sync decode has
-// its own direct path. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_KV_HEADS and
-// PW_SPLITS; D 128, Kb 16 (MiniMax-M3's). A decode tile is loaded through registers (never staged).
+// then their combine) and msa_sparse_prefill.hip run on the host by the SIMT emulator
+// (simt_emu.h) against the GPU check's CPU reference (tests/gpu/msa_sparse_reference.h), so that
+// a change of the tile path is checked where no GPU is. That is the path of the GPU check's SIMT
+// build, of sm_80's prefill, and, with its own block shape and 64-lane wavefronts (which the
+// emulator does not run), of AMD; NVIDIA's mma.sync decode and Hopper's warpgroup prefill have
+// their own. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_KV_HEADS, and PW_SPLITS
+// (decode) or PW_ROUNDS (prefill); D 128, Kb 16 (MiniMax-M3's). A decode tile is loaded through
+// registers; the prefill's are staged (cp.async groups, landing at their waits) unless the build
+// sets PW_FORCE_SIMT.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #include <algorithm>
@@ -19,7 +22,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#ifdef PW_ROUNDS  // a msa_sparse_prefill build
+#include "nvfp4_msa/msa_sparse_prefill.hip"
+#define PW_SPLITS 1
+#else
 #include "nvfp4_msa/msa_sparse_decode.hip"
+#endif
 #include "tests/gpu/msa_sparse_reference.h"
 
 namespace prewarm {
@@ -29,15 +37,31 @@ namespace ref = reference;
 constexpr int kD = PW_HEAD_DIM, kTopk = PW_TOPK_BLOCKS;
 constexpr float kKScale = 0.01f, kVScale = 0.02f;
 
-// Decode rows of requests from 1 to 2100 visible keys (one block, a block's edge, several; a
-// selection that is shorter than Kb, -1 padded, and one with a hole), pages in shuffled order.
-TEST(MsaEmuTest, DecodeRowsMatchTheCpuReference) {
-  const std::vector<int> visible = {1, 128, 129, 700, 2100};
-  const int rows = static_cast<int>(visible.size());
+#ifdef PW_ROUNDS
+// Prefill: a 160-row chunk of one request from position 1800, across block edges (the rows of a
+// row tile mostly select alike, one in four differently: a tile reads the union).
+std::vector<int> Visible() {
+  std::vector<int> v(160);
+  for (size_t t = 0; t < v.size(); ++t) v[t] = 1800 + static_cast<int>(t) + 1;
+  return v;
+}
+std::vector<int> Requests() { return std::vector<int>(160, 0); }
+#else
+// Decode: rows of five requests from 1 to 2100 visible keys (one block, a block's edge, several;
+// a selection shorter than Kb, -1 padded; row 3's list with a hole).
+std::vector<int> Visible() { return {1, 128, 129, 700, 2100}; }
+std::vector<int> Requests() { return {0, 1, 2, 3, 4}; }
+#endif
+
+// Pages in shuffled order; each row's selection as the GPU check's: min(Kb, blocks) of the blocks
+// it sees, its own last one always, ascending, -1 padded.
+TEST(MsaEmuTest, RowsMatchTheCpuReference) {
+  const std::vector<int> visible = Visible(), req = Requests();
+  const int rows = static_cast<int>(visible.size()), requests = req.back() + 1;
   std::mt19937_64 rng(11);
   int max_blocks = 0;
   for (int v : visible) max_blocks = std::max(max_blocks, pw_msa_blocks_of(v));
-  std::vector<int> table(static_cast<size_t>(rows) * max_blocks);
+  std::vector<int> table(static_cast<size_t>(requests) * max_blocks);
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), rng);
   const int row_bytes = PW_MSA_KV_ROW(kD);
@@ -51,45 +75,67 @@ TEST(MsaEmuTest, DecodeRowsMatchTheCpuReference) {
   }
   std::vector<ref::u16> q(static_cast<size_t>(rows) * PW_HEADS * kD);
   for (auto& v : q) v = pw_float_to_bf16(normal(rng));
-  // topk [kv_heads][rows][Kb]: min(Kb, blocks) of the row's blocks, its own last one always,
-  // ascending, -1 padded; row 3's list has a hole.
-  std::vector<int> topk(static_cast<size_t>(PW_KV_HEADS) * rows * kTopk, -1);
+  auto selection = [&](int nb) {
+    std::vector<int> sel(static_cast<size_t>(nb - 1));
+    std::iota(sel.begin(), sel.end(), 0);
+    std::shuffle(sel.begin(), sel.end(), rng);
+    sel.resize(static_cast<size_t>(std::min(nb, kTopk) - 1));
+    sel.push_back(nb - 1);
+    std::sort(sel.begin(), sel.end());
+    sel.resize(kTopk, -1);
+    return sel;
+  };
+  std::vector<int> topk(static_cast<size_t>(PW_KV_HEADS) * rows * kTopk);  // [kv_heads][rows][Kb]
   for (int g = 0; g < PW_KV_HEADS; ++g) {
+    std::vector<int> base;
+    int base_nb = -1;
     for (int t = 0; t < rows; ++t) {
       const int nb = pw_msa_blocks_of(visible[t]);
-      std::vector<int> sel(static_cast<size_t>(nb - 1));
-      std::iota(sel.begin(), sel.end(), 0);
-      std::shuffle(sel.begin(), sel.end(), rng);
-      sel.resize(static_cast<size_t>(std::min(nb, kTopk) - 1));
-      sel.push_back(nb - 1);
-      std::sort(sel.begin(), sel.end());
-      if (t == 3 && sel.size() > 2) sel[1] = -1;
+      if (nb != base_nb) base = selection(nb), base_nb = nb;
+      std::vector<int> sel = rng() % 4 == 0 ? selection(nb) : base;
+#ifndef PW_ROUNDS
+      if (t == 3) sel[1] = -1;  // a hole inside a decode row's list
+#endif
       std::copy(sel.begin(), sel.end(), topk.begin() + (static_cast<size_t>(g) * rows + t) * kTopk);
     }
   }
-  std::vector<int> req(static_cast<size_t>(rows));
-  std::iota(req.begin(), req.end(), 0);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kD));
 
+  // Outputs poisoned: every element must be written.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const size_t outs = static_cast<size_t>(rows) * PW_HEADS;
   std::vector<pw_u16> o(outs * kD, 0xffff);
   std::vector<float> lse(outs, nan);
   std::vector<float> ws_o(outs * PW_SPLITS * kD, nan), ws_lse(outs * PW_SPLITS, nan);
   auto shared = std::make_unique<unsigned char[]>(static_cast<size_t>(kPwMg.smem_bytes) + 16);
-  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(shared.get()) + 15) / 16 *
-                                       16);  // 16-byte aligned
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(shared.get()) + 15) / 16 * 16);
+  auto run = [&](unsigned bx, unsigned by, unsigned bz, unsigned grid, auto kernel) {
+    std::memset(base, 0xa5, static_cast<size_t>(kPwMg.smem_bytes));  // stale shared memory
+    PwEmuRun(1, kPwMg.threads, false, {base}, [&] {
+      blockIdx = {bx, by, bz};
+      gridDim = {grid, 1, 1};
+      kernel();
+    });
+  };
+#ifdef PW_ROUNDS
+  const int items = (rows + kPwMg.rows - 1) / kPwMg.rows * PW_KV_HEADS * kPwMg.head_slices;
+  for (int item = 0; item < items; ++item) {
+    run(static_cast<unsigned>(item), 0, 0, static_cast<unsigned>(items), [&] {
+      pw_msa_sparse_prefill(q.data(), topk.data(), req.data(), visible.data(), table.data(),
+                            max_blocks, kv.data(), kKScale, kVScale, scale, o.data(), lse.data(),
+                            rows);
+    });
+  }
+#else
   for (int row = 0; row < rows; ++row) {
     for (int y = 0; y < PW_KV_HEADS * kPwMg.head_slices; ++y) {
       for (int split = 0; split < PW_SPLITS; ++split) {
-        std::memset(base, 0xa5, static_cast<size_t>(kPwMg.smem_bytes));  // stale shared memory
-        PwEmuRun(1, kPwMg.threads, false, {base}, [&] {
-          blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(y),
-                      static_cast<unsigned>(split)};
-          pw_msa_sparse_decode(q.data(), topk.data(), req.data(), visible.data(), table.data(),
-                               max_blocks, kv.data(), kKScale, kVScale, scale, o.data(), lse.data(),
-                               ws_o.data(), ws_lse.data(), rows);
-        });
+        run(static_cast<unsigned>(row), static_cast<unsigned>(y), static_cast<unsigned>(split),
+            static_cast<unsigned>(rows), [&] {
+              pw_msa_sparse_decode(q.data(), topk.data(), req.data(), visible.data(), table.data(),
+                                   max_blocks, kv.data(), kKScale, kVScale, scale, o.data(),
+                                   lse.data(), ws_o.data(), ws_lse.data(), rows);
+            });
       }
     }
   }
@@ -103,10 +149,15 @@ TEST(MsaEmuTest, DecodeRowsMatchTheCpuReference) {
     }
   }
 #endif
+#endif
 
   const ref::MsaKvCache cache{&kv, PW_KV_HEADS, kD, &table, max_blocks, kKScale, kVScale};
   const int group = PW_HEADS / PW_KV_HEADS;
-  for (int row = 0; row < rows; ++row) {
+  // Every decode row; every 13th prefill row and the last (the reference is slow).
+  std::vector<int> checked;
+  for (int row = 0; row<rows; row += rows> 16 ? 13 : 1) checked.push_back(row);
+  if (checked.back() != rows - 1) checked.push_back(rows - 1);
+  for (int row : checked) {
     std::vector<double> got, want;
     double lse_err = 0;
     for (int h = 0; h < PW_HEADS; ++h) {

@@ -38,7 +38,7 @@
 struct PwEmuDim3 {
   unsigned x = 0, y = 0, z = 0;
 };
-inline thread_local PwEmuDim3 threadIdx, blockIdx;
+inline thread_local PwEmuDim3 threadIdx, blockIdx, gridDim;
 
 struct uint4 {
   unsigned x, y, z, w;
