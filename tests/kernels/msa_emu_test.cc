@@ -19,6 +19,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -29,6 +30,7 @@
 #include "nvfp4_msa/msa_sparse_decode.hip"
 #endif
 #include "tests/gpu/msa_sparse_reference.h"
+#include "tests/kernels/emu_row_check.h"
 
 namespace prewarm {
 namespace {
@@ -107,43 +109,35 @@ TEST(MsaEmuTest, RowsMatchTheCpuReference) {
   std::vector<pw_u16> o(outs * kD, 0xffff);
   std::vector<float> lse(outs, nan);
   std::vector<float> ws_o(outs * PW_SPLITS * kD, nan), ws_lse(outs * PW_SPLITS, nan);
-  auto shared = std::make_unique<unsigned char[]>(static_cast<size_t>(kPwMg.smem_bytes) + 16);
-  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(shared.get()) + 15) / 16 * 16);
-  auto run = [&](unsigned bx, unsigned by, unsigned bz, unsigned grid, auto kernel) {
-    std::memset(base, 0xa5, static_cast<size_t>(kPwMg.smem_bytes));  // stale shared memory
-    PwEmuRun(1, kPwMg.threads, false, {base}, [&] {
-      blockIdx = {bx, by, bz};
-      gridDim = {grid, 1, 1};
-      kernel();
-    });
-  };
+  PwEmuSharedMemory shared(kPwMg.smem_bytes);
 #ifdef PW_ROUNDS
-  const int items = (rows + kPwMg.rows - 1) / kPwMg.rows * PW_KV_HEADS * kPwMg.head_slices;
-  for (int item = 0; item < items; ++item) {
-    run(static_cast<unsigned>(item), 0, 0, static_cast<unsigned>(items), [&] {
+  const unsigned items =
+      (rows + kPwMg.rows - 1) / kPwMg.rows * PW_KV_HEADS * kPwMg.head_slices;  // one a block
+  for (unsigned item = 0; item < items; ++item) {
+    PwEmuRunBlock(shared, kPwMg.threads, {item, 0, 0}, {items, 1, 1}, [&] {
       pw_msa_sparse_prefill(q.data(), topk.data(), req.data(), visible.data(), table.data(),
                             max_blocks, kv.data(), kKScale, kVScale, scale, o.data(), lse.data(),
                             rows);
     });
   }
 #else
-  for (int row = 0; row < rows; ++row) {
-    for (int y = 0; y < PW_KV_HEADS * kPwMg.head_slices; ++y) {
-      for (int split = 0; split < PW_SPLITS; ++split) {
-        run(static_cast<unsigned>(row), static_cast<unsigned>(y), static_cast<unsigned>(split),
-            static_cast<unsigned>(rows), [&] {
-              pw_msa_sparse_decode(q.data(), topk.data(), req.data(), visible.data(), table.data(),
-                                   max_blocks, kv.data(), kKScale, kVScale, scale, o.data(),
-                                   lse.data(), ws_o.data(), ws_lse.data(), rows);
-            });
+  const PwEmuDim3 grid{static_cast<unsigned>(rows), PW_KV_HEADS * kPwMg.head_slices, PW_SPLITS};
+  for (unsigned row = 0; row < grid.x; ++row) {
+    for (unsigned y = 0; y < grid.y; ++y) {
+      for (unsigned split = 0; split < grid.z; ++split) {
+        PwEmuRunBlock(shared, kPwMg.threads, {row, y, split}, grid, [&] {
+          pw_msa_sparse_decode(q.data(), topk.data(), req.data(), visible.data(), table.data(),
+                               max_blocks, kv.data(), kKScale, kVScale, scale, o.data(), lse.data(),
+                               ws_o.data(), ws_lse.data(), rows);
+        });
       }
     }
   }
 #if PW_SPLITS > 1
-  for (int row = 0; row < rows; ++row) {
-    for (int h = 0; h < PW_HEADS; ++h) {
-      PwEmuRun(1, PW_MSA_COMBINE_THREADS, false, {base}, [&] {
-        blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(h), 0};
+  const PwEmuDim3 heads{grid.x, PW_HEADS, 1};
+  for (unsigned row = 0; row < heads.x; ++row) {
+    for (unsigned h = 0; h < heads.y; ++h) {
+      PwEmuRunBlock(shared, PW_MSA_COMBINE_THREADS, {row, h, 0}, heads, [&] {
         pw_msa_sparse_decode_combine(ws_o.data(), ws_lse.data(), o.data(), lse.data());
       });
     }
@@ -155,34 +149,22 @@ TEST(MsaEmuTest, RowsMatchTheCpuReference) {
   const int group = PW_HEADS / PW_KV_HEADS;
   // Every decode row; every 13th prefill row and the last (the reference is slow).
   std::vector<int> checked;
-  for (int row = 0; row<rows; row += rows> 16 ? 13 : 1) checked.push_back(row);
+  const int step = rows > 16 ? 13 : 1;
+  for (int row = 0; row < rows; row += step) checked.push_back(row);
   if (checked.back() != rows - 1) checked.push_back(rows - 1);
   for (int row : checked) {
-    std::vector<double> got, want;
-    double lse_err = 0;
+    PwEmuRowCheck check;
     for (int h = 0; h < PW_HEADS; ++h) {
       const int g = h / group;
       const size_t at = static_cast<size_t>(row) * PW_HEADS + h;
       const ref::MsaAttention r =
           ref::MsaSparseAttention(&q[at * kD], &topk[(static_cast<size_t>(g) * rows + row) * kTopk],
                                   kTopk, req[row], visible[row], g, cache, scale);
-      for (int d = 0; d < kD; ++d) {
-        got.push_back(pw_bf16_to_float(o[at * kD + d]));
-        want.push_back(r.out[static_cast<size_t>(d)]);
-      }
-      const double e = std::fabs(lse[at] - r.lse) / std::max(1.0, std::fabs(r.lse));
-      if (!(e <= lse_err)) lse_err = e;  // a NaN (an unwritten LSE) stays NaN, and fails
+      for (int d = 0; d < kD; ++d)
+        check.Out(pw_bf16_to_float(o[at * kD + d]), r.out[static_cast<size_t>(d)]);
+      check.Lse(lse[at], r.lse);
     }
-    double num = 0, den = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      num += (got[i] - want[i]) * (got[i] - want[i]);
-      den += want[i] * want[i];
-    }
-    const double err = std::sqrt(num / std::max(den, 1e-300));
-    std::printf("row %d (visible %d): relative error %.2e, lse %.2e\n", row, visible[row], err,
-                lse_err);
-    EXPECT_LE(err, 1e-2) << "row " << row << " (visible " << visible[row] << ")";
-    EXPECT_LE(lse_err, 1e-2) << "row " << row;
+    check.Expect("row " + std::to_string(row) + " (visible " + std::to_string(visible[row]) + ")");
   }
 }
 

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <barrier>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -264,4 +265,33 @@ inline void PwEmuRun(int blocks, int threads, bool cluster, const std::vector<ch
     throw std::runtime_error("PwEmuRun: cannot start a thread");
   }
   for (pthread_t id : ids) pthread_join(id, nullptr);
+}
+
+// A kernel's dynamic shared memory for emulated blocks run one at a time: `bytes`, 16-byte
+// aligned, refilled with 0xa5 before each block (stale bytes, as a GPU leaves them).
+class PwEmuSharedMemory {
+ public:
+  explicit PwEmuSharedMemory(int bytes)
+      : bytes_(static_cast<size_t>(bytes)), storage_(std::make_unique<char[]>(bytes_ + 16)) {}
+  char* Stale() {
+    char* base =
+        reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(storage_.get()) + 15) / 16 * 16);
+    std::memset(base, 0xa5, bytes_);
+    return base;
+  }
+
+ private:
+  size_t bytes_;
+  std::unique_ptr<char[]> storage_;
+};
+
+// Runs kernel() as block `block` of a grid of `grid` blocks, `threads` threads, on stale shared
+// memory from `shared`.
+inline void PwEmuRunBlock(PwEmuSharedMemory& shared, int threads, PwEmuDim3 block, PwEmuDim3 grid,
+                          const std::function<void()>& kernel) {
+  PwEmuRun(1, threads, false, {shared.Stale()}, [&] {
+    blockIdx = block;
+    gridDim = grid;
+    kernel();
+  });
 }

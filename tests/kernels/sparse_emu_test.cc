@@ -30,6 +30,7 @@
 #endif
 #include "tests/gpu/random_inputs.h"
 #include "tests/gpu/reference.h"
+#include "tests/kernels/emu_row_check.h"
 
 namespace prewarm {
 namespace {
@@ -73,16 +74,13 @@ TEST(SparseEmuTest, RowsMatchTheCpuReference) {
   std::vector<float> lse(outs, nan);
   std::vector<float> ws_o(outs * PW_SPLITS * PW_L, nan), ws_lse(outs * PW_SPLITS, nan);
   const int head_blocks = (PW_HEADS + kPwSg.head_tile - 1) / kPwSg.head_tile;
-  auto shared = std::make_unique<unsigned char[]>(static_cast<size_t>(kPwSg.smem_bytes) + 16);
-  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(shared.get()) + 15) / 16 *
-                                       16);  // 16-byte aligned
-  for (int row = 0; row < rows; ++row) {
-    for (int hb = 0; hb < head_blocks; ++hb) {
-      for (int split = 0; split < PW_SPLITS; ++split) {
-        std::memset(base, 0xa5, static_cast<size_t>(kPwSg.smem_bytes));  // stale shared memory
-        PwEmuRun(1, kPwSg.threads, false, {base}, [&] {
-          blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(hb),
-                      static_cast<unsigned>(split)};
+  PwEmuSharedMemory shared(kPwSg.smem_bytes);
+  const PwEmuDim3 grid{static_cast<unsigned>(rows), static_cast<unsigned>(head_blocks),
+                       static_cast<unsigned>(PW_SPLITS)};
+  for (unsigned row = 0; row < grid.x; ++row) {
+    for (unsigned hb = 0; hb < grid.y; ++hb) {
+      for (unsigned split = 0; split < grid.z; ++split) {
+        PwEmuRunBlock(shared, kPwSg.threads, {row, hb, split}, grid, [&] {
 #ifdef PW_ROUNDS
           pw_sparse_prefill(ql.data(), qr.data(), sel.data(), req.data(), table.data(), max_blocks,
                             kBlockSize, cache.data(), g_kv, scale, out.data(), lse.data());
@@ -96,10 +94,10 @@ TEST(SparseEmuTest, RowsMatchTheCpuReference) {
     }
   }
 #if PW_SPLITS > 1
-  for (int row = 0; row < rows; ++row) {
-    for (int h = 0; h < PW_HEADS; ++h) {
-      PwEmuRun(1, PW_SPARSE_COMBINE_THREADS, false, {base}, [&] {
-        blockIdx = {static_cast<unsigned>(row), static_cast<unsigned>(h), 0};
+  const PwEmuDim3 heads{grid.x, PW_HEADS, 1};
+  for (unsigned row = 0; row < heads.x; ++row) {
+    for (unsigned h = 0; h < heads.y; ++h) {
+      PwEmuRunBlock(shared, PW_SPARSE_COMBINE_THREADS, {row, h, 0}, heads, [&] {
         pw_sparse_decode_combine(ws_o.data(), ws_lse.data(), out.data(), lse.data());
       });
     }
@@ -113,25 +111,19 @@ TEST(SparseEmuTest, RowsMatchTheCpuReference) {
       ref::SparseAttentionRows(ql.data(), qr.data(), sel.data(), PW_TOPK, all, PW_HEADS, req.data(),
                                paged, g_kv, scale, PW_L, PW_DR);
   for (int row = 0; row < rows; ++row) {
-    std::vector<double> got_row, want_row;
-    double lse_err = 0;
+    PwEmuRowCheck check;
     for (int h = 0; h < PW_HEADS; ++h) {
       const size_t o = static_cast<size_t>(row) * PW_HEADS + h;
       const ref::Attention& at = want[o];
-      for (int d = 0; d < PW_L; ++d) {
-        got_row.push_back(pw_bf16_to_float(out[o * PW_L + d]));
-        want_row.push_back(at.out[static_cast<size_t>(d)]);
-      }
-      const double e = std::fabs(lse[o] - at.lse) / std::max(1.0, std::fabs(at.lse));
-      if (!(e <= lse_err)) lse_err = e;  // a NaN (an unwritten LSE) stays NaN, and fails
+      for (int d = 0; d < PW_L; ++d)
+        check.Out(pw_bf16_to_float(out[o * PW_L + d]), at.out[static_cast<size_t>(d)]);
+      check.Lse(lse[o], at.lse);
     }
-    const double err = ref::RelativeError(got_row, want_row);
-    std::printf("row %d (visible %d): relative error %.2e, lse %.2e\n", row, visible[row], err,
-                lse_err);
-    EXPECT_LE(err, 1e-2) << "row " << row << " (visible " << visible[row] << "), " << kPwSg.warps
-                         << " warps of " << kPwSg.warp_heads << " heads x " << PW_L / kPwSg.parts
-                         << " dims, " << kPwSg.keys << "-key tiles";
-    EXPECT_LE(lse_err, 1e-2) << "row " << row;
+    check.Expect("row " + std::to_string(row) + " (visible " + std::to_string(visible[row]) +
+                 "), " + std::to_string(kPwSg.warps) + " warps of " +
+                 std::to_string(kPwSg.warp_heads) + " heads x " +
+                 std::to_string(PW_L / kPwSg.parts) + " dims, " + std::to_string(kPwSg.keys) +
+                 "-key tiles");
   }
 }
 
