@@ -21,16 +21,17 @@
 // The warps of a 16-head block on NVIDIA, each owning L / this output dims (2 or 8). 8 spreads a
 // record's dequantization over four times the threads (DeepSeek-V3.2 at tp 8: 16 heads a rank,
 // where that, not the GEMMs, is the block's work) with 80 registers a thread for three blocks an
-// SM; staged for the H200 (bench/RESULTS.md, twenty-first session: not yet timed), so the default
-// stays the measured 2. Host and kernels read the same default: an A/B needs both built with it.
+// SM: at 32K, 16 / 128 decode rows 38.1 -> 30.9 / 190.9 -> 125.2 us at the rule's splits, an
+// 8192-token prefill chunk 9012 -> 5955 us (H100, bench/RESULTS.md, twenty-second session). Host
+// and kernels read the same default: an A/B needs both built with it.
 #ifndef PW_SPARSE_NARROW_PARTS
-#define PW_SPARSE_NARROW_PARTS 2
+#define PW_SPARSE_NARROW_PARTS 8
 #endif
 // 1: where a block has more warps than S tiles (16 heads in 8 warps: 2 tiles of 16 heads x 16
 // keys), `s_parts` warps share each S tile, each adding its slice of the L + Dr dims into S with
 // shared-memory atomics (S held at zero between tiles: the softmax clears what it reads), 9
-// dependent mma steps a warp instead of 36, no more shared memory. Staged with
-// PW_SPARSE_NARROW_PARTS (default 0: one warp a tile everywhere, the measured build).
+// dependent mma steps a warp instead of 36, no more shared memory. Default 0 (one warp a tile):
+// 1 lost to 0 in every row, by up to 17% (H100, bench/RESULTS.md, twenty-second session).
 #ifndef PW_SPARSE_SPLIT_S
 #define PW_SPARSE_SPLIT_S 0
 #endif

@@ -54,14 +54,13 @@ struct Thresholds {
   // (sparse_splits_multiprocessors; 0: the arch's part, Multiprocessors). H200 at 32K, 2048
   // selected: one wave's splits are the fastest of every row at 64 and 128 heads (16 rows at 128
   // heads: 4 splits 68.8 us against 110.0 for the 16 of the rule by R alone, which ignored G and
-  // b), and at 16 heads (b 3) within 5% up to 64 rows. The floor: one split ran its 2048
-  // positions 21% slower than two splits ran theirs twice over (281 against 2 x 116 us a block),
-  // so 128 rows at 64 heads took 233 us at 2 splits (two waves) and 287 at 1 (bench/RESULTS.md).
-  // That one-split kernel was built unstaged (a slip since fixed: it stages as the host sized it),
-  // so the floor awaits a measurement of the staged one.
+  // b), and at 16 heads (b 3) within 5% up to 64 rows. The floor is 1: where two splits take
+  // two waves, one split of the staged kernel is faster (128 rows at 32K, 64 heads: 210 against
+  // 236 us; 128 heads: 408 against 464; H100, bench/RESULTS.md, twenty-second session; the old
+  // floor of 2 rested on a one-split kernel built unstaged by mistake).
   int64_t sparse_splits_multiprocessors = 0;
   int64_t sparse_splits_cap = 16;
-  int64_t sparse_splits_min = 2;
+  int64_t sparse_splits_min = 1;
   // MSA (the msa_* launchers; the other rules are shared with MLA's). msa_index_prefill:
   // large = W > this. The seed's one measured fact: one 8K prompt in one chunk (W = 2^26) runs
   // the shared kernel, a step with two 8K prompts the large one.

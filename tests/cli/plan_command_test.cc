@@ -31,10 +31,10 @@ TEST(PlanCommandTest, DefaultTableNamesLimitsShapeAndArchFallback) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   const std::string& out = r.stdout_text;
   for (const char* s :
-       {"prewarm plan: 68 keys, 8 launchers, arch gfx942", "max_num_seqs",
+       {"prewarm plan: 69 keys, 8 launchers, arch gfx942", "max_num_seqs",
         "(model config max_position_embeddings)", "kv_cache_dtype                nvfp4",
         "H=128 L=512 Dn=128 Dr=64 Dv=128 Hi=64 Di=128 Ktop=2048", "--arch auto planned for gfx942",
-        "fp8_bmm             44", "sparse_decode (4 keys)", "witness: 1 prefill (q 7, ctx 163840)",
+        "fp8_bmm             44", "sparse_decode (5 keys)", "witness: 1 prefill (q 7, ctx 163840)",
         "model: example (DeepSeek-V3.2's shape)"}) {
     EXPECT_NE(out.find(s), std::string::npos) << "missing '" << s << "' in:\n" << out;
   }
@@ -60,7 +60,7 @@ TEST(PlanCommandTest, ThePlanAtEveryCapIsBounded) {
 TEST(PlanCommandTest, JsonHasTheSchemaAndCountsAgree) {
   nlohmann::json j = PlanJson({"--arch", "gfx950,gfx942"});
   EXPECT_EQ(j["arch"], nlohmann::json::array({"gfx950", "gfx942"}));
-  EXPECT_EQ(j["total_keys"], 136);
+  EXPECT_EQ(j["total_keys"], 138);
   EXPECT_EQ(j["launchers"].size(), 8u);
   EXPECT_EQ(j["limits"]["kv_cache_dtype"], "nvfp4");
   EXPECT_EQ(j["shape"]["heads_per_rank"], 128);

@@ -118,7 +118,7 @@ refuse() {  # refuse NAME EXPECTED_SUBSTRING -- podman run args...: must exit no
 }
 digest() { grep -o '"digest":"sha256:[0-9a-f]*"' "$1/index.json"; }
 
-check "plan in the image" "prewarm plan: 68 keys, 8 launchers" -- "$image" plan
+check "plan in the image" "prewarm plan: 69 keys, 8 launchers" -- "$image" plan
 check "runs as uid 10001" "10001" -- --entrypoint id "$image" -u
 expect "no HEALTHCHECK" "$(podman image inspect "$image" --format '{{.Config.Healthcheck}}')" "<nil>"
 expect "entrypoint and command" \
@@ -185,7 +185,7 @@ if [[ $variant == rocm6 && -n $host_prewarm ]]; then
 fi
 if [[ $variant == rocm6 ]]; then
   rm -rf "$work/cache" && mkdir -p "$work/cache" && chmod 777 "$work/cache"
-  check "the embedded example's 68 keys for gfx950, read-only" "68 keys: 68 compiled, 0 cached, 0 failed" -- \
+  check "the embedded example's 69 keys for gfx950, read-only" "69 keys: 69 compiled, 0 cached, 0 failed" -- \
     --read-only --tmpfs /tmp -v "$work/cache:/cache" "$image" \
     run --arch gfx950 --cache-dir /cache --jobs 2 --quiet
 fi

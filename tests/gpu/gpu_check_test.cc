@@ -751,6 +751,56 @@ TEST_F(GpuCheckTest, IndexPrefillOfManyHeadsMatchesTheCpuReference) {
   }
 }
 
+// Sparse attention at DeepSeek-V3.2's own heads a rank, which the seeds' 64-head plan never
+// reaches: 16 (tp 8; on NVIDIA a block of 8 warps, PW_SPARSE_NARROW_PARTS) and 128 (tp 1: two
+// blocks a row). Decode at one split (staged, written without a combine), two and 16 (a cluster
+// and the separate combine); prefill at one and two rounds. Rows that see fewer positions than
+// Ktop (holes in the selection), exactly Ktop, and more; the SIMT build (AMD's path) of the
+// 16-head keys too.
+TEST_F(GpuCheckTest, SparseAttentionOfDeepSeekV32sHeadsMatchesTheCpuReference) {
+  arch_ = *ParseArch(gpu_->ArchName());
+  Step decode, prefill;
+  for (int64_t ctx : {1, 700, 2048, 2049, 9000, 40000}) {
+    decode.requests.push_back({Phase::kDecode, ctx == 9000 ? 2 : 1, ctx});
+  }
+  for (auto [q, ctx] : std::vector<std::pair<int64_t, int64_t>>{{40, 40}, {24, 3000}, {9, 2100}}) {
+    prefill.requests.push_back({Phase::kPrefill, q, ctx});
+  }
+  struct Variant {
+    const char* launcher;
+    const char* field;
+    int64_t value;
+  };
+  for (int64_t heads : {16, 128}) {
+    for (const Variant& v :
+         {Variant{"sparse_decode", "splits", 1}, Variant{"sparse_decode", "splits", 2},
+          Variant{"sparse_decode", "splits", 16}, Variant{"sparse_prefill", "rounds", 1},
+          Variant{"sparse_prefill", "rounds", 2}}) {
+      for (const std::vector<std::string>& defines :
+           {std::vector<std::string>{}, std::vector<std::string>{"-DPW_FORCE_SIMT=1"}}) {
+        if (heads != 16 && !defines.empty()) continue;
+        Key key = NewKey(v.launcher, arch_);
+        key.Set("heads", heads)
+            .Set("kv_lora_rank", int64_t{512})
+            .Set("rope_dim", int64_t{64})
+            .Set(v.field, v.value)
+            .Set("topk", int64_t{2048});
+        const std::string name = key.String() + (defines.empty() ? "" : " " + defines[0]);
+        testing::TempDir dir;
+        absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), defines);
+        ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+        module_ = *module;
+        Inputs in(static_cast<uint64_t>(heads) * 139 + static_cast<uint64_t>(v.value));
+        const bool is_prefill = std::string(v.launcher) == "sparse_prefill";
+        const Result r = Check(v.launcher, key, is_prefill ? prefill : decode, in);
+        std::printf("%-100s %-30s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error,
+                    r.bound);
+        EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
+      }
+    }
+  }
+}
+
 TEST_F(GpuCheckTest, EveryVariantOfTheExamplePlanMatchesTheCpuReference) {
   absl::StatusOr<Arch> arch = ParseArch(gpu_->ArchName());
   ASSERT_TRUE(arch.ok()) << arch.status();

@@ -176,9 +176,18 @@ TEST_F(KeyRulesTest, SparsePrefillRoundsAndDecodeSplits) {
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"), 1);
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1025)), "rounds"), 2);
   // gfx942, 64 heads: the block takes 32 heads (64 KiB of LDS), so G = 2 and b = 1; a wave is
-  // 304 blocks (MI300X): s x R x 2 <= 304, at least 2 splits.
-  for (auto [r, splits] : std::vector<std::pair<int64_t, int64_t>>{
-           {1, 16}, {9, 16}, {10, 8}, {19, 8}, {20, 4}, {38, 4}, {39, 2}, {128, 2}, {4096, 2}}) {
+  // 304 blocks (MI300X): s x R x 2 <= 304, else 1 split.
+  for (auto [r, splits] : std::vector<std::pair<int64_t, int64_t>>{{1, 16},
+                                                                   {9, 16},
+                                                                   {10, 8},
+                                                                   {19, 8},
+                                                                   {20, 4},
+                                                                   {38, 4},
+                                                                   {39, 2},
+                                                                   {76, 2},
+                                                                   {77, 1},
+                                                                   {128, 1},
+                                                                   {4096, 1}}) {
     EXPECT_EQ(Param<int64_t>(One("sparse_decode", Decodes(r, 1)), "splits"), splits) << r;
   }
 }
@@ -189,12 +198,12 @@ TEST_F(KeyRulesTest, SparsePrefillRoundsAndDecodeSplits) {
 TEST_F(KeyRulesTest, SparseDecodeSplitsFillOneWaveOnTheH200) {
   arch_ = *ParseArch("sm_90");
   const std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, int64_t>>>> rows = {
-      // tp 1: G 2, so s R <= 66
-      {128, {{1, 16}, {4, 16}, {5, 8}, {8, 8}, {9, 4}, {16, 4}, {17, 2}, {128, 2}}},
+      // tp 1: G 2, so s R <= 66; one split past two waves' worth
+      {128, {{1, 16}, {4, 16}, {5, 8}, {8, 8}, {9, 4}, {16, 4}, {17, 2}, {33, 2}, {34, 1}}},
       // G 1: s R <= 132
-      {64, {{8, 16}, {9, 8}, {16, 8}, {17, 4}, {33, 4}, {34, 2}, {64, 2}, {128, 2}}},
-      // tp 8: b 3, so s R <= 396 (b 2 at 2 splits: the floor takes it anyway)
-      {16, {{16, 16}, {24, 16}, {25, 8}, {49, 8}, {50, 4}, {99, 4}, {100, 2}, {128, 2}}},
+      {64, {{8, 16}, {9, 8}, {16, 8}, {17, 4}, {33, 4}, {34, 2}, {66, 2}, {67, 1}, {128, 1}}},
+      // tp 8: b 3, so s R <= 396; b 2 at 2 splits, so 2 R <= 264
+      {16, {{16, 16}, {24, 16}, {25, 8}, {49, 8}, {50, 4}, {99, 4}, {100, 2}, {132, 2}, {133, 1}}},
   };
   for (const auto& [heads, by_rows] : rows) {
     shape_.heads = heads;
