@@ -7,7 +7,8 @@
 // A measuring instrument, never set by a key: PW_SPARSE_SKIP leaves stages of every tile out, so
 // a benchmark can place the time inside the kernel by difference (bench/kernel_bench --define;
 // the output is then wrong). Bits: 1 the dequantization into shared memory, 2 S = Q K^T, 4 the
-// softmax, 8 O += P V, 16 the asynchronous staging of the next tile's records.
+// softmax, 8 O += P V, 16 the asynchronous staging of the next tile's records; 32 (sparse_decode)
+// every block returns at once: the launch's own floor at its grid, block and shared memory.
 #ifndef PW_SPARSE_SKIP
 #define PW_SPARSE_SKIP 0
 #endif

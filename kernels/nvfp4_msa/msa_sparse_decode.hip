@@ -12,6 +12,13 @@
 // Block and dynamic shared memory of pw_msa_sparse_decode from msa_sparse_geometry.h.
 #include "nvfp4_msa/msa_sparse_decode.h"
 
+// A measuring instrument, never set by a key: PW_MSA_DEC_EMPTY 1 returns from every block at once
+// (the launch's own floor at its grid, cluster, block and shared memory; the output is then
+// wrong), for msa_kernel_bench --define.
+#ifndef PW_MSA_DEC_EMPTY
+#define PW_MSA_DEC_EMPTY 0
+#endif
+
 // Hopper, 2 to 8 splits: a row's splits are one cluster (msa_sparse_geometry.h), which combines.
 #if PW_SPLITS > 1 && PW_SPLITS <= PW_MSA_DEC_CLUSTER_MAX && PW_WGMMA && !defined(PW_AMD)
 #define PW_MSA_DEC_CLUSTER 1
@@ -75,6 +82,7 @@ extern "C" __global__ void __launch_bounds__(kPwMg.threads,
                          const int* block_table, int max_blocks, const pw_u8* kv, float k_scale,
                          float v_scale, float scale, pw_u16* o, float* lse, float* ws_o,
                          float* ws_lse, int rows) {
+  if (PW_MSA_DEC_EMPTY) return;
   pw_trace(0);
   const PwMsaArgs a{q,  topk,    row_req, visible, block_table, max_blocks,
                     kv, k_scale, v_scale, scale,   rows};
