@@ -4,6 +4,10 @@
 #pragma once
 #include "nvfp4_mla/sparse_load.h"
 
+#ifndef PW_SPARSE_DEC_CLUSTERED  // sparse_decode.hip: its splits combine in a cluster
+#define PW_SPARSE_DEC_CLUSTERED 0
+#endif
+
 // A measuring instrument, never set by a key: PW_SPARSE_SKIP leaves stages of every tile out, so
 // a benchmark can place the time inside the kernel by difference (bench/kernel_bench --define;
 // the output is then wrong). Bits: 1 the dequantization into shared memory, 2 S = Q K^T, 4 the
@@ -196,6 +200,16 @@ __device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc
     T* tile = reinterpret_cast<T*>(sm.q);
     pw_sparse_put_acc(sm, acc, tile, row, heads);
     __syncthreads();
+#if PW_SPARSE_DEC_CLUSTERED
+    // The cluster combines the partials from shared memory (sparse_decode.hip): the tile stays,
+    // the heads' LSEs go to alpha, free since the last tile.
+    if (threadIdx.x < heads) {
+      const int h = threadIdx.x;
+      sm.alpha[h] = sm.l[h] > 0.0f ? (sm.m[h] + log2f(sm.l[h])) * 0.69314718055994531f
+                                   : pw_sparse_neg_inf();
+    }
+    return;
+#endif
     for (int i = threadIdx.x; i < heads * chunks; i += kPwSg.threads) {
       const int h = i / chunks, c = i % chunks;
       *reinterpret_cast<uint4*>(out + o.base + (head0 + h) * o.head_stride + c * (16 / bytes)) =

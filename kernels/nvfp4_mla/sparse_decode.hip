@@ -9,11 +9,93 @@
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
+#include "common/wgmma.h"  // PW_WGMMA: Hopper's thread block clusters
+#include "nvfp4_mla/sparse_geometry.h"
+// Hopper, 2 to 8 splits: a row's splits are one cluster, which combines (sparse_geometry.h).
+#if PW_SPLITS > 1 && PW_SPLITS <= PW_SPARSE_DEC_CLUSTER_MAX && PW_SPARSE_DEC_CLUSTER && \
+    PW_WGMMA && !defined(PW_AMD)
+#define PW_SPARSE_DEC_CLUSTERED 1
+#define PW_SPARSE_DEC_CLUSTER_DIMS __cluster_dims__(1, 1, PW_SPLITS)
+#else
+#define PW_SPARSE_DEC_CLUSTERED 0
+#define PW_SPARSE_DEC_CLUSTER_DIMS
+#endif
 #include "common/geometry.h"
 #include "nvfp4_mla/sparse_attend.h"
 
+#if !defined(PW_AMD)
+static_assert(PW_SPARSE_DEC_CLUSTERED == pw_sparse_dec_cluster(PW_SPLITS, true, PW_WGMMA != 0),
+              "the kernel and the launch code agree on the cluster");
+#endif
+static_assert(!PW_SPARSE_DEC_CLUSTERED || pw_sparse_out_staged(kPwSg, PW_L, 4),
+              "a clustered split leaves its partial staged in shared memory");
+
+#if PW_SPARSE_DEC_CLUSTERED
+// The combine of the cluster's partials: each block's normalized partial is staged at the start
+// of its shared memory ([head_tile][pw_sparse_out_row(L)] f32) and its heads' LSEs in its alpha
+// (pw_sparse_store), published by the barrier's release; block `rank` reads its share of the
+// (head, 4 dims) outputs from every block of the cluster, and a second barrier keeps each
+// block's shared memory until every peer has read it.
+__device__ inline pw_u32 pw_sparse_cluster_addr(const void* p, int rank) {
+  pw_u32 a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(pw_smem_addr(p)), "r"(rank));
+  return a;
+}
+__device__ inline void pw_sparse_cluster_combine(pw_u16* out, float* lse, int row, int head0,
+                                                 int rank) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
+  const float* tile = reinterpret_cast<const float*>(sm.q);
+  constexpr int out_row = pw_sparse_out_row(PW_L);
+  const int heads = PW_HEADS - head0 < kPwSg.head_tile ? PW_HEADS - head0 : kPwSg.head_tile;
+  const int items = heads * (PW_L / 4);
+  const int i1 = (rank + 1) * items / PW_SPLITS;
+  const float ninf = pw_sparse_neg_inf();
+  for (int it = rank * items / PW_SPLITS + threadIdx.x; it < i1; it += kPwSg.threads) {
+    const int h = it / (PW_L / 4), d4 = 4 * (it % (PW_L / 4));
+    float ls[PW_SPLITS];
+    float4 v[PW_SPLITS];
+    float hi = ninf;
+#pragma unroll
+    for (int s = 0; s < PW_SPLITS; ++s) {
+      asm volatile("ld.shared::cluster.f32 %0, [%1];"
+                   : "=f"(ls[s])
+                   : "r"(pw_sparse_cluster_addr(sm.alpha + h, s))
+                   : "memory");
+      asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                   : "=f"(v[s].x), "=f"(v[s].y), "=f"(v[s].z), "=f"(v[s].w)
+                   : "r"(pw_sparse_cluster_addr(tile + h * out_row + d4, s))
+                   : "memory");
+      hi = fmaxf(hi, ls[s]);
+    }
+    float total = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int s = 0; s < PW_SPLITS; ++s) {
+      const float w = hi == ninf ? 0.0f : expf(ls[s] - hi);  // -inf partials weigh 0
+      total += w;
+      acc.x += w * v[s].x;
+      acc.y += w * v[s].y;
+      acc.z += w * v[s].z;
+      acc.w += w * v[s].w;
+    }
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    const long long o = static_cast<long long>(row) * PW_HEADS + head0 + h;
+    uint2 packed;
+    packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
+    packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
+    *reinterpret_cast<uint2*>(out + o * PW_L + d4) = packed;
+    if (d4 == 0) lse[o] = hi == ninf ? ninf : hi + logf(total);
+  }
+  asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
-    pw_sparse_decode(const pw_u16* q_latent, const pw_u16* q_rope, const int* topk,
+    PW_SPARSE_DEC_CLUSTER_DIMS pw_sparse_decode(const pw_u16* q_latent, const pw_u16* q_rope, const int* topk,
                      const int* row_req, const int* block_table, int max_blocks, int block_size,
                      const pw_u8* kv_cache, float g_kv, float scale, pw_u16* out, float* lse,
                      float* ws_o, float* ws_lse) {
@@ -33,10 +115,13 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
   const PwSparseOut o{ws_o, nullptr, first * PW_L, static_cast<long long>(PW_SPLITS) * PW_L,
                       ws_lse, first, PW_SPLITS};
   pw_sparse_attend(a, row, head0, begin, end, o);
+#if PW_SPARSE_DEC_CLUSTERED
+  pw_sparse_cluster_combine(out, lse, row, head0, split);
+#endif
 #endif
 }
 
-#if PW_SPLITS > 1
+#if PW_SPLITS > 1 && !PW_SPARSE_DEC_CLUSTERED
 extern "C" __global__ void __launch_bounds__(PW_SPARSE_COMBINE_THREADS)
     pw_sparse_decode_combine(const float* ws_o, const float* ws_lse, pw_u16* out, float* lse) {
   const int row = blockIdx.x, head = blockIdx.y;

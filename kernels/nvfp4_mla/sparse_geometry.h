@@ -111,6 +111,21 @@ PW_HD constexpr bool pw_sparse_out_staged(const PwSparseGeometry& g, int l, int 
   return g.head_tile * pw_sparse_out_row(l) * bytes <= g.s_offset;
 }
 
+// Hopper (sm_90a, the wgmma build): sparse_decode's 2 to PW_SPARSE_DEC_CLUSTER_MAX splits of a
+// row and head tile run as one thread block cluster, which combines the splits' partials through
+// distributed shared memory (each block's normalized partial staged where pw_sparse_out_staged
+// puts it): no workspace and no combine kernel. Elsewhere, and at more splits, the workspace and
+// pw_sparse_decode_combine. PW_SPARSE_DEC_CLUSTER 0 turns the cluster off (A/B runs; host and
+// kernels read the same default).
+#ifndef PW_SPARSE_DEC_CLUSTER
+#define PW_SPARSE_DEC_CLUSTER 1
+#endif
+#define PW_SPARSE_DEC_CLUSTER_MAX 8
+PW_HD constexpr bool pw_sparse_dec_cluster(int splits, bool nvidia, bool wgmma) {
+  return PW_SPARSE_DEC_CLUSTER && nvidia && wgmma && splits > 1 &&
+         splits <= PW_SPARSE_DEC_CLUSTER_MAX;
+}
+
 // The first of these (heads, keys, warp heads, parts) that fits `lds_kib` and whose head tile
 // does not exceed the heads rounded up to 16 (16 always qualifies): (64, 64, 32, 8) with 16 warps
 // where the shared memory allows (sm_90, sm_100), then (64, 32, 16, 2), (32, 32, 16, 2),

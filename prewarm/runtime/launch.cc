@@ -21,6 +21,7 @@ constexpr unsigned kBlock = PW_BLOCK_THREADS;
 using launch_internal::CeilDiv;
 using launch_internal::CheckAligned;
 using launch_internal::Run;
+using launch_internal::Wgmma;
 
 unsigned Unsigned(int v) { return static_cast<unsigned>(v); }
 
@@ -35,6 +36,16 @@ absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
   return pw_sparse_geometry(static_cast<int>(KeyInt(key, "heads")), WarpWidth(arch),
                             SharedMemoryKib(arch), static_cast<int>(KeyInt(key, "kv_lora_rank")),
                             static_cast<int>(KeyInt(key, "rope_dim")), range, staged);
+}
+
+// Whether a sparse_decode key's splits combine inside their thread block cluster (no workspace,
+// no combine kernel: sparse_geometry.h).
+absl::StatusOr<bool> SparseClusterCombines(const Key& key) {
+  if (key.launcher != "sparse_decode") return false;
+  ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  return pw_sparse_dec_cluster(
+      static_cast<int>(std::clamp<int64_t>(KeyInt(key, "splits"), 1, int64_t{1} << 20)),
+      arch.platform == Platform::kNvidia, Wgmma(arch));
 }
 
 // The block shape index_geometry.h gives the index kernels compiled for this key.
@@ -164,7 +175,8 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
     const bool decode = l == "sparse_decode";
     std::vector<EntryLaunch> e = {{decode ? "pw_sparse_decode" : "pw_sparse_prefill",
                                    Unsigned(g.threads), Unsigned(g.smem_bytes)}};
-    if (decode && KeyInt(key, "splits") > 1) {
+    ASSIGN_OR_RETURN(const bool cluster, SparseClusterCombines(key));
+    if (decode && KeyInt(key, "splits") > 1 && !cluster) {
       e.push_back({"pw_sparse_decode_combine", PW_SPARSE_COMBINE_THREADS, 0});
     }
     return e;
@@ -289,14 +301,14 @@ absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key& key, const Topk
 
 size_t SparseWorkspaceBytes(const Key& key, int rows) {
   const int64_t splits = KeyInt(key, "splits");
-  if (splits <= 1) return 0;
+  if (splits <= 1 || SparseClusterCombines(key).value_or(false)) return 0;
   return static_cast<size_t>(rows) * KeyInt(key, "heads") * splits * KeyInt(key, "kv_lora_rank") *
          sizeof(float);
 }
 
 size_t SparseLseWorkspaceBytes(const Key& key, int rows) {
   const int64_t splits = KeyInt(key, "splits");
-  if (splits <= 1) return 0;
+  if (splits <= 1 || SparseClusterCombines(key).value_or(false)) return 0;
   return static_cast<size_t>(rows) * KeyInt(key, "heads") * splits * sizeof(float);
 }
 

@@ -13,9 +13,7 @@ namespace {
 
 using launch_internal::CeilDiv;
 using launch_internal::Run;
-
-// sm_90 compiles as sm_90a (toolchain.cc): the kernel's PW_WGMMA.
-bool Wgmma(const Arch& arch) { return arch.platform == Platform::kNvidia && arch.name == "sm_90"; }
+using launch_internal::Wgmma;
 
 // The block shape msa_sparse_geometry.h gives the kernel compiled for this key.
 absl::StatusOr<PwMsaSparseGeometry> Geometry(const Key& key) {
