@@ -9,6 +9,7 @@
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
+#include "common/cluster_combine.h"
 #include "common/wgmma.h"  // PW_WGMMA: Hopper's thread block clusters
 #include "nvfp4_mla/sparse_geometry.h"
 // Hopper, 2 to 8 splits: a row's splits are one cluster, which combines (sparse_geometry.h).
@@ -31,66 +32,26 @@ static_assert(!PW_SPARSE_DEC_CLUSTERED || pw_sparse_out_staged(kPwSg, PW_L, 4),
               "a clustered split leaves its partial staged in shared memory");
 
 #if PW_SPARSE_DEC_CLUSTERED
-// The combine of the cluster's partials: each block's normalized partial is staged at the start
-// of its shared memory ([head_tile][pw_sparse_out_row(L)] f32) and its heads' LSEs in its alpha
-// (pw_sparse_store), published by the barrier's release; block `rank` reads its share of the
-// (head, 4 dims) outputs from every block of the cluster, and a second barrier keeps each
-// block's shared memory until every peer has read it.
-__device__ inline pw_u32 pw_sparse_cluster_addr(const void* p, int rank) {
-  pw_u32 a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(pw_smem_addr(p)), "r"(rank));
-  return a;
-}
+// The combine of the cluster's partials (common/cluster_combine.h): each block's normalized
+// partial is staged at the start of its shared memory ([head_tile][pw_sparse_out_row(L)] f32)
+// and its heads' LSEs in its alpha (pw_sparse_store); block `rank` combines its share of the
+// (head, 4 dims) outputs.
 __device__ inline void pw_sparse_cluster_combine(pw_u16* out, float* lse, int row, int head0,
                                                  int rank) {
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  pw_cluster_sync_release();
   const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
   const float* tile = reinterpret_cast<const float*>(sm.q);
-  constexpr int out_row = pw_sparse_out_row(PW_L);
   const int heads = PW_HEADS - head0 < kPwSg.head_tile ? PW_HEADS - head0 : kPwSg.head_tile;
   const int items = heads * (PW_L / 4);
-  const int i1 = (rank + 1) * items / PW_SPLITS;
-  const float ninf = pw_sparse_neg_inf();
-  for (int it = rank * items / PW_SPLITS + threadIdx.x; it < i1; it += kPwSg.threads) {
+  for (int it = rank * items / PW_SPLITS + threadIdx.x; it < (rank + 1) * items / PW_SPLITS;
+       it += kPwSg.threads) {
     const int h = it / (PW_L / 4), d4 = 4 * (it % (PW_L / 4));
-    float ls[PW_SPLITS];
-    float4 v[PW_SPLITS];
-    float hi = ninf;
-#pragma unroll
-    for (int s = 0; s < PW_SPLITS; ++s) {
-      asm volatile("ld.shared::cluster.f32 %0, [%1];"
-                   : "=f"(ls[s])
-                   : "r"(pw_sparse_cluster_addr(sm.alpha + h, s))
-                   : "memory");
-      asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                   : "=f"(v[s].x), "=f"(v[s].y), "=f"(v[s].z), "=f"(v[s].w)
-                   : "r"(pw_sparse_cluster_addr(tile + h * out_row + d4, s))
-                   : "memory");
-      hi = fmaxf(hi, ls[s]);
-    }
-    float total = 0.0f;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int s = 0; s < PW_SPLITS; ++s) {
-      const float w = hi == ninf ? 0.0f : expf(ls[s] - hi);  // -inf partials weigh 0
-      total += w;
-      acc.x += w * v[s].x;
-      acc.y += w * v[s].y;
-      acc.z += w * v[s].z;
-      acc.w += w * v[s].w;
-    }
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
     const long long o = static_cast<long long>(row) * PW_HEADS + head0 + h;
-    uint2 packed;
-    packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
-    packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
-    *reinterpret_cast<uint2*>(out + o * PW_L + d4) = packed;
-    if (d4 == 0) lse[o] = hi == ninf ? ninf : hi + logf(total);
+    pw_cluster_lse_combine<PW_SPLITS>(sm.alpha + h, tile + h * pw_sparse_out_row(PW_L) + d4,
+                                      out + o * PW_L + d4, d4 == 0 ? lse + o : nullptr);
   }
-  asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  pw_cluster_sync_done();
 }
 #endif
 

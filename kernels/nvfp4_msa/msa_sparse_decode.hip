@@ -10,6 +10,7 @@
 // On NVIDIA's mma.sync the block is msa_sparse_decode.h's direct path (8 warps, each on its own
 // chunks, combined by LSE at the end); elsewhere (AMD, the SIMT check build) the tile path.
 // Block and dynamic shared memory of pw_msa_sparse_decode from msa_sparse_geometry.h.
+#include "common/cluster_combine.h"
 #include "nvfp4_msa/msa_sparse_decode.h"
 
 // A measuring instrument, never set by a key: PW_MSA_DEC_EMPTY 1 returns from every block at once
@@ -29,64 +30,26 @@ static_assert(PW_MSA_DEC_CLUSTER == pw_msa_dec_cluster(PW_SPLITS, PW_MSA_NVIDIA,
               "the kernel and the launch code agree on the cluster");
 
 #if PW_MSA_DEC_SMEM_PARTIALS
-// `p` (this block's shared memory) in the cluster's block `rank`: its address there.
-PW_DEVICE_INLINE pw_u32 pw_msa_cluster_addr(const void* p, int rank) {
-  pw_u32 a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(pw_smem_addr(p)), "r"(rank));
-  return a;
-}
-// The combine of the cluster's partials through distributed shared memory: each block's
-// normalized partial is at the start of its own shared memory (msa_sparse_decode.h), published by
-// the barrier's release; block `rank` reads its share of the (head, 4 dims) outputs from every
-// block, and a second barrier keeps each block's shared memory until every peer has read it.
+// The combine of the cluster's partials through distributed shared memory
+// (common/cluster_combine.h): each block's normalized partial is at the start of its own shared
+// memory, [head_block][D] f32 then the head_block LSEs (msa_sparse_decode.h); block `rank`
+// combines its share of the (head, 4 dims) outputs.
 PW_DEVICE_INLINE void pw_msa_cluster_combine(const float*, const float*, pw_u16* o, float* lse,
                                              int row, int head0, int rank) {
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  pw_cluster_sync_release();
   constexpr int items = kPwMg.head_block * (PW_MSA_D / 4);
-  const int i1 = (rank + 1) * items / PW_SPLITS;
-  const float ninf = pw_msa_neg_inf();
   const float* part = reinterpret_cast<const float*>(pw_msa_shared);
-  for (int it = rank * items / PW_SPLITS + threadIdx.x; it < i1; it += kPwMg.threads) {
+  for (int it = rank * items / PW_SPLITS + threadIdx.x; it < (rank + 1) * items / PW_SPLITS;
+       it += kPwMg.threads) {
     const int m = it / (PW_MSA_D / 4), d4 = 4 * (it % (PW_MSA_D / 4));
     if (head0 + m >= PW_HEADS || (head0 % PW_MSA_GROUP) + m >= PW_MSA_GROUP) continue;
-    float ls[PW_SPLITS];
-    float4 v[PW_SPLITS];
-    float hi = ninf;
-#pragma unroll
-    for (int s = 0; s < PW_SPLITS; ++s) {
-      asm volatile("ld.shared::cluster.f32 %0, [%1];"
-                   : "=f"(ls[s])
-                   : "r"(pw_msa_cluster_addr(part + kPwMg.head_block * PW_MSA_D + m, s))
-                   : "memory");
-      asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                   : "=f"(v[s].x), "=f"(v[s].y), "=f"(v[s].z), "=f"(v[s].w)
-                   : "r"(pw_msa_cluster_addr(part + m * PW_MSA_D + d4, s))
-                   : "memory");
-      hi = fmaxf(hi, ls[s]);
-    }
-    float total = 0.0f;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int s = 0; s < PW_SPLITS; ++s) {
-      const float w = hi == ninf ? 0.0f : expf(ls[s] - hi);  // -inf partials weigh 0
-      total += w;
-      acc.x += w * v[s].x;
-      acc.y += w * v[s].y;
-      acc.z += w * v[s].z;
-      acc.w += w * v[s].w;
-    }
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
     const long long rh = static_cast<long long>(row) * PW_HEADS + head0 + m;
-    uint2 packed;
-    packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
-    packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
-    *reinterpret_cast<uint2*>(o + rh * PW_MSA_D + d4) = packed;
-    if (d4 == 0) lse[rh] = hi == ninf ? ninf : hi + logf(total);
+    pw_cluster_lse_combine<PW_SPLITS>(part + kPwMg.head_block * PW_MSA_D + m,
+                                      part + m * PW_MSA_D + d4, o + rh * PW_MSA_D + d4,
+                                      d4 == 0 ? lse + rh : nullptr);
   }
-  asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  pw_cluster_sync_done();
 }
 #elif PW_MSA_DEC_CLUSTER
 // The combine of the cluster's partials (in ws_o and ws_lse, written before the barrier): block
