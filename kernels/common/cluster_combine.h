@@ -1,5 +1,6 @@
 // The LSE combine of split-K partials held in the shared memory of a thread block cluster's
-// blocks (Hopper), shared by sparse_decode (MLA) and msa_sparse_decode (MSA): block s of the
+// blocks (Hopper; sparse_decode's 2 splits: msa_sparse_decode combines through the L2, which
+// measured faster than this for it, bench/RESULTS.md, twenty-second session): block s of the
 // cluster computed split s and left its normalized partial output and its LSE (natural log,
 // -inf where the split saw no key) in its own shared memory, at the same addresses in every
 // block; after a barrier that publishes them, each block reads its share of the outputs from

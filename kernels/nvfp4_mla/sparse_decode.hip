@@ -12,7 +12,7 @@
 #include "common/cluster_combine.h"
 #include "common/wgmma.h"  // PW_WGMMA: Hopper's thread block clusters
 #include "nvfp4_mla/sparse_geometry.h"
-// Hopper, 2 to 8 splits: a row's splits are one cluster, which combines (sparse_geometry.h).
+// Hopper, 2 splits: a row's splits are one cluster, which combines (sparse_geometry.h).
 #if PW_SPLITS > 1 && PW_SPLITS <= PW_SPARSE_DEC_CLUSTER_MAX && PW_SPARSE_DEC_CLUSTER && \
     PW_WGMMA && !defined(PW_AMD)
 #define PW_SPARSE_DEC_CLUSTERED 1

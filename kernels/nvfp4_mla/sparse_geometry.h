@@ -111,16 +111,19 @@ PW_HD constexpr bool pw_sparse_out_staged(const PwSparseGeometry& g, int l, int 
   return g.head_tile * pw_sparse_out_row(l) * bytes <= g.s_offset;
 }
 
-// Hopper (sm_90a, the wgmma build): sparse_decode's 2 to PW_SPARSE_DEC_CLUSTER_MAX splits of a
-// row and head tile run as one thread block cluster, which combines the splits' partials through
-// distributed shared memory (each block's normalized partial staged where pw_sparse_out_staged
-// puts it): no workspace and no combine kernel. Elsewhere, and at more splits, the workspace and
-// pw_sparse_decode_combine. PW_SPARSE_DEC_CLUSTER 0 turns the cluster off (A/B runs; host and
+// Hopper (sm_90a, the wgmma build): sparse_decode's 2 splits of a row and head tile run as one
+// thread block cluster, which combines the two partials through distributed shared memory (each
+// block's normalized partial staged where pw_sparse_out_staged puts it): no workspace and no
+// combine kernel, 1-7% faster than the combine kernel at 2 splits (H100, 32K: 64 rows at 64 heads
+// 118.6 -> 113.7 us, 128 rows at 128 heads 464 -> 432). Clusters of 4 and 8 lost, up to 1.7x
+// (16 rows at 64 heads, 8 splits: 44.7 -> 76.4 us), so PW_SPARSE_DEC_CLUSTER_MAX is 2; more
+// splits, and other archs, use the workspace and pw_sparse_decode_combine (bench/RESULTS.md,
+// twenty-second session). PW_SPARSE_DEC_CLUSTER 0 turns the cluster off (A/B runs; host and
 // kernels read the same default).
 #ifndef PW_SPARSE_DEC_CLUSTER
 #define PW_SPARSE_DEC_CLUSTER 1
 #endif
-#define PW_SPARSE_DEC_CLUSTER_MAX 8
+#define PW_SPARSE_DEC_CLUSTER_MAX 2
 PW_HD constexpr bool pw_sparse_dec_cluster(int splits, bool nvidia, bool wgmma) {
   return PW_SPARSE_DEC_CLUSTER && nvidia && wgmma && splits > 1 &&
          splits <= PW_SPARSE_DEC_CLUSTER_MAX;

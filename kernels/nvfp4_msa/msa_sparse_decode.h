@@ -25,23 +25,8 @@
 #include "common/trace.h"
 #include "nvfp4_msa/msa_sparse_attend.h"
 
-// Hopper, 2 to 8 splits: a row's splits are one cluster (msa_sparse_geometry.h), which combines
-// (msa_sparse_decode.hip).
-#if PW_SPLITS > 1 && PW_SPLITS <= PW_MSA_DEC_CLUSTER_MAX && PW_WGMMA && !defined(PW_AMD)
-#define PW_MSA_DEC_CLUSTER 1
-#else
-#define PW_MSA_DEC_CLUSTER 0
-#endif
-// 1 (staged for an A/B on the H200, default 0): the direct path's blocks of a cluster leave their
-// normalized partials in their own shared memory, and the cluster combines them through
-// distributed shared memory instead of through ws_o / ws_lse and the L2.
-#ifndef PW_MSA_DEC_DSMEM
-#define PW_MSA_DEC_DSMEM 0
-#endif
-
 #if PW_MMA_IMPL == PW_MMA_SYNC
 #define PW_MSA_DEC_DIRECT 1
-#define PW_MSA_DEC_SMEM_PARTIALS (PW_MSA_DEC_DSMEM && PW_MSA_DEC_CLUSTER)
 // 128 registers a thread: two blocks (16 warps) an SM, which hide each other's latency.
 constexpr int kPwMsaDecMinBlocks = 2;
 constexpr int kPwMsaDecRaw = pw_msa_dec_raw(PW_MSA_D);  // one side of a chunk: 1152 bytes
@@ -321,19 +306,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   }
   __syncthreads();
   const float* all = reinterpret_cast<const float*>(pw_msa_shared);
-#if PW_MSA_DEC_SMEM_PARTIALS
-  // The block's partial, held until every warp's O is read, then at the start of shared memory:
-  // [head_block][D] f32, then the head_block LSEs.
-  constexpr int kItems = (kPwMg.head_block * (D / 4) + kPwMg.threads - 1) / kPwMg.threads;
-  float4 mine[kItems];
-  float mine_lse[kItems];
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int it = threadIdx.x + u * kPwMg.threads;
-    if (it >= kPwMg.head_block * (D / 4)) continue;
-#else
   for (int it = threadIdx.x; it < kPwMg.head_block * (D / 4); it += kPwMg.threads) {
-#endif
     const int m = it / (D / 4), d4 = 4 * (it % (D / 4));
     if (head0 + m >= PW_HEADS || (head0 % PW_MSA_GROUP) + m >= PW_MSA_GROUP) continue;
     const float hi = row_hi[m], l = row_l[m];
@@ -350,11 +323,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     const float inv = l > 0.0f ? undo * v_fold / l : 0.0f;
     const float lse = l > 0.0f ? (hi + log2f(l)) * 0.69314718055994531f : ninf;
     const long long rh = static_cast<long long>(row) * PW_HEADS + head0 + m;
-#if PW_MSA_DEC_SMEM_PARTIALS
-    mine[u] = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-    mine_lse[u] = lse;
-    (void)rh;
-#elif PW_SPLITS > 1
+#if PW_SPLITS > 1
     const long long at = rh * PW_SPLITS + out.split;
     *reinterpret_cast<float4*>(out.ws_o + at * D + d4) =
         make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
@@ -367,23 +336,8 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
     if (d4 == 0) out.lse[rh] = lse;
 #endif
   }
-#if PW_MSA_DEC_SMEM_PARTIALS
-  __syncthreads();  // every warp's O is read: the region takes the partial
-  float* part = reinterpret_cast<float*>(pw_msa_shared);
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int it = threadIdx.x + u * kPwMg.threads;
-    const int m = it / (D / 4), d4 = 4 * (it % (D / 4));
-    if (it >= kPwMg.head_block * (D / 4) || head0 + m >= PW_HEADS ||
-        (head0 % PW_MSA_GROUP) + m >= PW_MSA_GROUP)
-      continue;
-    *reinterpret_cast<float4*>(part + m * D + d4) = mine[u];
-    if (d4 == 0) part[kPwMg.head_block * D + m] = mine_lse[u];
-  }
-#endif
 }
 #else
 #define PW_MSA_DEC_DIRECT 0
-#define PW_MSA_DEC_SMEM_PARTIALS 0
 constexpr int kPwMsaDecMinBlocks = 1;
 #endif

@@ -10,7 +10,6 @@
 // On NVIDIA's mma.sync the block is msa_sparse_decode.h's direct path (8 warps, each on its own
 // chunks, combined by LSE at the end); elsewhere (AMD, the SIMT check build) the tile path.
 // Block and dynamic shared memory of pw_msa_sparse_decode from msa_sparse_geometry.h.
-#include "common/cluster_combine.h"
 #include "nvfp4_msa/msa_sparse_decode.h"
 
 // A measuring instrument, never set by a key: PW_MSA_DEC_EMPTY 1 returns from every block at once
@@ -20,38 +19,19 @@
 #define PW_MSA_DEC_EMPTY 0
 #endif
 
-#if PW_MSA_DEC_CLUSTER
+// Hopper, 2 to 8 splits: a row's splits are one cluster (msa_sparse_geometry.h), which combines.
+#if PW_SPLITS > 1 && PW_SPLITS <= PW_MSA_DEC_CLUSTER_MAX && PW_WGMMA && !defined(PW_AMD)
+#define PW_MSA_DEC_CLUSTER 1
 #define PW_MSA_DEC_CLUSTER_DIMS __cluster_dims__(1, 1, PW_SPLITS)
 #else
+#define PW_MSA_DEC_CLUSTER 0
 #define PW_MSA_DEC_CLUSTER_DIMS
 #endif
 
 static_assert(PW_MSA_DEC_CLUSTER == pw_msa_dec_cluster(PW_SPLITS, PW_MSA_NVIDIA, PW_WGMMA != 0),
               "the kernel and the launch code agree on the cluster");
 
-#if PW_MSA_DEC_SMEM_PARTIALS
-// The combine of the cluster's partials through distributed shared memory
-// (common/cluster_combine.h): each block's normalized partial is at the start of its own shared
-// memory, [head_block][D] f32 then the head_block LSEs (msa_sparse_decode.h); block `rank`
-// combines its share of the (head, 4 dims) outputs.
-PW_DEVICE_INLINE void pw_msa_cluster_combine(const float*, const float*, pw_u16* o, float* lse,
-                                             int row, int head0, int rank) {
-  extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
-  pw_cluster_sync_release();
-  constexpr int items = kPwMg.head_block * (PW_MSA_D / 4);
-  const float* part = reinterpret_cast<const float*>(pw_msa_shared);
-  for (int it = rank * items / PW_SPLITS + threadIdx.x; it < (rank + 1) * items / PW_SPLITS;
-       it += kPwMg.threads) {
-    const int m = it / (PW_MSA_D / 4), d4 = 4 * (it % (PW_MSA_D / 4));
-    if (head0 + m >= PW_HEADS || (head0 % PW_MSA_GROUP) + m >= PW_MSA_GROUP) continue;
-    const long long rh = static_cast<long long>(row) * PW_HEADS + head0 + m;
-    pw_cluster_lse_combine<PW_SPLITS>(part + kPwMg.head_block * PW_MSA_D + m,
-                                      part + m * PW_MSA_D + d4, o + rh * PW_MSA_D + d4,
-                                      d4 == 0 ? lse + rh : nullptr);
-  }
-  pw_cluster_sync_done();
-}
-#elif PW_MSA_DEC_CLUSTER
+#if PW_MSA_DEC_CLUSTER
 // The combine of the cluster's partials (in ws_o and ws_lse, written before the barrier): block
 // `rank` takes its share of the (head, 4 dims) outputs of the row's head_block heads, reading
 // the partials from L2 (ld.global.cg: another SM's writes).

@@ -127,10 +127,10 @@ def test_workspace_sizes_follow_the_key_rules(filled):
     heads, L, ktop = 64, 512, 2048
     # sparse_decode: one wave of blocks on sm_90's 132 multiprocessors, a block of 64 heads
     # each: one row gets 16 splits, 16 rows 8, 64 rows 2; past two splits' wave, 1 split, which
-    # writes its output directly. 2 to 8 splits combine inside their thread block cluster: only
-    # 16 splits need a workspace.
+    # writes its output directly. 2 splits combine inside their thread block cluster: no
+    # workspace either.
     assert rt.workspace("sparse_decode", 1) == (1 * heads * 16 * L * 4, 1 * heads * 16 * 4)
-    assert rt.workspace("sparse_decode", 16) == (0, 0)
+    assert rt.workspace("sparse_decode", 16) == (16 * heads * 8 * L * 4, 16 * heads * 8 * 4)
     assert rt.workspace("sparse_decode", 64) == (0, 0)
     assert rt.workspace("sparse_decode", 500) == (0, 0)
     # topk_prefill: ctx 8000 -> 1 strip, none; ctx 20000 -> 4 strips (pow2 >= ceil(20000 /
