@@ -21,6 +21,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "bench/bench_util.h"
 #include "bench/gpu_bench.h"
 #include "bench/kernel_bench_args.h"
@@ -423,6 +424,33 @@ void PrintHeader() {
               "TFLOP/s", "GB/s", "%copy", "%bf16", "key");
 }
 
+// The filters of `o` as the command line gave them ("--launcher sparse_decode --ctx 8192").
+std::string Filters(const RowOptions& o) {
+  std::string f;
+  auto add = [&](const char* flag, const std::string& value) {
+    f += (f.empty() ? "" : " ") + std::string(flag) + " " + value;
+  };
+  if (!o.shapes.empty()) add("--shapes", absl::StrJoin(o.shapes, ","));
+  if (!o.launchers.empty()) add("--launcher", absl::StrJoin(o.launchers, ","));
+  if (o.rows > 0) add("--rows", std::to_string(o.rows));
+  if (o.ctx > 0) add("--ctx", std::to_string(o.ctx));
+  if (o.variant >= 0) {
+    add("--variant",
+        (o.variant_field.empty() ? "" : o.variant_field + "=") + std::to_string(o.variant));
+  }
+  return f;
+}
+
+// Exit 2 where the filters select no row (a silent "0 rows" reads like a run that measured
+// nothing wrong): names them, and how to see the rows there are.
+int NoRows(const RowOptions& o) {
+  std::fprintf(stderr,
+               "kernel_bench: no row matches %s (kernel_bench --list with fewer of them prints "
+               "the rows there are)\n%s",
+               Filters(o).c_str(), kKernelBenchUsage);
+  return 2;
+}
+
 // --list: the rows and their keys; --compile-only: each distinct key compiled (no GPU).
 int ListOrCompile(const KernelBenchOptions& o, const Arch& arch,
                   const std::vector<BenchRow>& rows) {
@@ -492,8 +520,11 @@ int Main(int argc, char** argv) {
   if (o.list || o.compile_only) {
     std::printf("kernel_bench: arch %s\n", plan_arch.name.c_str());
     PrintModels(*models);
-    return ListOrCompile(o, plan_arch, EnumerateRows(*models, plan_arch, o.rows));
+    const std::vector<BenchRow> rows = EnumerateRows(*models, plan_arch, o.rows);
+    if (rows.empty()) return NoRows(o.rows);
+    return ListOrCompile(o, plan_arch, rows);
   }
+  if (EnumerateRows(*models, plan_arch, o.rows).empty()) return NoRows(o.rows);
   const std::unique_ptr<Gpu> gpu = OpenGpuOrSayWhy("kernel_bench");
   if (gpu == nullptr) return 0;
   const Arch arch = Must(ParseArch(gpu->ArchName()));
@@ -503,6 +534,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const std::vector<BenchRow> rows = EnumerateRows(*models, arch, o.rows);
+  if (rows.empty()) return NoRows(o.rows);
   const auto start = std::chrono::steady_clock::now();
   Bench bench(*gpu, arch, o);
   const double copy = bench.CopyTbs();

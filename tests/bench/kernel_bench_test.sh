@@ -44,6 +44,13 @@ expect_bad "--define 1X: must be NAME or NAME=VALUE, NAME a C identifier" --defi
 expect_bad "--define =3: must be NAME or NAME=VALUE, NAME a C identifier" --define =3
 expect_bad "--define A-B=1: must be NAME or NAME=VALUE, NAME a C identifier" --define A-B=1
 expect_bad "--define needs a value" --define
+# Filters that select no row (the bench's decode rows are at 32K): exit 2 naming them, GPU or
+# not, --list too.
+expect_bad "no row matches --launcher sparse_decode --ctx 8192" --launcher sparse_decode --ctx 8192
+expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_decode --rows 3" --list \
+  --shapes v3.2-tp8 --launcher sparse_decode --rows 3
+expect_bad "no row matches --launcher topk_decode --variant strips=2" --launcher topk_decode \
+  --variant strips=2
 out=$("$bench" --help 2>&1)
 rc=$?
 if [[ $rc -ne 0 ]] || ! grep -q "usage: kernel_bench" <<<"$out" || ! grep -q -- "--launcher" <<<"$out"; then
@@ -122,7 +129,7 @@ if compgen -G "/usr/local/cuda/lib64/libnvrtc.so*" >/dev/null; then
   fi
 fi
 if ! [[ -e /dev/nvidiactl || -e /dev/kfd ]]; then
-  out=$("$bench" --rows 16 --launcher index_decode --variant 0 2>&1)
+  out=$("$bench" --rows 16 --launcher index_decode --variant 16 2>&1)
   rc=$?
   if [[ $rc -ne 0 ]] || ! grep -q "skipped: no GPU" <<<"$out"; then
     echo "FAIL: without a GPU: exit $rc, output: $out"
