@@ -17,20 +17,17 @@
 #define PW_SPARSE_SKIP 0
 #endif
 
-// S tiles (head group x 16 keys), spread over the warps; scores scaled into log2 units. With
-// s_parts > 1, part p of a tile adds the dims' k steps [p n, (p + 1) n) into S (zero before).
+// S tiles (head group x 16 keys), spread over the warps; scores scaled into log2 units.
 __device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2) {
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
   constexpr int key_tiles = kPwSg.keys / 16, tiles = kPwSg.head_tile / 16 * key_tiles;
-  constexpr int n = PW_DQ / 16 / kPwSg.s_parts;  // k steps of a part
-  for (int st = warp; st < tiles * kPwSg.s_parts; st += kPwSg.warps) {
-    const int tile = kPwSg.s_parts == 1 ? st : st % tiles;
-    const int part = kPwSg.s_parts == 1 ? 0 : st / tiles;
+  constexpr int n = PW_DQ / 16;  // k steps
+  for (int tile = warp; tile < tiles; tile += kPwSg.warps) {
     const int g = tile / key_tiles, kt = tile % key_tiles;
     PwMmaC c;
     pw_mma_zero(c);
-    const pw_u16* qa = sm.q + 16 * g * kPwRow + 16 * n * part;
-    const pw_u16* kb = sm.k + 16 * kt * kPwRow + 16 * n * part;
+    const pw_u16* qa = sm.q + 16 * g * kPwRow;
+    const pw_u16* kb = sm.k + 16 * kt * kPwRow;
     constexpr int ks = pw_mma_ksteps(n);  // k steps an instruction (2 on gfx950)
 #pragma unroll 4
     for (int kk = 0; kk < n; kk += ks) {
@@ -44,12 +41,6 @@ __device__ inline void pw_sparse_scores(const PwSparseSmem& sm, float scale_log2
       pw_mma_k<ks>(c, fa, fb);
     }
     float* s = sm.s + 16 * g * kPwSRow + 16 * kt;
-    if constexpr (kPwSg.s_parts > 1) {
-#pragma unroll
-      for (int e = 0; e < PW_MMA_ACC; ++e)
-        atomicAdd(s + pw_mma_c_row(lane, e) * kPwSRow + pw_mma_c_col(lane, e), c.v[e] * scale_log2);
-      continue;
-    }
 #if PW_MMA_IMPL == PW_MMA_SYNC
 #pragma unroll
     for (int e = 0; e < PW_MMA_ACC; e += 2) {  // elements e, e + 1: neighbours in one row
@@ -78,7 +69,6 @@ __device__ inline void pw_sparse_softmax(const PwSparseSmem& sm, const int* slot
     const int j = gi + kPwGroup * u;
     const bool valid = k0 + j < end && slots[k0 + j] >= 0;
     x[u] = valid ? sm.s[r * kPwSRow + j] : ninf;
-    if (kPwSg.s_parts > 1) sm.s[r * kPwSRow + j] = 0.0f;  // the next tile's parts add into it
     mx = fmaxf(mx, x[u]);
   }
   for (int o = kPwGroup / 2; o > 0; o >>= 1) mx = fmaxf(mx, pw_shfl_xor(mx, o));
@@ -187,29 +177,34 @@ __device__ inline void pw_sparse_put_acc(const PwSparseSmem& sm, const PwMmaC* a
   }
 }
 
+// Head h's LSE (natural log; -inf where its row saw no key), from the block's final max and sum.
+__device__ inline float pw_sparse_lse(const PwSparseSmem& sm, int h) {
+  return sm.l[h] > 0.0f ? (sm.m[h] + log2f(sm.l[h])) * 0.69314718055994531f : pw_sparse_neg_inf();
+}
+
 // The block's output (T: float partials of a split, or bf16) and LSE. Where the output tile fits
 // in the Q and K regions (sparse_geometry.h) it is staged there and stored in 16-byte chunks,
-// each row contiguous; the caller's barrier after the last tile makes those regions free.
+// each row contiguous; the caller's barrier after the last tile makes those regions free. A split
+// of a cluster (sparse_decode.hip) leaves its partial staged and its LSEs in alpha (free since the
+// last tile): the cluster combines them from shared memory.
 template <typename T>
 __device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc, int head0,
                                        T* out, const PwSparseOut& o) {
   const int heads = PW_HEADS - head0 < kPwSg.head_tile ? PW_HEADS - head0 : kPwSg.head_tile;
   constexpr int bytes = sizeof(T);
+#if PW_SPARSE_DEC_CLUSTERED
+  static_assert(pw_sparse_out_staged(kPwSg, PW_L, bytes), "a cluster's partial stays staged");
+  pw_sparse_put_acc(sm, acc, reinterpret_cast<T*>(sm.q), pw_sparse_out_row(PW_L), heads);
+  __syncthreads();
+  if (threadIdx.x < heads) sm.alpha[threadIdx.x] = pw_sparse_lse(sm, threadIdx.x);
+  (void)out;
+  (void)o;
+#else
   if constexpr (pw_sparse_out_staged(kPwSg, PW_L, bytes)) {
     constexpr int row = pw_sparse_out_row(PW_L), chunks = PW_L * bytes / 16;
     T* tile = reinterpret_cast<T*>(sm.q);
     pw_sparse_put_acc(sm, acc, tile, row, heads);
     __syncthreads();
-#if PW_SPARSE_DEC_CLUSTERED
-    // The cluster combines the partials from shared memory (sparse_decode.hip): the tile stays,
-    // the heads' LSEs go to alpha, free since the last tile.
-    if (threadIdx.x < heads) {
-      const int h = threadIdx.x;
-      sm.alpha[h] = sm.l[h] > 0.0f ? (sm.m[h] + log2f(sm.l[h])) * 0.69314718055994531f
-                                   : pw_sparse_neg_inf();
-    }
-    return;
-#endif
     for (int i = threadIdx.x; i < heads * chunks; i += kPwSg.threads) {
       const int h = i / chunks, c = i % chunks;
       *reinterpret_cast<uint4*>(out + o.base + (head0 + h) * o.head_stride + c * (16 / bytes)) =
@@ -220,10 +215,9 @@ __device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc
   }
   if (threadIdx.x < heads) {
     const int h = threadIdx.x;
-    o.lse[o.lse_base + (head0 + h) * o.lse_stride] =
-        sm.l[h] > 0.0f ? (sm.m[h] + log2f(sm.l[h])) * 0.69314718055994531f
-                       : pw_sparse_neg_inf();
+    o.lse[o.lse_base + (head0 + h) * o.lse_stride] = pw_sparse_lse(sm, h);
   }
+#endif
 }
 
 // The whole attention of `row` over selected entries [begin, end) for the block's heads.
@@ -244,9 +238,6 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
 #pragma unroll
   for (int t = 0; t < kPwMTiles * kPwOutTiles; ++t) pw_mma_zero(acc[t]);
   float m = pw_sparse_neg_inf(), l = 0.0f;
-  if constexpr (kPwSg.s_parts > 1) {  // the parts add into S: zero until the softmax reads it
-    for (int i = threadIdx.x; i < kPwSg.head_tile * kPwSRow; i += kPwSg.threads) sm.s[i] = 0.0f;
-  }
   constexpr bool kStage = !(PW_SPARSE_SKIP & 16), kDequant = !(PW_SPARSE_SKIP & 1);
   if (kPwStaged && kStage && begin < end) pw_sparse_stage(a, sm, begin, end);
   if (!kPwStaged) pw_async_wait();  // Q; the barrier after the first dequant publishes it

@@ -28,8 +28,6 @@
 static_assert(PW_SPARSE_DEC_CLUSTERED == pw_sparse_dec_cluster(PW_SPLITS, true, PW_WGMMA != 0),
               "the kernel and the launch code agree on the cluster");
 #endif
-static_assert(!PW_SPARSE_DEC_CLUSTERED || pw_sparse_out_staged(kPwSg, PW_L, 4),
-              "a clustered split leaves its partial staged in shared memory");
 
 #if PW_SPARSE_DEC_CLUSTERED
 // The combine of the cluster's partials (common/cluster_combine.h): each block's normalized

@@ -27,14 +27,6 @@
 #ifndef PW_SPARSE_NARROW_PARTS
 #define PW_SPARSE_NARROW_PARTS 8
 #endif
-// 1: where a block has more warps than S tiles (16 heads in 8 warps: 2 tiles of 16 heads x 16
-// keys), `s_parts` warps share each S tile, each adding its slice of the L + Dr dims into S with
-// shared-memory atomics (S held at zero between tiles: the softmax clears what it reads), 9
-// dependent mma steps a warp instead of 36, no more shared memory. Default 0 (one warp a tile):
-// 1 lost to 0 in every row, by up to 17% (H100, bench/RESULTS.md, twenty-second session).
-#ifndef PW_SPARSE_SPLIT_S
-#define PW_SPARSE_SPLIT_S 0
-#endif
 
 struct PwSparseGeometry {
   int head_tile;   // heads a block computes (16, 32 or 64); grid.y = ceil(Hr / head_tile)
@@ -43,7 +35,6 @@ struct PwSparseGeometry {
   int parts;       // warps per head group, each owning L / parts output dims (2 or 8)
   int warps;
   int threads;
-  int s_parts;  // warps that share one S tile, each over a slice of the dims (PW_SPARSE_SPLIT_S)
   // Shared memory, in bytes from the start of the dynamic allocation.
   int q_offset, k_offset, s_offset, p_offset, stats_offset, slots_offset, stage_offset, smem_bytes;
 };
@@ -66,13 +57,6 @@ PW_HD constexpr PwSparseGeometry pw_sparse_layout(int head_tile, int keys, int w
   g.parts = parts;
   g.warps = head_tile / warp_heads * parts;
   g.threads = g.warps * warp;
-  // The most warps, a power of two, that share each S tile with every warp busy and an equal
-  // share of the dims' 16-wide k steps (an odd share runs gfx950's k loop a step at a time).
-  const int s_tiles = head_tile / 16 * (keys / 16);
-  g.s_parts = 1;
-  while (PW_SPARSE_SPLIT_S && 2 * g.s_parts * s_tiles <= g.warps &&
-         (l + dr) / 16 % (2 * g.s_parts) == 0)
-    g.s_parts *= 2;
   g.q_offset = 0;
   g.k_offset = g.q_offset + head_tile * pw_sparse_row(l, dr) * 2;
   g.s_offset = g.k_offset + keys * pw_sparse_row(l, dr) * 2;
