@@ -524,7 +524,6 @@ int Main(int argc, char** argv) {
     if (rows.empty()) return NoRows(o.rows);
     return ListOrCompile(o, plan_arch, rows);
   }
-  if (EnumerateRows(*models, plan_arch, o.rows).empty()) return NoRows(o.rows);
   const std::unique_ptr<Gpu> gpu = OpenGpuOrSayWhy("kernel_bench");
   if (gpu == nullptr) return 0;
   const Arch arch = Must(ParseArch(gpu->ArchName()));

@@ -82,6 +82,14 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
       if (!CIdentifier(v.substr(0, v.find('=')))) {
         return "--define " + v + ": must be NAME or NAME=VALUE, NAME a C identifier";
       }
+      // The launch code reads these too (kernels/nvfp4_mla/sparse_geometry.h): a kernel built
+      // with another value than the host's would be launched with the wrong grid, shared memory
+      // or workspace.
+      const std::string name = v.substr(0, v.find('='));
+      if (name == "PW_SPARSE_NARROW_PARTS" || name == "PW_SPARSE_DEC_CLUSTER") {
+        return "--define " + v + ": the launch code reads " + name +
+               " too; build the host with it (scripts/package-device --variant NAME=REV)";
+      }
       o.defines.push_back(v);
     } else if (a == "--launcher") {
       const std::vector<std::string>& names = BenchLaunchers();

@@ -5,6 +5,9 @@
 //     slice of the selected set and writes its normalized partial output and LSE to
 //     ws_o [rows][Hr][S][L] and ws_lse [rows][Hr][S]; pw_sparse_decode_combine, grid (rows, Hr),
 //     block PW_SPARSE_COMBINE_THREADS (common/geometry.h), combines them by LSE.
+//   splits 2 on Hopper (sm_90a): the row's two splits are one thread block cluster and combine
+//     their partials from each other's shared memory (sparse_geometry.h): no workspace, no
+//     combine kernel.
 // On NVIDIA a split longer than one tile stages its next tile while computing (sparse_attend.h).
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS

@@ -1,7 +1,7 @@
 // sparse_decode: MLA attention of the decode rows over the selected positions, split-K with a
-// combine. Key: splits = the largest power of two s in [2, 16] whose s x R x G blocks fit one wave
+// combine. Key: splits = the largest power of two s in [1, 16] whose s x R x G blocks fit one wave
 // of b blocks on each of the arch's multiprocessors (G: the blocks a row takes unsplit, b: the
-// blocks a multiprocessor holds, both from the kernel's geometry at s splits), else 2.
+// blocks a multiprocessor holds, both from the kernel's geometry at s splits), else 1.
 // msa_sparse_decode: GQA over the selected blocks, its own bounds and the blocks a row takes
 // unsplit, G = Hkv_r x ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV
 // group: msa_sparse_decode_heads): splits = min(8, largest power of two s with s^2 x R x G <= 256,

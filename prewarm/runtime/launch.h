@@ -24,9 +24,9 @@ struct EntryLaunch {
   unsigned shared_bytes = 0;
 };
 // The launches a key's Launch* helper makes, in order (sparse_decode with splits: the split
-// kernel, then the combine). The one place block sizes and dynamic shared memory are decided;
-// `prewarm verify` checks them against the compiled code object. InvalidArgument for an
-// unknown launcher or a key without its arch.
+// kernel, then the combine, but where the splits combine inside their cluster: sm_90 at 2). The one
+// place block sizes and dynamic shared memory are decided; `prewarm verify` checks them against the
+// compiled code object. InvalidArgument for an unknown launcher or a key without its arch.
 absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key);
 
 struct Fp8BmmArgs {
@@ -81,7 +81,9 @@ struct SparseArgs {
   int rows = 0;
   DevicePtr ws_o = 0, ws_lse = 0;  // sparse_decode with splits > 1: SparseWorkspaceBytes
 };
-// Bytes of ws_o and of ws_lse (ws_o / kv_lora_rank): 0 when the key has no splits.
+// Bytes of ws_o and of ws_lse (ws_o / kv_lora_rank): 0 when the key has no splits or its splits
+// combine inside their cluster. Not monotone in rows (splits fall as rows grow): a caller sizing
+// once takes the max over the row counts it runs.
 size_t SparseWorkspaceBytes(const Key& key, int rows);
 size_t SparseLseWorkspaceBytes(const Key& key, int rows);
 absl::Status LaunchSparsePrefill(Gpu& gpu, void* module, const Key& key, const SparseArgs& a);

@@ -301,7 +301,8 @@ int prewarm_runtime_msa_sparse_decode(prewarm_runtime* rt, const prewarm_msa_spa
  * (rows): bytes[0] for ws_o, bytes[1] for ws_lse; msa_index_decode (rows): bytes[0] for the
  * workspace of prewarm_runtime_msa_index_topk_decode (the plain launch needs none). Every other
  * launcher: 0. `stride` is unused (index_decode's buffered variant, which needed it, was
- * removed). */
+ * removed). The split decodes' bytes are not monotone in `rows` (fewer splits as rows grow;
+ * none at one split or a cluster's two): to size once, take the max over the row counts run. */
 int prewarm_runtime_workspace(prewarm_runtime* rt, const char* launcher, int rows, long long ctx,
                               int stride, size_t bytes[2], char* err, size_t err_len);
 

@@ -238,7 +238,9 @@ class Runtime(MsaLaunchers):
         (ws_key, ws_idx); sparse_decode (rows): (ws_o, ws_lse); msa_topk_prefill (rows, ctx):
         (workspace, 0); msa_sparse_decode (rows): (ws_o, ws_lse); msa_index_decode (rows):
         (msa_index_topk_decode's workspace, 0); others (0, 0). `stride` is unused (index_decode
-        needed it before its buffered variant was removed)."""
+        needed it before its buffered variant was removed). Not monotone in `rows` for the split
+        decodes (fewer splits as rows grow; none at one split or a cluster's two): to size once,
+        take the max over the row counts the server runs."""
         out = (ctypes.c_size_t * 2)()
         err = ctypes.create_string_buffer(4096)
         _raise_for(self._lib.prewarm_runtime_workspace(

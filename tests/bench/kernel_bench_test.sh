@@ -44,13 +44,17 @@ expect_bad "--define 1X: must be NAME or NAME=VALUE, NAME a C identifier" --defi
 expect_bad "--define =3: must be NAME or NAME=VALUE, NAME a C identifier" --define =3
 expect_bad "--define A-B=1: must be NAME or NAME=VALUE, NAME a C identifier" --define A-B=1
 expect_bad "--define needs a value" --define
-# Filters that select no row (the bench's decode rows are at 32K): exit 2 naming them, GPU or
-# not, --list too.
-expect_bad "no row matches --launcher sparse_decode --ctx 8192" --launcher sparse_decode --ctx 8192
+# Filters that select no row (the bench's decode rows are at 32K): exit 2 naming them (--list
+# here; a GPU run checks the rows of its GPU's arch).
+expect_bad "no row matches --launcher sparse_decode --ctx 8192" --list --launcher sparse_decode \
+  --ctx 8192
 expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_decode --rows 3" --list \
   --shapes v3.2-tp8 --launcher sparse_decode --rows 3
-expect_bad "no row matches --launcher topk_decode --variant strips=2" --launcher topk_decode \
-  --variant strips=2
+expect_bad "no row matches --launcher topk_decode --variant strips=2" --compile-only \
+  --launcher topk_decode --variant strips=2
+expect_bad "--define PW_SPARSE_NARROW_PARTS=2: the launch code reads PW_SPARSE_NARROW_PARTS too" \
+  --define PW_SPARSE_NARROW_PARTS=2
+expect_bad "--define PW_SPARSE_DEC_CLUSTER: the launch code reads" --define PW_SPARSE_DEC_CLUSTER
 out=$("$bench" --help 2>&1)
 rc=$?
 if [[ $rc -ne 0 ]] || ! grep -q "usage: kernel_bench" <<<"$out" || ! grep -q -- "--launcher" <<<"$out"; then
