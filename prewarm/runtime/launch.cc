@@ -38,14 +38,17 @@ absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
                             static_cast<int>(KeyInt(key, "rope_dim")), range, staged);
 }
 
-// Whether a sparse_decode key's splits combine inside their thread block cluster (no workspace,
-// no combine kernel: sparse_geometry.h).
-absl::StatusOr<bool> SparseClusterCombines(const Key& key) {
-  if (key.launcher != "sparse_decode") return false;
+// The splits of a sparse_decode key whose partials go through the workspace and the combine
+// kernel: 0 where there are none (one split, or splits that combine inside their thread block
+// cluster: sparse_geometry.h).
+absl::StatusOr<int64_t> SparseWorkspaceSplits(const Key& key) {
+  const int64_t splits = KeyInt(key, "splits");
+  if (key.launcher != "sparse_decode" || splits <= 1) return 0;
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
-  return pw_sparse_dec_cluster(
-      static_cast<int>(std::clamp<int64_t>(KeyInt(key, "splits"), 1, int64_t{1} << 20)),
-      arch.platform == Platform::kNvidia, Wgmma(arch));
+  const bool cluster =
+      pw_sparse_dec_cluster(static_cast<int>(std::min<int64_t>(splits, int64_t{1} << 20)),
+                            arch.platform == Platform::kNvidia, Wgmma(arch));
+  return cluster ? 0 : splits;
 }
 
 // The block shape index_geometry.h gives the index kernels compiled for this key.
@@ -175,8 +178,8 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
     const bool decode = l == "sparse_decode";
     std::vector<EntryLaunch> e = {{decode ? "pw_sparse_decode" : "pw_sparse_prefill",
                                    Unsigned(g.threads), Unsigned(g.smem_bytes)}};
-    ASSIGN_OR_RETURN(const bool cluster, SparseClusterCombines(key));
-    if (decode && KeyInt(key, "splits") > 1 && !cluster) {
+    ASSIGN_OR_RETURN(const int64_t combined, SparseWorkspaceSplits(key));
+    if (combined > 0) {
       e.push_back({"pw_sparse_decode_combine", PW_SPARSE_COMBINE_THREADS, 0});
     }
     return e;
@@ -300,16 +303,12 @@ absl::Status LaunchTopkDecode(Gpu& gpu, void* module, const Key& key, const Topk
 }
 
 size_t SparseWorkspaceBytes(const Key& key, int rows) {
-  const int64_t splits = KeyInt(key, "splits");
-  if (splits <= 1 || SparseClusterCombines(key).value_or(false)) return 0;
-  return static_cast<size_t>(rows) * KeyInt(key, "heads") * splits * KeyInt(key, "kv_lora_rank") *
-         sizeof(float);
+  return SparseLseWorkspaceBytes(key, rows) * KeyInt(key, "kv_lora_rank");
 }
 
 size_t SparseLseWorkspaceBytes(const Key& key, int rows) {
-  const int64_t splits = KeyInt(key, "splits");
-  if (splits <= 1 || SparseClusterCombines(key).value_or(false)) return 0;
-  return static_cast<size_t>(rows) * KeyInt(key, "heads") * splits * sizeof(float);
+  return static_cast<size_t>(rows) * KeyInt(key, "heads") *
+         SparseWorkspaceSplits(key).value_or(KeyInt(key, "splits")) * sizeof(float);
 }
 
 absl::Status LaunchSparsePrefill(Gpu& gpu, void* module, const Key& key, const SparseArgs& a) {
