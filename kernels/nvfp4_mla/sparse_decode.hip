@@ -12,7 +12,7 @@
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
-#include "common/cluster_combine.h"
+#include "common/cluster.h"
 #include "common/wgmma.h"  // PW_WGMMA: Hopper's thread block clusters
 #include "nvfp4_mla/sparse_geometry.h"
 // Hopper, 2 splits: a row's splits are one cluster, which combines (sparse_geometry.h).
@@ -33,14 +33,15 @@ static_assert(PW_SPARSE_DEC_CLUSTERED == pw_sparse_dec_cluster(PW_SPLITS, true, 
 #endif
 
 #if PW_SPARSE_DEC_CLUSTERED
-// The combine of the cluster's partials (common/cluster_combine.h): each block's normalized
+// The combine of the cluster's partials (common/cluster.h): each block's normalized
 // partial is staged at the start of its shared memory ([head_tile][pw_sparse_out_row(L)] f32)
 // and its heads' LSEs in its alpha (pw_sparse_store); block `rank` combines its share of the
 // (head, 4 dims) outputs.
 __device__ inline void pw_sparse_cluster_combine(pw_u16* out, float* lse, int row, int head0,
                                                  int rank) {
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
-  pw_cluster_sync_release();
+  pw_cluster_arrive();
+  pw_cluster_wait();
   const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
   const float* tile = reinterpret_cast<const float*>(sm.q);
   const int heads = PW_HEADS - head0 < kPwSg.head_tile ? PW_HEADS - head0 : kPwSg.head_tile;

@@ -26,6 +26,7 @@
 #pragma once
 #include "common/geometry.h"
 #include "common/portability.h"
+#include "common/cluster.h"
 #include "common/wgmma.h"
 
 #ifndef PW_TOPK_CLUSTER_SHARED
@@ -98,29 +99,6 @@ struct PwTopkShared {
 #endif
 };
 
-// Thread block clusters (Hopper): a row's keys split over kCluster blocks, which merge their
-// counts through distributed shared memory. The barrier's arrive releases this block's shared
-// writes and its wait acquires the peers'.
-#if PW_WGMMA
-__device__ inline void pw_cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ inline void pw_cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// `p` (this block's shared memory) in the cluster's block `rank`.
-__device__ inline int pw_cluster_load(const int* p, int rank) {
-  pw_u32 a;
-  int v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(pw_smem_addr(p)), "r"(rank));
-  asm volatile("ld.shared::cluster.s32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
-  return v;
-}
-#elif !defined(PW_SIMT_EMU)  // the CPU tests' emulator (tests/kernels/simt_emu.h) has its own
-__device__ inline void pw_cluster_arrive() {}
-__device__ inline void pw_cluster_wait() {}
-__device__ inline int pw_cluster_load(const int* p, int) { return *p; }
-#endif
 // The sum over the cluster's blocks of `p` (after a barrier that published every block's).
 template <int kCluster>
 __device__ inline int pw_cluster_sum(const int* p) {
