@@ -54,6 +54,24 @@ PW_HD inline float pw_u2f(pw_u32 u) {
 #endif
 }
 
+// Programmatic dependent launch (NVIDIA sm_90 and later; nothing elsewhere, on the CPU or where
+// the launch was an ordinary one): pw_grid_dependency_wait() waits until the stream's previous
+// kernel has completed and its writes are visible, which a kernel launched as its programmatic
+// dependent (EntryLaunch::programmatic) must do before it reads them; pw_grid_launch_dependents()
+// lets such a next kernel start launching now, its blocks then waiting in
+// pw_grid_dependency_wait() while this kernel still runs.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+PW_DEVICE_INLINE void pw_grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+PW_DEVICE_INLINE void pw_grid_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+#else
+PW_HD inline void pw_grid_dependency_wait() {}
+PW_HD inline void pw_grid_launch_dependents() {}
+#endif
+
 // 2^n for -126 <= n <= 127, exactly.
 PW_HD inline float pw_exp2i(int n) { return pw_u2f(static_cast<pw_u32>(n + 127) << 23); }
 

@@ -64,6 +64,12 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
                      float* ws_o, float* ws_lse) {
   const PwSparseArgs a{q_latent, q_rope, topk,     row_req, block_table,
                        max_blocks, block_size, kv_cache, g_kv, scale};
+#if PW_SPLITS > 1 && !PW_SPARSE_DEC_CLUSTERED
+  // The combine kernel (a programmatic dependent on sm_90) may launch now: its blocks wait for
+  // this grid's partials in pw_grid_dependency_wait. The splits rule keeps this grid within one
+  // wave, so they take no room its blocks need.
+  pw_grid_launch_dependents();
+#endif
   if (PW_SPARSE_SKIP & 32) return;  // a measuring instrument (sparse_attend.h)
   const int row = blockIdx.x, head0 = blockIdx.y * kPwSg.head_tile;
 #if PW_SPLITS == 1
@@ -87,32 +93,48 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
 #if PW_SPLITS > 1 && !PW_SPARSE_DEC_CLUSTERED
 extern "C" __global__ void __launch_bounds__(PW_SPARSE_COMBINE_THREADS)
     pw_sparse_decode_combine(const float* ws_o, const float* ws_lse, pw_u16* out, float* lse) {
+  pw_grid_dependency_wait();  // the split kernel's partials (common/portability.h)
+  constexpr int T = PW_SPARSE_COMBINE_THREADS, kPer = (PW_L + 4 * T - 1) / (4 * T);
   const int row = blockIdx.x, head = blockIdx.y;
   const long long first = (static_cast<long long>(row) * PW_HEADS + head) * PW_SPLITS;
   const float ninf = pw_sparse_neg_inf();
+  // Every split's partial is read whatever its LSE, in the same straight run of loads as the
+  // LSEs (one round trip, not two); a -inf partial's values are then never used.
   float ls[PW_SPLITS];
+  float4 v[kPer][PW_SPLITS];
+#pragma unroll
+  for (int s = 0; s < PW_SPLITS; ++s) ls[s] = ws_lse[first + s];
+#pragma unroll
+  for (int p = 0; p < kPer; ++p) {
+    const int d = 4 * (threadIdx.x + p * T);
+#pragma unroll
+    for (int s = 0; s < PW_SPLITS; ++s) {
+      v[p][s] = PW_L % (4 * T) == 0 || d < PW_L
+                    ? *reinterpret_cast<const float4*>(ws_o + (first + s) * PW_L + d)
+                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
   float hi = ninf;
 #pragma unroll
-  for (int s = 0; s < PW_SPLITS; ++s) {
-    ls[s] = ws_lse[first + s];
-    hi = fmaxf(hi, ls[s]);
-  }
+  for (int s = 0; s < PW_SPLITS; ++s) hi = fmaxf(hi, ls[s]);
   float total = 0.0f;
 #pragma unroll
   for (int s = 0; s < PW_SPLITS; ++s) total += ls[s] == ninf ? 0.0f : expf(ls[s] - hi);
   const float l = hi == ninf ? ninf : hi + logf(total);
   const long long o = static_cast<long long>(row) * PW_HEADS + head;
-  for (int d = 4 * threadIdx.x; d < PW_L; d += 4 * PW_SPARSE_COMBINE_THREADS) {
+#pragma unroll
+  for (int p = 0; p < kPer; ++p) {
+    const int d = 4 * (threadIdx.x + p * T);
+    if (PW_L % (4 * T) != 0 && d >= PW_L) continue;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int s = 0; s < PW_SPLITS; ++s) {
       if (ls[s] == ninf) continue;
       const float w = expf(ls[s] - l);
-      const float4 v = *reinterpret_cast<const float4*>(ws_o + (first + s) * PW_L + d);
-      acc.x += w * v.x;
-      acc.y += w * v.y;
-      acc.z += w * v.z;
-      acc.w += w * v.w;
+      acc.x += w * v[p][s].x;
+      acc.y += w * v[p][s].y;
+      acc.z += w * v[p][s].z;
+      acc.w += w * v[p][s].w;
     }
     uint2 packed;
     packed.x = pw_pack_bf16x2(acc.x, acc.y);

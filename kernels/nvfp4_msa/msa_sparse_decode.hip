@@ -82,6 +82,11 @@ extern "C" __global__ void __launch_bounds__(kPwMg.threads,
                          const int* block_table, int max_blocks, const pw_u8* kv, float k_scale,
                          float v_scale, float scale, pw_u16* o, float* lse, float* ws_o,
                          float* ws_lse, int rows) {
+#if PW_SPLITS > 1 && !PW_MSA_DEC_CLUSTER
+  // The combine kernel (a programmatic dependent on sm_90) may launch now: its blocks wait for
+  // this grid's partials in pw_grid_dependency_wait.
+  pw_grid_launch_dependents();
+#endif
   if (PW_MSA_DEC_EMPTY) return;
   pw_trace(0);
   const PwMsaArgs a{q,  topk,    row_req, visible, block_table, max_blocks,
@@ -105,16 +110,23 @@ extern "C" __global__ void __launch_bounds__(kPwMg.threads,
 static_assert(PW_MSA_D == 4 * PW_MSA_COMBINE_THREADS, "the combine takes 4 dims a thread");
 extern "C" __global__ void __launch_bounds__(PW_MSA_COMBINE_THREADS)
     pw_msa_sparse_decode_combine(const float* ws_o, const float* ws_lse, pw_u16* o, float* lse) {
+  pw_grid_dependency_wait();  // the split kernel's partials (common/portability.h)
   const long long rh = static_cast<long long>(blockIdx.x) * PW_HEADS + blockIdx.y;
   const long long first = rh * PW_SPLITS;
+  const int d = 4 * threadIdx.x;
   const float ninf = pw_msa_neg_inf();
+  // Every split's partial is read whatever its LSE, so these loads go out with the LSEs' (one
+  // round trip, not two); a -inf partial's values are then never used (they may be anything).
   float ls[PW_SPLITS];
-  float hi = ninf;
+  float4 v[PW_SPLITS];
 #pragma unroll
   for (int s = 0; s < PW_SPLITS; ++s) {
     ls[s] = ws_lse[first + s];
-    hi = fmaxf(hi, ls[s]);
+    v[s] = *reinterpret_cast<const float4*>(ws_o + (first + s) * PW_MSA_D + d);
   }
+  float hi = ninf;
+#pragma unroll
+  for (int s = 0; s < PW_SPLITS; ++s) hi = fmaxf(hi, ls[s]);
   float total = 0.0f;
 #pragma unroll
   for (int s = 0; s < PW_SPLITS; ++s) {
@@ -122,17 +134,15 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_COMBINE_THREADS)
     total += ls[s];
   }
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  const int d = 4 * threadIdx.x;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
   for (int s = 0; s < PW_SPLITS; ++s) {
     if (ls[s] == 0.0f) continue;
     const float w = ls[s] * inv;
-    const float4 v = *reinterpret_cast<const float4*>(ws_o + (first + s) * PW_MSA_D + d);
-    acc.x += w * v.x;
-    acc.y += w * v.y;
-    acc.z += w * v.z;
-    acc.w += w * v.w;
+    acc.x += w * v[s].x;
+    acc.y += w * v[s].y;
+    acc.z += w * v[s].z;
+    acc.w += w * v[s].w;
   }
   uint2 packed;
   packed.x = pw_pack_bf16x2(acc.x, acc.y);

@@ -1,5 +1,6 @@
 // The CUDA driver API through dlopen("libcuda.so.1"); declarations are ours (no CUDA headers).
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 #include <vector>
 
@@ -18,6 +19,25 @@ using CUmodule = void*;
 using CUfunction = void*;
 using CUdeviceptr = unsigned long long;
 using CUevent = void*;
+
+// cuLaunchKernelEx's configuration (CUDA 12.0+), laid out as cuda.h declares it: an attribute is
+// its id, padding to 8 bytes and a 64-byte value.
+struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "cuda.h's CUlaunchAttribute");
+struct CUlaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  void* stream;
+  CUlaunchAttribute* attrs;
+  unsigned num_attrs;
+};
+constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
 
 struct CudaApi {
   CUresult (*init)(unsigned) = nullptr;
@@ -38,8 +58,11 @@ struct CudaApi {
   CUresult (*module_get_global)(CUdeviceptr*, size_t*, CUmodule, const char*) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                             unsigned, void*, void**, void**) = nullptr;
+  // Absent from drivers before CUDA 12.0: programmatic launches are then ordinary ones.
+  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*ctx_synchronize)() = nullptr;
   CUresult (*func_set_attribute)(CUfunction, int, int) = nullptr;
+  CUresult (*func_get_attribute)(int*, int, CUfunction) = nullptr;
   CUresult (*event_create)(CUevent*, unsigned) = nullptr;
   CUresult (*event_record)(CUevent, void*) = nullptr;
   CUresult (*event_synchronize)(CUevent) = nullptr;
@@ -53,17 +76,23 @@ constexpr int kAttrComputeMinor = 76;
 constexpr int kAttrMultiprocessorCount = 16;
 constexpr int kFuncAttrMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr unsigned kStaticSharedLimit = 48 * 1024;
+// A function's compile-time cluster shape (__cluster_dims__; 0 without one) and its preferred
+// scheduling of a cluster's blocks over the SMs (CUclusterSchedulingPolicy).
+constexpr int kFuncAttrRequiredClusterWidth = 11;  // then height 12, depth 13
+constexpr int kFuncAttrClusterSchedulingPolicy = 15;
 
 class CudaGpu final : public Gpu {
  public:
   CudaGpu(DynamicLibrary lib, CudaApi api, CUcontext ctx, std::string name, std::string arch,
-          int sms)
+          int sms, bool programmatic, int cluster_policy)
       : lib_(std::move(lib)),
         api_(api),
         ctx_(ctx),
         name_(std::move(name)),
         arch_(std::move(arch)),
-        sms_(sms) {}
+        sms_(sms),
+        programmatic_(programmatic),
+        cluster_policy_(cluster_policy) {}
 
   std::string Name() const override { return name_; }
   std::string ArchName() const override { return arch_; }
@@ -106,7 +135,7 @@ class CudaGpu final : public Gpu {
     return p;
   }
   absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
-                      unsigned shared_bytes) override {
+                      unsigned shared_bytes, bool programmatic) override {
     // The opt-in is per function and lasts: ask the driver once, not at every launch.
     if (shared_bytes > kStaticSharedLimit && shared_opt_in_[function] < shared_bytes) {
       RETURN_IF_ERROR(Check(api_.func_set_attribute(function, kFuncAttrMaxDynamicShared,
@@ -114,7 +143,30 @@ class CudaGpu final : public Gpu {
                             StrCat("cuFuncSetAttribute(max dynamic shared ", shared_bytes, ")")));
       shared_opt_in_[function] = shared_bytes;
     }
+    if (cluster_policy_ >= 0 && !policy_set_[function]) {
+      int blocks = 1;
+      for (int attr = kFuncAttrRequiredClusterWidth; attr < kFuncAttrRequiredClusterWidth + 3;
+           ++attr) {
+        int n = 0;
+        RETURN_IF_ERROR(Check(api_.func_get_attribute(&n, attr, function), "cuFuncGetAttribute"));
+        blocks *= std::max(n, 1);
+      }
+      if (blocks > 1) {
+        RETURN_IF_ERROR(Check(
+            api_.func_set_attribute(function, kFuncAttrClusterSchedulingPolicy, cluster_policy_),
+            StrCat("cuFuncSetAttribute(cluster scheduling policy ", cluster_policy_, ")")));
+      }
+      policy_set_[function] = true;
+    }
     std::vector<void*> a = args;
+    if (programmatic && programmatic_) {
+      CUlaunchAttribute attr{};
+      attr.id = kLaunchAttrProgrammaticStreamSerialization;
+      attr.value.programmatic_stream_serialization_allowed = 1;
+      const CUlaunchConfig config{grid.x,  grid.y,       grid.z,  block.x, block.y,
+                                  block.z, shared_bytes, stream_, &attr,   1};
+      return Check(api_.launch_kernel_ex(&config, function, a.data(), nullptr), "cuLaunchKernelEx");
+    }
     return Check(api_.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                     shared_bytes, stream_, a.data(), nullptr),
                  "cuLaunchKernel");
@@ -153,6 +205,10 @@ class CudaGpu final : public Gpu {
   CUcontext ctx_;
   std::string name_, arch_;
   int sms_;
+  bool programmatic_;  // sm_90 or later, and the driver has cuLaunchKernelEx
+  // PREWARM_CLUSTER_SCHEDULING's policy for the kernels with clusters (-1: the driver's own).
+  int cluster_policy_;
+  std::unordered_map<void*, bool> policy_set_;
   std::unordered_map<void*, unsigned> shared_opt_in_;  // function -> dynamic shared bytes allowed
   void* stream_ = nullptr;
 };
@@ -179,9 +235,11 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   RETURN_IF_ERROR(lib.Get("cuModuleGetFunction", a.module_get_function));
   RETURN_IF_ERROR(lib.Get("cuModuleGetGlobal_v2", a.module_get_global));
   RETURN_IF_ERROR(lib.Get("cuLaunchKernel", a.launch_kernel));
+  if (!lib.Get("cuLaunchKernelEx", a.launch_kernel_ex).ok()) a.launch_kernel_ex = nullptr;
   RETURN_IF_ERROR(lib.Get("cuCtxSynchronize", a.ctx_synchronize));
   RETURN_IF_ERROR(lib.Get("cuGetErrorString", a.get_error_string));
   RETURN_IF_ERROR(lib.Get("cuFuncSetAttribute", a.func_set_attribute));
+  RETURN_IF_ERROR(lib.Get("cuFuncGetAttribute", a.func_get_attribute));
   RETURN_IF_ERROR(lib.Get("cuEventCreate", a.event_create));
   RETURN_IF_ERROR(lib.Get("cuEventRecord", a.event_record));
   RETURN_IF_ERROR(lib.Get("cuEventSynchronize", a.event_synchronize));
@@ -196,6 +254,21 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   if (device >= count) {
     return absl::FailedPreconditionError(
         StrCat("CUDA sees ", count, " GPUs; wanted device ", device));
+  }
+  // A measuring instrument: how the blocks of a cluster kernel are placed over the SMs.
+  int cluster_policy = -1;
+  if (const char* p = std::getenv("PREWARM_CLUSTER_SCHEDULING"); p != nullptr && *p != '\0') {
+    const std::string v = p;
+    if (v == "default") {
+      cluster_policy = 0;
+    } else if (v == "spread") {
+      cluster_policy = 1;
+    } else if (v == "load-balancing") {
+      cluster_policy = 2;
+    } else {
+      return absl::InvalidArgumentError(
+          StrCat("PREWARM_CLUSTER_SCHEDULING=", v, ": must be default, spread or load-balancing"));
+    }
   }
   CUdevice dev = 0;
   a.device_get(&dev, device);
@@ -213,7 +286,8 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   a.ctx_set_current(ctx);
   const std::string arch = StrCat("sm_", major * 10 + minor);
   return std::unique_ptr<Gpu>(
-      new CudaGpu(std::move(lib), a, ctx, StrCat(name, " (", arch, ")"), arch, std::max(sms, 1)));
+      new CudaGpu(std::move(lib), a, ctx, StrCat(name, " (", arch, ")"), arch, std::max(sms, 1),
+                  major >= 9 && a.launch_kernel_ex != nullptr, cluster_policy));
 }
 
 }  // namespace prewarm

@@ -51,8 +51,12 @@ class Gpu {
                                               size_t* bytes) = 0;
   // `args` points at each kernel argument's value, in order. `shared_bytes` of dynamic shared
   // memory; above 48 KiB the function is first allowed that much (CUDA's opt-in).
+  // `programmatic`: as a programmatic dependent of the stream's previous kernel (CUDA, sm_90 and
+  // later, a driver with cuLaunchKernelEx): its blocks may start while that kernel runs, so the
+  // kernel must wait for it (griddepcontrol.wait) before reading what it wrote. Elsewhere an
+  // ordinary launch, where that wait does nothing.
   virtual absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
-                              unsigned shared_bytes) = 0;
+                              unsigned shared_bytes, bool programmatic) = 0;
   // The stream Launch and RecordEvent use from now on: a CUstream / hipStream_t the caller owns
   // (a PyTorch stream), or null for the default stream. On CUDA it also makes this Gpu's context
   // current on the calling thread.

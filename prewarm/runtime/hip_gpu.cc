@@ -89,7 +89,7 @@ class HipGpu final : public Gpu {
     return reinterpret_cast<DevicePtr>(p);
   }
   absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
-                      unsigned shared_bytes) override {
+                      unsigned shared_bytes, bool /*programmatic: CUDA's only*/) override {
     std::vector<void*> a = args;
     return Check(api_.launch(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                              shared_bytes, stream_, a.data(), nullptr),

@@ -180,7 +180,7 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
                                    Unsigned(g.threads), Unsigned(g.smem_bytes)}};
     ASSIGN_OR_RETURN(const int64_t combined, SparseWorkspaceSplits(key));
     if (combined > 0) {
-      e.push_back({"pw_sparse_decode_combine", PW_SPARSE_COMBINE_THREADS, 0});
+      e.push_back({"pw_sparse_decode_combine", PW_SPARSE_COMBINE_THREADS, 0, true});
     }
     return e;
   }

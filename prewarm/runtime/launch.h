@@ -22,6 +22,10 @@ struct EntryLaunch {
   const char* entry;  // a literal: the launch path allocates no strings
   unsigned threads = 0;
   unsigned shared_bytes = 0;
+  // Launched as a programmatic dependent of the stream's previous launch (Gpu::Launch): only
+  // entries that wait for it (pw_grid_dependency_wait, kernels/common/portability.h) before
+  // reading what it wrote, and only right after a launch of the same key.
+  bool programmatic = false;
 };
 // The launches a key's Launch* helper makes, in order (sparse_decode with splits: the split
 // kernel, then the combine, but where the splits combine inside their cluster: sm_90 at 2). The one

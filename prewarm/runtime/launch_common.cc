@@ -8,7 +8,7 @@ namespace prewarm::launch_internal {
 absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid,
                  const std::vector<void*>& args) {
   ASSIGN_OR_RETURN(void* fn, gpu.GetFunction(module, e.entry));
-  return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes);
+  return gpu.Launch(fn, grid, {e.threads, 1, 1}, args, e.shared_bytes, e.programmatic);
 }
 
 absl::Status CheckAligned(std::string_view launcher, std::initializer_list<AlignedArg> args) {

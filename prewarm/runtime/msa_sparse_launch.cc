@@ -63,7 +63,7 @@ absl::StatusOr<std::vector<EntryLaunch>> MsaSparseEntryLaunches(const Key& key) 
   std::vector<EntryLaunch> e = {{"pw_msa_sparse_decode", threads, smem}};
   ASSIGN_OR_RETURN(const bool cluster, ClusterCombines(key));
   if (Splits(key) > 1 && !cluster) {
-    e.push_back({"pw_msa_sparse_decode_combine", PW_MSA_COMBINE_THREADS, 0});
+    e.push_back({"pw_msa_sparse_decode_combine", PW_MSA_COMBINE_THREADS, 0, true});
   }
   return e;
 }
