@@ -216,6 +216,22 @@ class CudaGpu final : public Gpu {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
+  // A measuring instrument: how the blocks of a cluster kernel are placed over the SMs. Read
+  // first, so that a bad value is named on any machine.
+  int cluster_policy = -1;
+  if (const char* p = std::getenv("PREWARM_CLUSTER_SCHEDULING"); p != nullptr && *p != '\0') {
+    const std::string v = p;
+    if (v == "default") {
+      cluster_policy = 0;
+    } else if (v == "spread") {
+      cluster_policy = 1;
+    } else if (v == "load-balancing") {
+      cluster_policy = 2;
+    } else {
+      return absl::InvalidArgumentError(
+          StrCat("PREWARM_CLUSTER_SCHEDULING=", v, ": must be default, spread or load-balancing"));
+    }
+  }
   ASSIGN_OR_RETURN(DynamicLibrary lib, DynamicLibrary::Open({"libcuda.so.1"}));
   CudaApi a;
   RETURN_IF_ERROR(lib.Get("cuInit", a.init));
@@ -254,21 +270,6 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   if (device >= count) {
     return absl::FailedPreconditionError(
         StrCat("CUDA sees ", count, " GPUs; wanted device ", device));
-  }
-  // A measuring instrument: how the blocks of a cluster kernel are placed over the SMs.
-  int cluster_policy = -1;
-  if (const char* p = std::getenv("PREWARM_CLUSTER_SCHEDULING"); p != nullptr && *p != '\0') {
-    const std::string v = p;
-    if (v == "default") {
-      cluster_policy = 0;
-    } else if (v == "spread") {
-      cluster_policy = 1;
-    } else if (v == "load-balancing") {
-      cluster_policy = 2;
-    } else {
-      return absl::InvalidArgumentError(
-          StrCat("PREWARM_CLUSTER_SCHEDULING=", v, ": must be default, spread or load-balancing"));
-    }
   }
   CUdevice dev = 0;
   a.device_get(&dev, device);

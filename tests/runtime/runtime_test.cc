@@ -3,6 +3,7 @@
 // clear refusal.
 #include "prewarm/runtime/runtime.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -12,6 +13,7 @@
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/launchers/step_generator.h"
 #include "prewarm/runtime/launch.h"
+#include "prewarm/runtime/msa_sparse_launch.h"
 #include "prewarm/util/files.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
@@ -380,6 +382,56 @@ TEST(LaunchTest, TopkPrefillTakesAClusterARowOnHopperAndStripsElsewhere) {
       EXPECT_EQ(TopkWorkspaceBytes(key, 10), ws) << arch_name << " strips " << strips;
     }
   }
+}
+
+// The second kernel of a split decode (the combine) waits for the split kernel's partials in
+// griddepcontrol.wait, so it alone launches as a programmatic dependent: never the split kernel,
+// which follows whatever the stream ran before it. Where the splits combine in their cluster
+// (sm_90: MLA at 2, MSA at 2 to 8) there is no second kernel.
+TEST(LaunchTest, OnlyTheSplitDecodesCombineLaunchesAsAProgrammaticDependent) {
+  for (const char* arch_name : {"sm_90", "gfx942"}) {
+    const absl::StatusOr<Arch> arch = ParseArch(arch_name);
+    ASSERT_TRUE(arch.ok()) << arch.status();
+    const bool hopper = std::string(arch_name) == "sm_90";
+    for (const char* launcher : {"sparse_decode", "msa_sparse_decode"}) {
+      const bool msa = std::string(launcher) == "msa_sparse_decode";
+      for (int splits : {1, 2, 4, 16}) {
+        Key key = NewKey(launcher, *arch);
+        key.Set("splits", int64_t{splits});
+        if (msa) {
+          key.Set("heads", int64_t{16}).Set("kv_heads", int64_t{1});
+          key.Set("head_dim", int64_t{128}).Set("topk_blocks", int64_t{16});
+        } else {
+          key.Set("heads", int64_t{16}).Set("kv_lora_rank", int64_t{512});
+          key.Set("rope_dim", int64_t{64}).Set("topk", int64_t{2048});
+        }
+        const absl::StatusOr<std::vector<EntryLaunch>> e =
+            msa ? MsaSparseEntryLaunches(key) : EntryLaunches(key);
+        ASSERT_TRUE(e.ok()) << e.status();
+        const bool clustered = hopper && splits > 1 && splits <= (msa ? 8 : 2);
+        const bool combine = splits > 1 && !clustered;
+        ASSERT_EQ(e->size(), combine ? 2u : 1u) << launcher << " " << arch_name << " " << splits;
+        EXPECT_FALSE((*e)[0].programmatic) << launcher << " " << arch_name << " " << splits;
+        if (combine) {
+          EXPECT_EQ(std::string((*e)[1].entry),
+                    msa ? "pw_msa_sparse_decode_combine" : "pw_sparse_decode_combine");
+          EXPECT_TRUE((*e)[1].programmatic) << launcher << " " << arch_name << " " << splits;
+        }
+      }
+    }
+  }
+}
+
+// PREWARM_CLUSTER_SCHEDULING (a measuring instrument: the cluster kernels' scheduling policy) is
+// read before the driver is opened: a bad value is named on any machine, GPU or not.
+TEST(RuntimeTest, ABadClusterSchedulingPolicyIsAnErrorNamingIt) {
+  ASSERT_EQ(setenv("PREWARM_CLUSTER_SCHEDULING", "packed", 1), 0);
+  const absl::StatusOr<std::unique_ptr<Gpu>> gpu = OpenCudaGpu();
+  unsetenv("PREWARM_CLUSTER_SCHEDULING");
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(gpu.status())) << gpu.status();
+  EXPECT_EQ(gpu.status().message(),
+            "PREWARM_CLUSTER_SCHEDULING=packed: must be default, spread or load-balancing");
 }
 
 TEST(RuntimeTest, WithoutAGpuOpeningFailsClearly) {
