@@ -1,6 +1,5 @@
 // The CUDA driver API through dlopen("libcuda.so.1"); declarations are ours (no CUDA headers).
 #include <algorithm>
-#include <cstdlib>
 #include <unordered_map>
 #include <vector>
 
@@ -62,7 +61,6 @@ struct CudaApi {
   CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*ctx_synchronize)() = nullptr;
   CUresult (*func_set_attribute)(CUfunction, int, int) = nullptr;
-  CUresult (*func_get_attribute)(int*, int, CUfunction) = nullptr;
   CUresult (*event_create)(CUevent*, unsigned) = nullptr;
   CUresult (*event_record)(CUevent, void*) = nullptr;
   CUresult (*event_synchronize)(CUevent) = nullptr;
@@ -76,23 +74,18 @@ constexpr int kAttrComputeMinor = 76;
 constexpr int kAttrMultiprocessorCount = 16;
 constexpr int kFuncAttrMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr unsigned kStaticSharedLimit = 48 * 1024;
-// A function's compile-time cluster shape (__cluster_dims__; 0 without one) and its preferred
-// scheduling of a cluster's blocks over the SMs (CUclusterSchedulingPolicy).
-constexpr int kFuncAttrRequiredClusterWidth = 11;  // then height 12, depth 13
-constexpr int kFuncAttrClusterSchedulingPolicy = 15;
 
 class CudaGpu final : public Gpu {
  public:
   CudaGpu(DynamicLibrary lib, CudaApi api, CUcontext ctx, std::string name, std::string arch,
-          int sms, bool programmatic, int cluster_policy)
+          int sms, bool programmatic)
       : lib_(std::move(lib)),
         api_(api),
         ctx_(ctx),
         name_(std::move(name)),
         arch_(std::move(arch)),
         sms_(sms),
-        programmatic_(programmatic),
-        cluster_policy_(cluster_policy) {}
+        programmatic_(programmatic) {}
 
   std::string Name() const override { return name_; }
   std::string ArchName() const override { return arch_; }
@@ -143,21 +136,6 @@ class CudaGpu final : public Gpu {
                             StrCat("cuFuncSetAttribute(max dynamic shared ", shared_bytes, ")")));
       shared_opt_in_[function] = shared_bytes;
     }
-    if (cluster_policy_ >= 0 && !policy_set_[function]) {
-      int blocks = 1;
-      for (int attr = kFuncAttrRequiredClusterWidth; attr < kFuncAttrRequiredClusterWidth + 3;
-           ++attr) {
-        int n = 0;
-        RETURN_IF_ERROR(Check(api_.func_get_attribute(&n, attr, function), "cuFuncGetAttribute"));
-        blocks *= std::max(n, 1);
-      }
-      if (blocks > 1) {
-        RETURN_IF_ERROR(Check(
-            api_.func_set_attribute(function, kFuncAttrClusterSchedulingPolicy, cluster_policy_),
-            StrCat("cuFuncSetAttribute(cluster scheduling policy ", cluster_policy_, ")")));
-      }
-      policy_set_[function] = true;
-    }
     std::vector<void*> a = args;
     if (programmatic && programmatic_) {
       CUlaunchAttribute attr{};
@@ -206,9 +184,6 @@ class CudaGpu final : public Gpu {
   std::string name_, arch_;
   int sms_;
   bool programmatic_;  // sm_90 or later, and the driver has cuLaunchKernelEx
-  // PREWARM_CLUSTER_SCHEDULING's policy for the kernels with clusters (-1: the driver's own).
-  int cluster_policy_;
-  std::unordered_map<void*, bool> policy_set_;
   std::unordered_map<void*, unsigned> shared_opt_in_;  // function -> dynamic shared bytes allowed
   void* stream_ = nullptr;
 };
@@ -216,22 +191,6 @@ class CudaGpu final : public Gpu {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
-  // A measuring instrument: how the blocks of a cluster kernel are placed over the SMs. Read
-  // first, so that a bad value is named on any machine.
-  int cluster_policy = -1;
-  if (const char* p = std::getenv("PREWARM_CLUSTER_SCHEDULING"); p != nullptr && *p != '\0') {
-    const std::string v = p;
-    if (v == "default") {
-      cluster_policy = 0;
-    } else if (v == "spread") {
-      cluster_policy = 1;
-    } else if (v == "load-balancing") {
-      cluster_policy = 2;
-    } else {
-      return absl::InvalidArgumentError(
-          StrCat("PREWARM_CLUSTER_SCHEDULING=", v, ": must be default, spread or load-balancing"));
-    }
-  }
   ASSIGN_OR_RETURN(DynamicLibrary lib, DynamicLibrary::Open({"libcuda.so.1"}));
   CudaApi a;
   RETURN_IF_ERROR(lib.Get("cuInit", a.init));
@@ -255,7 +214,6 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   RETURN_IF_ERROR(lib.Get("cuCtxSynchronize", a.ctx_synchronize));
   RETURN_IF_ERROR(lib.Get("cuGetErrorString", a.get_error_string));
   RETURN_IF_ERROR(lib.Get("cuFuncSetAttribute", a.func_set_attribute));
-  RETURN_IF_ERROR(lib.Get("cuFuncGetAttribute", a.func_get_attribute));
   RETURN_IF_ERROR(lib.Get("cuEventCreate", a.event_create));
   RETURN_IF_ERROR(lib.Get("cuEventRecord", a.event_record));
   RETURN_IF_ERROR(lib.Get("cuEventSynchronize", a.event_synchronize));
@@ -286,9 +244,9 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   }
   a.ctx_set_current(ctx);
   const std::string arch = StrCat("sm_", major * 10 + minor);
-  return std::unique_ptr<Gpu>(
-      new CudaGpu(std::move(lib), a, ctx, StrCat(name, " (", arch, ")"), arch, std::max(sms, 1),
-                  major >= 9 && a.launch_kernel_ex != nullptr, cluster_policy));
+  return std::unique_ptr<Gpu>(new CudaGpu(std::move(lib), a, ctx, StrCat(name, " (", arch, ")"),
+                                          arch, std::max(sms, 1),
+                                          major >= 9 && a.launch_kernel_ex != nullptr));
 }
 
 }  // namespace prewarm

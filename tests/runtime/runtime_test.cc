@@ -3,7 +3,6 @@
 // clear refusal.
 #include "prewarm/runtime/runtime.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -420,18 +419,6 @@ TEST(LaunchTest, OnlyTheSplitDecodesCombineLaunchesAsAProgrammaticDependent) {
       }
     }
   }
-}
-
-// PREWARM_CLUSTER_SCHEDULING (a measuring instrument: the cluster kernels' scheduling policy) is
-// read before the driver is opened: a bad value is named on any machine, GPU or not.
-TEST(RuntimeTest, ABadClusterSchedulingPolicyIsAnErrorNamingIt) {
-  ASSERT_EQ(setenv("PREWARM_CLUSTER_SCHEDULING", "packed", 1), 0);
-  const absl::StatusOr<std::unique_ptr<Gpu>> gpu = OpenCudaGpu();
-  unsetenv("PREWARM_CLUSTER_SCHEDULING");
-  ASSERT_FALSE(gpu.ok());
-  EXPECT_TRUE(absl::IsInvalidArgument(gpu.status())) << gpu.status();
-  EXPECT_EQ(gpu.status().message(),
-            "PREWARM_CLUSTER_SCHEDULING=packed: must be default, spread or load-balancing");
 }
 
 TEST(RuntimeTest, WithoutAGpuOpeningFailsClearly) {
