@@ -65,9 +65,10 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
   const PwSparseArgs a{q_latent, q_rope, topk,     row_req, block_table,
                        max_blocks, block_size, kv_cache, g_kv, scale};
 #if PW_SPLITS > 1 && !PW_SPARSE_DEC_CLUSTERED
-  // The combine kernel (a programmatic dependent on sm_90) may launch now: its blocks wait for
-  // this grid's partials in pw_grid_dependency_wait. The splits rule keeps this grid within one
-  // wave, so they take no room its blocks need.
+  // The combine kernel (a programmatic dependent on sm_90) may launch now: it launches once every
+  // block of this grid has run this line (so all of them hold their SMs already, however many
+  // waves the grid takes), and its blocks wait for this grid's partials in
+  // pw_grid_dependency_wait.
   pw_grid_launch_dependents();
 #endif
   if (PW_SPARSE_SKIP & 32) return;  // a measuring instrument (sparse_attend.h)

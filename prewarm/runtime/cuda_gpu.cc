@@ -19,8 +19,8 @@ using CUfunction = void*;
 using CUdeviceptr = unsigned long long;
 using CUevent = void*;
 
-// cuLaunchKernelEx's configuration (CUDA 12.0+), laid out as cuda.h declares it: an attribute is
-// its id, padding to 8 bytes and a 64-byte value.
+// cuLaunchKernelEx's configuration, laid out as cuda.h declares it: an attribute is its id,
+// padding to 8 bytes and a 64-byte value.
 struct CUlaunchAttribute {
   int id;
   char pad[4];
@@ -36,6 +36,7 @@ struct CUlaunchConfig {
   CUlaunchAttribute* attrs;
   unsigned num_attrs;
 };
+static_assert(sizeof(CUlaunchConfig) == 56, "cuda.h's CUlaunchConfig");
 constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
 
 struct CudaApi {
@@ -57,7 +58,7 @@ struct CudaApi {
   CUresult (*module_get_global)(CUdeviceptr*, size_t*, CUmodule, const char*) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                             unsigned, void*, void**, void**) = nullptr;
-  // Absent from drivers before CUDA 12.0: programmatic launches are then ordinary ones.
+  // Absent from older drivers: programmatic launches are then ordinary ones.
   CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*ctx_synchronize)() = nullptr;
   CUresult (*func_set_attribute)(CUfunction, int, int) = nullptr;
@@ -143,7 +144,11 @@ class CudaGpu final : public Gpu {
       attr.value.programmatic_stream_serialization_allowed = 1;
       const CUlaunchConfig config{grid.x,  grid.y,       grid.z,  block.x, block.y,
                                   block.z, shared_bytes, stream_, &attr,   1};
-      return Check(api_.launch_kernel_ex(&config, function, a.data(), nullptr), "cuLaunchKernelEx");
+      const CUresult r = api_.launch_kernel_ex(&config, function, a.data(), nullptr);
+      if (r == 0) return absl::OkStatus();
+      // A driver that refuses the attribute (in a stream capture, say): this launch and every
+      // later one are ordinary ones, which the kernels' wait serves as well.
+      programmatic_ = false;
     }
     return Check(api_.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                     shared_bytes, stream_, a.data(), nullptr),
@@ -183,7 +188,8 @@ class CudaGpu final : public Gpu {
   CUcontext ctx_;
   std::string name_, arch_;
   int sms_;
-  bool programmatic_;  // sm_90 or later, and the driver has cuLaunchKernelEx
+  // sm_90 (the arch measured), the driver has cuLaunchKernelEx and has not refused it.
+  bool programmatic_;
   std::unordered_map<void*, unsigned> shared_opt_in_;  // function -> dynamic shared bytes allowed
   void* stream_ = nullptr;
 };
@@ -246,7 +252,7 @@ absl::StatusOr<std::unique_ptr<Gpu>> OpenCudaGpu(int device) {
   const std::string arch = StrCat("sm_", major * 10 + minor);
   return std::unique_ptr<Gpu>(new CudaGpu(std::move(lib), a, ctx, StrCat(name, " (", arch, ")"),
                                           arch, std::max(sms, 1),
-                                          major >= 9 && a.launch_kernel_ex != nullptr));
+                                          major == 9 && a.launch_kernel_ex != nullptr));
 }
 
 }  // namespace prewarm

@@ -51,10 +51,11 @@ class Gpu {
                                               size_t* bytes) = 0;
   // `args` points at each kernel argument's value, in order. `shared_bytes` of dynamic shared
   // memory; above 48 KiB the function is first allowed that much (CUDA's opt-in).
-  // `programmatic`: as a programmatic dependent of the stream's previous kernel (CUDA, sm_90 and
-  // later, a driver with cuLaunchKernelEx): its blocks may start while that kernel runs, so the
-  // kernel must wait for it (griddepcontrol.wait) before reading what it wrote. Elsewhere an
-  // ordinary launch, where that wait does nothing.
+  // `programmatic`: as a programmatic dependent of the stream's previous kernel (CUDA on sm_90,
+  // the arch it was measured on, with a driver that has cuLaunchKernelEx and accepts the
+  // attribute; after a refusal every launch is an ordinary one): its blocks may start while that
+  // kernel runs, so the kernel must wait for it (griddepcontrol.wait) before reading what it
+  // wrote. Elsewhere an ordinary launch, where that wait does nothing.
   virtual absl::Status Launch(void* function, Dim3 grid, Dim3 block, const std::vector<void*>& args,
                               unsigned shared_bytes, bool programmatic) = 0;
   // The stream Launch and RecordEvent use from now on: a CUstream / hipStream_t the caller owns

@@ -16,10 +16,11 @@
  * A launch picks its kernel from the values marked "key" below, by the same rules `prewarm plan`
  * enumerated, and allocates nothing: workspaces come from the caller
  * (prewarm_runtime_workspace), so launches can be captured in a CUDA graph once the kernels are
- * loaded (preload before capturing: a module load is not a stream operation). On Hopper the
- * split decodes' combine kernel is a programmatic dependent of their split kernel (launched with
- * programmatic stream serialization: its blocks start while the split kernel runs and wait for
- * it), which a CUDA graph captures as a programmatic edge (a CUDA 12.3 driver or later).
+ * loaded (preload before capturing: a module load is not a stream operation). On Hopper (sm_90)
+ * the split decodes' combine kernel (sparse_decode, msa_sparse_decode) is a programmatic dependent
+ * of their split kernel (programmatic stream serialization: its blocks may start while the split
+ * kernel runs, and wait for it), which a CUDA graph captures as a programmatic edge (a CUDA 12.3
+ * driver or later); where the driver refuses that, the runtime falls back to ordinary launches.
  * Modules stay loaded until close. Not thread-safe: one runtime per thread or a lock.
  *
  * Return codes: 0 ok; PREWARM_ENOGPU no GPU or driver; PREWARM_EINVAL a bad argument, or a
