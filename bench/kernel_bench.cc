@@ -432,8 +432,8 @@ std::string Filters(const RowOptions& o) {
   };
   if (!o.shapes.empty()) add("--shapes", absl::StrJoin(o.shapes, ","));
   if (!o.launchers.empty()) add("--launcher", absl::StrJoin(o.launchers, ","));
-  if (o.rows > 0) add("--rows", std::to_string(o.rows));
-  if (o.ctx > 0) add("--ctx", std::to_string(o.ctx));
+  if (!o.rows.empty()) add("--rows", absl::StrJoin(o.rows, ","));
+  if (!o.ctx.empty()) add("--ctx", absl::StrJoin(o.ctx, ","));
   if (o.variant >= 0) {
     add("--variant",
         (o.variant_field.empty() ? "" : o.variant_field + "=") + std::to_string(o.variant));

@@ -11,7 +11,8 @@ namespace prewarm {
 const char kKernelBenchUsage[] =
     "usage: kernel_bench [--model-config FILE] [--tensor-parallel-size N] [--dcp N]\n"
     "                    [--shapes LABEL[,LABEL...]] [--launcher L[,L...]]\n"
-    "                    [--rows N] [--ctx N] [--variant V] [--reps N] [--bf16-tflops T]\n"
+    "                    [--rows N[,N...]] [--ctx N[,N...]] [--variant V] [--reps N]\n"
+    "                    [--bf16-tflops T]\n"
     "                    [--simt] [--define NAME[=VALUE]]... [--list | --compile-only]\n"
     "                    [--arch A]\n"
     "  default: the 64-head stand-in (RESULTS' earlier rows) and DeepSeek-V3.2 (the embedded\n"
@@ -130,19 +131,26 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
         return a + " " + v + ": must be a non-negative integer, or FIELD=VALUE";
       }
       r.variant = static_cast<int>(x);
+    } else if (a == "--rows" || a == "--ctx") {  // one count, or a comma list of them
+      std::vector<int>& into = a == "--rows" ? r.rows : r.ctx;
+      for (const std::string& n : SplitList(v)) {
+        const double x = PositiveNumber(n.c_str());
+        if (x == 0 || x != static_cast<int>(x)) {
+          return a + " " + v + ": must be a positive integer, or a comma list of them";
+        }
+        if (a == "--ctx" && x > kBenchMaxCtx) {
+          return a + " " + v + ": must be at most " + std::to_string(kBenchMaxCtx);
+        }
+        into.push_back(static_cast<int>(x));
+      }
     } else {
       const double x = PositiveNumber(v.c_str());
       const bool integer = a != "--bf16-tflops";
       if (x == 0 || (integer && x != static_cast<int>(x))) {
         return a + " " + v + ": must be a positive " + (integer ? "integer" : "number");
       }
-      if (a == "--ctx" && x > kBenchMaxCtx) {
-        return a + " " + v + ": must be at most " + std::to_string(kBenchMaxCtx);
-      }
       if (a == "--bf16-tflops") o.bf16_tflops = x;
       if (a == "--reps") o.reps = static_cast<int>(x);
-      if (a == "--rows") r.rows = static_cast<int>(x);
-      if (a == "--ctx") r.ctx = static_cast<int>(x);
       if (a == "--tensor-parallel-size") r.tp = static_cast<int>(x);
       if (a == "--dcp") r.dcp = static_cast<int>(x);
     }

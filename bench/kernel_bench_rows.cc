@@ -188,7 +188,10 @@ class Enumerator {
         std::find(o_.launchers.begin(), o_.launchers.end(), key.launcher) == o_.launchers.end()) {
       return;
     }
-    if ((o_.rows && o_.rows != rows) || (o_.ctx && ctx && o_.ctx != ctx)) return;
+    auto listed = [](const std::vector<int>& l, int v) {
+      return l.empty() || std::find(l.begin(), l.end(), v) != l.end();
+    };
+    if (!listed(o_.rows, rows) || (ctx && !listed(o_.ctx, ctx))) return;
     if (o_.variant >= 0 && !field.empty() && o_.variant != KeyInt(key, field)) return;
     if (!o_.variant_field.empty() && o_.variant_field != field) return;
     const auto id = std::make_tuple(key.launcher + " " + key.String(), rows, ctx);

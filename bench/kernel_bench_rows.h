@@ -21,12 +21,13 @@ inline constexpr int kBenchMaxCtx = 131072;
 
 // What selects the models and rows (kernel_bench's flags; kernel_bench_args.h parses them).
 struct RowOptions {
-  std::string model_config;             // a config.json; empty: the embedded models
-  int tp = 0, dcp = 0;                  // 0: not given
-  std::vector<std::string> shapes;      // labels to keep (empty: all)
-  std::vector<std::string> launchers;   // launchers to keep (empty: all)
-  int rows = 0, ctx = 0, variant = -1;  // filters (0 / -1: all)
-  std::string variant_field;            // --variant FIELD=VALUE: only rows varying FIELD
+  std::string model_config;            // a config.json; empty: the embedded models
+  int tp = 0, dcp = 0;                 // 0: not given
+  std::vector<std::string> shapes;     // labels to keep (empty: all)
+  std::vector<std::string> launchers;  // launchers to keep (empty: all)
+  std::vector<int> rows, ctx;          // filters: only these (empty: all)
+  int variant = -1;                    // a filter (-1: all)
+  std::string variant_field;           // --variant FIELD=VALUE: only rows varying FIELD
 };
 
 // One model at one tensor-parallel size, as the plan sees it on one rank.

@@ -15,6 +15,9 @@ expect_bad "--rows abc: must be a positive integer" --rows abc
 expect_bad "--rows 1.5: must be a positive integer" --rows 1.5
 expect_bad "--reps -3: must be a positive integer" --reps -3
 expect_bad "--ctx 0: must be a positive integer" --ctx 0
+expect_bad "--rows 1,,16: must be a positive integer, or a comma list of them" --rows 1,,16
+expect_bad "--rows 16,x: must be a positive integer, or a comma list of them" --rows 16,x
+expect_bad "--ctx 8192,131073: must be at most 131072" --ctx 8192,131073
 expect_bad "--bf16-tflops x: must be a positive number" --bf16-tflops x
 expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, norm_rope_insert, fp8_bmm, topk_prefill, topk_decode, index_prefill or index_decode" \
   --launcher topk
@@ -50,6 +53,8 @@ expect_bad "no row matches --launcher sparse_decode --ctx 8192" --list --launche
   --ctx 8192
 expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_decode --rows 3" --list \
   --shapes v3.2-tp8 --launcher sparse_decode --rows 3
+expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_decode --rows 3,5" --list \
+  --shapes v3.2-tp8 --launcher sparse_decode --rows 3,5
 expect_bad "no row matches --launcher topk_decode --variant strips=2" --compile-only \
   --launcher topk_decode --variant strips=2
 expect_bad "--define PW_SPARSE_NARROW_PARTS=2: the launch code reads PW_SPARSE_NARROW_PARTS too" \
@@ -89,6 +94,10 @@ expect_rows "no stand-in row past its 32768 positions" 0 '^stand-in[^ ]* +[a-z_]
 # On sm_90 rows of up to 64K take one block (strips 1); 128K rows the strips of 8192 keys (16).
 expect_rows "the rule's pick at 8192 rows of 32K" 1 'topk_prefill +strips=1 +\* +8192 +32768' --launcher topk_prefill
 expect_rows "the rule's pick at 4096 rows of 128K" 1 'topk_prefill +strips=16 +\* +4096 +131072' --launcher topk_prefill
+# --rows and --ctx take a comma list (as msa_kernel_bench's --rows does): the rows of any of them.
+expect_rows "tp 8's decode rows at 1 and 16 rows" 10 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* (1|16) +32768 ' --shapes v3.2-tp8 --launcher sparse_decode --rows 1,16
+expect_rows "no other decode row count" 0 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* (32|64|128) +32768 ' --shapes v3.2-tp8 --launcher sparse_decode --rows 16,1
+expect_rows "topk_decode at two contexts" 6 '^v3\.2-tp1,v3\.2-tp8 +topk_decode .* (65536|131072) ' --launcher topk_decode --ctx 65536,131072
 # A boolean field (large) marks its pick too: one of each (rows, ctx) pair's two rows.
 ip=$(list --launcher index_prefill)
 all=$(grep -cE 'index_prefill +large=[01] ' <<<"$ip")
