@@ -5,8 +5,8 @@
 // loop is checked where no GPU is. The matrix-core steps run as common/mma.h's SIMT
 // implementation (the GPU check's SIMT build runs the same code), the asynchronous copies at
 // once. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_TOPK, PW_SPLITS (decode) or
-// PW_ROUNDS (prefill) and the geometry's defines; L 512 and Dr 64 (DeepSeek-V3.2's), sm_90's 227
-// KiB of shared memory.
+// PW_ROUNDS (prefill) and the geometry's defines; L 512 (one build 768) and Dr 64
+// (DeepSeek-V3.2's), sm_90's 227 KiB of shared memory.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #include <algorithm>
