@@ -4,10 +4,13 @@
 
 #include <errno.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -25,6 +28,27 @@ template <typename T>
 T Must(absl::StatusOr<T> v) {
   OrDie(v.status());
   return *std::move(v);
+}
+
+// A comma list of positive integers ("16" or "1,16,128") appended to `out`; false (and `out`
+// unchanged) for anything else: an empty item, a sign, a fraction, trailing text, 0, or more than
+// INT_MAX.
+inline bool ParseCountList(const std::string& v, std::vector<int>* out) {
+  std::vector<int> got;
+  size_t p = 0;
+  while (true) {
+    const size_t comma = std::min(v.find(',', p), v.size());
+    const std::string item = v.substr(p, comma - p);
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos) return false;
+    errno = 0;
+    const unsigned long long n = std::strtoull(item.c_str(), nullptr, 10);
+    if (errno != 0 || n == 0 || n > INT_MAX) return false;
+    got.push_back(static_cast<int>(n));
+    if (comma == v.size()) break;
+    p = comma + 1;
+  }
+  out->insert(out->end(), got.begin(), got.end());
+  return true;
 }
 
 }  // namespace prewarm

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "absl/strings/str_split.h"
+#include "bench/bench_util.h"
 #include "prewarm/arch/arch.h"
 
 namespace prewarm {
@@ -34,18 +36,6 @@ double PositiveNumber(const char* text) {
   char* end = nullptr;
   const double v = std::strtod(text, &end);
   return end != text && *end == '\0' && v > 0 && v < 1e12 ? v : 0;
-}
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
 }
 
 bool CIdentifier(const std::string& name) {
@@ -94,7 +84,7 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
       o.defines.push_back(v);
     } else if (a == "--launcher") {
       const std::vector<std::string>& names = BenchLaunchers();
-      for (const std::string& l : SplitList(v)) {
+      for (const std::string& l : std::vector<std::string>(absl::StrSplit(v, ','))) {
         if (std::find(names.begin(), names.end(), l) == names.end()) {
           std::string list;
           for (size_t j = 0; j < names.size(); ++j) {
@@ -105,7 +95,7 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
         r.launchers.push_back(l);
       }
     } else if (a == "--shapes") {
-      for (const std::string& s : SplitList(v)) {
+      for (const std::string& s : std::vector<std::string>(absl::StrSplit(v, ','))) {
         if (s.empty()) return "--shapes " + v + ": an empty label";
         r.shapes.push_back(s);  // checked against the run's models (MakeBenchModels)
       }
@@ -132,17 +122,17 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
       }
       r.variant = static_cast<int>(x);
     } else if (a == "--rows" || a == "--ctx") {  // one count, or a comma list of them
-      std::vector<int>& into = a == "--rows" ? r.rows : r.ctx;
-      for (const std::string& n : SplitList(v)) {
-        const double x = PositiveNumber(n.c_str());
-        if (x == 0 || x != static_cast<int>(x)) {
-          return a + " " + v + ": must be a positive integer, or a comma list of them";
-        }
+      std::vector<int> counts;
+      if (!ParseCountList(v, &counts)) {
+        return a + " " + v + ": must be a positive integer, or a comma list of them";
+      }
+      for (int x : counts) {
         if (a == "--ctx" && x > kBenchMaxCtx) {
           return a + " " + v + ": must be at most " + std::to_string(kBenchMaxCtx);
         }
-        into.push_back(static_cast<int>(x));
       }
+      std::vector<int>& into = a == "--rows" ? r.rows : r.ctx;
+      into.insert(into.end(), counts.begin(), counts.end());
     } else {
       const double x = PositiveNumber(v.c_str());
       const bool integer = a != "--bf16-tflops";

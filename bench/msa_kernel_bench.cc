@@ -26,6 +26,7 @@
 #include <random>
 #include <string>
 
+#include "bench/bench_util.h"
 #include "bench/gpu_bench.h"
 #include "nvfp4_msa/msa_layout.h"
 #include "prewarm/launchers/plan.h"
@@ -379,15 +380,12 @@ int Main(int argc, char** argv) {
     } else if (a == "--define") {
       o.defines.push_back(v);
     } else if (a == "--rows") {
-      for (size_t p = 0; p < v.size();) {
-        const size_t comma = std::min(v.find(',', p), v.size());
-        const int n = std::atoi(v.substr(p, comma - p).c_str());
-        if (n <= 0) {
-          std::fprintf(stderr, "msa_kernel_bench: bad --rows %s\n%s", v.c_str(), kUsage);
-          return 2;
-        }
-        o.rows.push_back(n);
-        p = comma + 1;
+      if (!ParseCountList(v, &o.rows)) {
+        std::fprintf(stderr,
+                     "msa_kernel_bench: --rows %s: must be a positive integer, or a comma list of "
+                     "them\n%s",
+                     v.c_str(), kUsage);
+        return 2;
       }
     } else if (number && a == "--tp") {
       o.tp = static_cast<int>(x);

@@ -17,6 +17,9 @@ expect_bad "--reps -3: must be a positive integer" --reps -3
 expect_bad "--ctx 0: must be a positive integer" --ctx 0
 expect_bad "--rows 1,,16: must be a positive integer, or a comma list of them" --rows 1,,16
 expect_bad "--rows 16,x: must be a positive integer, or a comma list of them" --rows 16,x
+expect_bad "--rows 16,: must be a positive integer" --rows 16,
+expect_bad "--rows 1e3: must be a positive integer" --rows 1e3
+expect_bad "--ctx 4294967296: must be a positive integer" --ctx 4294967296
 expect_bad "--ctx 8192,131073: must be at most 131072" --ctx 8192,131073
 expect_bad "--bf16-tflops x: must be a positive number" --bf16-tflops x
 expect_bad "--launcher topk: must be sparse_prefill, sparse_decode, norm_rope_insert, fp8_bmm, topk_prefill, topk_decode, index_prefill or index_decode" \

@@ -12,7 +12,14 @@ name=msa_kernel_bench
 source "$here/expect_bad.sh"
 expect_bad "bad argument --bogus 1" --bogus 1
 expect_bad "--rows needs a value" --rows
-expect_bad "bad --rows 16,0" --rows 16,0
+expect_bad "--rows 16,0: must be a positive integer, or a comma list of them" --rows 16,0
+# What atoi took as a count: trailing text, an empty item, a sign, a fraction, past INT_MAX.
+expect_bad "--rows 16x: must be a positive integer" --rows 16x
+expect_bad "--rows 1,,16: must be a positive integer" --rows 1,,16
+expect_bad "--rows 16,: must be a positive integer" --rows 16,
+expect_bad "--rows +16: must be a positive integer" --rows +16
+expect_bad "--rows 1.5: must be a positive integer" --rows 1.5
+expect_bad "--rows 4294967312: must be a positive integer" --rows 4294967312
 expect_bad "bad argument --tp x" --tp x
 expect_bad "bad argument --reps -3" --reps -3
 expect_bad "bad argument --prefill-grid 0" --prefill-grid 0
