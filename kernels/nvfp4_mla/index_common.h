@@ -40,6 +40,21 @@ struct PwIndexArgs {
 
 __device__ inline float pw_neg_inf() { return -__int_as_float(0x7f800000); }
 
+// The shift of pw_index_slot: log2 of the block size where it is a power of two, else -1.
+PW_DEVICE_INLINE int pw_index_slot_shift(int block_size) {
+  return (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1;
+}
+
+// Position j's slot: pw_slot, with a shift and a mask where the block size is a power of two
+// (`shift` >= 0, pw_index_slot_shift; a division is about 20 instructions a key).
+PW_DEVICE_INLINE long long pw_index_slot(const PwIndexArgs& a, int shift, int req, int j) {
+  if (shift >= 0) {
+    return static_cast<long long>(a.block_table[req * a.max_blocks + (j >> shift)]) << shift |
+           (j & (a.block_size - 1));
+  }
+  return pw_slot(a.block_table, a.max_blocks, a.block_size, req, j);
+}
+
 // The raw items first + i * step (i < N) of key positions [j0, j0 + keys) of request `req`: item
 // it is 8-value word it % (Di/8) of position j0 + it / (Di/8), as the word and its scale byte;
 // zeros for positions at or past `limit`.
@@ -70,4 +85,36 @@ __device__ inline void pw_index_dequant(const uint2* raw, int keys, int first, i
     pw_nvfp4_dequant8_bf16(raw[i].x, pw_e4m3fn_decode_fast(raw[i].y), &v.x);
     *reinterpret_cast<uint4*>(k + (it / kPwIItems) * kPwQRow + 8 * (it % kPwIItems)) = v;
   }
+}
+
+// -inf at the positions [begin, end) that rows row0 .. row0 + nrows - 1 do not see (vis: their
+// visible counts), by the block's `threads` threads.
+__device__ inline void pw_index_unseen(const PwIndexArgs& a, int row0, int nrows, const int* vis,
+                                       int begin, int end, int threads) {
+  for (int r = 0; r < nrows; ++r) {
+    const long long o = static_cast<long long>(row0 + r) * a.stride;
+    for (int j = (vis[r] > begin ? vis[r] : begin) + static_cast<int>(threadIdx.x); j < end;
+         j += threads) {
+      a.out[o + j] = pw_neg_inf();
+    }
+  }
+}
+
+// The distinct requests of rows [0, nrows) (req, vis: each row's request and visible count), in
+// order of first appearance, into seg_req, and for each its rows' largest visible position
+// clipped to [begin, end) into seg_limit; returns how many. One thread's work.
+__device__ inline int pw_index_segments(const int* req, const int* vis, int nrows, int begin,
+                                        int end, int* seg_req, int* seg_limit) {
+  int n = 0;
+  for (int r = 0; r < nrows; ++r) {
+    int s = 0;
+    while (s < n && seg_req[s] != req[r]) ++s;
+    if (s == n) {
+      seg_req[n] = req[r];
+      seg_limit[n++] = begin;
+    }
+    const int lim = vis[r] < end ? vis[r] : end;
+    if (lim > seg_limit[s]) seg_limit[s] = lim;
+  }
+  return n;
 }

@@ -114,16 +114,6 @@ struct PwDRawM {
   pw_u32 code[2];  // their two scale codes (blocks 2 tig, 2 tig + 1)
 };
 
-// Position j's slot: pw_slot, with a shift and a mask where the block size is a power of two
-// (`shift` >= 0, found once a launch; a division is about 20 instructions a key).
-PW_DEVICE_INLINE long long pw_index_decode_slot(const PwIndexArgs& a, int shift, int req, int j) {
-  if (shift >= 0) {
-    return static_cast<long long>(a.block_table[req * a.max_blocks + (j >> shift)]) << shift |
-           (j & (a.block_size - 1));
-  }
-  return pw_slot(a.block_table, a.max_blocks, a.block_size, req, j);
-}
-
 // The records of keys [j0, limit) (at most 16) copied into the ring stage at shared address
 // `stage`, asynchronously, then one committed group, empty where there are none (the ring counts
 // a group an item). With the block size a multiple of 16 (`whole`) an item's keys are consecutive
@@ -158,7 +148,7 @@ PW_DEVICE_INLINE void pw_index_decode_issue_m(const PwIndexArgs& a, int shift, b
   const int lane = threadIdx.x % 32, keys = limit - j0;
   if (keys > 0) {
     if (whole) {
-      const pw_u8* base = a.index_cache + pw_index_decode_slot(a, shift, req, j0) * kPwIRecord;
+      const pw_u8* base = a.index_cache + pw_index_slot(a, shift, req, j0) * kPwIRecord;
       if (wide) {
         pw_index_decode_copy_run<16, kPwDRingItem / 16>(stage, base, (keys * kPwIRecord + 15) / 16);
       } else {
@@ -169,7 +159,7 @@ PW_DEVICE_INLINE void pw_index_decode_issue_m(const PwIndexArgs& a, int shift, b
         const int k = c / words;
         pw_index_decode_cp<8>(stage + 8 * c,
                               a.index_cache +
-                                  pw_index_decode_slot(a, shift, req, j0 + k) * kPwIRecord +
+                                  pw_index_slot(a, shift, req, j0 + k) * kPwIRecord +
                                   8 * (c - k * words));
       }
     }
@@ -356,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   // The warp's ring: read through `mine`, copied into at its shared-window address `ring`.
   const pw_u8* mine = pw_index_decode_shared + kPwDg.ring_offset + warp * kPwDg.warp_bytes;
   const pw_u32 ring = pw_smem_addr(mine);
-  const int shift = (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1;
+  const int shift = pw_index_slot_shift(block_size);
   const bool whole = block_size % 16 == 0;
   const bool wide = (reinterpret_cast<unsigned long long>(index_cache) & 15) == 0;
   for (int row = blockIdx.x; row < rows; row += gridDim.x) {

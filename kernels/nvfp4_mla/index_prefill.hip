@@ -5,16 +5,50 @@
 //   shared (PW_LARGE 0): chunks = 1; each block walks the whole key range [0, stride).
 //   large (PW_LARGE 1): chunks = ceil(stride / PW_INDEX_PREFILL_CHUNK); each block takes one
 //     chunk of key positions, so the long rows of a long prompt spread over many blocks.
-// On NVIDIA sm_80+ with Hi a multiple of 16 and Di = 128 (index_geometry.h's
-// pw_index_decode_heads_m: DeepSeek-V3.2's 64 index heads), the kernel is index_decode.hip's,
-// launched as index_decode launches it (grid (rows, pw_index_decode_grid_y(...)), a row a block,
-// the heads as the GEMMs' M; its keys-as-M path in the SIMT check build): a prefill row is a
-// decode row that sees a prefix of the positions, and the key tiles this file's blocks share
-// between rows cost more than the rows' re-reads of the keys from L2 (bench/RESULTS.md,
-// seventeenth session). `large` makes no difference there.
+// Two launches on NVIDIA replace it:
+// - Hopper (sm_90a's warpgroup instructions) with Hi = 64 and Di = 128 (index_geometry.h's
+//   pw_index_prefill_wg: DeepSeek-V3.2's indexer): index_prefill_wg.h's kernel, a block of two
+//   warpgroups scoring 4 rows, with the same grid.y of chunks. The builds without it under that
+//   launch (PW_FORCE_SIMT, the check's path; PW_INDEX_PREFILL_WG=0, the mma.sync one) run this
+//   file's kernel in its layout of one row a block (8 warps, 256 threads), a row at a time.
+// - Elsewhere on sm_80+ with Hi a multiple of 16 and Di = 128 (pw_index_decode_heads_m), the
+//   kernel is index_decode.hip's, launched as index_decode launches it (grid (rows,
+//   pw_index_decode_grid_y(...)), a row a block, the heads as the GEMMs' M; its keys-as-M path in
+//   the SIMT check build): a prefill row is a decode row that sees a prefix of the positions, and
+//   the key tiles this file's blocks share between rows cost more than the rows' re-reads of the
+//   keys from L2 (bench/RESULTS.md, seventeenth session). `large` makes no difference there.
+#include "common/mma.h"
 #include "common/portability.h"
-#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && \
-    PW_INDEX_HEADS % 16 == 0 && PW_INDEX_HEAD_DIM == 128
+#include "common/wgmma.h"
+#ifndef PW_INDEX_PREFILL_WG
+#define PW_INDEX_PREFILL_WG 1
+#endif
+#if !defined(PW_AMD) && PW_WGMMA && PW_INDEX_HEADS == 64 && PW_INDEX_HEAD_DIM == 128
+#define PW_INDEX_WG_LAUNCH 1  // the host gives index_prefill_wg.h's launch
+#else
+#define PW_INDEX_WG_LAUNCH 0
+#endif
+#if PW_INDEX_WG_LAUNCH && PW_MMA_IMPL == PW_MMA_SYNC && PW_INDEX_PREFILL_WG
+#include "common/geometry.h"
+#include "nvfp4_mla/index_prefill_wg.h"
+extern "C" __global__ void __launch_bounds__(kPwIw.threads, 2)
+    pw_index_prefill(const pw_u16* q, const float* w, const int* row_req, const int* visible,
+                     const int* block_table, int max_blocks, int block_size,
+                     const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
+  const PwIndexArgs a{q,          w,           row_req, visible, block_table, max_blocks,
+                      block_size, index_cache, g_idx,   out,     stride,      rows};
+  const int row0 = (gridDim.x - 1 - blockIdx.x) * kPwIw.rows;
+  const int nrows = rows - row0 < kPwIw.rows ? rows - row0 : kPwIw.rows;
+#if PW_LARGE
+  const int begin = blockIdx.y * PW_INDEX_PREFILL_CHUNK;
+  const int end = begin + PW_INDEX_PREFILL_CHUNK < stride ? begin + PW_INDEX_PREFILL_CHUNK : stride;
+#else
+  const int begin = 0, end = stride;
+#endif
+  pw_iw_block(a, row0, nrows, begin, end);
+}
+#elif !PW_INDEX_WG_LAUNCH && !defined(PW_AMD) && defined(__CUDA_ARCH__) && \
+    __CUDA_ARCH__ >= 800 && PW_INDEX_HEADS % 16 == 0 && PW_INDEX_HEAD_DIM == 128
 #define PW_INDEX_PREFILL_AS_DECODE 1
 #define PW_ROWS_TILE 1
 #define PW_INDEX_DECODE_ENTRY pw_index_prefill
@@ -23,7 +57,7 @@ static_assert(kPwDLaunchM, "index_prefill's heads-as-M launch is index_decode's"
 #else
 #include "common/geometry.h"
 #include "nvfp4_mla/index_common.h"
-#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !PW_INDEX_WG_LAUNCH && !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 // The other direction: where the host launches index_decode's grid, this file is that kernel.
 static_assert(!pw_index_decode_heads_m(PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_WARP == 32),
               "index_prefill's keys-as-M kernel where the host launches the heads-as-M grid");
@@ -34,7 +68,15 @@ static_assert(!pw_index_decode_heads_m(PW_INDEX_HEADS, PW_INDEX_HEAD_DIM, PW_WAR
 // Q of every row of the block that reads those keys. Rows of different requests read different
 // keys: the block takes its rows' requests one at a time (usually there is one), each over the
 // tiles its rows can see; tiles past every row's visible range are never loaded.
-constexpr PwIndexGeometry kPwIg = pw_index_geometry(PW_HI, PW_DI, PW_WARP, PW_LDS_KIB);
+// Under the warpgroup kernel's launch, the layout of one row a block (index_geometry.h).
+constexpr PwIndexGeometry kPwIg = PW_INDEX_WG_LAUNCH ? pw_index_layout(1, PW_HI, PW_DI, PW_WARP)
+                                                     : pw_index_geometry(PW_HI, PW_DI, PW_WARP,
+                                                                         PW_LDS_KIB);
+#if PW_INDEX_WG_LAUNCH
+static_assert(kPwIg.threads == pw_index_prefill_wg_geometry(PW_HI, PW_DI, PW_WARP).threads &&
+                  kPwIg.smem_bytes <= pw_index_prefill_wg_geometry(PW_HI, PW_DI, PW_WARP).smem_bytes,
+              "the one-row layout runs under the warpgroup kernel's launch");
+#endif
 constexpr int kPwScRow = pw_index_sc_row(kPwIg.qvecs);
 constexpr int kPwIPerThread = (kPwIndexKeys * kPwIItems + kPwIg.threads - 1) / kPwIg.threads;
 static_assert(PW_HI <= kPwIg.qvecs, "Hi larger than a block's qvecs");
@@ -147,27 +189,10 @@ __device__ inline void pw_index_block(const PwIndexArgs& a, int row0, int nrows,
   }
   __syncthreads();
   // Positions no row of the block sees: -inf, stored once.
-  for (int r = 0; r < nrows; ++r) {
-    const long long o = static_cast<long long>(row0 + r) * a.stride;
-    for (int j = (sm.vis[r] > begin ? sm.vis[r] : begin) + threadIdx.x; j < end;
-         j += kPwIg.threads) {
-      a.out[o + j] = pw_neg_inf();
-    }
-  }
+  pw_index_unseen(a, row0, nrows, sm.vis, begin, end, kPwIg.threads);
   // The block's requests, in order of first appearance, and how far their rows see.
   if (threadIdx.x == 0) {
-    int n = 0;
-    for (int r = 0; r < nrows; ++r) {
-      int s = 0;
-      while (s < n && sm.seg_req[s] != sm.req[r]) ++s;
-      if (s == n) {
-        sm.seg_req[n] = sm.req[r];
-        sm.seg_limit[n++] = begin;
-      }
-      const int lim = sm.vis[r] < end ? sm.vis[r] : end;
-      if (lim > sm.seg_limit[s]) sm.seg_limit[s] = lim;
-    }
-    *sm.segs = n;
+    *sm.segs = pw_index_segments(sm.req, sm.vis, nrows, begin, end, sm.seg_req, sm.seg_limit);
   }
   __syncthreads();
   // The work: (request s, tile j0) for each request and each tile its rows see, in order; the
@@ -215,14 +240,24 @@ extern "C" __global__ void __launch_bounds__(kPwIg.threads)
                      const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
   const PwIndexArgs a{q,          w,           row_req, visible, block_table, max_blocks,
                       block_size, index_cache, g_idx,   out,     stride,      rows};
-  const int row0 = blockIdx.x * kPwIg.rows;
-  const int nrows = rows - row0 < kPwIg.rows ? rows - row0 : kPwIg.rows;
 #if PW_LARGE
   const int begin = blockIdx.y * PW_INDEX_PREFILL_CHUNK;
   const int end = begin + PW_INDEX_PREFILL_CHUNK < stride ? begin + PW_INDEX_PREFILL_CHUNK : stride;
 #else
   const int begin = 0, end = stride;
 #endif
+#if PW_INDEX_WG_LAUNCH
+  // The warpgroup kernel's block of rows, a row at a time.
+  constexpr int tile = pw_index_prefill_wg_geometry(PW_HI, PW_DI, PW_WARP).rows;
+  const int first = blockIdx.x * tile;
+  for (int row = first; row < first + tile && row < rows; ++row) {
+    __syncthreads();  // the last row's reads of the block's shared memory done
+    pw_index_block(a, row, 1, begin, end);
+  }
+#else
+  const int row0 = blockIdx.x * kPwIg.rows;
+  const int nrows = rows - row0 < kPwIg.rows ? rows - row0 : kPwIg.rows;
   pw_index_block(a, row0, nrows, begin, end);
+#endif
 }
 #endif  // PW_INDEX_PREFILL_AS_DECODE

@@ -69,6 +69,13 @@ bool IndexDecodeHeadsM(const Key& key, const Arch& arch) {
                                  sm.has_value() && *sm >= 80);
 }
 
+// Whether index_prefill's kernel is index_prefill_wg.h's (Hopper's warpgroup instructions, 64
+// index heads of 128 dims): its own block shape, 4 rows a block.
+bool IndexPrefillWg(const Key& key, const Arch& arch) {
+  return pw_index_prefill_wg(static_cast<int>(KeyInt(key, "index_heads")),
+                             static_cast<int>(KeyInt(key, "index_head_dim")), Wgmma(arch));
+}
+
 // fp8_bmm's block shape (common/geometry.h) for this key: its tiled path needs e4m3 matrix
 // instructions (NVIDIA sm_89 and later, as fp8_bmm.hip's PW_FP8_MMA_ARCH), its persistent form
 // Hopper's warpgroup instructions (sm_90, which the toolchain compiles as sm_90a: PW_WGMMA).
@@ -160,6 +167,13 @@ absl::StatusOr<std::vector<EntryLaunch>> EntryLaunches(const Key& key) {
   // index_prefill where the heads are the GEMMs' M is index_decode's kernel (index_prefill.hip).
   if (l == "index_decode" || l == "index_prefill") {
     ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+    if (l == "index_prefill" && IndexPrefillWg(key, arch)) {
+      const PwIndexWgGeometry g = pw_index_prefill_wg_geometry(
+          static_cast<int>(KeyInt(key, "index_heads")),
+          static_cast<int>(KeyInt(key, "index_head_dim")), WarpWidth(arch));
+      return std::vector<EntryLaunch>{
+          {"pw_index_prefill", Unsigned(g.threads), Unsigned(g.smem_bytes)}};
+    }
     const bool heads_m = IndexDecodeHeadsM(key, arch);
     if (l == "index_prefill" && !heads_m) {
       ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
@@ -225,13 +239,22 @@ absl::Status LaunchNormRopeInsert(Gpu& gpu, void* module, const Key& key,
 
 absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const IndexArgs& a) {
   ASSIGN_OR_RETURN(const Arch arch, KeyArch(key));
+  const bool wg = IndexPrefillWg(key, arch);
   // Where its kernel is index_decode's (index_prefill.hip), so is its launch.
-  if (IndexDecodeHeadsM(key, arch)) return LaunchIndexDecode(gpu, module, key, a);
+  if (!wg && IndexDecodeHeadsM(key, arch)) return LaunchIndexDecode(gpu, module, key, a);
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
+  // The warpgroup kernel reads Q 16 bytes and the index records 8 bytes at a time
+  // (index_prefill_wg.h); it scores 4 rows a block.
+  if (wg) {
+    RETURN_IF_ERROR(
+        CheckAligned(key.launcher, {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));
+  }
+  const int rows_a_block = wg ? kPwIndexWgRows : g.rows;
   IndexArgs v = a;
   const unsigned chunks = KeyInt(key, "large") ? CeilDiv(a.stride, PW_INDEX_PREFILL_CHUNK) : 1;
-  return Run(gpu, module, e[0], {CeilDiv(a.rows, g.rows), chunks, 1},
+  if (a.rows <= 0) return absl::OkStatus();  // no rows (a grid of 0 is an error)
+  return Run(gpu, module, e[0], {CeilDiv(a.rows, rows_a_block), chunks, 1},
              {&v.q, &v.w, &v.row_req, &v.visible, &v.block_table, &v.max_blocks, &v.block_size,
               &v.index_cache, &v.g_idx, &v.out, &v.stride, &v.rows});
 }

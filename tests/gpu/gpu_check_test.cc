@@ -718,12 +718,17 @@ TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
   }
 }
 
-// index_prefill where its kernel is index_decode's heads-as-M one (NVIDIA, index heads a multiple
-// of 16: DeepSeek-V3.2's 64, which the seeds' 4-head plan never reaches), both keys (`large` makes
-// no difference there, but a cache may hold either), under index_prefill's launch: chunks of
-// prompts, fresh and continued, whose causal rows see a prefix of the positions (the warps split
-// what a row sees, -inf past it), a row of one key, rows longer than one ring's worth. The
-// keys-as-M path (PW_INDEX_DECODE_HEADS_M=0) and the SIMT build under the same launch too.
+// index_prefill with many index heads (DeepSeek-V3.2's 64, which the seeds' 4-head plan never
+// reaches, and 16): on Hopper at 64 heads the warpgroup kernel (index_prefill_wg.h: 4 rows a
+// block, keys as the M of wgmma), elsewhere on NVIDIA index_decode's heads-as-M kernel; both keys
+// (`large`: chunks of 1024 positions a block, or all of them), under index_prefill's launch:
+// chunks of prompts, fresh and continued, whose causal rows see a prefix of the positions (-inf
+// past it), 4-row blocks whose rows belong to two requests, a row of one key, rows longer than
+// one ring's worth. The other builds under the same launch too: the keys-as-M path
+// (PW_INDEX_DECODE_HEADS_M=0), the mma.sync one under the warpgroup launch
+// (PW_INDEX_PREFILL_WG=0) and the SIMT build. Then the loaders' other branches at 64 heads: block
+// sizes that are not a power of two (one not a multiple of 16 either), a cache 8 bytes off 16 and
+// a negative record scale g.
 TEST_F(GpuCheckTest, IndexPrefillOfManyHeadsMatchesTheCpuReference) {
   arch_ = *ParseArch(gpu_->ArchName());
   Step step;
@@ -735,6 +740,7 @@ TEST_F(GpuCheckTest, IndexPrefillOfManyHeadsMatchesTheCpuReference) {
     for (bool large : {false, true}) {
       for (const std::vector<std::string>& defines :
            {std::vector<std::string>{}, std::vector<std::string>{"-DPW_INDEX_DECODE_HEADS_M=0"},
+            std::vector<std::string>{"-DPW_INDEX_PREFILL_WG=0"},
             std::vector<std::string>{"-DPW_FORCE_SIMT=1"}}) {
         Key key = NewKey("index_prefill", arch_);
         key.Set("index_heads", int64_t{hi}).Set("index_head_dim", int64_t{128}).Set("large", large);
@@ -748,6 +754,31 @@ TEST_F(GpuCheckTest, IndexPrefillOfManyHeadsMatchesTheCpuReference) {
         std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
         EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
       }
+    }
+  }
+  struct Odd {
+    int block_size;
+    float g;
+    size_t offset;
+  };
+  for (const Odd& odd :
+       {Odd{48, kGIdx, 0}, Odd{40, kGIdx, 0}, Odd{64, kGIdx, 8}, Odd{64, -kGIdx, 0}}) {
+    index_block_size_ = odd.block_size;
+    g_idx_ = odd.g;
+    index_cache_offset_ = odd.offset;
+    for (bool large : {false, true}) {
+      Key key = NewKey("index_prefill", arch_);
+      key.Set("index_heads", int64_t{64}).Set("index_head_dim", int64_t{128}).Set("large", large);
+      const std::string name = absl::StrFormat("%s block_size=%d g=%g cache+%d", key.String(),
+                                               odd.block_size, odd.g, odd.offset);
+      testing::TempDir dir;
+      absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), {});
+      ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+      module_ = *module;
+      Inputs in(static_cast<uint64_t>(odd.block_size) * 11 + odd.offset + (large ? 1 : 0));
+      const Result r = Check("index_prefill", key, step, in);
+      std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
+      EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
     }
   }
 }

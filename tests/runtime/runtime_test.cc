@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "nvfp4_mla/index_geometry.h"
 #include "prewarm/launchers/launcher.h"
 #include "prewarm/launchers/step_generator.h"
 #include "prewarm/runtime/launch.h"
@@ -381,6 +382,46 @@ TEST(LaunchTest, TopkPrefillTakesAClusterARowOnHopperAndStripsElsewhere) {
       EXPECT_EQ(TopkWorkspaceBytes(key, 10), ws) << arch_name << " strips " << strips;
     }
   }
+}
+
+// index_prefill's three launches: Hopper's warpgroup kernel for DeepSeek-V3.2's 64 index heads
+// of 128 dims (two warpgroups, the shared memory of 4 rows' Q and two key tiles), index_decode's
+// heads-as-M block elsewhere on NVIDIA sm_80+ (16 heads on Hopper too), and the keys-as-M block
+// of its own geometry on AMD.
+TEST(LaunchTest, IndexPrefillTakesTheWarpgroupKernelOnHopperAt64Heads) {
+  struct Case {
+    const char* arch;
+    int64_t heads;
+    unsigned threads;
+    int smem;
+  };
+  const PwIndexWgGeometry wg = pw_index_prefill_wg_geometry(64, 128, 32);
+  for (const Case& c :
+       {Case{"sm_90", 64, 256, wg.smem_bytes},
+        Case{"sm_90", 16,
+             static_cast<unsigned>(pw_index_decode_geometry(16, 128, 32, 227, true).threads),
+             pw_index_decode_geometry(16, 128, 32, 227, true).smem_bytes},
+        Case{"sm_80", 64,
+             static_cast<unsigned>(pw_index_decode_geometry(64, 128, 32, 163, true).threads),
+             pw_index_decode_geometry(64, 128, 32, 163, true).smem_bytes},
+        Case{"gfx942", 64, static_cast<unsigned>(pw_index_geometry(64, 128, 64, 64).threads),
+             pw_index_geometry(64, 128, 64, 64).smem_bytes}}) {
+    const absl::StatusOr<Arch> arch = ParseArch(c.arch);
+    ASSERT_TRUE(arch.ok()) << arch.status();
+    Key key = NewKey("index_prefill", *arch);
+    key.Set("index_heads", c.heads).Set("index_head_dim", int64_t{128}).Set("large", false);
+    const absl::StatusOr<std::vector<EntryLaunch>> e = EntryLaunches(key);
+    ASSERT_TRUE(e.ok()) << e.status();
+    ASSERT_EQ(e->size(), 1u) << c.arch;
+    EXPECT_EQ(std::string((*e)[0].entry), "pw_index_prefill") << c.arch;
+    EXPECT_EQ((*e)[0].threads, c.threads) << c.arch << " " << c.heads;
+    EXPECT_EQ((*e)[0].shared_bytes, static_cast<unsigned>(c.smem)) << c.arch << " " << c.heads;
+  }
+  // The warpgroup kernel's block: 4 rows' Q (64 KiB) and two 64-key tiles (32 KiB), two blocks a
+  // multiprocessor on the H100 and H200 (227 KiB a block, 228 an SM).
+  EXPECT_EQ(wg.rows, 4);
+  EXPECT_GE(wg.smem_bytes, 96 * 1024);
+  EXPECT_LE(2 * (wg.smem_bytes + 1024), 228 * 1024);
 }
 
 // The second kernel of a split decode (the combine) waits for the split kernel's partials in
