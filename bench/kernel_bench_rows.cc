@@ -116,8 +116,11 @@ class Enumerator {
         for (int rows : {1, 16, 128}) Variants(Decode(rows, c), "topk", {}, false, rows, c, 50);
       }
     } else if (launcher == "index_prefill") {
-      for (int c : {8192, 32768}) {
-        for (int rows : {512, 2048, 8192}) {
+      // 64 and 1024 rows: a continued chunk at a long context, and the warpgroup kernel's rule's
+      // threshold on Hopper (about a wave of 4-row blocks).
+      for (int c : {8192, 32768, kBenchMaxCtx}) {
+        for (int rows : {64, 512, 1024, 2048, 8192}) {
+          if (c == kBenchMaxCtx && rows > 2048) continue;
           Variants(Prefill(rows, c), "large", {0, 1}, true, rows, c, 50);
         }
       }
