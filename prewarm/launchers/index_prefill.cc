@@ -2,9 +2,14 @@
 // Key: large = (W > 2^20), W = sum over prefill requests of q_len * ctx. A 1K prompt (2^20)
 // uses the shared kernel; anything more the large one (keys split over the grid).
 // Where the heads are the GEMMs' M (IndexDecodeHeadsAsM: NVIDIA, index heads a multiple of 16,
-// Di 128) the kernel is index_decode's, a row a block, whatever `large`: one key, large = false.
+// Di 128) the kernel is index_decode's, a row a block, whatever `large`: one key, large = false;
+// but on Hopper at 64 heads of 128 dims (IndexPrefillWarpgroups) it is the warpgroup kernel, 4 rows
+// a block, whose `large` splits the positions over the grid in chunks of 1024: large = (the
+// step's prefill rows < 1024), where the row blocks alone do not fill the GPU.
 // msa_index_prefill: block scores; large = (W > 2^26): one 8K prompt in one chunk runs the
 // shared kernel, two 8K prompts in a step the large one (the seed's measured fact).
+#include <algorithm>
+
 #include "prewarm/launchers/launcher.h"
 
 namespace prewarm {
@@ -20,13 +25,25 @@ class IndexPrefillLauncher final : public Launcher {
 
   std::vector<Key> Dispatch(const StepStats& step, const LaunchContext& ctx) const override {
     if (step.prefill_ctx.empty()) return {};
-    if (IndexDecodeHeadsAsM(ctx.shape, ctx.arch)) return {KeyFor(false, ctx)};
+    if (OneKey(ctx)) return {KeyFor(false, ctx)};
+    if (IndexPrefillWarpgroups(ctx.shape, ctx.arch)) {
+      const int64_t rows = step.total_tokens - step.decode_tokens;
+      return {KeyFor(rows < ctx.thresholds.index_prefill_wg_large_rows, ctx)};
+    }
     return {KeyFor(step.prefill_work > LargeWork(ctx), ctx)};
   }
 
   std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
-    if (IndexDecodeHeadsAsM(ctx.shape, ctx.arch)) {
-      return {{KeyFor(false, ctx), PrefillWitness(1, limits)}};
+    if (OneKey(ctx)) return {{KeyFor(false, ctx), PrefillWitness(1, limits)}};
+    if (IndexPrefillWarpgroups(ctx.shape, ctx.arch)) {
+      // Prefill rows range from 1 to the step's most tokens.
+      const int64_t below = ctx.thresholds.index_prefill_wg_large_rows;
+      std::vector<PlannedKey> out;
+      if (below > 1) out.push_back({KeyFor(true, ctx), PrefillWitness(1, limits)});
+      if (limits.MaxStepTokens() >= below) {
+        out.push_back({KeyFor(false, ctx), PrefillWitness(std::max<int64_t>(below, 1), limits)});
+      }
+      return out;
     }
     const int64_t large_above = LargeWork(ctx);
     std::vector<PlannedKey> out;
@@ -43,6 +60,10 @@ class IndexPrefillLauncher final : public Launcher {
   }
 
  private:
+  // MLA's index_decode kernel runs it (a row a block, no `large`).
+  bool OneKey(const LaunchContext& ctx) const {
+    return IndexDecodeHeadsAsM(ctx.shape, ctx.arch) && !IndexPrefillWarpgroups(ctx.shape, ctx.arch);
+  }
   int64_t LargeWork(const LaunchContext& ctx) const {
     return family_ == AttentionFamily::kMsa ? ctx.thresholds.msa_index_prefill_large_work
                                             : ctx.thresholds.index_prefill_large_work;

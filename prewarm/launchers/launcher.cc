@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "nvfp4_mla/index_geometry.h"
+
 namespace prewarm {
 
 const std::vector<const Launcher*>& AllLaunchers() {
@@ -76,6 +78,12 @@ void SetIndexShape(Key& key, const LaunchContext& ctx) {
 bool IndexDecodeHeadsAsM(const Shape& shape, const Arch& arch) {
   return shape.family == AttentionFamily::kMla && arch.platform == Platform::kNvidia &&
          shape.index_n_heads > 0 && shape.index_n_heads % 16 == 0 && shape.index_head_dim == 128;
+}
+
+bool IndexPrefillWarpgroups(const Shape& shape, const Arch& arch) {
+  return shape.family == AttentionFamily::kMla && arch.platform == Platform::kNvidia &&
+         pw_index_prefill_wg(static_cast<int>(shape.index_n_heads),
+                             static_cast<int>(shape.index_head_dim), arch.name == "sm_90");
 }
 
 void SetTopkShape(Key& key, const LaunchContext& ctx) {

@@ -37,6 +37,13 @@ struct Thresholds {
   // large = W > this: the shared kernel runs one block per 64 rows over every key, so it leaves
   // the GPU idle past a 1K prompt (H200: 512 rows at 8K, 0.93 ms shared, 0.13 ms large).
   int64_t index_prefill_large_work = 1 << 20;
+  // Hopper's warpgroup kernel (IndexPrefillWarpgroups: sm_90, 64 index heads of 128 dims), 4 rows
+  // a block, two blocks a multiprocessor: large = the step's prefill rows < this, where the row
+  // blocks alone do not fill the GPU (1024 rows: 256 blocks, about one wave of the H100's and
+  // H200's 132 multiprocessors). Past it each large block restages its rows' Q for a chunk of
+  // 1024 positions (H100: 2048 rows at 8K, 560 us shared against 685 large; 512 rows at 32K 717
+  // against 680; bench/RESULTS.md, twenty-fourth session).
+  int64_t index_prefill_wg_large_rows = 1024;
   int64_t index_decode_rows_cap = 64;  // rows_tile = pow2 >= min(R, this)
   // strips = pow2 >= ceil(ctx / this): a strip's keys fit one block's shared memory
   // (PW_TOPK_CACHE in kernels/common/geometry.h), and one strip is the fastest up to it.
@@ -159,6 +166,10 @@ void SetIndexShape(Key& key, const LaunchContext& ctx);
 // pw_index_decode_heads_m: NVIDIA, whose archs all have mma.sync, with index heads a multiple of
 // 16 and Di = 128): a row a block whatever the key's rows_tile, so one key serves every R.
 bool IndexDecodeHeadsAsM(const Shape& shape, const Arch& arch);
+// Whether MLA's index_prefill runs Hopper's warpgroup kernel (kernels/nvfp4_mla/index_geometry.h's
+// pw_index_prefill_wg: sm_90, 64 index heads of 128 dims): 4 rows a block over the grid's chunks
+// of positions, where `large` splits a row's positions as it does for the keys-as-M kernel.
+bool IndexPrefillWarpgroups(const Shape& shape, const Arch& arch);
 // The top-k selection's shape constants (topk_prefill, topk_decode, and msa_index_decode's fused
 // top-k): MLA's topk, MSA's topk_blocks, init_blocks and local_blocks (by ctx.shape's family).
 void SetTopkShape(Key& key, const LaunchContext& ctx);

@@ -88,6 +88,30 @@ std::pair<ModelConfig, Shape> TinyMsa(int64_t topk, int64_t tp = 4) {
   return {model, shape};
 }
 
+// Every key BruteForce reaches for `l` is in BuildPlan's plan, and every planned key is reached.
+void ExpectEnumerateEqualsBruteForce(const Limits& l, const ModelConfig& model, const Shape& shape,
+                                     const Arch& arch, const Thresholds& t, int64_t* steps,
+                                     std::set<std::string>* launchers_seen) {
+  const KeySet brute = BruteForce(l, shape, arch, t, steps);
+  KeySet enumerated;
+  for (const LauncherPlan& lp : BuildPlan(l, model, shape, {arch}, t).launchers) {
+    for (const PlannedKey& pk : lp.keys) enumerated.insert(lp.name + " " + pk.key.String());
+    launchers_seen->insert(lp.name);
+  }
+  const std::string where =
+      " S=" + std::to_string(l.max_num_seqs) + " B=" + std::to_string(l.max_num_batched_tokens) +
+      " Lmax=" + std::to_string(l.max_model_len) +
+      " k=" + std::to_string(l.num_speculative_tokens) +
+      " G=" + std::to_string(l.graph_only ? l.max_cudagraph_capture_size : 0) +
+      " Ktop=" + std::to_string(shape.index_topk) + " " + arch.name;
+  for (const std::string& key : brute) {
+    EXPECT_TRUE(enumerated.count(key)) << "missing " << key << where;
+  }
+  for (const std::string& key : enumerated) {
+    EXPECT_TRUE(brute.count(key)) << "extra " << key << where;
+  }
+}
+
 TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
   const Thresholds t = Tiny();
   const Arch arch = *ParseArch("gfx90a");
@@ -103,7 +127,6 @@ TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
   models.push_back(TinyMsa(2, 1));  // 4 KV groups a rank: msa_sparse_decode's G = 4
   std::set<std::string> launchers_seen;
   for (const auto& [model, shape] : models) {
-    const int64_t topk = shape.index_topk;
     for (int64_t s : {1, 2, 3}) {
       for (int64_t b : {1, 3, 5, 9}) {
         for (int64_t lmax : {1, 2, 3, 5, 7}) {
@@ -117,24 +140,8 @@ TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
               l.graph_only = graph > 0;
               l.max_cudagraph_capture_size = std::max<int64_t>(graph, 1);
               l.kv_cache_dtype = KvCacheDtype::kNvfp4;
-              const KeySet brute = BruteForce(l, shape, arch, t, &steps);
-              KeySet enumerated;
-              for (const LauncherPlan& lp : BuildPlan(l, model, shape, {arch}, t).launchers) {
-                for (const PlannedKey& pk : lp.keys)
-                  enumerated.insert(lp.name + " " + pk.key.String());
-                launchers_seen.insert(lp.name);
-              }
+              ExpectEnumerateEqualsBruteForce(l, model, shape, arch, t, &steps, &launchers_seen);
               ++configs;
-              for (const std::string& key : brute) {
-                EXPECT_TRUE(enumerated.count(key))
-                    << "missing " << key << " S=" << s << " B=" << b << " Lmax=" << lmax
-                    << " k=" << k << " G=" << graph << " Ktop=" << topk;
-              }
-              for (const std::string& key : enumerated) {
-                EXPECT_TRUE(brute.count(key))
-                    << "extra " << key << " S=" << s << " B=" << b << " Lmax=" << lmax << " k=" << k
-                    << " G=" << graph << " Ktop=" << topk;
-              }
             }
           }
         }
@@ -147,6 +154,36 @@ TEST(BruteForceTest, EnumerateEqualsEveryReachableKey) {
   EXPECT_EQ(launchers_seen.size(), 15u);
   for (const Launcher* l : AllLaunchers())
     EXPECT_TRUE(launchers_seen.count(std::string(l->Name())));
+}
+
+// Hopper's warpgroup index_prefill (sm_90, 64 index heads of 128 dims: DeepSeek-V3.2's indexer),
+// whose `large` follows the step's prefill rows, not W: enumerated exactly too, at tiny limits
+// with the rows' threshold scaled down as the others are.
+TEST(BruteForceTest, HoppersIndexPrefillRuleEnumeratesExactly) {
+  Thresholds t = Tiny();
+  t.index_prefill_wg_large_rows = 3;
+  const Arch arch = *ParseArch("sm_90");
+  const ModelConfig model = ExampleModelConfig();
+  Shape shape = *ShapeForRank(model, 8);
+  ASSERT_TRUE(IndexPrefillWarpgroups(shape, arch));
+  shape.sparse_block_size = 2;
+  shape.index_topk = 2;
+  int64_t steps = 0;
+  std::set<std::string> launchers_seen;
+  for (int64_t s : {1, 2, 3}) {
+    for (int64_t b : {1, 2, 3, 5, 9}) {
+      for (int64_t lmax : {1, 3, 7}) {
+        Limits l;
+        l.max_num_seqs = s;
+        l.max_num_batched_tokens = b;
+        l.max_model_len = lmax;
+        l.kv_cache_dtype = KvCacheDtype::kNvfp4;
+        ExpectEnumerateEqualsBruteForce(l, model, shape, arch, t, &steps, &launchers_seen);
+      }
+    }
+  }
+  EXPECT_TRUE(launchers_seen.count("index_prefill"));
+  EXPECT_GT(steps, 1000);
 }
 
 }  // namespace

@@ -135,9 +135,18 @@ TEST_F(KeyRulesTest, IndexDecodeOneKeyWhereTheHeadsAreTheGemmsM) {
     for (int64_t r : {1, 3, 33, 64, 4000}) {
       EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(r, 100)), "rows_tile"), 1) << name << r;
     }
+    // On Hopper at 64 heads the warpgroup kernel: large below 1024 prefill rows, whatever W.
+    const bool hopper = std::string(name) == "sm_90";
     for (const Step& s : {Prefill(1024, 1024), Prefill(1024, 1025), Prefill(8192, 8192), two_8k}) {
       EXPECT_FALSE(Param<bool>(One("index_prefill", s), "large")) << name;
     }
+    for (const Step& s :
+         {Prefill(1, 1), Prefill(16, 131072), Prefill(512, 32768), Prefill(1023, 8192)}) {
+      EXPECT_EQ(Param<bool>(One("index_prefill", s), "large"), hopper) << name;
+    }
+    // 1024 rows in the step, 1023 of them prefill: the decode row is not a prefill row.
+    const Step mixed{{{Phase::kPrefill, 1023, 8192}, {Phase::kDecode, 1, 100}}};
+    EXPECT_EQ(Param<bool>(One("index_prefill", mixed), "large"), hopper) << name;
     shape_ = *ShapeForRank(model_, 1);  // the seeds' 4 index heads: keys as M
     EXPECT_EQ(Param<int64_t>(One("index_decode", Decodes(33, 100)), "rows_tile"), 64) << name;
     EXPECT_TRUE(Param<bool>(One("index_prefill", Prefill(8192, 8192)), "large")) << name;
@@ -156,6 +165,9 @@ TEST_F(KeyRulesTest, IndexDecodeOneKeyWhereTheHeadsAreTheGemmsM) {
         EXPECT_EQ(IndexDecodeHeadsAsM(s, arch),
                   pw_index_decode_heads_m(static_cast<int>(hi), static_cast<int>(di),
                                           arch.platform == Platform::kNvidia))
+            << name << " hi " << hi << " di " << di;
+        EXPECT_EQ(IndexPrefillWarpgroups(s, arch),
+                  std::string(name) == "sm_90" && hi == 64 && di == 128)
             << name << " hi " << hi << " di " << di;
       }
     }
