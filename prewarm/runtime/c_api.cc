@@ -348,8 +348,11 @@ extern "C" int prewarm_runtime_index_prefill(prewarm_runtime* rt, const prewarm_
                   RETURN_IF_ERROR(IndexCommon("index_prefill", *a));
                   if (a->rows == 0) return absl::OkStatus();
                   RETURN_IF_ERROR(NonNegative("index_prefill", "prefill_work", a->prefill_work));
-                  ASSIGN_OR_RETURN(const prewarm::LoadedKernel k,
-                                   r.ForCall("index_prefill", PrefillStats(1, a->prefill_work)));
+                  // The call's rows are the step's prefill rows (the key on Hopper at 64 index
+                  // heads follows them).
+                  prewarm::StepStats st = PrefillStats(1, a->prefill_work);
+                  st.total_tokens = a->rows;
+                  ASSIGN_OR_RETURN(const prewarm::LoadedKernel k, r.ForCall("index_prefill", st));
                   return prewarm::LaunchIndexPrefill(r.gpu(), k.module, k.key, IndexArgsOf(*a));
                 });
 }

@@ -146,8 +146,10 @@ typedef struct {
   long long max_ctx; /* the largest context among the decode rows: no key reads it (index_decode's
                       * key, rows_tile, comes from rows); checked >= 0, else ignored */
 } prewarm_index_args;
-/* index_prefill: on NVIDIA with index heads a multiple of 16 and index head dim 128 (its kernel
- * is then index_decode's), q 16-byte and index_cache 8-byte aligned (else an error naming it). */
+/* index_prefill: rows are the step's prefill rows (at most max_num_batched_tokens; the key on
+ * Hopper at 64 index heads of 128 dims follows them, its kernel then the warpgroup one); on
+ * NVIDIA with index heads a multiple of 16 and index head dim 128, q 16-byte and index_cache
+ * 8-byte aligned (else an error naming it). */
 int prewarm_runtime_index_prefill(prewarm_runtime* rt, const prewarm_index_args* a, void* stream,
                                   char* err, size_t err_len);
 /* index_decode: q 16-byte and index_cache 8-byte aligned (else an error naming it). */
