@@ -104,6 +104,10 @@ Step Enrich(const Step& witness, const std::string& launcher, const Key& key, co
   return witness;
 }
 
+// A key compiled through the cache and loaded.
+absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const std::string& dir,
+                              const std::vector<std::string>& defines = {});
+
 class GpuCheckTest : public ::testing::Test {
  protected:
   // Skipped only where no GPU device is visible at all; a GPU that is there but cannot be opened
@@ -428,6 +432,36 @@ class GpuCheckTest : public ::testing::Test {
   void* module_ = nullptr;
   int sparse_rows_checked_ = 3;  // rows of a sparse check compared with the CPU (spread)
   // The index checks' paged cache: its block size and the scale g of its NVFP4 records.
+  // The index loaders' other branches, for each of `keys` (64 index heads): block sizes that are
+  // not a power of two (48; 40, not a multiple of 16 either), a cache 8 bytes off 16, and a
+  // negative record scale g; fresh inputs seeded by block size x seed_mul, offset and key.
+  void CheckIndexOddInputs(const char* launcher, const Step& step, const std::vector<Key>& keys,
+                           uint64_t seed_mul) {
+    struct Odd {
+      int block_size;
+      float g;
+      size_t offset;
+    };
+    for (const Odd& odd :
+         {Odd{48, kGIdx, 0}, Odd{40, kGIdx, 0}, Odd{64, kGIdx, 8}, Odd{64, -kGIdx, 0}}) {
+      index_block_size_ = odd.block_size;
+      g_idx_ = odd.g;
+      index_cache_offset_ = odd.offset;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const std::string name = absl::StrFormat("%s block_size=%d g=%g cache+%d", keys[i].String(),
+                                                 odd.block_size, odd.g, odd.offset);
+        testing::TempDir dir;
+        absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, keys[i], dir.path(), {});
+        ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+        module_ = *module;
+        Inputs in(static_cast<uint64_t>(odd.block_size) * seed_mul + odd.offset + i);
+        const Result r = Check(launcher, keys[i], step, in);
+        std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
+        EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
+      }
+    }
+  }
+
   int index_block_size_ = kBlockSize;
   float g_idx_ = kGIdx;
   size_t index_cache_offset_ = 0;
@@ -492,9 +526,8 @@ TEST_F(GpuCheckTest, AnIndexDecodePointerOffItsAlignmentIsAnErrorNamingIt) {
   }
 }
 
-// A key compiled through the cache and loaded.
 absl::StatusOr<void*> LoadKey(Gpu& gpu, const Arch& arch, const Key& key, const std::string& dir,
-                              const std::vector<std::string>& defines = {}) {
+                              const std::vector<std::string>& defines) {
   ASSIGN_OR_RETURN(const std::vector<msa_test::CompiledKey> compiled,
                    msa_test::CompileThroughCache({key}, arch, dir, defines));
   if (!compiled[0].error.empty()) return absl::InternalError(compiled[0].error);
@@ -688,34 +721,15 @@ TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
   // pw_slot's division, not a shift), one not a multiple of 16 either (an item's records copied
   // one slot lookup a copy), a cache 8 bytes off 16 (8-byte copies), and a negative record scale
   // g (the head sum's sign flip).
-  struct Odd {
-    int block_size;
-    float g;
-    size_t offset;
-  };
-  for (const Odd& odd :
-       {Odd{48, kGIdx, 0}, Odd{40, kGIdx, 0}, Odd{64, kGIdx, 8}, Odd{64, -kGIdx, 0}}) {
-    index_block_size_ = odd.block_size;
-    g_idx_ = odd.g;
-    index_cache_offset_ = odd.offset;
-    for (int rows_tile : {1, 16}) {
-      Key key = NewKey("index_decode", arch_);
-      key.Set("index_heads", int64_t{64})
-          .Set("index_head_dim", int64_t{128})
-          .Set("rows_tile", int64_t{rows_tile});
-      const std::string name = absl::StrFormat("%s block_size=%d g=%g cache+%d", key.String(),
-                                               odd.block_size, odd.g, odd.offset);
-      testing::TempDir dir;
-      absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), {});
-      ASSERT_TRUE(module.ok()) << name << ": " << module.status();
-      module_ = *module;
-      Inputs in(static_cast<uint64_t>(odd.block_size) * 7 + odd.offset +
-                static_cast<uint64_t>(rows_tile));
-      const Result r = Check("index_decode", key, step, in);
-      std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
-      EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
-    }
+  std::vector<Key> keys;
+  for (int rows_tile : {1, 16}) {
+    keys.push_back(NewKey("index_decode", arch_));
+    keys.back()
+        .Set("index_heads", int64_t{64})
+        .Set("index_head_dim", int64_t{128})
+        .Set("rows_tile", int64_t{rows_tile});
   }
+  CheckIndexOddInputs("index_decode", step, keys, 7);
 }
 
 // index_prefill with many index heads (DeepSeek-V3.2's 64, which the seeds' 4-head plan never
@@ -756,31 +770,15 @@ TEST_F(GpuCheckTest, IndexPrefillOfManyHeadsMatchesTheCpuReference) {
       }
     }
   }
-  struct Odd {
-    int block_size;
-    float g;
-    size_t offset;
-  };
-  for (const Odd& odd :
-       {Odd{48, kGIdx, 0}, Odd{40, kGIdx, 0}, Odd{64, kGIdx, 8}, Odd{64, -kGIdx, 0}}) {
-    index_block_size_ = odd.block_size;
-    g_idx_ = odd.g;
-    index_cache_offset_ = odd.offset;
-    for (bool large : {false, true}) {
-      Key key = NewKey("index_prefill", arch_);
-      key.Set("index_heads", int64_t{64}).Set("index_head_dim", int64_t{128}).Set("large", large);
-      const std::string name = absl::StrFormat("%s block_size=%d g=%g cache+%d", key.String(),
-                                               odd.block_size, odd.g, odd.offset);
-      testing::TempDir dir;
-      absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), {});
-      ASSERT_TRUE(module.ok()) << name << ": " << module.status();
-      module_ = *module;
-      Inputs in(static_cast<uint64_t>(odd.block_size) * 11 + odd.offset + (large ? 1 : 0));
-      const Result r = Check("index_prefill", key, step, in);
-      std::printf("%-90s %-26s %-10.2e %-7.0e\n", name.c_str(), r.note.c_str(), r.error, r.bound);
-      EXPECT_LE(r.error, r.bound) << name << ": " << r.note;
-    }
+  std::vector<Key> keys;
+  for (bool large : {false, true}) {
+    keys.push_back(NewKey("index_prefill", arch_));
+    keys.back()
+        .Set("index_heads", int64_t{64})
+        .Set("index_head_dim", int64_t{128})
+        .Set("large", large);
   }
+  CheckIndexOddInputs("index_prefill", step, keys, 11);
 }
 
 // Sparse attention at DeepSeek-V3.2's own heads a rank, which the seeds' 64-head plan never
