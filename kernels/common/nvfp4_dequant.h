@@ -73,5 +73,13 @@ PW_DEVICE_INLINE void pw_nvfp4_dequant8_bf16_lo(pw_u32 w, pw_u32 sg_lo, pw_u32* 
   for (int j = 0; j < 4; ++j)
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v[j]), "r"(sg_lo), "r"(neg_zero));
 }
+// Eight bf16 values (v: dims 0..7, two a word) in pw_nvfp4_dequant8_bf16_lo's order: out[j] =
+// (dim j, dim j + 4), j = 0..3, for the operand a dot product pairs with those dequantized keys.
+PW_DEVICE_INLINE void pw_bf16x8_lo_order(const uint4& v, pw_u32* out) {
+  asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(out[0]) : "r"(v.x), "r"(v.z));
+  asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(out[1]) : "r"(v.x), "r"(v.z));
+  asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(out[2]) : "r"(v.y), "r"(v.w));
+  asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(out[3]) : "r"(v.y), "r"(v.w));
+}
 #endif
 #endif  // PW_DEVICE_COMPILE || PW_SIMT_EMU

@@ -118,3 +118,11 @@ __device__ inline int pw_index_segments(const int* req, const int* vis, int nrow
   }
   return n;
 }
+
+// index_prefill's key positions of this block: with `large`, chunk blockIdx.y of
+// PW_INDEX_PREFILL_CHUNK positions; else all of [0, stride).
+__device__ inline void pw_index_prefill_range(bool large, int stride, int* begin, int* end) {
+  *begin = large ? static_cast<int>(blockIdx.y) * PW_INDEX_PREFILL_CHUNK : 0;
+  *end =
+      large && *begin + PW_INDEX_PREFILL_CHUNK < stride ? *begin + PW_INDEX_PREFILL_CHUNK : stride;
+}

@@ -201,10 +201,7 @@ PW_DEVICE_INLINE void pw_index_decode_stage_m(const PwIndexArgs& a, int row, int
     for (int h = 0; h < 2; ++h) {
       const uint4 v = *reinterpret_cast<const uint4*>(qrow + (16 * m + grp + 8 * h) * PW_DI +
                                                       8 * (4 * tig + w));
-      asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(p[h][0]) : "r"(v.x), "r"(v.z));
-      asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(p[h][1]) : "r"(v.x), "r"(v.z));
-      asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(p[h][2]) : "r"(v.y), "r"(v.w));
-      asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(p[h][3]) : "r"(v.y), "r"(v.w));
+      pw_bf16x8_lo_order(v, p[h]);
     }
     // Step 2 w: a0, a1 = pair 0 of rows grp, grp + 8; a2, a3 = pair 1. Step 2 w + 1: 2 and 3.
     *reinterpret_cast<uint4*>(qs + pw_index_decode_frag(m, 2 * w, lane)) =

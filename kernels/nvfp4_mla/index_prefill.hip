@@ -39,12 +39,8 @@ extern "C" __global__ void __launch_bounds__(kPwIw.threads, 2)
                       block_size, index_cache, g_idx,   out,     stride,      rows};
   const int row0 = (gridDim.x - 1 - blockIdx.x) * kPwIw.rows;
   const int nrows = rows - row0 < kPwIw.rows ? rows - row0 : kPwIw.rows;
-#if PW_LARGE
-  const int begin = blockIdx.y * PW_INDEX_PREFILL_CHUNK;
-  const int end = begin + PW_INDEX_PREFILL_CHUNK < stride ? begin + PW_INDEX_PREFILL_CHUNK : stride;
-#else
-  const int begin = 0, end = stride;
-#endif
+  int begin, end;
+  pw_index_prefill_range(PW_LARGE, stride, &begin, &end);
   pw_iw_block(a, row0, nrows, begin, end);
 }
 #elif !PW_INDEX_WG_LAUNCH && !defined(PW_AMD) && defined(__CUDA_ARCH__) && \
@@ -240,12 +236,8 @@ extern "C" __global__ void __launch_bounds__(kPwIg.threads)
                      const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
   const PwIndexArgs a{q,          w,           row_req, visible, block_table, max_blocks,
                       block_size, index_cache, g_idx,   out,     stride,      rows};
-#if PW_LARGE
-  const int begin = blockIdx.y * PW_INDEX_PREFILL_CHUNK;
-  const int end = begin + PW_INDEX_PREFILL_CHUNK < stride ? begin + PW_INDEX_PREFILL_CHUNK : stride;
-#else
-  const int begin = 0, end = stride;
-#endif
+  int begin, end;
+  pw_index_prefill_range(PW_LARGE, stride, &begin, &end);
 #if PW_INDEX_WG_LAUNCH
   // The warpgroup kernel's block of rows, a row at a time.
   constexpr int tile = pw_index_prefill_wg_geometry(PW_HI, PW_DI, PW_WARP).rows;

@@ -94,10 +94,7 @@ PW_DEVICE_INLINE void pw_iw_stage(const PwIndexArgs& a, int row0, int nrows, uns
     if (r < nrows) {
       const uint4 v = *reinterpret_cast<const uint4*>(
           a.q + (static_cast<long long>(row0 + r) * PW_HI + h) * PW_DI + 8 * u);
-      asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(o.x) : "r"(v.x), "r"(v.z));
-      asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(o.y) : "r"(v.x), "r"(v.z));
-      asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(o.z) : "r"(v.y), "r"(v.w));
-      asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(o.w) : "r"(v.y), "r"(v.w));
+      pw_bf16x8_lo_order(v, &o.x);
       o.x ^= flip;
       o.y ^= flip;
       o.z ^= flip;
