@@ -94,10 +94,11 @@ absl::Status WorkspaceGiven(std::string_view launcher, size_t bytes, const void*
                                            " (prewarm_runtime_workspace); it is NULL"));
 }
 
-StepStats PrefillStats(long long ctx, long long work) {
+StepStats PrefillStats(long long ctx, long long work, long long rows) {
   StepStats st;
   st.prefill_ctx = {ctx};
   st.prefill_work = work;
+  st.total_tokens = rows;
   return st;
 }
 
@@ -343,18 +344,17 @@ absl::Status TopkCommon(const char* launcher, const prewarm_topk_args& a) {
 
 extern "C" int prewarm_runtime_index_prefill(prewarm_runtime* rt, const prewarm_index_args* a,
                                              void* stream, char* err, size_t err_len) {
-  return Launch(rt, "index_prefill", a, stream, err, err_len,
-                [&](prewarm::Runtime& r) -> absl::Status {
-                  RETURN_IF_ERROR(IndexCommon("index_prefill", *a));
-                  if (a->rows == 0) return absl::OkStatus();
-                  RETURN_IF_ERROR(NonNegative("index_prefill", "prefill_work", a->prefill_work));
-                  // The call's rows are the step's prefill rows (the key on Hopper at 64 index
-                  // heads follows them).
-                  prewarm::StepStats st = PrefillStats(1, a->prefill_work);
-                  st.total_tokens = a->rows;
-                  ASSIGN_OR_RETURN(const prewarm::LoadedKernel k, r.ForCall("index_prefill", st));
-                  return prewarm::LaunchIndexPrefill(r.gpu(), k.module, k.key, IndexArgsOf(*a));
-                });
+  return Launch(
+      rt, "index_prefill", a, stream, err, err_len, [&](prewarm::Runtime& r) -> absl::Status {
+        RETURN_IF_ERROR(IndexCommon("index_prefill", *a));
+        if (a->rows == 0) return absl::OkStatus();
+        RETURN_IF_ERROR(NonNegative("index_prefill", "prefill_work", a->prefill_work));
+        // The call's rows are the step's prefill rows (the key on Hopper at 64 index
+        // heads follows them).
+        ASSIGN_OR_RETURN(const prewarm::LoadedKernel k,
+                         r.ForCall("index_prefill", PrefillStats(1, a->prefill_work, a->rows)));
+        return prewarm::LaunchIndexPrefill(r.gpu(), k.module, k.key, IndexArgsOf(*a));
+      });
 }
 
 extern "C" int prewarm_runtime_index_decode(prewarm_runtime* rt, const prewarm_index_args* a,

@@ -48,8 +48,9 @@ absl::Status WorkspaceGiven(std::string_view launcher, size_t bytes, const void*
                             std::string_view name);
 
 // The key-deciding statistics of one call: a prefill request of context `ctx` in a step of
-// prefill work `work`; `rows` decode rows whose largest context is `max_ctx`.
-StepStats PrefillStats(long long ctx, long long work);
+// prefill work `work` and `rows` prefill rows (0 where the launcher's key does not read them);
+// `rows` decode rows whose largest context is `max_ctx`.
+StepStats PrefillStats(long long ctx, long long work, long long rows = 0);
 StepStats DecodeStats(int rows, long long max_ctx);
 
 // prewarm_runtime_workspace for the msa_* launchers (c_api_msa.cc): bytes[0] and bytes[1] of
