@@ -144,23 +144,23 @@ __device__ inline void pw_wgmma_m64n128k16_bf16_bt(float (&d)[64], const pw_u32 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(accumulate), "l"(desc));
 }
 
-// d (+)= a · b: m64n128k16, bf16 A (M x K) and B (N x K) both K-major in shared memory through
-// their descriptors, f32 accumulators. kAccumulate false writes d without reading it (as
-// pw_wgmma_m64n64k16_bf16).
-#define PW_WGMMA_M64N128K16_BF16_SS                                           \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %64, 0;\n"                                \
+// d (+)= a · b: m64n128k16, bf16 A from registers (each warp's 16 rows in the mma.sync m16n8k16
+// A layout) and B (N x K, K-major) through `desc`, f32 accumulators; kAccumulate false writes d
+// without reading it (as pw_wgmma_m64n64k16_bf16).
+#define PW_WGMMA_M64N128K16_BF16                                              \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %68, 0;\n"                                \
   "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" PW_WGMMA_D64_REGS \
-  "}, %65, %66, p, 1, 1, 0, 0;\n}\n"
+  "}, {%64, %65, %66, %67}, %69, p, 1, 1, 0;\n}\n"
 template <bool kAccumulate>
-__device__ inline void pw_wgmma_m64n128k16_bf16_ss(float (&d)[64], pw_u64 desc_a, pw_u64 desc_b) {
+__device__ inline void pw_wgmma_m64n128k16_bf16(float (&d)[64], const pw_u32 (&a)[4], pw_u64 desc) {
   if constexpr (kAccumulate) {
-    asm volatile(PW_WGMMA_M64N128K16_BF16_SS
+    asm volatile(PW_WGMMA_M64N128K16_BF16
                  : PW_WGMMA_D64("+f")
-                 : "n"(1), "l"(desc_a), "l"(desc_b));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "n"(1), "l"(desc));
   } else {
-    asm volatile(PW_WGMMA_M64N128K16_BF16_SS
+    asm volatile(PW_WGMMA_M64N128K16_BF16
                  : PW_WGMMA_D64("=f")
-                 : "n"(0), "l"(desc_a), "l"(desc_b));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "n"(0), "l"(desc));
   }
 }
 

@@ -13,6 +13,7 @@
 // a row a block, its Q staged once for the block's warps, no tiles, each warp's records streamed
 // through a ring of asynchronous copies.
 #include "common/geometry.h"
+#include "common/wgmma.h"
 #include "nvfp4_mla/index_common.h"
 
 // Heads as the M of the GEMM (NVIDIA mma.sync, Hi a multiple of 16, Di = 128): per item the
@@ -32,6 +33,20 @@
 #define PW_INDEX_DECODE_M 1
 #else
 #define PW_INDEX_DECODE_M 0
+#endif
+// On Hopper (sm_90a) at 64 heads of 128 dims the heads-as-M launch runs index_wg.h's warpgroup
+// kernel instead: a row a block, one warpgroup, its keys the M of wgmma m64n64k16 (decoded
+// straight into A fragments) and the row's 64 heads the N. PW_INDEX_DECODE_WG=0 (a measuring
+// define) keeps the mma.sync heads-as-M path there.
+#ifndef PW_INDEX_DECODE_WG
+#define PW_INDEX_DECODE_WG 1
+#endif
+#if PW_INDEX_DECODE_M && PW_WGMMA && PW_HI == 64 && PW_DI == 128 && PW_INDEX_DECODE_WG && \
+    !defined(PW_INDEX_PREFILL_AS_DECODE)
+#define PW_INDEX_DECODE_WGMMA 1
+#include "nvfp4_mla/index_wg.h"
+#else
+#define PW_INDEX_DECODE_WGMMA 0
 #endif
 // The host's launch gives the heads-as-M grid by the same predicate (index_geometry.h).
 static_assert(!PW_INDEX_DECODE_HEADS_M ||
@@ -296,6 +311,40 @@ PW_DEVICE_INLINE void pw_index_decode_item_m(const PwIndexArgs& a, int row, int 
 #ifndef PW_INDEX_DECODE_ENTRY
 #define PW_INDEX_DECODE_ENTRY pw_index_decode
 #endif
+// A block's positions: a slice of ceil(stride / grid.y) rounded up to 16 (grid.y from the host's
+// pw_index_decode_grid_y).
+PW_DEVICE_INLINE int pw_index_decode_per(int stride) {
+  return ((stride + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y) + 15) / 16 * 16;
+}
+
+// This block's positions [begin, end); false past the rows' positions (a grid rounded up).
+PW_DEVICE_INLINE bool pw_index_decode_range(int stride, int* begin, int* end) {
+  const int per = pw_index_decode_per(stride);
+  const long long begin_ll = static_cast<long long>(blockIdx.y) * per;
+  if (begin_ll >= stride) return false;
+  *begin = static_cast<int>(begin_ll);
+  *end = stride - *begin > per ? *begin + per : stride;
+  return true;
+}
+
+#if PW_INDEX_DECODE_WGMMA
+static_assert(kPwIwDecode.g.threads == kPwDg.threads &&
+                  kPwIwDecode.g.smem_bytes <= kPwDg.smem_bytes,
+              "the warpgroup kernel runs under the heads-as-M launch");
+extern "C" __global__ void __launch_bounds__(kPwDg.threads, kPwDg.min_blocks)
+    PW_INDEX_DECODE_ENTRY(const pw_u16* q, const float* w, const int* row_req, const int* visible,
+                          const int* block_table, int max_blocks, int block_size,
+                          const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
+  const PwIndexArgs a{q,          w,           row_req, visible, block_table, max_blocks,
+                      block_size, index_cache, g_idx,   out,     stride,      rows};
+  int begin, end;
+  if (!pw_index_decode_range(stride, &begin, &end)) return;
+  for (int row = blockIdx.x; row < rows; row += gridDim.x) {
+    if (row != static_cast<int>(blockIdx.x)) __syncthreads();  // the last row's Q read
+    pw_iw_block<kPwIwDecode>(a, row, 1, begin, end);
+  }
+}
+#else
 // The heads-as-M path asks for its geometry's blocks a multiprocessor (registers for them all):
 // with the threads alone ptxas held it to 64 or 128 registers and spilled.
 #if PW_INDEX_DECODE_M
@@ -310,16 +359,11 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
                       block_size, index_cache, g_idx,   out,     stride,      rows};
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_index_decode_shared[];
   const int warp = threadIdx.x / PW_WARP, lane = threadIdx.x % PW_WARP;
-  // The block's positions: [begin, end), a multiple of 16 (grid.y from the host's
-  // pw_index_decode_grid_y); keys as M also its rows [first, last) in `rounds` items of 16 each
-  // (item i: row first + i / rounds, positions begin + 16 (i % rounds) .. + 16), heads as M one
-  // row.
-  const int per =
-      ((stride + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y) + 15) / 16 * 16;
-  const long long begin_ll = static_cast<long long>(blockIdx.y) * per;
-  if (begin_ll >= stride) return;  // past the rows' positions (a grid rounded up)
-  const int begin = static_cast<int>(begin_ll);
-  const int end = stride - begin > per ? begin + per : stride;
+  // The block's positions [begin, end); keys as M also its rows [first, last) in `rounds` items
+  // of 16 each (item i: row first + i / rounds, positions begin + 16 (i % rounds) .. + 16), heads
+  // as M one row.
+  int begin, end;
+  if (!pw_index_decode_range(stride, &begin, &end)) return;
   struct Item {
     int row, req, vis, j0, limit;
   };
@@ -400,7 +444,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
 #else
   unsigned char* mine = pw_index_decode_shared + warp * kPwDk.warp_bytes;
   pw_u16* qs = reinterpret_cast<pw_u16*>(mine + kPwDk.q_offset);
-  const int rounds = per / 16;
+  const int rounds = pw_index_decode_per(stride) / 16;
   const int first = blockIdx.x * PW_ROWS_TILE;
   const int last = first + PW_ROWS_TILE < rows ? first + PW_ROWS_TILE : rows;
   const int items = (last - first) * rounds;
@@ -500,3 +544,4 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
   }
 #endif
 }
+#endif  // PW_INDEX_DECODE_WGMMA

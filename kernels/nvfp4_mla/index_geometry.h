@@ -50,39 +50,46 @@ PW_HD constexpr PwIndexGeometry pw_index_geometry(int hi, int di, int warp, int 
 }
 
 // index_prefill on Hopper (sm_90a's warpgroup instructions, PW_WGMMA) where Hi = 64 and Di = 128
-// (DeepSeek-V3.2's indexer; index_prefill_wg.h): a block scores kPwIndexWgRows rows of a chunk of
+// (DeepSeek-V3.2's indexer; index_wg.h): a block scores kPwIndexWgRows rows of a chunk of
 // the prompt against tiles of kPwIndexWgKeys key positions, a tile a warpgroup (the keys the M
-// of a wgmma, 64), two rows' 128 qvecs the N, K = Di. Its two warpgroups take alternate tiles.
-// Shared memory: the block's Q as B operands ([pair][k step][2][16][8 x 8 bf16] core matrices),
-// each warpgroup's dequantized key tile as A ([k step][2][8][8 x 8 bf16]), the rows' head weights
-// and per-row scalars; at least the shared memory of the layout of one row a block
-// (pw_index_layout(1, ...): 8 warps, the same 256 threads), which the builds without the
-// warpgroup path (PW_FORCE_SIMT, PW_INDEX_PREFILL_WG=0) run a row at a time under this launch.
+// of a wgmma, 64, decoded into registers as its A), two rows' 128 qvecs the N, K = Di. Its two
+// warpgroups take alternate tiles. Shared memory: the block's Q as B operands
+// ([pair][k step][2][16][8 x 8 bf16] core matrices), the rows' head weights and per-row scalars; at
+// least the shared memory of the layout of one row a block (pw_index_layout(1, ...): 8 warps, the
+// same 256 threads), which the builds without the warpgroup path (PW_FORCE_SIMT,
+// PW_INDEX_PREFILL_WG=0) run a row at a time under this launch.
 constexpr int kPwIndexWgRows = 4;   // rows a block: two pairs
 constexpr int kPwIndexWgKeys = 64;  // key positions a warpgroup's tile
 
 struct PwIndexWgGeometry {
   int rows, threads;
-  int q_offset, k_offset, w_offset, row_offset, smem_bytes;
+  int q_offset, w_offset, row_offset, smem_bytes;
 };
 
 PW_HD constexpr bool pw_index_prefill_wg(int hi, int di, bool wgmma) {
   return wgmma && hi == 64 && di == 128;
 }
 
-PW_HD constexpr PwIndexWgGeometry pw_index_prefill_wg_geometry(int hi, int di, int warp) {
+// The warpgroup kernels' shared memory for `rows` rows a block and `groups` warpgroups
+// (index_wg.h).
+PW_HD constexpr PwIndexWgGeometry pw_index_wg_geometry(int hi, int di, int rows, int groups) {
   PwIndexWgGeometry g{};
-  g.rows = kPwIndexWgRows;
-  g.threads = 256;
+  g.rows = rows;
+  g.threads = 128 * groups;
   g.q_offset = 0;
-  g.k_offset = g.q_offset + kPwIndexWgRows * hi * di * 2;
-  g.w_offset = g.k_offset + 2 * kPwIndexWgKeys * di * 2;
-  g.row_offset = g.w_offset + kPwIndexWgRows * hi * 4;
+  g.w_offset = g.q_offset + rows * hi * di * 2;
+  g.row_offset = g.w_offset + rows * hi * 4;
   // Per row: request, visible; per request of the block: its id and its rows' largest visible;
   // and the number of requests.
-  const int bytes = g.row_offset + ((4 * kPwIndexWgRows + 1) * 4 + 15) / 16 * 16;
+  g.smem_bytes = g.row_offset + ((4 * rows + 1) * 4 + 15) / 16 * 16;
+  return g;
+}
+
+// index_prefill's: kPwIndexWgRows rows, two warpgroups.
+PW_HD constexpr PwIndexWgGeometry pw_index_prefill_wg_geometry(int hi, int di, int warp) {
+  PwIndexWgGeometry g = pw_index_wg_geometry(hi, di, kPwIndexWgRows, 2);
   const int one_row = pw_index_layout(1, hi, di, warp).smem_bytes;
-  g.smem_bytes = bytes > one_row ? bytes : one_row;
+  g.smem_bytes = g.smem_bytes > one_row ? g.smem_bytes : one_row;
   return g;
 }
 

@@ -7,7 +7,7 @@
 //     chunk of key positions, so the long rows of a long prompt spread over many blocks.
 // Two launches on NVIDIA replace it:
 // - Hopper (sm_90a's warpgroup instructions) with Hi = 64 and Di = 128 (index_geometry.h's
-//   pw_index_prefill_wg: DeepSeek-V3.2's indexer): index_prefill_wg.h's kernel, a block of two
+//   pw_index_prefill_wg: DeepSeek-V3.2's indexer): index_wg.h's kernel, a block of two
 //   warpgroups scoring 4 rows, with the same grid.y of chunks. The builds without it under that
 //   launch (PW_FORCE_SIMT, the check's path; PW_INDEX_PREFILL_WG=0, the mma.sync one) run this
 //   file's kernel in its layout of one row a block (8 warps, 256 threads), a row at a time.
@@ -24,24 +24,25 @@
 #define PW_INDEX_PREFILL_WG 1
 #endif
 #if !defined(PW_AMD) && PW_WGMMA && PW_INDEX_HEADS == 64 && PW_INDEX_HEAD_DIM == 128
-#define PW_INDEX_WG_LAUNCH 1  // the host gives index_prefill_wg.h's launch
+#define PW_INDEX_WG_LAUNCH 1  // the host gives index_wg.h's launch
 #else
 #define PW_INDEX_WG_LAUNCH 0
 #endif
 #if PW_INDEX_WG_LAUNCH && PW_MMA_IMPL == PW_MMA_SYNC && PW_INDEX_PREFILL_WG
 #include "common/geometry.h"
-#include "nvfp4_mla/index_prefill_wg.h"
-extern "C" __global__ void __launch_bounds__(kPwIw.threads, 2)
+#include "nvfp4_mla/index_wg.h"
+extern "C" __global__ void __launch_bounds__(kPwIwPrefill.g.threads, 2)
     pw_index_prefill(const pw_u16* q, const float* w, const int* row_req, const int* visible,
                      const int* block_table, int max_blocks, int block_size,
                      const pw_u8* index_cache, float g_idx, float* out, int stride, int rows) {
   const PwIndexArgs a{q,          w,           row_req, visible, block_table, max_blocks,
                       block_size, index_cache, g_idx,   out,     stride,      rows};
-  const int row0 = (gridDim.x - 1 - blockIdx.x) * kPwIw.rows;
-  const int nrows = rows - row0 < kPwIw.rows ? rows - row0 : kPwIw.rows;
+  constexpr int tile = kPwIwPrefill.rows;
+  const int row0 = (gridDim.x - 1 - blockIdx.x) * tile;
+  const int nrows = rows - row0 < tile ? rows - row0 : tile;
   int begin, end;
   pw_index_prefill_range(PW_LARGE, stride, &begin, &end);
-  pw_iw_block(a, row0, nrows, begin, end);
+  pw_iw_block<kPwIwPrefill>(a, row0, nrows, begin, end);
 }
 #elif !PW_INDEX_WG_LAUNCH && !defined(PW_AMD) && defined(__CUDA_ARCH__) && \
     __CUDA_ARCH__ >= 800 && PW_INDEX_HEADS % 16 == 0 && PW_INDEX_HEAD_DIM == 128

@@ -69,7 +69,7 @@ bool IndexDecodeHeadsM(const Key& key, const Arch& arch) {
                                  sm.has_value() && *sm >= 80);
 }
 
-// Whether index_prefill's kernel is index_prefill_wg.h's (Hopper's warpgroup instructions, 64
+// Whether index_prefill's kernel is index_wg.h's (Hopper's warpgroup instructions, 64
 // index heads of 128 dims): its own block shape, 4 rows a block.
 bool IndexPrefillWg(const Key& key, const Arch& arch) {
   return pw_index_prefill_wg(static_cast<int>(KeyInt(key, "index_heads")),
@@ -245,7 +245,7 @@ absl::Status LaunchIndexPrefill(Gpu& gpu, void* module, const Key& key, const In
   ASSIGN_OR_RETURN(const std::vector<EntryLaunch> e, EntryLaunches(key));
   ASSIGN_OR_RETURN(const PwIndexGeometry g, IndexGeometry(key));
   // The warpgroup kernel reads Q 16 bytes and the index records 8 bytes at a time
-  // (index_prefill_wg.h); it scores 4 rows a block.
+  // (index_wg.h); it scores 4 rows a block.
   if (wg) {
     RETURN_IF_ERROR(
         CheckAligned(key.launcher, {{"q", a.q, 16}, {"index_cache", a.index_cache, 8}}));

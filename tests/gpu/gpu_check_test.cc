@@ -688,8 +688,10 @@ TEST_F(GpuCheckTest, TopkPrefillOfLongRowsMatchesTheCpuReference) {
 // 16, which the seeds' 4-head plan never reaches, at each rows tile. One launch of 12 decode rows
 // (one of them an MTP row of 2 tokens) of 1 to 20,000 keys: items cut short by a row's visible
 // count, rows of one key, rows longer than a block's slice; every position against the CPU, -inf
-// past what a row sees. The keys-as-M path (PW_INDEX_DECODE_HEADS_M=0) and the SIMT build (what
-// AMD runs) of the same keys under the same launch too: each path takes any slice length.
+// past what a row sees. On Hopper at 64 heads the default build is the warpgroup kernel
+// (index_wg.h); the mma.sync heads-as-M path (PW_INDEX_DECODE_WG=0, what sm_80 runs), the
+// keys-as-M path (PW_INDEX_DECODE_HEADS_M=0) and the SIMT build (what AMD runs) of the same keys
+// under the same launch too: each path takes any slice length.
 TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
   arch_ = *ParseArch(gpu_->ArchName());
   Step step;
@@ -699,7 +701,8 @@ TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
   for (int hi : {16, 64}) {
     for (int rows_tile : {1, 16, 64}) {
       for (const std::vector<std::string>& defines :
-           {std::vector<std::string>{}, std::vector<std::string>{"-DPW_INDEX_DECODE_HEADS_M=0"},
+           {std::vector<std::string>{}, std::vector<std::string>{"-DPW_INDEX_DECODE_WG=0"},
+            std::vector<std::string>{"-DPW_INDEX_DECODE_HEADS_M=0"},
             std::vector<std::string>{"-DPW_FORCE_SIMT=1"}}) {
         Key key = NewKey("index_decode", arch_);
         key.Set("index_heads", int64_t{hi})
@@ -733,7 +736,7 @@ TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
 }
 
 // index_prefill with many index heads (DeepSeek-V3.2's 64, which the seeds' 4-head plan never
-// reaches, and 16): on Hopper at 64 heads the warpgroup kernel (index_prefill_wg.h: 4 rows a
+// reaches, and 16): on Hopper at 64 heads the warpgroup kernel (index_wg.h: 4 rows a
 // block, keys as the M of wgmma), elsewhere on NVIDIA index_decode's heads-as-M kernel; both keys
 // (`large`: chunks of 1024 positions a block, or all of them), under index_prefill's launch:
 // chunks of prompts, fresh and continued, whose causal rows see a prefix of the positions (-inf

@@ -417,11 +417,19 @@ TEST(LaunchTest, IndexPrefillTakesTheWarpgroupKernelOnHopperAt64Heads) {
     EXPECT_EQ((*e)[0].threads, c.threads) << c.arch << " " << c.heads;
     EXPECT_EQ((*e)[0].shared_bytes, static_cast<unsigned>(c.smem)) << c.arch << " " << c.heads;
   }
-  // The warpgroup kernel's block: 4 rows' Q (64 KiB) and two 64-key tiles (32 KiB), two blocks a
-  // multiprocessor on the H100 and H200 (227 KiB a block, 228 an SM).
+  // The warpgroup kernel's block: 4 rows' Q (64 KiB), their head weights and scalars (its key
+  // tiles are in registers), two blocks a multiprocessor on the H100 and H200 (227 KiB a block,
+  // 228 an SM).
   EXPECT_EQ(wg.rows, 4);
-  EXPECT_GE(wg.smem_bytes, 96 * 1024);
+  EXPECT_GE(wg.smem_bytes, 64 * 1024);
   EXPECT_LE(2 * (wg.smem_bytes + 1024), 228 * 1024);
+  // index_decode's warpgroup kernel (one row, one warpgroup) runs under the heads-as-M launch:
+  // the same threads, and its row's Q and scalars fit that launch's shared memory.
+  const PwIndexWgGeometry one = pw_index_wg_geometry(64, 128, 1, 1);
+  const PwIndexDecodeGeometry m = pw_index_decode_geometry(64, 128, 32, 227, true);
+  EXPECT_EQ(one.threads, m.threads);
+  EXPECT_GE(one.smem_bytes, 16 * 1024);
+  EXPECT_LE(one.smem_bytes, m.smem_bytes);
 }
 
 // The second kernel of a split decode (the combine) waits for the split kernel's partials in
