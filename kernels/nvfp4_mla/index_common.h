@@ -5,10 +5,11 @@
 // Defines: PW_INDEX_HEADS (Hi), PW_INDEX_HEAD_DIM (Di), PW_LDS_KIB.
 //
 // Both kernels compute the scores as GEMMs on matrix cores (common/mma.h): key records are
-// decoded into shared memory as bf16 (e2m1 times the block scale is exact in bf16; the global
-// scale g is applied to the dot products, before the relu) and multiplied with the rows' Q
-// (index_prefill.hip: many rows of one request share each key tile; index_decode.hip: a warp a
-// row). This header holds what both use.
+// decoded as bf16 (e2m1 times the block scale is exact in bf16; the global scale g is applied to
+// the dot products, before the relu), into shared memory (the keys-as-M kernels) or straight into
+// matrix fragments (index_decode.hip's heads-as-M kernel, index_wg.h's warpgroup kernels), and
+// multiplied with the rows' Q (index_prefill.hip: many rows of one request share each key tile;
+// index_decode.hip: a row's keys its own). This header holds what both use.
 #pragma once
 #include "common/mma.h"
 #include "common/nvfp4_dequant.h"
