@@ -69,6 +69,23 @@ std::vector<int> Sample(int rows, int max) {
   return out;
 }
 
+// Rows of the index checks: whole blocks of 4 consecutive rows (the warpgroup index_prefill's
+// block, two rows to a wgmma: a spread of rows alone would compare one row of each), about `max`
+// of them spread over the rows, the last one, and every block whose rows belong to more than one
+// request (`req`: each row's request).
+std::vector<int> SampleBlocks(const std::vector<int>& req, int max) {
+  const int rows = static_cast<int>(req.size()), blocks = (rows + 3) / 4;
+  std::vector<int> out;
+  for (int b = 0; b < blocks; ++b) {
+    const int first = 4 * b, last = std::min(first + 4, rows);
+    bool mixed = false;
+    for (int r = first + 1; r < last; ++r) mixed = mixed || req[r] != req[first];
+    if (blocks > max && b % (blocks / max + 1) != 0 && b != blocks - 1 && !mixed) continue;
+    for (int r = first; r < last; ++r) out.push_back(r);
+  }
+  return out;
+}
+
 // Fresh random inputs: the large arrays on every core (random_inputs.h), and a block table.
 class Inputs : public ref::RandomInputs {
  public:
@@ -278,7 +295,7 @@ class GpuCheckTest : public ::testing::Test {
     const ref::Paged paged{&cache, di / 2 + di / 16, &table, max_blocks, index_block_size_};
     std::vector<double> got, want;
     int bad_tail = 0;
-    const std::vector<int> sample = Sample(n, 12);
+    const std::vector<int> sample = SampleBlocks(rows.req, 3);
     const std::vector<std::vector<double>> scores = ref::IndexScoresRows(
         q.data(), w.data(), hi, di, sample, rows.visible.data(), rows.req.data(), paged, g_idx_);
     for (size_t i = 0; i < sample.size(); ++i) {
@@ -436,7 +453,7 @@ class GpuCheckTest : public ::testing::Test {
   // not a power of two (48; 40, not a multiple of 16 either), a cache 8 bytes off 16, and a
   // negative record scale g; fresh inputs seeded by block size x seed_mul, offset and key.
   void CheckIndexOddInputs(const char* launcher, const Step& step, const std::vector<Key>& keys,
-                           uint64_t seed_mul) {
+                           uint64_t seed_mul, const std::vector<std::string>& defines = {}) {
     struct Odd {
       int block_size;
       float g;
@@ -448,10 +465,11 @@ class GpuCheckTest : public ::testing::Test {
       g_idx_ = odd.g;
       index_cache_offset_ = odd.offset;
       for (size_t i = 0; i < keys.size(); ++i) {
-        const std::string name = absl::StrFormat("%s block_size=%d g=%g cache+%d", keys[i].String(),
-                                                 odd.block_size, odd.g, odd.offset);
+        const std::string name =
+            absl::StrFormat("%s block_size=%d g=%g cache+%d%s", keys[i].String(), odd.block_size,
+                            odd.g, odd.offset, defines.empty() ? "" : " " + defines[0]);
         testing::TempDir dir;
-        absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, keys[i], dir.path(), {});
+        absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, keys[i], dir.path(), defines);
         ASSERT_TRUE(module.ok()) << name << ": " << module.status();
         module_ = *module;
         Inputs in(static_cast<uint64_t>(odd.block_size) * seed_mul + odd.offset + i);
@@ -720,10 +738,12 @@ TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
       }
     }
   }
-  // The heads-as-M path's other branches: block sizes that are not a power of two (the slot by
-  // pw_slot's division, not a shift), one not a multiple of 16 either (an item's records copied
-  // one slot lookup a copy), a cache 8 bytes off 16 (8-byte copies), and a negative record scale
-  // g (the head sum's sign flip).
+  // The loaders' other branches, in the default build (on Hopper at 64 heads the warpgroup
+  // kernel's register loads) and in the mma.sync heads-as-M path's (PW_INDEX_DECODE_WG=0; the
+  // default elsewhere): block sizes that are not a power of two (the slot by pw_slot's division,
+  // not a shift), one not a multiple of 16 either (heads as M: an item's records copied one slot
+  // lookup a copy), a cache 8 bytes off 16 (8-byte copies), and a negative record scale g (the
+  // head sum's sign flip).
   std::vector<Key> keys;
   for (int rows_tile : {1, 16}) {
     keys.push_back(NewKey("index_decode", arch_));
@@ -733,6 +753,9 @@ TEST_F(GpuCheckTest, IndexDecodeOfManyHeadsMatchesTheCpuReference) {
         .Set("rows_tile", int64_t{rows_tile});
   }
   CheckIndexOddInputs("index_decode", step, keys, 7);
+  if (arch_.name == "sm_90") {
+    CheckIndexOddInputs("index_decode", step, keys, 13, {"-DPW_INDEX_DECODE_WG=0"});
+  }
 }
 
 // index_prefill with many index heads (DeepSeek-V3.2's 64, which the seeds' 4-head plan never

@@ -385,9 +385,9 @@ TEST(LaunchTest, TopkPrefillTakesAClusterARowOnHopperAndStripsElsewhere) {
 }
 
 // index_prefill's three launches: Hopper's warpgroup kernel for DeepSeek-V3.2's 64 index heads
-// of 128 dims (two warpgroups, the shared memory of 4 rows' Q and two key tiles), index_decode's
-// heads-as-M block elsewhere on NVIDIA sm_80+ (16 heads on Hopper too), and the keys-as-M block
-// of its own geometry on AMD.
+// of 128 dims (two warpgroups, the shared memory of 4 rows' Q; its key tiles in registers),
+// index_decode's heads-as-M block elsewhere on NVIDIA sm_80+ (16 heads on Hopper too), and the
+// keys-as-M block of its own geometry on AMD.
 TEST(LaunchTest, IndexPrefillTakesTheWarpgroupKernelOnHopperAt64Heads) {
   struct Case {
     const char* arch;
