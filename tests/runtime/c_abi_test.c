@@ -6,7 +6,11 @@
  *                              refused for want of a GPU after its key was found, a step out
  *                              of range refused by prewarm_runtime_get.
  *   c_abi_test --layout        sizeof and offsetof of every structure, as JSON, for the Python
- *                              package's ctypes mirror (tests/python/test_runtime.py). */
+ *                              package's ctypes mirror (tests/python/test_runtime.py).
+ *   c_abi_test --index-prefill-rows CACHE
+ *                              over a cache of DeepSeek-V3.2 (64 index heads) for sm_90, device
+ *                              -1: index_prefill's key follows the call's rows (the step's
+ *                              prefill rows), and rows past max_num_batched_tokens are refused. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -382,18 +386,25 @@ static int GetChecksTheStep(prewarm_runtime* rt, int msa) {
   return failed;
 }
 
-static int WithoutGpu(const char* cache, const char* arch) {
+/* A strict runtime over `cache` for `arch` without a GPU (device -1); 1 (said why) if it fails. */
+static int OpenWithoutGpu(const char* cache, const char* arch, prewarm_runtime** rt) {
   prewarm_runtime_options o;
   memset(&o, 0, sizeof o);
   o.cache_dir = cache;
   o.arch = arch;
   o.strict = 1;
   o.device = -1;
+  char err[1024] = "";
+  const int rc = prewarm_runtime_open_with(&o, rt, err, sizeof err);
+  return Expect(rc == PREWARM_OK, "open with device -1", err);
+}
+
+static int WithoutGpu(const char* cache, const char* arch) {
   prewarm_runtime* rt = NULL;
   char err[1024] = "";
   int failed = 0;
-  int rc = prewarm_runtime_open_with(&o, &rt, err, sizeof err);
-  if (Expect(rc == PREWARM_OK, "open with device -1", err)) return 1;
+  if (OpenWithoutGpu(cache, arch, &rt)) return 1;
+  int rc;
   char info[4096];
   const size_t need = prewarm_runtime_info(rt, info, sizeof info);
   failed += Expect(need < sizeof info && strstr(info, "manifest.json") != NULL &&
@@ -442,11 +453,55 @@ static int WithoutGpu(const char* cache, const char* arch) {
   return failed;
 }
 
+/* index_prefill on Hopper at 64 index heads: `large` while the call's rows (the step's prefill
+ * rows) are below 1024 (Thresholds::index_prefill_wg_large_rows), whatever the prefill work; the
+ * key is named in the no-GPU refusal. Rows past max_num_batched_tokens (8192 here) are out of
+ * the plan's range. */
+static int IndexPrefillRows(const char* cache) {
+  prewarm_runtime* rt = NULL;
+  char err[1024] = "";
+  int failed = 0;
+  if (OpenWithoutGpu(cache, "sm_90", &rt)) return 1;
+  static char fake[64]; /* never read: a runtime without a GPU launches nothing */
+  prewarm_index_args a;
+  memset(&a, 0, sizeof a);
+  a.q = a.w = a.row_req = a.visible = a.block_table = a.index_cache = fake;
+  a.out = fake;
+  a.max_blocks = 1;
+  a.block_size = 64;
+  a.stride = 8192;
+  struct {
+    int rows;
+    long long work;
+    int ok;
+    const char* want;
+    const char* what;
+  } cases[] = {
+      {1, 1, 1, "large=true", "1 prefill row: large"},
+      {1023, 8192LL * 1023, 1, "large=true", "1023 rows of a long prompt: large"},
+      {1024, 1024, 1, "large=false", "1024 rows: shared, however little work"},
+      {8192, 8192LL * 8192, 1, "large=false", "8192 rows: shared"},
+      {8193, 8193, 0, "tokens 8193 > max_num_batched_tokens 8192",
+       "8193 rows: past max_num_batched_tokens"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    a.rows = cases[i].rows;
+    a.prefill_work = cases[i].work;
+    const int rc = prewarm_runtime_index_prefill(rt, &a, NULL, err, sizeof err);
+    const int code_ok = cases[i].ok ? rc == PREWARM_ENOGPU : rc == PREWARM_EINVAL;
+    if (!code_ok) printf("rc %d\n", rc);
+    failed += Expect(code_ok && strstr(err, cases[i].want) != NULL, cases[i].what, err);
+  }
+  prewarm_runtime_close(rt);
+  return failed;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--layout") == 0) {
     Layout();
     return 0;
   }
+  if (argc == 3 && strcmp(argv[1], "--index-prefill-rows") == 0) return IndexPrefillRows(argv[2]);
   if (argc == 3) return WithoutGpu(argv[1], argv[2]);
   const char* cache = "/nonexistent/prewarm-c-abi-cache";
   prewarm_runtime* rt = NULL;
