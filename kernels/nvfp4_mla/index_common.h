@@ -127,3 +127,31 @@ __device__ inline void pw_index_prefill_range(bool large, int stride, int* begin
   *end =
       large && *begin + PW_INDEX_PREFILL_CHUNK < stride ? *begin + PW_INDEX_PREFILL_CHUNK : stride;
 }
+
+#if PW_MMA_IMPL == PW_MMA_SYNC
+// The fragment kernels' view of 16 keys' records (index_decode.hip's heads-as-M kernel, where the
+// keys are its B; index_wg.h's warpgroup kernels, where they are wgmma's A): lane (grp, tig)
+// holds bytes [16 tig, + 16) of keys grp and grp + 8 (dims 32 tig .. + 31: two scale blocks), as
+// two 8-byte loads (records are 72 bytes), and their two scale codes.
+struct PwIndexLaneRaw {
+  uint2 k[2][2];   // [key grp, grp + 8][8-byte half]
+  pw_u32 code[2];  // the scale codes of blocks 2 tig, 2 tig + 1 of each key
+};
+
+// Both keys' scales, as pw_nvfp4_dequant8_bf16_lo takes them: sc[key][scale block].
+PW_DEVICE_INLINE void pw_index_lane_scales(const PwIndexLaneRaw& raw, pw_u32 (&sc)[2][2]) {
+#pragma unroll
+  for (int n = 0; n < 2; ++n) pw_e4m3fn_scale_lo2(raw.code[n], sc[n][0], sc[n][1]);
+}
+
+// The lane's 8-dim word w (dims 8 (4 tig + w) .. + 7) of both keys as bf16 pairs in
+// pw_nvfp4_dequant8_bf16_lo's order, times 2^-16: b[key][pair].
+PW_DEVICE_INLINE void pw_index_lane_word(const PwIndexLaneRaw& raw, const pw_u32 (&sc)[2][2], int w,
+                                         pw_u32 (&b)[2][4]) {
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    const uint2& k = raw.k[n][w / 2];
+    pw_nvfp4_dequant8_bf16_lo(w % 2 == 0 ? k.x : k.y, sc[n][w / 2], b[n]);
+  }
+}
+#endif

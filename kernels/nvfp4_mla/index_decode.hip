@@ -124,11 +124,6 @@ PW_DEVICE_INLINE int pw_index_decode_frag(int m, int s, int lane) {
   return ((m * 8 + s) * 32 + lane) * 8;  // in bf16
 }
 
-struct PwDRawM {
-  uint2 k[2][2];   // keys grp, grp + 8: the lane's 16 bytes, as two 8-byte loads (records: 72 B)
-  pw_u32 code[2];  // their two scale codes (blocks 2 tig, 2 tig + 1)
-};
-
 // The records of keys [j0, limit) (at most 16) copied into the ring stage at shared address
 // `stage`, asynchronously, then one committed group, empty where there are none (the ring counts
 // a group an item). With the block size a multiple of 16 (`whole`) an item's keys are consecutive
@@ -182,10 +177,9 @@ PW_DEVICE_INLINE void pw_index_decode_issue_m(const PwIndexArgs& a, int shift, b
   asm volatile("cp.async.commit_group;");
 }
 
-// The lane's part of an item's 16 records from its ring stage (zeros for keys at or past
-// `valid`): bytes [16 tig, + 16) and the scale codes of blocks 2 tig, 2 tig + 1 of keys grp and
-// grp + 8.
-PW_DEVICE_INLINE void pw_index_decode_read_m(const pw_u8* stage, int valid, PwDRawM& raw) {
+// The lane's part (index_common.h's PwIndexLaneRaw) of an item's 16 records from its ring stage
+// (zeros for keys at or past `valid`).
+PW_DEVICE_INLINE void pw_index_decode_read_m(const pw_u8* stage, int valid, PwIndexLaneRaw& raw) {
   const int lane = threadIdx.x % 32, grp = lane / 4, tig = lane % 4;
 #pragma unroll
   for (int n = 0; n < 2; ++n) {
@@ -243,7 +237,7 @@ PW_DEVICE_INLINE void pw_index_decode_weights_m(const PwIndexArgs& a, int row,
 
 // The scores of keys [j0, j0 + 16) below `limit` of row `row` (its Q staged in qs, weights wl).
 PW_DEVICE_INLINE void pw_index_decode_item_m(const PwIndexArgs& a, int row, int j0, int limit,
-                                             const PwDRawM& raw, const pw_u16* qs,
+                                             const PwIndexLaneRaw& raw, const pw_u16* qs,
                                              const float (&wl)[PW_HI / 16][2]) {
   constexpr int mt = PW_HI / 16;
   const int lane = threadIdx.x % 32, tig = lane % 4;
@@ -257,16 +251,11 @@ PW_DEVICE_INLINE void pw_index_decode_item_m(const PwIndexArgs& a, int row, int 
     }
   }
   pw_u32 s[2][2];  // [key][scale block]
-#pragma unroll
-  for (int n = 0; n < 2; ++n) pw_e4m3fn_scale_lo2(raw.code[n], s[n][0], s[n][1]);
+  pw_index_lane_scales(raw, s);
 #pragma unroll
   for (int w = 0; w < 4; ++w) {  // the lane's 8-dim words: two k16 steps each
     pw_u32 b[2][4];
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const uint2& k = raw.k[n][w / 2];
-      pw_nvfp4_dequant8_bf16_lo(w % 2 == 0 ? k.x : k.y, s[n][w / 2], b[n]);
-    }
+    pw_index_lane_word(raw, s, w, b);
 #pragma unroll
     for (int m = 0; m < mt; ++m) {
 #pragma unroll
@@ -432,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(kPwDg.threads)
       const Item it{row, req, vis, begin + 16 * i, limit_of(i)};
       unseen(it);
       if (it.j0 < it.limit) {
-        PwDRawM raw;
+        PwIndexLaneRaw raw;
         pw_index_decode_read_m(mine + mm_stage * kPwDRingItem, it.limit - it.j0, raw);
         pw_index_decode_item_m(a, row, it.j0, it.limit, raw, qs, wl);
       }

@@ -63,17 +63,10 @@ PW_DEVICE_INLINE int pw_iw_piece(int rows, int m, int u) {
   return (u / 2) * rows * 32 + (u % 2) * rows * 16 + m * 16;
 }
 
-// A lane's part of a key tile: keys grp and grp + 8 (grp = lane / 4) of its warp's 16, bytes
-// [16 tig, + 16) of each (tig = lane % 4; dims 32 tig .. + 31: two scale blocks) and their scale
-// codes.
-struct PwIwRaw {
-  uint2 k[2][2];
-  pw_u32 code[2];
-};
-
-// The records of keys [j0, j0 + 64) below `limit` of request `req` (zeros past it).
+// The lane's part (index_common.h's PwIndexLaneRaw: its warp's 16 keys of the tile) of the
+// records of keys [j0, j0 + 64) below `limit` of request `req` (zeros past it).
 PW_DEVICE_INLINE void pw_iw_load(const PwIndexArgs& a, int shift, int req, int j0, int limit,
-                                 PwIwRaw& raw) {
+                                 PwIndexLaneRaw& raw) {
   const int t = threadIdx.x % 128, part = t % 4;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -92,18 +85,13 @@ PW_DEVICE_INLINE void pw_iw_load(const PwIndexArgs& a, int shift, int req, int j
 // the lane's pairs 2 h (k 2 tig, 2 tig + 1) and 2 h + 1 (k 2 tig + 8, + 9) of word w of keys grp
 // (a0, a2) and grp + 8 (a1, a3): logical k 2 tig + c + 8 hi of step 2 w + h is dim
 // 8 (4 tig + w) + 2 h + hi + 4 c, the order pw_iw_stage gives Q.
-PW_DEVICE_INLINE void pw_iw_fragments(const PwIwRaw& raw, pw_u32 (&af)[PW_DI / 16][4]) {
+PW_DEVICE_INLINE void pw_iw_fragments(const PwIndexLaneRaw& raw, pw_u32 (&af)[PW_DI / 16][4]) {
   pw_u32 sc[2][2];
-#pragma unroll
-  for (int n = 0; n < 2; ++n) pw_e4m3fn_scale_lo2(raw.code[n], sc[n][0], sc[n][1]);
+  pw_index_lane_scales(raw, sc);
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     pw_u32 b[2][4];
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const uint2& k = raw.k[n][w / 2];
-      pw_nvfp4_dequant8_bf16_lo(w % 2 == 0 ? k.x : k.y, sc[n][w / 2], b[n]);
-    }
+    pw_index_lane_word(raw, sc, w, b);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       af[2 * w + h][0] = b[0][2 * h];
@@ -255,7 +243,7 @@ PW_DEVICE_INLINE void pw_iw_block(const PwIndexArgs& a, int row0, int nrows, int
   for (int sg = 0; sg < *segs; ++sg) {
     const int req = seg_req[sg], limit = seg_limit[sg];
     const int tiles = limit > begin ? (limit - begin + kPwIwKeys - 1) / kPwIwKeys : 0;
-    PwIwRaw raw[L.ahead];
+    PwIndexLaneRaw raw[L.ahead];
 #pragma unroll
     for (int u = 0; u < L.ahead; ++u) {
       const int t = wg + L.groups * u;
