@@ -13,6 +13,7 @@
 // after a barrier that publishes them, each block reads its share of the outputs from all blocks.
 #pragma once
 #include "common/bf16.h"
+#include "common/lse.h"
 #include "common/portability.h"
 #include "common/wgmma.h"
 
@@ -50,10 +51,8 @@ __device__ inline int pw_cluster_load(const int* p, int rank) {
 template <int kSplits>
 __device__ inline void pw_cluster_lse_combine(const float* lse_at, const float* part_at,
                                               pw_u16* out, float* lse_out) {
-  const float ninf = -__int_as_float(0x7f800000);
   float ls[kSplits];
   float4 v[kSplits];
-  float hi = ninf;
 #pragma unroll
   for (int s = 0; s < kSplits; ++s) {
     asm volatile("ld.shared::cluster.f32 %0, [%1];"
@@ -64,25 +63,19 @@ __device__ inline void pw_cluster_lse_combine(const float* lse_at, const float* 
                  : "=f"(v[s].x), "=f"(v[s].y), "=f"(v[s].z), "=f"(v[s].w)
                  : "r"(pw_cluster_addr(part_at, s))
                  : "memory");
-    hi = fmaxf(hi, ls[s]);
   }
-  float total = 0.0f;
+  float w[kSplits];
+  const float l = pw_lse_weights(ls, w);
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
   for (int s = 0; s < kSplits; ++s) {
-    const float w = hi == ninf ? 0.0f : expf(ls[s] - hi);  // -inf partials weigh 0
-    total += w;
-    acc.x += w * v[s].x;
-    acc.y += w * v[s].y;
-    acc.z += w * v[s].z;
-    acc.w += w * v[s].w;
+    if (w[s] != 0.0f) pw_fma4(w[s], v[s], acc);
   }
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
   uint2 packed;
-  packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
-  packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
+  packed.x = pw_pack_bf16x2(acc.x, acc.y);
+  packed.y = pw_pack_bf16x2(acc.z, acc.w);
   *reinterpret_cast<uint2*>(out) = packed;
-  if (lse_out != nullptr) *lse_out = hi == ninf ? ninf : hi + logf(total);
+  if (lse_out != nullptr) *lse_out = l;
 }
 #elif !defined(PW_SIMT_EMU)
 __device__ inline void pw_cluster_arrive() {}

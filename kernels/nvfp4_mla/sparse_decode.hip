@@ -13,6 +13,7 @@
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
 #include "common/cluster.h"
+#include "common/lse.h"
 #include "common/wgmma.h"  // PW_WGMMA: Hopper's thread block clusters
 #include "nvfp4_mla/sparse_geometry.h"
 // Hopper, 2 splits: a row's splits are one cluster, which combines (sparse_geometry.h).
@@ -98,7 +99,6 @@ extern "C" __global__ void __launch_bounds__(PW_SPARSE_COMBINE_THREADS)
   constexpr int T = PW_SPARSE_COMBINE_THREADS, kPer = (PW_L + 4 * T - 1) / (4 * T);
   const int row = blockIdx.x, head = blockIdx.y;
   const long long first = (static_cast<long long>(row) * PW_HEADS + head) * PW_SPLITS;
-  const float ninf = pw_sparse_neg_inf();
   // Every split's partial is read whatever its LSE, in the same straight run of loads as the
   // LSEs (one round trip, not two); a -inf partial's values are then never used.
   float ls[PW_SPLITS];
@@ -115,13 +115,8 @@ extern "C" __global__ void __launch_bounds__(PW_SPARSE_COMBINE_THREADS)
                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
   }
-  float hi = ninf;
-#pragma unroll
-  for (int s = 0; s < PW_SPLITS; ++s) hi = fmaxf(hi, ls[s]);
-  float total = 0.0f;
-#pragma unroll
-  for (int s = 0; s < PW_SPLITS; ++s) total += ls[s] == ninf ? 0.0f : expf(ls[s] - hi);
-  const float l = hi == ninf ? ninf : hi + logf(total);
+  float w[PW_SPLITS];
+  const float l = pw_lse_weights(ls, w);
   const long long o = static_cast<long long>(row) * PW_HEADS + head;
 #pragma unroll
   for (int p = 0; p < kPer; ++p) {
@@ -130,12 +125,7 @@ extern "C" __global__ void __launch_bounds__(PW_SPARSE_COMBINE_THREADS)
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int s = 0; s < PW_SPLITS; ++s) {
-      if (ls[s] == ninf) continue;
-      const float w = expf(ls[s] - l);
-      acc.x += w * v[p][s].x;
-      acc.y += w * v[p][s].y;
-      acc.z += w * v[p][s].z;
-      acc.w += w * v[p][s].w;
+      if (w[s] != 0.0f) pw_fma4(w[s], v[p][s], acc);
     }
     uint2 packed;
     packed.x = pw_pack_bf16x2(acc.x, acc.y);

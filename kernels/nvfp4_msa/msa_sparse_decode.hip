@@ -10,6 +10,7 @@
 // On NVIDIA's mma.sync the block is msa_sparse_decode.h's direct path (8 warps, each on its own
 // chunks, combined by LSE at the end); elsewhere (AMD, the SIMT check build) the tile path.
 // Block and dynamic shared memory of pw_msa_sparse_decode from msa_sparse_geometry.h.
+#include "common/lse.h"
 #include "nvfp4_msa/msa_sparse_decode.h"
 
 // A measuring instrument, never set by a key: PW_MSA_DEC_EMPTY 1 returns from every block at once
@@ -41,37 +42,27 @@ PW_DEVICE_INLINE void pw_msa_cluster_combine(const float* ws_o, const float* ws_
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
   constexpr int items = kPwMg.head_block * (PW_MSA_D / 4);
   const int i1 = (rank + 1) * items / PW_SPLITS;
-  const float ninf = pw_msa_neg_inf();
   for (int it = rank * items / PW_SPLITS + threadIdx.x; it < i1; it += kPwMg.threads) {
     const int m = it / (PW_MSA_D / 4), d4 = 4 * (it % (PW_MSA_D / 4));
     if (head0 + m >= PW_HEADS || (head0 % PW_MSA_GROUP) + m >= PW_MSA_GROUP) continue;
     const long long rh = static_cast<long long>(row) * PW_HEADS + head0 + m;
-    float ls[PW_SPLITS];
-    float hi = ninf;
+    float ls[PW_SPLITS], w[PW_SPLITS];
 #pragma unroll
-    for (int s = 0; s < PW_SPLITS; ++s) {
-      ls[s] = __ldcg(ws_lse + rh * PW_SPLITS + s);
-      hi = fmaxf(hi, ls[s]);
-    }
-    float total = 0.0f;
+    for (int s = 0; s < PW_SPLITS; ++s) ls[s] = __ldcg(ws_lse + rh * PW_SPLITS + s);
+    const float l = pw_lse_weights(ls, w);
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int s = 0; s < PW_SPLITS; ++s) {
-      const float w = hi == ninf ? 0.0f : expf(ls[s] - hi);  // -inf partials weigh 0
-      total += w;
-      const float4 v =
-          __ldcg(reinterpret_cast<const float4*>(ws_o + (rh * PW_SPLITS + s) * PW_MSA_D + d4));
-      acc.x += w * v.x;
-      acc.y += w * v.y;
-      acc.z += w * v.z;
-      acc.w += w * v.w;
+      if (w[s] == 0.0f) continue;
+      pw_fma4(w[s],
+              __ldcg(reinterpret_cast<const float4*>(ws_o + (rh * PW_SPLITS + s) * PW_MSA_D + d4)),
+              acc);
     }
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
     uint2 packed;
-    packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
-    packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
+    packed.x = pw_pack_bf16x2(acc.x, acc.y);
+    packed.y = pw_pack_bf16x2(acc.z, acc.w);
     *reinterpret_cast<uint2*>(o + rh * PW_MSA_D + d4) = packed;
-    if (d4 == 0) lse[rh] = hi == ninf ? ninf : hi + logf(total);
+    if (d4 == 0) lse[rh] = l;
   }
 }
 #endif
@@ -114,7 +105,6 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_COMBINE_THREADS)
   const long long rh = static_cast<long long>(blockIdx.x) * PW_HEADS + blockIdx.y;
   const long long first = rh * PW_SPLITS;
   const int d = 4 * threadIdx.x;
-  const float ninf = pw_msa_neg_inf();
   // Every split's partial is read whatever its LSE, so these loads go out with the LSEs' (one
   // round trip, not two); a -inf partial's values are then never used (they may be anything).
   float ls[PW_SPLITS];
@@ -124,30 +114,17 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_COMBINE_THREADS)
     ls[s] = ws_lse[first + s];
     v[s] = *reinterpret_cast<const float4*>(ws_o + (first + s) * PW_MSA_D + d);
   }
-  float hi = ninf;
-#pragma unroll
-  for (int s = 0; s < PW_SPLITS; ++s) hi = fmaxf(hi, ls[s]);
-  float total = 0.0f;
-#pragma unroll
-  for (int s = 0; s < PW_SPLITS; ++s) {
-    ls[s] = hi == ninf ? 0.0f : expf(ls[s] - hi);  // -inf partials weigh 0
-    total += ls[s];
-  }
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  float w[PW_SPLITS];
+  const float l = pw_lse_weights(ls, w);
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
   for (int s = 0; s < PW_SPLITS; ++s) {
-    if (ls[s] == 0.0f) continue;
-    const float w = ls[s] * inv;
-    acc.x += w * v[s].x;
-    acc.y += w * v[s].y;
-    acc.z += w * v[s].z;
-    acc.w += w * v[s].w;
+    if (w[s] != 0.0f) pw_fma4(w[s], v[s], acc);
   }
   uint2 packed;
   packed.x = pw_pack_bf16x2(acc.x, acc.y);
   packed.y = pw_pack_bf16x2(acc.z, acc.w);
   *reinterpret_cast<uint2*>(o + rh * PW_MSA_D + d) = packed;
-  if (threadIdx.x == 0) lse[rh] = hi == ninf ? ninf : hi + logf(total);
+  if (threadIdx.x == 0) lse[rh] = l;
 }
 #endif

@@ -1,0 +1,36 @@
+// The LSE combine of split-K partials, written once for sparse_decode's and msa_sparse_decode's
+// combine kernels and their cluster combines (common/cluster.h, msa_sparse_decode.hip): each
+// split leaves its output normalized by its own softmax sum and that sum's log-sum-exp.
+#pragma once
+#include "common/portability.h"
+
+// From the splits' log-sum-exps `ls` (natural log, -inf where a split saw no key): w[s] =
+// exp(ls[s] - L), the weight of partial s in the combined output, 0 for an empty split (for
+// every split where all are empty); returns L = log sum exp(ls) (-inf where all are empty).
+// Callers skip the partials of weight 0, whose values may be anything (an empty split's
+// workspace is not written).
+template <int kSplits>
+PW_DEVICE_INLINE float pw_lse_weights(const float (&ls)[kSplits], float (&w)[kSplits]) {
+  const float ninf = -__int_as_float(0x7f800000);
+  float hi = ninf;
+#pragma unroll
+  for (int s = 0; s < kSplits; ++s) hi = fmaxf(hi, ls[s]);
+  float total = 0.0f;
+#pragma unroll
+  for (int s = 0; s < kSplits; ++s) {
+    w[s] = hi == ninf ? 0.0f : expf(ls[s] - hi);
+    total += w[s];
+  }
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+#pragma unroll
+  for (int s = 0; s < kSplits; ++s) w[s] *= inv;
+  return hi == ninf ? ninf : hi + logf(total);
+}
+
+// acc += w v, four lanes of an output.
+PW_DEVICE_INLINE void pw_fma4(float w, const float4& v, float4& acc) {
+  acc.x += w * v.x;
+  acc.y += w * v.y;
+  acc.z += w * v.z;
+  acc.w += w * v.w;
+}
