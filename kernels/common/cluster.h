@@ -65,15 +65,16 @@ __device__ inline void pw_cluster_lse_combine(const float* lse_at, const float* 
                  : "memory");
   }
   float w[kSplits];
-  const float l = pw_lse_weights(ls, w);
+  float inv;
+  const float l = pw_lse_weights(ls, w, inv);
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
   for (int s = 0; s < kSplits; ++s) {
-    if (w[s] != 0.0f) pw_fma4(w[s], v[s], acc);
+    pw_fma4(w[s], v[s], acc);  // every block wrote its partial: no garbage at weight 0
   }
   uint2 packed;
-  packed.x = pw_pack_bf16x2(acc.x, acc.y);
-  packed.y = pw_pack_bf16x2(acc.z, acc.w);
+  packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
+  packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
   *reinterpret_cast<uint2*>(out) = packed;
   if (lse_out != nullptr) *lse_out = l;
 }

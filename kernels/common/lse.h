@@ -5,12 +5,15 @@
 #include "common/portability.h"
 
 // From the splits' log-sum-exps `ls` (natural log, -inf where a split saw no key): w[s] =
-// exp(ls[s] - L), the weight of partial s in the combined output, 0 for an empty split (for
-// every split where all are empty); returns L = log sum exp(ls) (-inf where all are empty).
-// Callers skip the partials of weight 0, whose values may be anything (an empty split's
-// workspace is not written).
+// exp(ls[s] - max ls), partial s's weight before normalizing, 0 for an empty split (for every
+// split where all are empty), and inv = 1 / sum w (0 where all are empty): the combined output is
+// inv * sum w[s] * partial s. Returns L = log sum exp(ls) (-inf where all are empty). Callers skip
+// the partials of weight 0, whose values may be anything (an empty split's workspace is not
+// written), and scale once at the end: normalizing the weights first held kSplits more values
+// live and spilled Hopper's 2-split cluster decode (512 threads, 128 registers).
 template <int kSplits>
-PW_DEVICE_INLINE float pw_lse_weights(const float (&ls)[kSplits], float (&w)[kSplits]) {
+PW_DEVICE_INLINE float pw_lse_weights(const float (&ls)[kSplits], float (&w)[kSplits],
+                                      float& inv) {
   const float ninf = -__int_as_float(0x7f800000);
   float hi = ninf;
 #pragma unroll
@@ -21,9 +24,7 @@ PW_DEVICE_INLINE float pw_lse_weights(const float (&ls)[kSplits], float (&w)[kSp
     w[s] = hi == ninf ? 0.0f : expf(ls[s] - hi);
     total += w[s];
   }
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-#pragma unroll
-  for (int s = 0; s < kSplits; ++s) w[s] *= inv;
+  inv = total > 0.0f ? 1.0f / total : 0.0f;
   return hi == ninf ? ninf : hi + logf(total);
 }
 

@@ -116,7 +116,8 @@ extern "C" __global__ void __launch_bounds__(PW_SPARSE_COMBINE_THREADS)
     }
   }
   float w[PW_SPLITS];
-  const float l = pw_lse_weights(ls, w);
+  float inv;
+  const float l = pw_lse_weights(ls, w, inv);
   const long long o = static_cast<long long>(row) * PW_HEADS + head;
 #pragma unroll
   for (int p = 0; p < kPer; ++p) {
@@ -128,8 +129,8 @@ extern "C" __global__ void __launch_bounds__(PW_SPARSE_COMBINE_THREADS)
       if (w[s] != 0.0f) pw_fma4(w[s], v[p][s], acc);
     }
     uint2 packed;
-    packed.x = pw_pack_bf16x2(acc.x, acc.y);
-    packed.y = pw_pack_bf16x2(acc.z, acc.w);
+    packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
+    packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
     *reinterpret_cast<uint2*>(out + o * PW_L + d) = packed;
   }
   if (threadIdx.x == 0) lse[o] = l;

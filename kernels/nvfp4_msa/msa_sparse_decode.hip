@@ -49,7 +49,8 @@ PW_DEVICE_INLINE void pw_msa_cluster_combine(const float* ws_o, const float* ws_
     float ls[PW_SPLITS], w[PW_SPLITS];
 #pragma unroll
     for (int s = 0; s < PW_SPLITS; ++s) ls[s] = __ldcg(ws_lse + rh * PW_SPLITS + s);
-    const float l = pw_lse_weights(ls, w);
+    float inv;
+    const float l = pw_lse_weights(ls, w, inv);
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int s = 0; s < PW_SPLITS; ++s) {
@@ -59,8 +60,8 @@ PW_DEVICE_INLINE void pw_msa_cluster_combine(const float* ws_o, const float* ws_
               acc);
     }
     uint2 packed;
-    packed.x = pw_pack_bf16x2(acc.x, acc.y);
-    packed.y = pw_pack_bf16x2(acc.z, acc.w);
+    packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
+    packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
     *reinterpret_cast<uint2*>(o + rh * PW_MSA_D + d4) = packed;
     if (d4 == 0) lse[rh] = l;
   }
@@ -115,15 +116,16 @@ extern "C" __global__ void __launch_bounds__(PW_MSA_COMBINE_THREADS)
     v[s] = *reinterpret_cast<const float4*>(ws_o + (first + s) * PW_MSA_D + d);
   }
   float w[PW_SPLITS];
-  const float l = pw_lse_weights(ls, w);
+  float inv;
+  const float l = pw_lse_weights(ls, w, inv);
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
   for (int s = 0; s < PW_SPLITS; ++s) {
     if (w[s] != 0.0f) pw_fma4(w[s], v[s], acc);
   }
   uint2 packed;
-  packed.x = pw_pack_bf16x2(acc.x, acc.y);
-  packed.y = pw_pack_bf16x2(acc.z, acc.w);
+  packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
+  packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
   *reinterpret_cast<uint2*>(o + rh * PW_MSA_D + d) = packed;
   if (threadIdx.x == 0) lse[rh] = l;
 }
