@@ -42,28 +42,37 @@ PW_DEVICE_INLINE void pw_msa_cluster_combine(const float* ws_o, const float* ws_
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
   constexpr int items = kPwMg.head_block * (PW_MSA_D / 4);
   const int i1 = (rank + 1) * items / PW_SPLITS;
+  const float ninf = pw_msa_neg_inf();
   for (int it = rank * items / PW_SPLITS + threadIdx.x; it < i1; it += kPwMg.threads) {
     const int m = it / (PW_MSA_D / 4), d4 = 4 * (it % (PW_MSA_D / 4));
     if (head0 + m >= PW_HEADS || (head0 % PW_MSA_GROUP) + m >= PW_MSA_GROUP) continue;
     const long long rh = static_cast<long long>(row) * PW_HEADS + head0 + m;
-    float ls[PW_SPLITS], w[PW_SPLITS];
+    float ls[PW_SPLITS];
+    float hi = ninf;
 #pragma unroll
-    for (int s = 0; s < PW_SPLITS; ++s) ls[s] = __ldcg(ws_lse + rh * PW_SPLITS + s);
-    float inv;
-    const float l = pw_lse_weights(ls, w, inv);
+    for (int s = 0; s < PW_SPLITS; ++s) {
+      ls[s] = __ldcg(ws_lse + rh * PW_SPLITS + s);
+      hi = fmaxf(hi, ls[s]);
+    }
+    float total = 0.0f;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int s = 0; s < PW_SPLITS; ++s) {
-      if (w[s] == 0.0f) continue;
-      pw_fma4(w[s],
-              __ldcg(reinterpret_cast<const float4*>(ws_o + (rh * PW_SPLITS + s) * PW_MSA_D + d4)),
-              acc);
+      const float w = hi == ninf ? 0.0f : expf(ls[s] - hi);  // -inf partials weigh 0
+      total += w;
+      const float4 v =
+          __ldcg(reinterpret_cast<const float4*>(ws_o + (rh * PW_SPLITS + s) * PW_MSA_D + d4));
+      acc.x += w * v.x;
+      acc.y += w * v.y;
+      acc.z += w * v.z;
+      acc.w += w * v.w;
     }
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
     uint2 packed;
     packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);
     packed.y = pw_pack_bf16x2(acc.z * inv, acc.w * inv);
     *reinterpret_cast<uint2*>(o + rh * PW_MSA_D + d4) = packed;
-    if (d4 == 0) lse[rh] = l;
+    if (d4 == 0) lse[rh] = hi == ninf ? ninf : hi + logf(total);
   }
 }
 #endif
