@@ -70,7 +70,7 @@ __device__ inline void pw_cluster_lse_combine(const float* lse_at, const float* 
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
   for (int s = 0; s < kSplits; ++s) {
-    pw_fma4(w[s], v[s], acc);  // every block wrote its partial: no garbage at weight 0
+    pw_fma4(w[s], v[s], acc);  // every block staged its partial (an empty split: +0)
   }
   uint2 packed;
   packed.x = pw_pack_bf16x2(acc.x * inv, acc.y * inv);

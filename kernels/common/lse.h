@@ -1,6 +1,6 @@
 // The LSE combine of split-K partials, written once for sparse_decode's and msa_sparse_decode's
 // combine kernels and Hopper's cluster combine of sparse_decode (common/cluster.h): each split
-// leaves its output normalized by its own softmax sum and that sum's log-sum-exp.
+// leaves its output normalized by its own softmax sum, and the log-sum-exp of its scores.
 #pragma once
 #include "common/portability.h"
 
@@ -8,12 +8,13 @@
 // exp(ls[s] - max ls), partial s's weight before normalizing, 0 for an empty split (for every
 // split where all are empty), and inv = 1 / sum w (0 where all are empty): the combined output is
 // inv * sum w[s] * partial s. Returns L = log sum exp(ls) (-inf where all are empty). The combine
-// kernels skip the partials of weight 0, whose workspace an empty split does not write; the
-// cluster combine (common/cluster.h) adds every partial (each block wrote its own). All scale
-// once at the end: normalizing the weights first held kSplits more values live and spilled
-// Hopper's 2-split cluster decode (512 threads, 128 registers). msa_sparse_decode's cluster
-// combine keeps its own loop: through this function it was 1-4% slower at 2 to 8 splits on the
-// H100 (bench/RESULTS.md, twenty-sixth session).
+// kernels skip the partials of weight 0 (empty splits, or weights that underflowed), so that a
+// slot that is not finite never reaches the output; the cluster combine (common/cluster.h) adds
+// every partial (each block staged its own: an empty split's is +0). All scale once at the end:
+// normalizing the weights first held kSplits more values live and spilled Hopper's 2-split
+// cluster decode under NVRTC (512 threads, 128 registers). msa_sparse_decode's cluster combine
+// keeps its own loop: through this function it was 1-4% slower at 2 to 8 splits on the H100
+// (bench/RESULTS.md, twenty-sixth session).
 template <int kSplits>
 PW_DEVICE_INLINE float pw_lse_weights(const float (&ls)[kSplits], float (&w)[kSplits],
                                       float& inv) {
