@@ -74,7 +74,20 @@ std::string Diff(const std::vector<int>& got, const std::vector<int>& want) {
 // kRising: scores growing with the index (the top k all in the row's last keys: a warp's list
 // overflows); kStriped: high scores only in the runs of 32 keys the sample skips (its threshold
 // is too low: the lists overflow) or, kSampled, only in those it reads (too high: fewer than k).
-enum class Kind { kUniform, kTies, kZeros, kNormal, kSame, kRising, kStriped, kSampled };
+// kNegative: every score below zero; kZeroHeavy: 4% positives, 6% signed zeros, the rest
+// negative, so that a top 2048 of 32K (and the sample's threshold) ends among the zeros.
+enum class Kind {
+  kUniform,
+  kTies,
+  kZeros,
+  kNormal,
+  kSame,
+  kRising,
+  kStriped,
+  kSampled,
+  kNegative,
+  kZeroHeavy
+};
 std::vector<float> Scores(Kind kind, int n, unsigned seed) {
   std::mt19937 g(seed);
   std::vector<float> s(static_cast<size_t>(n));
@@ -95,6 +108,16 @@ std::vector<float> Scores(Kind kind, int n, unsigned seed) {
       case Kind::kSame:
         v = 1.5f;
         break;
+      case Kind::kNegative:
+        v = -1.0f - std::fabs(std::normal_distribution<float>(0.0f, 3.0f)(g));
+        break;
+      case Kind::kZeroHeavy: {
+        const auto r = static_cast<unsigned>(g() % 100);
+        v = r < 4    ? static_cast<float>(g() % 1000 + 1)
+            : r < 10 ? (r % 2 ? 0.0f : -0.0f)
+                     : -static_cast<float>(g() % 1000 + 1);
+        break;
+      }
       case Kind::kRising:
       case Kind::kStriped:
       case Kind::kSampled:
@@ -129,6 +152,10 @@ const char* Name(Kind kind) {
       return "striped";
     case Kind::kSampled:
       return "sampled";
+    case Kind::kNegative:
+      return "negative";
+    case Kind::kZeroHeavy:
+      return "zero-heavy";
   }
   return "?";
 }
@@ -204,6 +231,27 @@ TEST(TopkEmuTest, RowsTheSampleMisjudgesMatchTheCpuReference) {
     EXPECT_GT(sample_fell_back.load(), 0);
   } else {
     EXPECT_EQ(sample_listed.load() + sample_fell_back.load(), 0);
+  }
+}
+
+// Rows past the cache in one block (topk_prefill's 32K rows: the sample's lists, PW_TOPK_SAMPLE)
+// whose threshold lies above zero, below it, among signed zeros (-0 and +0 share a key), or
+// among ties: the lists' test on the scores' bits must agree with the order key's everywhere.
+TEST(TopkEmuTest, RowsPastTheCacheOfEverySignMatchTheCpuReference) {
+  unsigned seed = 500;
+  for (Kind kind : {Kind::kUniform, Kind::kNormal, Kind::kNegative, Kind::kZeroHeavy, Kind::kTies,
+                    Kind::kZeros, Kind::kSame}) {
+    for (int n : {4 * kCacheKeys, 3 * kCacheKeys + 7}) {
+      const std::vector<float> s = Scores(kind, n, seed++);
+      const int listed = sample_listed.load();
+      EXPECT_EQ(Diff(EmuTopk<1>(s, 2048, kCacheKeys), TopK(s.data(), n, 2048)), "")
+          << Name(kind) << ", " << n << " keys";
+      // The thresholds above, below and at zero come from the lists, not the fallback.
+      if (PW_TOPK_SAMPLE && (kind == Kind::kNormal || kind == Kind::kNegative ||
+                             kind == Kind::kZeroHeavy || kind == Kind::kUniform)) {
+        EXPECT_GT(sample_listed.load(), listed) << Name(kind) << ", " << n << " keys";
+      }
+    }
   }
 }
 
