@@ -30,7 +30,7 @@ PW_HD inline pw_u32 pw_msa_order_key(float f) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-#ifdef PW_DEVICE_COMPILE
+#if defined(PW_DEVICE_COMPILE) || defined(PW_SIMT_EMU)  // the emulator: tests/kernels
 PW_DEVICE_INLINE int pw_msa_shfl_xor_i32(int v, int m) {
 #if defined(PW_AMD)
   return __shfl_xor(v, m);
@@ -297,4 +297,4 @@ static_assert(PW_TOPK_BLOCKS >= 1 && PW_TOPK_BLOCKS <= PW_MSA_TOPK_MAX_BLOCKS &&
                   PW_TOPK_BLOCKS <= PW_WARP,
               "topk_blocks: 1 .. 32, one winner a lane");
 static_assert(PW_MSA_TOPK_STRIP_BLOCKS % PW_WARP == 0, "a strip is whole warps of blocks");
-#endif  // PW_DEVICE_COMPILE
+#endif  // PW_DEVICE_COMPILE || PW_SIMT_EMU

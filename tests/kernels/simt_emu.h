@@ -144,6 +144,21 @@ inline float pw_shfl_xor(float v, int lane_mask) {
     return from < PW_WARP ? pw_u2f(static_cast<pw_u32>(all[from])) : v;
   });
 }
+// CUDA's own warp intrinsics, for kernel code written with them (msa_topk_select.h): the whole
+// warp takes part (the mask is not checked).
+inline int __shfl_sync(unsigned, int v, int src) {
+  return pw_emu_round(static_cast<pw_u32>(v), [&](const pw_u64* all) {
+    return static_cast<int>(static_cast<pw_u32>(all[src % PW_WARP]));
+  });
+}
+inline int __shfl_xor_sync(unsigned, int v, int lane_mask) {
+  const int lane = pw_emu_lane();
+  return pw_emu_round(static_cast<pw_u32>(v), [&](const pw_u64* all) {
+    const int from = lane ^ lane_mask;
+    return from < PW_WARP ? static_cast<int>(static_cast<pw_u32>(all[from])) : v;
+  });
+}
+inline int __any_sync(unsigned, bool p) { return pw_warp_any(p) ? 1 : 0; }
 inline int pw_warp_add_i32(int v) {
   return pw_emu_round(static_cast<pw_u32>(v), [](const pw_u64* all) {
     int s = 0;
