@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "prewarm/launchers/step_generator.h"
 #include "prewarm/model/model_config.h"
+#include "tests/cli/run_verify.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
@@ -49,31 +50,18 @@ TEST_P(MsaRunTest, RunVerifyAndStrictReplayOfTheSeedsDeployment) {
   testing::TempDir dir;
   const std::string cache = dir.path() + "/cache";
   const std::vector<std::string> args = SeedArgs(GetParam(), cache);
-  SubprocessResult r = RunPrewarm(Cmd("run", args, {"--jobs", "2"}));
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(r.stderr_text.find("warning:"), std::string::npos)
-      << "a variant spills, uses scratch or exceeds the LDS:\n"
-      << r.stderr_text;
-  // verify: every planned key valid, each entry's code object holding the entries its launches
-  // name, no problem listed.
-  r = RunPrewarm(Cmd("verify", args, {"--format", "json"}));
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
-  const json v = json::parse(r.stdout_text);
+  // run warns of nothing; verify: every planned key valid, each entry's code object holding the
+  // entries its launches name, no problem listed, no scratch.
+  json v;
+  ASSERT_NO_FATAL_FAILURE(testing::RunAndVerifyWithoutScratch(args, &v));
   std::set<std::string> launchers;
-  for (const json& k : v["keys"]) {
-    launchers.insert(k["launcher"].get<std::string>());
-    EXPECT_EQ(k["state"], "valid") << k.dump();
-    EXPECT_TRUE(k["resources"]["problems"].empty()) << k.dump();
-    for (const json& e : k["resources"]["entries"]) {
-      EXPECT_EQ(e.value("scratch_bytes", 0), 0) << k["key"] << " " << e.dump();
-    }
-  }
+  for (const json& k : v["keys"]) launchers.insert(k["launcher"].get<std::string>());
   EXPECT_EQ(launchers,
             (std::set<std::string>{"msa_norm_rope_insert", "msa_index_prefill", "msa_index_decode",
                                    "msa_topk_prefill", "msa_topk_decode", "msa_sparse_prefill",
                                    "msa_sparse_decode"}));
   // The seeds' trace (16 concurrent 8K prompts in chunks, then decode) misses nothing.
-  r = RunPrewarm(
+  SubprocessResult r = RunPrewarm(
       Cmd("replay", args, {"--strict", "--trace", TestDataPath("traces/seed-c16.jsonl")}));
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("msa_index_prefill"), std::string::npos) << r.stdout_text;

@@ -35,8 +35,9 @@ constexpr int kDi = PW_INDEX_DIM, kHi = PW_INDEX_HEADS, kKb = PW_TOPK_BLOCKS;
 
 // A step's decode rows: requests of 1 to 9000 visible keys (one key, a block's edge, last blocks
 // of one key, where a key scored past visible would change the block's maximum half the time,
-// several chunks), a run of 3 MTP rows of one request (consecutive positions), and a
-// request past PW_MSA_INDEX_DECODE_MAX_ITEMS key blocks a warp at this grid.
+// several chunks), a run of 3 MTP rows of one request (consecutive positions), and requests of
+// 65 to 71 key blocks (at 2 multiprocessors one block takes a row's chunk, a warp up to 9 of its
+// key blocks, its passes running on across them).
 struct Rows {
   std::vector<int> req = {0, 1, 2, 3, 3, 3, 4, 5, 6, 7, 8};
   std::vector<int> visible = {1, 128, 129, 1000, 1001, 1002, 8256, 9000, 300, 257, 2049};

@@ -137,13 +137,6 @@ inline int pw_shfl_down_i32(int v, int delta) {
     return lane + delta < PW_WARP ? static_cast<int>(static_cast<pw_u32>(all[lane + delta])) : v;
   });
 }
-inline float pw_shfl_xor(float v, int lane_mask) {
-  const int lane = pw_emu_lane();
-  return pw_emu_round(pw_f2u(v), [&](const pw_u64* all) {
-    const int from = lane ^ lane_mask;  // past the warp: the lane's own value, as the GPU's
-    return from < PW_WARP ? pw_u2f(static_cast<pw_u32>(all[from])) : v;
-  });
-}
 // CUDA's own warp intrinsics, for kernel code written with them (msa_topk_select.h): the whole
 // warp takes part (the mask is not checked).
 inline int __shfl_sync(unsigned, int v, int src) {
@@ -154,11 +147,14 @@ inline int __shfl_sync(unsigned, int v, int src) {
 inline int __shfl_xor_sync(unsigned, int v, int lane_mask) {
   const int lane = pw_emu_lane();
   return pw_emu_round(static_cast<pw_u32>(v), [&](const pw_u64* all) {
-    const int from = lane ^ lane_mask;
+    const int from = lane ^ lane_mask;  // past the warp: the lane's own value, as the GPU's
     return from < PW_WARP ? static_cast<int>(static_cast<pw_u32>(all[from])) : v;
   });
 }
 inline int __any_sync(unsigned, bool p) { return pw_warp_any(p) ? 1 : 0; }
+inline float pw_shfl_xor(float v, int lane_mask) {
+  return pw_u2f(static_cast<pw_u32>(__shfl_xor_sync(~0u, static_cast<int>(pw_f2u(v)), lane_mask)));
+}
 inline int pw_warp_add_i32(int v) {
   return pw_emu_round(static_cast<pw_u32>(v), [](const pw_u64* all) {
     int s = 0;
