@@ -24,9 +24,9 @@
 // passes as they were (the A/B build).
 // Defines: PW_TOPK (Ktop).
 #pragma once
+#include "common/cluster.h"
 #include "common/geometry.h"
 #include "common/portability.h"
-#include "common/cluster.h"
 #include "common/wgmma.h"
 
 #ifndef PW_TOPK_CLUSTER_SHARED
@@ -57,6 +57,14 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 // none.
 #ifndef PW_TOPK_SAMPLE
 #define PW_TOPK_SAMPLE 2
+#endif
+// The sample's radix passes for its threshold T0: 3 (the top 24 bits, T0 their bucket's floor) or
+// 4 (the exact key of the sample's rank); 2 (16 bits) is for A/B runs only: a 16-bit bucket is
+// 0.8% of the score's own size wide, so rows of scores far from zero against their spread (a mean
+// of 100, a deviation of 1) list most of the row and fall back (helper-83's simulation: 7 of 20
+// such rows of 32K served by the lists, against 20 of 20 at 3 and 4 passes).
+#ifndef PW_TOPK_SAMPLE_PASSES
+#define PW_TOPK_SAMPLE_PASSES 3
 #endif
 // PW_TOPK_FILL_ASYNC 1 (topk_decode's default; 0 here, topk_prefill's): on NVIDIA the cache's
 // fill copies the scores into shared memory with asynchronous copies (cp.async, 16 bytes each,
@@ -177,7 +185,11 @@ __device__ inline void pw_radix_count_cached(const pw_u32* cached, int n, pw_u32
 // from global memory, where one read a thread in flight left each pass latency-bound).
 // `cached` (16-byte aligned): the keys are there, and each pass reads them 4 at a time.
 // first_counted: the first pass's counts are already in sh.hist[0] (the cache's fill made them).
-template <int kBatch, int kCluster = 1, typename KeyAt>
+// kPasses < 4: only the top 8 kPasses bits; threshold is then their prefix (its low bits 0: at
+// most the exact key, so at least k keys are at or above it), and need what is still needed
+// within that prefix's keys (not the ties' count). An even number of passes leaves sh.hist[0]
+// zeroed, an odd one sh.hist[1] (and sh.hist[0] the last pass's counts).
+template <int kBatch, int kCluster = 1, int kPasses = 4, typename KeyAt>
 __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared& sh,
                                        pw_u32& threshold, int& need, const pw_u32* cached = nullptr,
                                        bool first_counted = false) {
@@ -187,7 +199,8 @@ __device__ inline void pw_radix_select(int n, int k, KeyAt key_at, PwTopkShared&
     sh.hist[0][threadIdx.x] = 0;
     __syncthreads();
   }
-  for (int pass = 0, shift = 24; shift >= 0; ++pass, shift -= 8) {
+  static_assert(kPasses >= 2 && kPasses <= 4, "whole 8-bit digits, the top two at least");
+  for (int pass = 0, shift = 24; shift >= 32 - 8 * kPasses; ++pass, shift -= 8) {
     int* hist = sh.hist[pass % 2];
     const int pn = pass == 0 && first_counted ? 0 : n;  // keys this pass counts
     if (cached != nullptr) {
@@ -418,7 +431,8 @@ __device__ inline int pw_topk_sample_rank(int k) {
 // block of the cluster alike) when the lists cannot give it: the caller then selects from global
 // memory, the cache holding the lists. emit(rank_in_row, i) as pw_topk_select_in's.
 //   1. the sample: runs of 32 keys, every 8th, into the cache; T0 = the sample's key of rank
-//      pw_topk_sample_rank(k) (the cluster's sample: a radix select over it);
+//      pw_topk_sample_rank(k) (the cluster's sample: a radix select over it), or with
+//      PW_TOPK_SAMPLE_PASSES 3 the floor of that key's 24-bit bucket;
 //   2. the fill: warp w reads its segment [w seg, w seg + seg) 4 keys a lane and keeps the keys
 //      >= T0 in index order, their keys up from the segment's start in the cache and their
 //      indices (16 bits) down from its end, at most 2 seg / 3 of them;
@@ -441,7 +455,10 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
   __syncthreads();
   pw_u32 t0 = 0;
   int unused = 0;
-  pw_radix_select<1, kCluster>(
+  // PW_TOPK_SAMPLE_PASSES below 4: T0 the floor of the sample key's bucket of the top 8 x passes
+  // bits (a lower bound: the bucket's keys below that key are listed too), fewer passes'
+  // instructions than the exact key (the kernels are issue-bound).
+  pw_radix_select<1, kCluster, PW_TOPK_SAMPLE_PASSES>(
       runs * 32, pw_topk_sample_rank(k), [](int) { return 0u; }, sh, t0, unused, cache);
   if (t0 == 0u) t0 = 1u;  // key 0 is padding
   // 2. The fill (the select's last barrier: every sample read).
@@ -510,6 +527,10 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
     }
   }
 #endif
+  // An odd number of sample passes left their last counts in sh.hist[0], which step 4 counts
+  // into: zeroed here, after the cluster barrier above (a peer's last read of them) and before
+  // the barrier below.
+  if constexpr (PW_TOPK_SAMPLE_PASSES % 2 == 1) sh.hist[0][threadIdx.x] = 0;
   __syncthreads();  // warp_greater / warp_equal are written again below
   if (threadIdx.x == 0) PW_TOPK_SAMPLE_TRACE(over == 0 && block_listed >= k);
   if (over != 0 || block_listed < k) return -1;

@@ -75,7 +75,8 @@ std::string Diff(const std::vector<int>& got, const std::vector<int>& want) {
 // overflows); kStriped: high scores only in the runs of 32 keys the sample skips (its threshold
 // is too low: the lists overflow) or, kSampled, only in those it reads (too high: fewer than k).
 // kNegative: every score below zero; kZeroHeavy: 4% positives, 6% signed zeros, the rest
-// negative, so that a top 2048 of 32K (and the sample's threshold) ends among the zeros.
+// negative, so that a top 2048 of 32K (and the sample's threshold) ends among the zeros; kOffset:
+// 100 + N(0, 1), far from zero against their spread (a coarse threshold's bucket holds most).
 enum class Kind {
   kUniform,
   kTies,
@@ -86,7 +87,8 @@ enum class Kind {
   kStriped,
   kSampled,
   kNegative,
-  kZeroHeavy
+  kZeroHeavy,
+  kOffset
 };
 std::vector<float> Scores(Kind kind, int n, unsigned seed) {
   std::mt19937 g(seed);
@@ -110,6 +112,9 @@ std::vector<float> Scores(Kind kind, int n, unsigned seed) {
         break;
       case Kind::kNegative:
         v = -1.0f - std::fabs(std::normal_distribution<float>(0.0f, 3.0f)(g));
+        break;
+      case Kind::kOffset:
+        v = 100.0f + std::normal_distribution<float>(0.0f, 1.0f)(g);
         break;
       case Kind::kZeroHeavy: {
         const auto r = static_cast<unsigned>(g() % 100);
@@ -156,6 +161,8 @@ const char* Name(Kind kind) {
       return "negative";
     case Kind::kZeroHeavy:
       return "zero-heavy";
+    case Kind::kOffset:
+      return "offset";
   }
   return "?";
 }
@@ -235,20 +242,22 @@ TEST(TopkEmuTest, RowsTheSampleMisjudgesMatchTheCpuReference) {
 }
 
 // Rows past the cache in one block (topk_prefill's 32K rows: the sample's lists, PW_TOPK_SAMPLE)
-// whose threshold lies above zero, below it, among signed zeros (-0 and +0 share a key), or
-// among ties: the lists' test on the scores' bits must agree with the order key's everywhere.
+// whose threshold lies above zero, below it, among signed zeros (-0 and +0 share a key), among
+// ties, or far from zero against the scores' spread (offset: T0, the floor of the sample key's
+// 24-bit bucket, must still leave lists short enough to serve the row).
 TEST(TopkEmuTest, RowsPastTheCacheOfEverySignMatchTheCpuReference) {
   unsigned seed = 500;
-  for (Kind kind : {Kind::kUniform, Kind::kNormal, Kind::kNegative, Kind::kZeroHeavy, Kind::kTies,
-                    Kind::kZeros, Kind::kSame}) {
+  for (Kind kind : {Kind::kUniform, Kind::kNormal, Kind::kNegative, Kind::kZeroHeavy, Kind::kOffset,
+                    Kind::kTies, Kind::kZeros, Kind::kSame}) {
     for (int n : {4 * kCacheKeys, 3 * kCacheKeys + 7}) {
       const std::vector<float> s = Scores(kind, n, seed++);
       const int listed = sample_listed.load();
       EXPECT_EQ(Diff(EmuTopk<1>(s, 2048, kCacheKeys), TopK(s.data(), n, 2048)), "")
           << Name(kind) << ", " << n << " keys";
       // The thresholds above, below and at zero come from the lists, not the fallback.
-      if (PW_TOPK_SAMPLE && (kind == Kind::kNormal || kind == Kind::kNegative ||
-                             kind == Kind::kZeroHeavy || kind == Kind::kUniform)) {
+      if (PW_TOPK_SAMPLE &&
+          (kind == Kind::kNormal || kind == Kind::kNegative || kind == Kind::kZeroHeavy ||
+           kind == Kind::kUniform || kind == Kind::kOffset)) {
         EXPECT_GT(sample_listed.load(), listed) << Name(kind) << ", " << n << " keys";
       }
     }
