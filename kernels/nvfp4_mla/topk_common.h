@@ -66,6 +66,12 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #ifndef PW_TOPK_SAMPLE_PASSES
 #define PW_TOPK_SAMPLE_PASSES 3
 #endif
+// The lists' radix select (the sample path's step 4, one block a row) stops at the first pass
+// whose digit's bucket is taken whole (1): its keys are then all among the k, the bucket's floor
+// is the threshold and every key equal to it a tie to take.
+#ifndef PW_TOPK_WHOLE_BUCKET
+#define PW_TOPK_WHOLE_BUCKET 1
+#endif
 // PW_TOPK_FILL_ASYNC 1 (topk_decode's default; 0 here, topk_prefill's): on NVIDIA the cache's
 // fill copies the scores into shared memory with asynchronous copies (cp.async, 16 bytes each,
 // every copy of the thread in flight at once; the loads' loop keeps 2 in flight a thread), then
@@ -101,6 +107,7 @@ struct PwTopkShared {
   int warp_equal[PW_TOPK_WARPS];
   pw_u32 prefix;
   int need;
+  int whole;  // the last pass's digit: its bucket's keys all among the k (need its count)
 #if PW_TOPK_LIST
   int list_n;                   // keys of the third pass's bucket (pw_topk_list_select)
   int list[PW_TOPK_LIST_KEYS];  // their indices, where they fit
@@ -152,6 +159,7 @@ __device__ inline void pw_radix_digit(PwTopkShared& sh, int pass, int shift, pw_
   if (s + above >= remaining && after < remaining) {
     sh.prefix = prefix | (static_cast<pw_u32>(d) << shift);
     sh.need = remaining - after;
+    sh.whole = remaining - after == v ? 1 : 0;
   }
   __syncthreads();
   prefix = sh.prefix;
@@ -545,6 +553,14 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
     }
     pw_radix_digit<kCluster>(sh, pass, shift, prefix, remaining);
     mask |= 255u << shift;
+    // The bucket's keys all taken (remaining of them): the keys above its floor are above the
+    // threshold, those equal to it the ties, remaining at least their count. Not in a cluster,
+    // whose peers may still read this pass's counts (which a full select leaves in hist[1]
+    // and zeroes in hist[0]: so here too).
+    if (PW_TOPK_WHOLE_BUCKET && kCluster == 1 && shift > 0 && sh.whole) {
+      if (pass % 2 == 0) sh.hist[0][threadIdx.x] = 0;
+      break;
+    }
   }
   const pw_u32 threshold = prefix;
   const int need = remaining;
