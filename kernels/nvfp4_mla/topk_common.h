@@ -83,6 +83,10 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #ifndef PW_TOPK_SAMPLE_TRACE
 #define PW_TOPK_SAMPLE_TRACE(listed) ((void)0)
 #endif
+// The host emulator's count of the lists' selects that stopped at a whole bucket, by pass.
+#ifndef PW_TOPK_STOP_TRACE
+#define PW_TOPK_STOP_TRACE(pass) ((void)0)
+#endif
 
 #define PW_TOPK_BATCH 8  // topk_decode: keys a thread loads at once from global memory
 #define PW_TOPK_WARPS (PW_BLOCK_THREADS / PW_WARP)
@@ -425,8 +429,9 @@ __device__ inline bool pw_topk_sample_takes(int n_all, int k, int sample_keys, b
 }
 
 // The sample's rank: an eighth of k, plus 4 standard deviations of the sample's count above the
-// k-th key (about the square root of k / 8), plus 8; its key is T0, and about 8 times as many
-// keys as the rank are at or above it.
+// k-th key (about the square root of k / 8), plus 8; T0 is its key (or, PW_TOPK_SAMPLE_PASSES
+// 3, the floor of that key's 24-bit bucket: at most the key), and about 8 times as many keys as
+// the rank are at or above it.
 __device__ inline int pw_topk_sample_rank(int k) {
   const int ks = (k + 7) / 8;
   int root = 1;
@@ -445,9 +450,10 @@ __device__ inline int pw_topk_sample_rank(int k) {
 //      >= T0 in index order, their keys up from the segment's start in the cache and their
 //      indices (16 bits) down from its end, at most 2 seg / 3 of them;
 //   3. fewer than k in the lists, or a warp's past its room: -1;
-//   4. the radix select of the threshold over the lists, each warp counting its own;
-//   5. the ordered compaction over the lists (they hold every key at or above the threshold: it
-//      is at or above T0).
+//   4. the radix select of the threshold over the lists, each warp counting its own, stopping
+//      at the first pass whose digit's bucket is taken whole (PW_TOPK_WHOLE_BUCKET);
+//   5. the ordered compaction over the lists alone: they hold every key >= T0, so the top k
+//      (a whole bucket's floor, the threshold then, may lie below T0: nothing there is listed).
 template <int kCluster, typename Emit>
 __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShared& sh,
                                             pw_u32* cache, int cache_keys, int seg, int rank,
@@ -542,7 +548,8 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
   __syncthreads();  // warp_greater / warp_equal are written again below
   if (threadIdx.x == 0) PW_TOPK_SAMPLE_TRACE(over == 0 && block_listed >= k);
   if (over != 0 || block_listed < k) return -1;
-  // 4. The threshold over the lists (sh.hist[0] is zero: the sample's last pass cleared it).
+  // 4. The threshold over the lists (sh.hist[0] is zero: the sample's last pass, or the line
+  // above, cleared it).
   pw_u32 prefix = 0, mask = 0;
   int remaining = k;
   for (int pass = 0, shift = 24; shift >= 0; ++pass, shift -= 8) {
@@ -559,6 +566,7 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
     // and zeroes in hist[0]: so here too).
     if (PW_TOPK_WHOLE_BUCKET && kCluster == 1 && shift > 0 && sh.whole) {
       if (pass % 2 == 0) sh.hist[0][threadIdx.x] = 0;
+      if (threadIdx.x == 0) PW_TOPK_STOP_TRACE(pass);
       break;
     }
   }

@@ -4,9 +4,10 @@
 // topk_decode's Hopper entries), over the bench's uniform scores, ties, signed zeros, negative
 // scores, rows shorter than Ktop and rows of one key. The GPU check runs the same code on the H200;
 // this one runs where no GPU is, so an edit to the selection's logic is checked before a device
-// is at hand. Built four times: topk_emu_test as the plan compiles them, topk_list_emu_test with
+// is at hand. Built five times: topk_emu_test as the plan compiles them, topk_list_emu_test with
 // PW_TOPK_LIST=0, topk_sample_emu_test with PW_TOPK_SAMPLE=1, topk_fill_emu_test with
-// PW_TOPK_FILL_ASYNC=1.
+// PW_TOPK_FILL_ASYNC=1, topk_exact_emu_test with PW_TOPK_SAMPLE_PASSES=4 and
+// PW_TOPK_WHOLE_BUCKET=0 (the sample path's measuring builds). Shared memory starts as garbage.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #define PW_TOPK_CLUSTER_SHARED 1
@@ -14,9 +15,13 @@
 // PW_TOPK_SAMPLE's blocks: how many took their row from the lists and how many fell back.
 std::atomic<int> sample_listed{0}, sample_fell_back{0};
 #define PW_TOPK_SAMPLE_TRACE(listed) ((listed) ? ++sample_listed : ++sample_fell_back)
+// The lists' selects that stopped at a whole bucket, by pass (PW_TOPK_WHOLE_BUCKET).
+std::atomic<int> stops_at[4]{};
+#define PW_TOPK_STOP_TRACE(pass) (++stops_at[pass])
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,6 +51,8 @@ std::vector<int> EmuTopk(const std::vector<float>& s, int k, int cache_keys) {
   std::vector<char*> bases;
   for (int b = 0; b < kBlocks; ++b) {
     shared.push_back(std::make_unique<BlockShared>());
+    // Garbage, as a block's shared memory starts: the select must zero what it counts into.
+    std::memset(static_cast<void*>(shared.back().get()), 0x5a, sizeof(BlockShared));
     bases.push_back(reinterpret_cast<char*>(shared.back().get()));
   }
   const int n = static_cast<int>(s.size());
@@ -261,6 +268,71 @@ TEST(TopkEmuTest, RowsPastTheCacheOfEverySignMatchTheCpuReference) {
         EXPECT_GT(sample_listed.load(), listed) << Name(kind) << ", " << n << " keys";
       }
     }
+  }
+}
+
+// Rows built for the lists' select (rows past the cache, PW_TOPK_SAMPLE) to stop at a whole
+// bucket at its first or second pass, with ties or signed zeros at the bucket's floor, and rows
+// whose lists hold exactly k keys (the top k only where the sample reads), for k of 64, 512 and
+// 2048: the stop's threshold (the floor) and need (the bucket's count) must give the CPU's top k.
+std::vector<float> WholeBucketRow(int mode, int n, int k, unsigned seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> s(static_cast<size_t>(n));
+  if (mode >= 5) {  // k keys where the sample reads (runs of 32, every 8th), the rest below
+    for (float& v : s) v = -1.0f - u(g);
+    int placed = 0;
+    for (int i = 0; i < n && placed < k; ++i) {
+      if (i % 256 < 32) {
+        s[static_cast<size_t>(i)] = mode == 5 ? 7.0f + u(g) : 2.0f;  // 6: all ties
+        ++placed;
+      }
+    }
+    return s;
+  }
+  std::vector<int> at(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) at[static_cast<size_t>(i)] = i;
+  std::shuffle(at.begin(), at.end(), g);
+  for (int i = 0; i < n; ++i) {
+    float hi = 0.0f, lo = u(g);
+    switch (mode) {
+      case 0:  // the top k in [2, 4), half of them 2.0 (the first pass's bucket floor)
+        hi = i % 2 != 0 ? 2.0f : 2.0f + 2.0f * u(g);
+        break;
+      case 1:  // the top k in [3, 4), a third 3.0; the rest in [2, 2.5): a whole bucket at pass 1
+        hi = i % 3 != 0 ? 3.0f + u(g) : 3.0f;
+        lo = 2.0f + 0.5f * u(g);
+        break;
+      case 2:  // the top k signed zeros, the rest negative
+        hi = i % 2 != 0 ? 0.0f : -0.0f;
+        lo = -1.0f - u(g);
+        break;
+      case 3:  // the top k far above the rest
+        hi = 100.0f + u(g);
+        break;
+      default:  // the top k in [2, 3), a fifth 2.0
+        hi = i % 5 != 0 ? 2.0f + u(g) : 2.0f;
+        break;
+    }
+    s[static_cast<size_t>(at[static_cast<size_t>(i)])] = i < k ? hi : lo;
+  }
+  return s;
+}
+
+TEST(TopkEmuTest, RowsWhoseListsStopAtAWholeBucketMatchTheCpuReference) {
+  const int before[3] = {stops_at[0].load(), stops_at[1].load(), stops_at[2].load()};
+  for (int k : {2048, 64, 512}) {
+    for (int mode = 0; mode < 7; ++mode) {
+      for (int n : {4 * kCacheKeys, 3 * kCacheKeys + 7}) {
+        const std::vector<float> s = WholeBucketRow(mode, n, k, 900u + static_cast<unsigned>(mode));
+        EXPECT_EQ(Diff(EmuTopk<1>(s, k, kCacheKeys), TopK(s.data(), n, k)), "")
+            << "mode " << mode << ", k " << k << ", " << n << " keys";
+      }
+    }
+  }
+  if (PW_TOPK_SAMPLE && PW_TOPK_WHOLE_BUCKET) {  // the rows reach the stop at its first passes
+    EXPECT_GT(stops_at[0].load(), before[0]);
+    EXPECT_GT(stops_at[1].load(), before[1]);
   }
 }
 
