@@ -97,6 +97,9 @@ enum class Kind {
   kZeroHeavy,
   kOffset
 };
+// Whether key i lies in a run the sample reads (pw_topk_sample_select: runs of 32 keys, every 8th).
+bool InSampledRun(size_t i) { return (i / 32) % 8 == 0; }
+
 std::vector<float> Scores(Kind kind, int n, unsigned seed) {
   std::mt19937 g(seed);
   std::vector<float> s(static_cast<size_t>(n));
@@ -137,7 +140,7 @@ std::vector<float> Scores(Kind kind, int n, unsigned seed) {
     }
   }
   for (size_t i = 0; i < s.size(); ++i) {
-    const bool sampled_run = (i / 32) % 8 == 0;
+    const bool sampled_run = InSampledRun(i);
     if (kind == Kind::kRising) s[i] = static_cast<float>(i) + s[i] * 0.0f;
     if (kind == Kind::kStriped || kind == Kind::kSampled) {
       s[i] = static_cast<float>(g() % 1000) + ((kind == Kind::kSampled) == sampled_run ? 5000 : 0);
@@ -283,7 +286,7 @@ std::vector<float> WholeBucketRow(int mode, int n, int k, unsigned seed) {
     for (float& v : s) v = -1.0f - u(g);
     int placed = 0;
     for (int i = 0; i < n && placed < k; ++i) {
-      if (i % 256 < 32) {
+      if (InSampledRun(static_cast<size_t>(i))) {
         s[static_cast<size_t>(i)] = mode == 5 ? 7.0f + u(g) : 2.0f;  // 6: all ties
         ++placed;
       }
