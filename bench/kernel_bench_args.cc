@@ -77,7 +77,8 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
       // with another value than the host's would be launched with the wrong grid, shared memory
       // or workspace.
       const std::string name = v.substr(0, v.find('='));
-      if (name == "PW_SPARSE_NARROW_PARTS" || name == "PW_SPARSE_DEC_CLUSTER") {
+      if (name == "PW_SPARSE_NARROW_PARTS" || name == "PW_SPARSE_DEC_CLUSTER" ||
+          name == "PW_SPARSE_WG") {
         return "--define " + v + ": the launch code reads " + name +
                " too; build the host with it (scripts/package-device --variant NAME=REV)";
       }

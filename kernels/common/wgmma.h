@@ -39,6 +39,24 @@
       c(d[46]), c(d[47]), c(d[48]), c(d[49]), c(d[50]), c(d[51]), c(d[52]), c(d[53]), c(d[54]), \
       c(d[55]), c(d[56]), c(d[57]), c(d[58]), c(d[59]), c(d[60]), c(d[61]), c(d[62]), c(d[63])
 
+// The same for 256-wide instructions (128 f32 a thread).
+#define PW_WGMMA_D128_REGS                                                               \
+  PW_WGMMA_D64_REGS                                                                      \
+  ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, "             \
+  "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "               \
+  "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, "         \
+  "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, " \
+  "%120, %121, %122, %123, %124, %125, %126, %127"
+#define PW_WGMMA_D128(c)                                                                           \
+  PW_WGMMA_D64(c), c(d[64]), c(d[65]), c(d[66]), c(d[67]), c(d[68]), c(d[69]), c(d[70]), c(d[71]), \
+      c(d[72]), c(d[73]), c(d[74]), c(d[75]), c(d[76]), c(d[77]), c(d[78]), c(d[79]), c(d[80]),    \
+      c(d[81]), c(d[82]), c(d[83]), c(d[84]), c(d[85]), c(d[86]), c(d[87]), c(d[88]), c(d[89]),    \
+      c(d[90]), c(d[91]), c(d[92]), c(d[93]), c(d[94]), c(d[95]), c(d[96]), c(d[97]), c(d[98]),    \
+      c(d[99]), c(d[100]), c(d[101]), c(d[102]), c(d[103]), c(d[104]), c(d[105]), c(d[106]),       \
+      c(d[107]), c(d[108]), c(d[109]), c(d[110]), c(d[111]), c(d[112]), c(d[113]), c(d[114]),      \
+      c(d[115]), c(d[116]), c(d[117]), c(d[118]), c(d[119]), c(d[120]), c(d[121]), c(d[122]),      \
+      c(d[123]), c(d[124]), c(d[125]), c(d[126]), c(d[127])
+
 // A shared-memory matrix descriptor without swizzling: B (N x K, K-major) stored as core
 // matrices of 8 rows x 16 bytes (each row's 16 bytes contiguous, the 8 rows 16 bytes apart);
 // `lead` bytes between core matrices adjacent in K, `stride` bytes between those adjacent in N.
@@ -162,6 +180,63 @@ __device__ inline void pw_wgmma_m64n128k16_bf16(float (&d)[64], const pw_u32 (&a
                  : PW_WGMMA_D64("=f")
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "n"(0), "l"(desc));
   }
+}
+
+// d (+)= a · b: m64n32k16, bf16 A and B (N x K, K-major) both through descriptors (A: M x K,
+// K-major, `lead` bytes between core matrices adjacent in K, `stride` between those adjacent in
+// M), f32 accumulators; kAccumulate false writes d without reading it.
+#define PW_WGMMA_M64N32K16_SS                                                                  \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %16, 0;\n"                                                 \
+  "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, " \
+  "%9, %10, %11, %12, %13, %14, %15}, %17, %18, p, 1, 1, 0, 0;\n}\n"
+#define PW_WGMMA_D16(c)                                                                     \
+  c(d[0]), c(d[1]), c(d[2]), c(d[3]), c(d[4]), c(d[5]), c(d[6]), c(d[7]), c(d[8]), c(d[9]), \
+      c(d[10]), c(d[11]), c(d[12]), c(d[13]), c(d[14]), c(d[15])
+template <bool kAccumulate>
+__device__ inline void pw_wgmma_m64n32k16_bf16_ss(float (&d)[16], pw_u64 desc_a, pw_u64 desc_b) {
+  if constexpr (kAccumulate) {
+    asm volatile(PW_WGMMA_M64N32K16_SS : PW_WGMMA_D16("+f") : "n"(1), "l"(desc_a), "l"(desc_b));
+  } else {
+    asm volatile(PW_WGMMA_M64N32K16_SS : PW_WGMMA_D16("=f") : "n"(0), "l"(desc_a), "l"(desc_b));
+  }
+}
+
+// d (+)= a · b: m64n64k16, bf16 A and B (N x K, K-major) both through descriptors, f32
+// accumulators; kAccumulate false writes d without reading it.
+#define PW_WGMMA_M64N64K16_SS                                                \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %32, 0;\n"                               \
+  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" PW_WGMMA_D32_REGS \
+  "}, %33, %34, p, 1, 1, 0, 0;\n}\n"
+template <bool kAccumulate>
+__device__ inline void pw_wgmma_m64n64k16_bf16_ss(float (&d)[32], pw_u64 desc_a, pw_u64 desc_b) {
+  if constexpr (kAccumulate) {
+    asm volatile(PW_WGMMA_M64N64K16_SS : PW_WGMMA_D32("+f") : "n"(1), "l"(desc_a), "l"(desc_b));
+  } else {
+    asm volatile(PW_WGMMA_M64N64K16_SS : PW_WGMMA_D32("=f") : "n"(0), "l"(desc_a), "l"(desc_b));
+  }
+}
+
+// d += a · b: m64n256k16, bf16 A from registers (each warp's 16 rows in the mma.sync m16n8k16 A
+// layout) and B stored N-major through `desc` (as pw_wgmma_m64n128k16_bf16_bt), f32 accumulators.
+__device__ inline void pw_wgmma_m64n256k16_bf16_rs_bt(float (&d)[128], const pw_u32 (&a)[4],
+                                                      pw_u64 desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" PW_WGMMA_D128_REGS
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+      : PW_WGMMA_D128("+f")
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+}
+
+// d += a · b: m64n256k16, A (M x K, K-major) and B (N-major) through descriptors.
+__device__ inline void pw_wgmma_m64n256k16_bf16_ss_bt(float (&d)[128], pw_u64 desc_a,
+                                                      pw_u64 desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" PW_WGMMA_D128_REGS
+      "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+      : PW_WGMMA_D128("+f")
+      : "l"(desc_a), "l"(desc_b), "n"(1));
 }
 
 #endif

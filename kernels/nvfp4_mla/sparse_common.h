@@ -19,6 +19,7 @@
 #include "common/bf16.h"
 #include "common/mma.h"
 #include "common/nvfp4_dequant.h"
+#include "common/wgmma.h"
 #include "nvfp4_mla/kv_layout.h"
 #include "nvfp4_mla/sparse_geometry.h"
 
@@ -40,10 +41,20 @@
 #define PW_SPARSE_NVIDIA true
 #endif
 constexpr int kPwRange = pw_sparse_range(PW_TOPK, PW_SPARSE_SPLITS);
-constexpr bool kPwStaged =
+// sparse_prefill on Hopper: the geometry is sparse_wg.h's where pw_sparse_wg says (the host's
+// launch code asks the same); its block always stages. The wgmma code runs where the build
+// multiplies with mma.sync (PW_SPARSE_WG_BUILD); the SIMT build runs the code below on its shape.
+constexpr bool kPwStagedRule =
     pw_sparse_staged(PW_SPARSE_NVIDIA, PW_SPARSE_PREFILL, PW_SPARSE_ROUNDS, kPwRange);
 constexpr PwSparseGeometry kPwSg =
-    pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStaged);
+    pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStagedRule,
+                       PW_WGMMA && PW_SPARSE_PREFILL && PW_SPARSE_NVIDIA);
+constexpr bool kPwStaged = kPwStagedRule || kPwSg.wg;
+#if PW_WGMMA && PW_MMA_IMPL == PW_MMA_SYNC && PW_SPARSE_PREFILL
+#define PW_SPARSE_WG_BUILD 1
+#else
+#define PW_SPARSE_WG_BUILD 0
+#endif
 // The launch bounds' blocks a multiprocessor: on NVIDIA those its shared memory holds, where their
 // threads are more than 256 (fewer can each have the 255 registers a thread may use: a bound that
 // cannot bind is left out, as it still moves the compiler's schedule); AMD's bound is in waves an

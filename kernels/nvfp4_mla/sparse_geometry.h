@@ -28,7 +28,16 @@
 #define PW_SPARSE_NARROW_PARTS 8
 #endif
 
+// Hopper (sm_90a) sparse_prefill on warpgroup instructions (sparse_wg.h): 2 warpgroups a block of
+// 64 heads, S = Q K^T and O += P V by wgmma from shared memory (pw_sparse_wg_layout). The host
+// and the kernels read the same default: an A/B needs both built with it (package-device
+// --variant). 0 keeps the mma.sync blocks.
+#ifndef PW_SPARSE_WG
+#define PW_SPARSE_WG 1
+#endif
+
 struct PwSparseGeometry {
+  bool wg;         // sparse_wg.h's block (pw_sparse_wg_layout); its SIMT build runs the same shape
   int head_tile;   // heads a block computes (16, 32 or 64); grid.y = ceil(Hr / head_tile)
   int keys;        // selected positions per tile (16, 32 or 64)
   int warp_heads;  // heads of a warp's accumulators (16 or 32)
@@ -113,12 +122,42 @@ PW_HD constexpr bool pw_sparse_dec_cluster(int splits, bool nvidia, bool wgmma) 
          splits <= PW_SPARSE_DEC_CLUSTER_MAX;
 }
 
+// Bytes between two keys' raw records in sparse_wg.h's stage: the record rounded up to an odd
+// number of 16-byte chunks, so that the 8 keys a quarter warp reads 16 bytes of at the same offset
+// fall in 8 different bank groups (416 bytes, 26 chunks, would put them in 4).
+PW_HD constexpr int pw_sparse_wg_stride(int l, int dr) {
+  return ((l / 2 + l / 16 + 2 * dr + 15) / 16 | 1) * 16;
+}
+
+// sparse_wg.h's block: 64 heads and 64 keys a tile, 2 warpgroups (each S of 32 keys of the tile,
+// then O of 256 output dims); Q and the tile of keys in wgmma's core-matrix layout in the Q and K
+// regions, P (64 heads x 64 keys, bf16) in the P region, the warpgroups' row maxima and sums in
+// S's, the raw records of the next tile in the stage (pw_sparse_wg_stride apart). As the mma.sync
+// layout of (64, 64, 32, 4), so that the SIMT build (and PW_SPARSE_WG's A/B) runs the same shape.
+PW_HD constexpr PwSparseGeometry pw_sparse_wg_layout(int warp, int l, int dr, int range) {
+  PwSparseGeometry g = pw_sparse_layout(64, 64, 32, 4, warp, l, dr, range, false);
+  g.wg = true;
+  g.smem_bytes = g.stage_offset + 64 * pw_sparse_wg_stride(l, dr);
+  return g;
+}
+
+// Whether sparse_prefill's block is sparse_wg.h's: Hopper's warpgroup instructions (wgmma: sm_90a),
+// L 512 (two warpgroups of 256 output dims), at least 64 heads and the shared memory it takes.
+PW_HD constexpr bool pw_sparse_wg(int heads, int warp, int lds_kib, int l, int dr, int range,
+                                  bool wgmma) {
+  return PW_SPARSE_WG && wgmma && warp == 32 && l == 512 && dr % 16 == 0 && heads >= 64 &&
+         pw_sparse_wg_layout(warp, l, dr, range).smem_bytes <= lds_kib * 1024;
+}
+
 // The first of these (heads, keys, warp heads, parts) that fits `lds_kib` and whose head tile
 // does not exceed the heads rounded up to 16 (16 always qualifies): (64, 64, 32, 8) with 16 warps
 // where the shared memory allows (sm_90, sm_100), then (64, 32, 16, 2), (32, 32, 16, 2),
 // (32, 16, 16, 2), (16, 32, 16, 2), (16, 16, 16, 2).
+// sparse_prefill's block on Hopper (wg: the key's arch has wgmma) is pw_sparse_wg's where it applies.
 PW_HD constexpr PwSparseGeometry pw_sparse_geometry(int heads, int warp, int lds_kib, int l, int dr,
-                                                    int range, bool staged) {
+                                                    int range, bool staged, bool wg = false) {
+  if (wg && pw_sparse_wg(heads, warp, lds_kib, l, dr, range, true))
+    return pw_sparse_wg_layout(warp, l, dr, range);
   const int padded = (heads + 15) / 16 * 16;
   // NVIDIA (warps of 32, more than 64 KiB of shared memory): PW_SPARSE_NARROW_PARTS.
   const int narrow = warp == 32 && lds_kib > 64 ? PW_SPARSE_NARROW_PARTS : 2;

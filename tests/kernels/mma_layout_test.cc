@@ -415,4 +415,53 @@ TEST(SparseGeometryTest, FitsEveryKnownArchAndIsConsistent) {
   EXPECT_EQ(pw_sparse_resident(pw_sparse_geometry(16, 32, 227, 512, 64, 2048, true), 227, true), 2);
 }
 
+// sparse_prefill's warpgroup block (sparse_wg.h) on sm_90: 64 heads, 64 keys, 2 warpgroups, one
+// block an SM, at 64 and 128 heads and either rounds' range; never below 64 heads, for another
+// latent width, with warps of 64 or without wgmma. Its regions hold what sparse_wg.h puts there,
+// and the mma.sync code (the SIMT build) runs on the same shape.
+TEST(SparseGeometryTest, TheWarpgroupPrefillBlockFitsSm90AndHoldsItsRegions) {
+  for (int heads : {64, 128, 192}) {
+    for (int range : {1024, 2048}) {
+      for (bool staged : {false, true}) {
+        SCOPED_TRACE("heads " + std::to_string(heads) + " range " + std::to_string(range));
+        const PwSparseGeometry g = pw_sparse_geometry(heads, 32, 227, 512, 64, range, staged, true);
+        EXPECT_TRUE(g.wg);
+        EXPECT_EQ(g.head_tile, 64);
+        EXPECT_EQ(g.keys, 64);
+        EXPECT_EQ(g.threads, 256);
+        EXPECT_EQ(g.warps, g.head_tile / g.warp_heads * g.parts);
+        EXPECT_LE(g.smem_bytes, 227 * 1024);
+        EXPECT_EQ(pw_sparse_resident(g, 227, true), 1);
+        // Q and the K tile in the core-matrix layout (64 rows of 576 bf16), 2 warpgroups' P
+        // (64 x 32 bf16 each), their maxima and sums (2 x 2 x 64 floats), the slots, the stage.
+        EXPECT_GE(g.k_offset - g.q_offset, 64 * 576 * 2);
+        EXPECT_GE(g.s_offset - g.k_offset, 64 * 576 * 2);
+        EXPECT_GE(g.stats_offset - g.p_offset, 2 * 64 * 32 * 2);
+        EXPECT_GE(g.p_offset - g.s_offset, 4 * 64 * 4);
+        EXPECT_GE(g.stage_offset - g.slots_offset, 4 * range);
+        EXPECT_EQ(g.smem_bytes - g.stage_offset, 64 * pw_sparse_wg_stride(512, 64));
+        for (int off : {g.q_offset, g.k_offset, g.p_offset, g.stage_offset}) EXPECT_EQ(off % 16, 0);
+        EXPECT_TRUE(pw_sparse_out_staged(g, 512, 2));
+      }
+    }
+  }
+  // The stage's records: whole 16-byte chunks, an odd number of them, so that the 8 keys of a
+  // quarter warp reading 16 bytes at one offset of their records hit 8 different bank groups.
+  const int stride = pw_sparse_wg_stride(512, 64);
+  EXPECT_EQ(stride, 432);
+  for (int off = 0; off < 416; off += 16) {
+    for (int key0 = 0; key0 < 64; key0 += 8) {
+      std::set<int> groups;
+      for (int k = key0; k < key0 + 8; ++k) groups.insert((k * stride + off) / 16 % 8);
+      EXPECT_EQ(groups.size(), 8u) << off << " " << key0;
+    }
+  }
+  EXPECT_FALSE(pw_sparse_geometry(16, 32, 227, 512, 64, 2048, true, true).wg);
+  EXPECT_FALSE(pw_sparse_geometry(32, 32, 227, 512, 64, 2048, true, true).wg);
+  EXPECT_FALSE(pw_sparse_geometry(128, 32, 227, 768, 64, 2048, true, true).wg);
+  EXPECT_FALSE(pw_sparse_geometry(128, 64, 160, 512, 64, 2048, true, true).wg);
+  EXPECT_FALSE(pw_sparse_geometry(128, 32, 227, 512, 64, 2048, true, false).wg);
+  EXPECT_FALSE(pw_sparse_geometry(128, 32, 99, 512, 64, 2048, true, true).wg);
+}
+
 }  // namespace

@@ -1,0 +1,411 @@
+// Sparse MLA prefill on Hopper's warpgroup instructions (sm_90a; sparse_geometry.h's
+// pw_sparse_wg_layout): a block of 64 heads and 2 warpgroups. Per tile of 64 selected keys every
+// thread dequantizes its share of the staged raw records into the K tile (wgmma's core-matrix
+// layout), then warpgroup c computes S of keys [32 c, 32 c + 32) of the tile for all 64 heads
+// (36 wgmma m64n32k16, Q and K from shared memory), the two exchange their rows' maxima through
+// shared memory so that both rescale by the same running max, and warpgroup c adds P V into its
+// 256 output dims [256 c, 256 c + 256): its own 32 keys' P from registers, the other warpgroup's
+// from shared memory (4 wgmma m64n256k16, V read N-major from the same K tile). The next tile's
+// raw records are copied in (cp.async) while this tile's multiplies run. The mma.sync blocks
+// (sparse_attend.h) read Q and K fragments with ldmatrix for every 16 x 8 product, about twice the
+// shared-memory bytes a FLOP of these instructions.
+#pragma once
+#include "nvfp4_mla/sparse_attend.h"
+
+#if PW_SPARSE_WG_BUILD
+static_assert(!kPwSg.wg || kPwSg.threads == 256 && kPwSg.head_tile == 64 && kPwSg.keys == 64,
+              "sparse_wg.h runs pw_sparse_wg_layout's block");
+static_assert(!kPwSg.wg || PW_L == 512 && PW_DR % 16 == 0,
+              "two warpgroups of 256 output dims; whole rope chunks");
+
+// Core-matrix layout of Q and of the K tile: 16-byte chunks of 8 consecutive dims of one row (head
+// or key), the 8 rows of a core matrix 16 bytes apart, a row group's PW_DQ / 8 chunks 128 bytes
+// apart, row groups kPwWgGroup bytes apart. S = Q K^T reads both K-major (lead 128, stride
+// kPwWgGroup; a 16-dim step 256 bytes on); O += P V reads the tile N-major as V (lead kPwWgGroup
+// between 8-key groups, stride 128 between 8-dim chunks).
+constexpr int kPwWgGroup = 8 * PW_DQ * 2;
+PW_DEVICE_INLINE int pw_sparse_wg_chunk(int row, int dim8) {
+  return (row / 8) * kPwWgGroup + dim8 * 128 + (row % 8) * 16;
+}
+// P of a warpgroup's 32 keys (64 heads x 32 keys, bf16), K-major as the A operand of the other
+// warpgroup's P V: 4 chunks a row group, row groups 512 bytes apart.
+constexpr int kPwWgPBytes = 64 * 32 * 2;
+constexpr int kPwWgStride = pw_sparse_wg_stride(PW_L, PW_DR);  // raw records in the stage
+constexpr int kPwWgHalf = PW_L / 2;                            // output dims a warpgroup
+static_assert(!kPwSg.wg || 64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
+                               64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
+                               2 * kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
+                               4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
+              "Q, K, P and the exchanges fit the layout's regions");
+
+// Q of heads [head0, head0 + 64) into the core-matrix layout (heads past Hr zeros), by cp.async:
+// a quarter warp takes the 8 heads of a row group at one chunk (its 128 bytes of shared memory
+// contiguous), a warp 4 chunks of each (64 bytes of each head's row in global memory).
+PW_DEVICE_INLINE void pw_sparse_wg_stage_q(const PwSparseArgs& a, int row, int head0,
+                                           unsigned char* q) {
+  constexpr int chunks = PW_DQ / 8;
+  for (int i = threadIdx.x; i < 64 * chunks; i += kPwSg.threads) {
+    const int rest = i / 8, d8 = rest % chunks, h = (rest / chunks) * 8 + i % 8;
+    const bool real = head0 + h < PW_HEADS;
+    const long long qo = static_cast<long long>(row) * PW_HEADS + (real ? head0 + h : 0);
+    const int d = 8 * d8;
+    const pw_u16* src = d < PW_L ? a.q_latent + qo * PW_L + d : a.q_rope + qo * PW_DR + d - PW_L;
+    pw_async_copy16(q + pw_sparse_wg_chunk(h, d8), src, real);
+  }
+  pw_async_commit();
+}
+
+// The raw records of tile [k0, k0 + 64) into the stage (zeros where nothing is selected), one
+// committed group.
+PW_DEVICE_INLINE void pw_sparse_wg_stage(const PwSparseArgs& a, const int* slots, int k0, int end,
+                                         unsigned char* stage) {
+  constexpr int chunks = kPwRecord / 16;
+  for (int c = threadIdx.x; c < 64 * chunks; c += kPwSg.threads) {
+    const int r = c / chunks, w = c % chunks;
+    const int slot = k0 + r < end ? slots[k0 + r] : -1;
+    const pw_u8* src =
+        a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + 16 * w);
+    pw_async_copy16(stage + r * kPwWgStride + 16 * w, src, slot >= 0);
+  }
+  pw_async_commit();
+}
+
+// The staged tile into the K tile: thread t takes key t % 64 and, of its record, the 16-byte
+// groups of nibbles q, q + 4, ... (q = t / 64: 32 values and their 2 scale bytes each) and the
+// rope chunks q, q + 4; a quarter warp's stores fill one core matrix's 128 bytes. All loads first.
+PW_DEVICE_INLINE void pw_sparse_wg_dequant(const unsigned char* stage, float g_kv,
+                                           unsigned char* k) {
+  constexpr int quads = PW_L / 32 / 4, ropes = PW_DR / 8 / 4;  // a thread's, of each
+  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
+  const unsigned char* rec = stage + key * kPwWgStride;
+  uint4 w[quads], r[ropes];
+  pw_u32 sc[quads];
+#pragma unroll
+  for (int i = 0; i < quads; ++i) {
+    const int g = q + 4 * i;
+    w[i] = *reinterpret_cast<const uint4*>(rec + 16 * g);
+    sc[i] = *reinterpret_cast<const pw_u16*>(rec + PW_L / 2 + 2 * g);
+  }
+#pragma unroll
+  for (int j = 0; j < ropes; ++j)
+    r[j] = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (q + 4 * j));
+  unsigned char* dst = k + pw_sparse_wg_chunk(key, 0);
+#pragma unroll
+  for (int i = 0; i < quads; ++i) {
+    const int g = q + 4 * i;
+    const float s0 = pw_e4m3fn_decode_fast(sc[i] & 0xffu) * g_kv;
+    const float s1 = pw_e4m3fn_decode_fast(sc[i] >> 8) * g_kv;
+    const pw_u32 words[4] = {w[i].x, w[i].y, w[i].z, w[i].w};
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      uint4 out;
+      pw_nvfp4_dequant8_bf16(words[u], u < 2 ? s0 : s1, &out.x);
+      *reinterpret_cast<uint4*>(dst + (4 * g + u) * 128) = out;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < ropes; ++j)
+    *reinterpret_cast<uint4*>(dst + (PW_L / 8 + q + 4 * j) * 128) = r[j];
+}
+
+// Which warpgroups compute S: 1 (default) warpgroup 0 alone, all 64 keys of the tile (36 wgmma
+// m64n64k16: Q read once a tile), the softmax, P for both; 0 each warpgroup its 32 keys (36
+// m64n32k16 each: Q read twice), the two exchanging their rows' maxima. A kernel-only define.
+#ifndef PW_SPARSE_WG_S64
+#define PW_SPARSE_WG_S64 0
+#endif
+
+// O (a warpgroup's 64 rows x 256 dims) *= alpha of this thread's two rows.
+PW_DEVICE_INLINE void pw_sparse_wg_rescale(float (&o)[128], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e / 2];
+  }
+}
+
+// A consumer thread's two rows (heads 16 (warp % 4) + grp and + 8): running max (log2 units, the
+// same in both warpgroups), this thread's share of its warpgroup's running sum.
+struct PwSparseWgRows {
+  float m[2], l[2];
+};
+
+// A row's running max moves only when a tile's exceeds it by more than this (log2 units), as
+// msa_sparse_attend.h's PW_MSA_LAZY_LOG2: P is then at most 2^8 (fp32 sums, bf16 P), and O is
+// rescaled far less often; m + log2(l) and O / l are the same whatever max they are taken against.
+constexpr float kPwWgLazyLog2 = 8.0f;
+
+// The block's whole attention of `row` over its selected entries [0, PW_TOPK).
+PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int head0,
+                                          const PwSparseOut& out) {
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
+  const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
+  unsigned char* const qs = pw_sparse_shared + kPwSg.q_offset;
+  unsigned char* const ks = pw_sparse_shared + kPwSg.k_offset;
+  unsigned char* const ps = pw_sparse_shared + kPwSg.p_offset;
+  unsigned char* const stage = pw_sparse_shared + kPwSg.stage_offset;
+  float* const xm = sm.s;  // [2][64] the warpgroups' rows' tile maxima (log2 units), or alpha
+  float* const xl = xm + 2 * 64;  // [2][64] each warpgroup's rows' sums, at the end
+  const int c = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  const int grp = lane / 4, tig = lane % 4;
+  const int rows[2] = {16 * warp + grp, 16 * warp + grp + 8};
+
+  pw_sparse_wg_stage_q(a, row, head0, qs);
+  const int end = pw_sparse_slots(a, row, 0, PW_TOPK, sm);
+  const int* slots = sm.slots;
+  if (end > 0) pw_sparse_wg_stage(a, slots, 0, end, stage);
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  const float ninf = pw_sparse_neg_inf();
+
+  float o[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+  PwSparseWgRows st;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    st.m[h] = ninf;
+    st.l[h] = 0.0f;
+  }
+  const pw_u64 dq = pw_wgmma_desc(qs, 128, kPwWgGroup);
+  const pw_u64 dk =
+      pw_wgmma_desc(ks + pw_sparse_wg_chunk(PW_SPARSE_WG_S64 ? 0 : 32 * c, 0), 128, kPwWgGroup);
+  for (int k0 = 0; k0 < end; k0 += 64) {
+    pw_async_wait();
+    __syncthreads();  // the stage holds this tile (and Q is in); every multiply of the last is done
+#if !(PW_SPARSE_SKIP & 1)
+    pw_sparse_wg_dequant(stage, a.g_kv, ks);
+#endif
+    pw_fence_proxy_async();  // the K tile's writes, for the tensor cores' reads
+    __syncthreads();
+    if (k0 + 64 < end) pw_sparse_wg_stage(a, slots, k0 + 64, end, stage);
+
+#if PW_SPARSE_WG_S64
+    // Warpgroup 0 alone: S of the tile's 64 keys (one read of Q a tile, not two), the softmax, P
+    // into its registers and into shared memory, alpha (the rows' rescale) for warpgroup 1.
+    pw_u32 pf[4][4] = {};  // warpgroup 1: unused
+    if (c == 0) {
+      float s[32];  // s[4 j + e]: key 8 j + 2 tig + e % 2 of row e / 2
+      pw_wgmma_fence();
+#if !(PW_SPARSE_SKIP & 2)
+      pw_wgmma_m64n64k16_bf16_ss<false>(s, dq, dk);
+#pragma unroll
+      for (int kk = 1; kk < PW_DQ / 16; ++kk)
+        pw_wgmma_m64n64k16_bf16_ss<true>(s, dq + 16 * kk, dk + 16 * kk);
+#else
+#pragma unroll
+      for (int i = 0; i < 32; ++i) s[i] = 0.0f;
+#endif
+      pw_wgmma_commit();
+      pw_wgmma_wait<0>();
+      pw_wgmma_hold(s);
+      float mx[2] = {ninf, ninf};
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int kx = k0 + 8 * j + 2 * tig + e;
+          const bool valid = kx < end && slots[kx] >= 0;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float& x = s[4 * j + 2 * h + e];
+            x = valid ? x * scale_log2 : ninf;
+            mx[h] = fmaxf(mx[h], x);
+          }
+        }
+      }
+      float alpha[2];
+      bool moved = false;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        mx[h] = fmaxf(mx[h], pw_shfl_xor(mx[h], 1));
+        mx[h] = fmaxf(mx[h], pw_shfl_xor(mx[h], 2));
+        float m_new = fmaxf(st.m[h], mx[h]);
+        if (st.m[h] != ninf && m_new <= st.m[h] + kPwWgLazyLog2) m_new = st.m[h];
+        alpha[h] = m_new == ninf ? 1.0f : pw_exp2_fast(st.m[h] - m_new);
+        moved = moved || m_new != st.m[h];
+        st.m[h] = m_new;
+        if (tig == 0) xm[rows[h]] = alpha[h];
+        const float m = m_new == ninf ? 0.0f : m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float p0 = pw_exp2_fast(s[4 * j + 2 * h] - m);
+          const float p1 = pw_exp2_fast(s[4 * j + 2 * h + 1] - m);
+          sum += p0 + p1;
+          const pw_u32 pair = pw_pack_bf16x2(p0, p1);
+          pf[j / 2][(j % 2) * 2 + h] = pair;
+          *reinterpret_cast<pw_u32*>(ps + (rows[h] / 8) * 1024 + j * 128 + (rows[h] % 8) * 16 +
+                                     4 * tig) = pair;
+        }
+        st.l[h] = st.l[h] * alpha[h] + sum;
+      }
+      if (moved) pw_sparse_wg_rescale(o, alpha);
+      pw_fence_proxy_async();  // P's writes, for warpgroup 1's tensor-core reads
+    }
+    __syncthreads();
+    if (c == 1) {
+      const float alpha[2] = {xm[rows[0]], xm[rows[1]]};
+      if (alpha[0] != 1.0f || alpha[1] != 1.0f) pw_sparse_wg_rescale(o, alpha);
+    }
+#else
+    // S of this warpgroup's 32 keys: s[4 j + e] is key 32 c + 8 j + 2 tig + e % 2 of row e / 2.
+    float s[16];
+    pw_wgmma_fence();
+#if !(PW_SPARSE_SKIP & 2)
+    pw_wgmma_m64n32k16_bf16_ss<false>(s, dq, dk);
+#pragma unroll
+    for (int kk = 1; kk < PW_DQ / 16; ++kk)
+      pw_wgmma_m64n32k16_bf16_ss<true>(s, dq + 16 * kk, dk + 16 * kk);
+#else
+#pragma unroll
+    for (int i = 0; i < 16; ++i) s[i] = 0.0f;
+#endif
+    pw_wgmma_commit();
+    pw_wgmma_wait<0>();
+    pw_wgmma_hold(s);
+
+    // Scores in log2 units; masked keys (past the last selected entry, or none selected) -inf.
+    float mx[2] = {ninf, ninf};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int kx = k0 + 32 * c + 8 * j + 2 * tig + e;
+        const bool valid = kx < end && slots[kx] >= 0;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float& x = s[4 * j + 2 * h + e];
+          x = valid ? x * scale_log2 : ninf;
+          mx[h] = fmaxf(mx[h], x);
+        }
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], pw_shfl_xor(mx[h], 1));
+      mx[h] = fmaxf(mx[h], pw_shfl_xor(mx[h], 2));
+      if (tig == 0) xm[64 * c + rows[h]] = mx[h];
+    }
+    __syncthreads();
+    float alpha[2];
+    bool moved = false;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float tile_max = fmaxf(xm[rows[h]], xm[64 + rows[h]]);
+      float m_new = fmaxf(st.m[h], tile_max);
+      if (st.m[h] != ninf && m_new <= st.m[h] + kPwWgLazyLog2) m_new = st.m[h];
+      alpha[h] = m_new == ninf ? 1.0f : pw_exp2_fast(st.m[h] - m_new);
+      moved = moved || m_new != st.m[h];
+      st.m[h] = m_new;
+    }
+    // P = 2^(s scale - m): into registers (the A fragments of this warpgroup's P V: keys
+    // [16 kk, 16 kk + 16) of its 32) and into shared memory for the other warpgroup's.
+    pw_u32 pf[2][4];
+    unsigned char* pmine = ps + c * kPwWgPBytes;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float m = st.m[h] == ninf ? 0.0f : st.m[h];
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float p0 = pw_exp2_fast(s[4 * j + 2 * h] - m);
+        const float p1 = pw_exp2_fast(s[4 * j + 2 * h + 1] - m);
+        sum += p0 + p1;
+        const pw_u32 pair = pw_pack_bf16x2(p0, p1);
+        pf[j / 2][(j % 2) * 2 + h] = pair;
+        *reinterpret_cast<pw_u32*>(pmine + (rows[h] / 8) * 512 + j * 128 + (rows[h] % 8) * 16 +
+                                   4 * tig) = pair;
+      }
+      st.l[h] = st.l[h] * alpha[h] + sum;
+    }
+    if (moved) pw_sparse_wg_rescale(o, alpha);
+    pw_fence_proxy_async();  // P's writes, for the other warpgroup's tensor-core reads
+    __syncthreads();
+#endif
+
+    // O (dims [256 c, 256 c + 256)) += P V over the tile's 64 keys, 16 a step.
+    pw_wgmma_fence();
+#if !(PW_SPARSE_SKIP & 8)
+    const int d0 = kPwWgHalf / 8 * c;  // the first dim chunk
+#if PW_SPARSE_WG_S64
+    if (c == 0) {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const pw_u64 dv = pw_wgmma_desc(ks + pw_sparse_wg_chunk(16 * kk, d0), kPwWgGroup, 128);
+        pw_wgmma_m64n256k16_bf16_rs_bt(o, pf[kk], dv);
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const pw_u64 dp = pw_wgmma_desc(ps + 256 * kk, 128, 1024);
+        const pw_u64 dv = pw_wgmma_desc(ks + pw_sparse_wg_chunk(16 * kk, d0), kPwWgGroup, 128);
+        pw_wgmma_m64n256k16_bf16_ss_bt(o, dp, dv);
+      }
+    }
+#else
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      const pw_u64 dv =
+          pw_wgmma_desc(ks + pw_sparse_wg_chunk(32 * c + 16 * kk, d0), kPwWgGroup, 128);
+      pw_wgmma_m64n256k16_bf16_rs_bt(o, pf[kk], dv);
+    }
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      const int other = 1 - c;
+      const pw_u64 dp = pw_wgmma_desc(ps + other * kPwWgPBytes + 256 * kk, 128, 512);
+      const pw_u64 dv =
+          pw_wgmma_desc(ks + pw_sparse_wg_chunk(32 * other + 16 * kk, d0), kPwWgGroup, 128);
+      pw_wgmma_m64n256k16_bf16_ss_bt(o, dp, dv);
+    }
+#endif
+#endif
+    pw_wgmma_commit();
+    pw_wgmma_wait<0>();
+    pw_wgmma_hold(o);
+    pw_wgmma_hold(pf);
+  }
+  pw_async_wait();  // nothing in flight into shared memory (Q, when no entry was selected)
+
+  // Each row's sum over the lanes and the two warpgroups; its max is the same in both.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = st.l[h];
+    l += pw_shfl_xor(l, 1);
+    l += pw_shfl_xor(l, 2);
+    if (tig == 0) xl[64 * c + rows[h]] = l;
+  }
+  __syncthreads();  // and every multiply is done: Q's region takes the output
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float l = xl[rows[h]] + xl[64 + rows[h]];
+    inv[h] = l > 0.0f ? 1.0f / l : 0.0f;
+    if (c == 0 && tig == 0) {
+      sm.m[rows[h]] = st.m[h];
+      sm.l[rows[h]] = l;
+    }
+  }
+  constexpr int orow = pw_sparse_out_row(PW_L);  // bf16 elements a staged output row
+  pw_u16* tile = reinterpret_cast<pw_u16*>(qs);
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      *reinterpret_cast<pw_u32*>(tile + rows[h] * orow + kPwWgHalf * c + 8 * j + 2 * tig) =
+          pw_pack_bf16x2(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+    }
+  }
+  __syncthreads();
+  const int heads = PW_HEADS - head0 < 64 ? PW_HEADS - head0 : 64;
+  constexpr int chunks = PW_L * 2 / 16;
+  for (int i = threadIdx.x; i < heads * chunks; i += kPwSg.threads) {
+    const int h = i / chunks, cc = i % chunks;
+    *reinterpret_cast<uint4*>(out.out_bf16 + out.base + (head0 + h) * out.head_stride + 8 * cc) =
+        *reinterpret_cast<const uint4*>(tile + h * orow + 8 * cc);
+  }
+  if (threadIdx.x < heads) {
+    const int h = threadIdx.x;
+    out.lse[out.lse_base + (head0 + h) * out.lse_stride] = pw_sparse_lse(sm, h);
+  }
+}
+#endif
