@@ -142,10 +142,11 @@ PW_HD constexpr PwSparseGeometry pw_sparse_wg_layout(int warp, int l, int dr, in
 }
 
 // Whether sparse_prefill's block is sparse_wg.h's: Hopper's warpgroup instructions (wgmma: sm_90a),
-// L 512 (two warpgroups of 256 output dims), at least 64 heads and the shared memory it takes.
+// L 512 (two warpgroups of 256 output dims), a rope of whole 32-dim groups (4 threads a key copy
+// it in 16-byte chunks), at least 64 heads and the shared memory it takes.
 PW_HD constexpr bool pw_sparse_wg(int heads, int warp, int lds_kib, int l, int dr, int range,
                                   bool wgmma) {
-  return PW_SPARSE_WG && wgmma && warp == 32 && l == 512 && dr % 16 == 0 && heads >= 64 &&
+  return PW_SPARSE_WG && wgmma && warp == 32 && l == 512 && dr % 32 == 0 && heads >= 64 &&
          pw_sparse_wg_layout(warp, l, dr, range).smem_bytes <= lds_kib * 1024;
 }
 
@@ -153,7 +154,8 @@ PW_HD constexpr bool pw_sparse_wg(int heads, int warp, int lds_kib, int l, int d
 // does not exceed the heads rounded up to 16 (16 always qualifies): (64, 64, 32, 8) with 16 warps
 // where the shared memory allows (sm_90, sm_100), then (64, 32, 16, 2), (32, 32, 16, 2),
 // (32, 16, 16, 2), (16, 32, 16, 2), (16, 16, 16, 2).
-// sparse_prefill's block on Hopper (wg: the key's arch has wgmma) is pw_sparse_wg's where it applies.
+// sparse_prefill's block on Hopper (wg: the key's arch has wgmma) is pw_sparse_wg's where it
+// applies.
 PW_HD constexpr PwSparseGeometry pw_sparse_geometry(int heads, int warp, int lds_kib, int l, int dr,
                                                     int range, bool staged, bool wg = false) {
   if (wg && pw_sparse_wg(heads, warp, lds_kib, l, dr, range, true))

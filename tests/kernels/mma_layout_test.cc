@@ -459,6 +459,8 @@ TEST(SparseGeometryTest, TheWarpgroupPrefillBlockFitsSm90AndHoldsItsRegions) {
   EXPECT_FALSE(pw_sparse_geometry(16, 32, 227, 512, 64, 2048, true, true).wg);
   EXPECT_FALSE(pw_sparse_geometry(32, 32, 227, 512, 64, 2048, true, true).wg);
   EXPECT_FALSE(pw_sparse_geometry(128, 32, 227, 768, 64, 2048, true, true).wg);
+  EXPECT_FALSE(pw_sparse_geometry(128, 32, 227, 512, 48, 2048, true, true).wg);
+  EXPECT_FALSE(pw_sparse_geometry(128, 32, 227, 256, 64, 2048, true, true).wg);
   EXPECT_FALSE(pw_sparse_geometry(128, 64, 160, 512, 64, 2048, true, true).wg);
   EXPECT_FALSE(pw_sparse_geometry(128, 32, 227, 512, 64, 2048, true, false).wg);
   EXPECT_FALSE(pw_sparse_geometry(128, 32, 99, 512, 64, 2048, true, true).wg);
