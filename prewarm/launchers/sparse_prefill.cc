@@ -1,9 +1,14 @@
 // sparse_prefill: per prefill request, MLA attention over the selected positions.
-// Key: rounds = 1 if min(ctx, Ktop) <= 1024 else 2. msa_sparse_prefill: GQA over the selected
-// blocks; the same rule with Ktop = Kb x 128 (the keys a query attends at most) and its own
-// bound, msa_sparse_one_round_max (by default every prefill is one round: Thresholds says why).
+// Key: rounds = 1 if min(ctx, Ktop) <= 1024 else 2, but 2 at every context where the block is
+// Hopper's warpgroup block (sm_90, 64 heads and more, L 512: sparse_geometry.h's pw_sparse_wg),
+// which stages its records at either count, so that both would compile the same kernel (H100:
+// 215.1 against 214.7 us at 512 rows of 1024; bench/RESULTS.md, twenty-eighth session).
+// msa_sparse_prefill: GQA over the selected blocks; the same rule with Ktop = Kb x 128 (the keys
+// a query attends at most) and its own bound, msa_sparse_one_round_max (by default every prefill
+// is one round: Thresholds says why).
 #include <algorithm>
 
+#include "nvfp4_mla/sparse_geometry.h"
 #include "prewarm/launchers/launcher.h"
 
 namespace prewarm {
@@ -24,6 +29,7 @@ class SparsePrefillLauncher final : public Launcher {
   }
 
   std::vector<PlannedKey> Enumerate(const Limits& limits, const LaunchContext& ctx) const override {
+    if (OneBlock(ctx)) return {{KeyFor(2, ctx), Step{{{Phase::kPrefill, 1, 1}}}}};
     const int64_t one_round_max = OneRoundMax(ctx);
     std::vector<PlannedKey> out;
     if (one_round_max >= 1) out.push_back({KeyFor(1, ctx), Step{{{Phase::kPrefill, 1, 1}}}});
@@ -41,7 +47,18 @@ class SparsePrefillLauncher final : public Launcher {
                                             : ctx.thresholds.sparse_one_round_max;
   }
   int64_t Rounds(int64_t ctx_len, const LaunchContext& ctx) const {
+    if (OneBlock(ctx)) return 2;
     return std::min(ctx_len, ctx.shape.index_topk) <= OneRoundMax(ctx) ? 1 : 2;
+  }
+  // MLA's block is the same at every rounds (sparse_geometry.h's warpgroup block on sm_90).
+  bool OneBlock(const LaunchContext& ctx) const {
+    if (family_ != AttentionFamily::kMla) return false;
+    const Arch& a = ctx.arch;
+    const Shape& s = ctx.shape;
+    const auto clamp = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, 1 << 20)); };
+    return pw_sparse_wg(clamp(s.heads), WarpWidth(a), SharedMemoryKib(a), clamp(s.kv_lora_rank),
+                        clamp(s.qk_rope_head_dim), pw_sparse_range(clamp(s.index_topk), 1),
+                        a.platform == Platform::kNvidia && a.name == "sm_90");
   }
   Key KeyFor(int64_t rounds, const LaunchContext& ctx) const {
     return SparseAttentionKey(Name(), "rounds", rounds, ctx);

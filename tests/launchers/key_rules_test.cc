@@ -184,6 +184,27 @@ TEST_F(KeyRulesTest, TopkPrefillStripsPerRequest) {
   EXPECT_EQ(One("topk_decode", Decodes(7, 9)).String(), "arch=gfx942,topk=2048");
 }
 
+// On sm_90 at 64 heads and more the prefill block is the warpgroup block (sparse_wg.h), the same
+// kernel at either rounds: rounds is 2 at every context, one key planned; at 16 heads, and on
+// gfx942 at 64, the rule by context stands.
+TEST_F(KeyRulesTest, SparsePrefillOnHoppersWarpgroupBlockIsOneKey) {
+  arch_ = *ParseArch("sm_90");
+  EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1)), "rounds"), 2);
+  EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"), 2);
+  EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1025)), "rounds"), 2);
+  const Plan plan = BuildPlan(limits_, model_, shape_, {arch_});
+  for (const LauncherPlan& lp : plan.launchers) {
+    if (lp.name != "sparse_prefill") continue;
+    ASSERT_EQ(lp.keys.size(), 1u);
+    EXPECT_EQ(Param<int64_t>(lp.keys[0].key, "rounds"), 2);
+  }
+  Shape narrow = shape_;
+  narrow.heads = 16;
+  shape_ = narrow;
+  EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"), 1);
+  EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1025)), "rounds"), 2);
+}
+
 TEST_F(KeyRulesTest, SparsePrefillRoundsAndDecodeSplits) {
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"), 1);
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1025)), "rounds"), 2);
