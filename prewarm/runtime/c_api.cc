@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -313,6 +314,21 @@ absl::Status IndexCommon(const char* launcher, const prewarm_index_args& a) {
                    {"out", a.out}});
 }
 
+// The kernels multiply every latent value by g_kv (Hopper's prefill block folds it into each bf16
+// pair of NVFP4 scales, kernels/nvfp4_mla/sparse_wg.h, which holds it up to 512) and every score
+// by scale: a zero, negative, non-finite or larger one would give wrong outputs without an error.
+absl::Status SparseScales(const char* launcher, const prewarm_sparse_args& a) {
+  if (!(std::isfinite(a.g_kv) && a.g_kv > 0 && a.g_kv <= 512)) {
+    return absl::InvalidArgumentError(
+        StrCat(launcher, ": g_kv is ", a.g_kv, "; it must be finite, > 0 and <= 512"));
+  }
+  if (!(std::isfinite(a.scale) && a.scale > 0)) {
+    return absl::InvalidArgumentError(
+        StrCat(launcher, ": scale is ", a.scale, "; it must be finite and > 0"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SparseCommon(const char* launcher, const prewarm_sparse_args& a) {
   RETURN_IF_ERROR(NonNegative(launcher, "rows", a.rows));
   if (a.rows == 0) return absl::OkStatus();
@@ -321,14 +337,15 @@ absl::Status SparseCommon(const char* launcher, const prewarm_sparse_args& a) {
                                              " and block_size ", a.block_size,
                                              " must each be >= 1"));
   }
-  return Required({{"q_latent", a.q_latent},
-                   {"q_rope", a.q_rope},
-                   {"topk", a.topk},
-                   {"row_req", a.row_req},
-                   {"block_table", a.block_table},
-                   {"kv_cache", a.kv_cache},
-                   {"out", a.out},
-                   {"lse", a.lse}});
+  RETURN_IF_ERROR(Required({{"q_latent", a.q_latent},
+                            {"q_rope", a.q_rope},
+                            {"topk", a.topk},
+                            {"row_req", a.row_req},
+                            {"block_table", a.block_table},
+                            {"kv_cache", a.kv_cache},
+                            {"out", a.out},
+                            {"lse", a.lse}}));
+  return SparseScales(launcher, a);
 }
 
 absl::Status TopkCommon(const char* launcher, const prewarm_topk_args& a) {

@@ -179,7 +179,7 @@ typedef struct {
   const void* block_table;
   int max_blocks, block_size;
   const void* kv_cache;
-  float g_kv, scale;
+  float g_kv, scale; /* the cache's NVFP4 global scale, in (0, 512]; the scores' scale, > 0 */
   void* out; /* bf16 [rows][Hr][L] */
   void* lse; /* float [rows][Hr] */
   int rows;

@@ -411,8 +411,9 @@ class Runtime(MsaLaunchers):
         out = softmax(scale q . k_j) v_j and the natural-log LSE. q_latent bf16 [rows, Hr, L];
         q_rope bf16 [rows, Hr, Dr]; topk int32 [rows, Ktop]; row_req int32 [rows]; block_table
         int32 [requests, max_blocks]; kv_cache uint8 [blocks, block_size, record]; out bf16
-        [rows, Hr, L]; lse float32 [rows, Hr]. ctx: the request's context (one call per prefill
-        request; it picks the kernel)."""
+        [rows, Hr, L]; lse float32 [rows, Hr]. g_kv: the cache's NVFP4 global scale, in (0, 512];
+        scale > 0. ctx: the request's context (one call per prefill request; it picks the
+        kernel)."""
         self._sparse("sparse_prefill", self._heads, q_latent, q_rope, topk, row_req, block_table,
                      kv_cache, out, lse, g_kv, scale, ctx, None, None)
 

@@ -175,6 +175,16 @@ def test_tensor_errors_name_the_argument(filled):
         call(out=torch.zeros(heads, rows, L, dtype=torch.bfloat16).transpose(0, 1))
     with pytest.raises(TypeError, match="sparse_decode: lse must be a torch.Tensor, got list"):
         call(lse=[0.0])
+    # The scales: Hopper's prefill block holds g_kv up to 512 (folded into bf16 scale pairs).
+    with pytest.raises(prewarm_runtime.InvalidArgumentError,
+                       match=r"sparse_prefill: g_kv is 1000; it must be finite, > 0 and <= 512"):
+        rt.sparse_prefill(**good, g_kv=1000.0, scale=0.1, ctx=100)
+    with pytest.raises(prewarm_runtime.InvalidArgumentError,
+                       match=r"sparse_prefill: g_kv is 0; it must be finite, > 0 and <= 512"):
+        rt.sparse_prefill(**good, g_kv=0.0, scale=0.1, ctx=100)
+    with pytest.raises(prewarm_runtime.InvalidArgumentError,
+                       match=r"sparse_prefill: scale is nan; it must be finite and > 0"):
+        rt.sparse_prefill(**good, g_kv=1.0, scale=float("nan"), ctx=100)
     with pytest.raises(ValueError, match="sparse_decode: this call's kernel needs ws_o, a "
                                          "workspace of 4194304 bytes"):
         call()

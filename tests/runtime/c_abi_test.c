@@ -433,6 +433,15 @@ static int WithoutGpu(const char* cache, const char* arch) {
   a.q_latent = a.q_rope = a.topk = a.row_req = a.block_table = a.kv_cache = fake;
   a.out = a.lse = a.ws_o = a.ws_lse = fake;
   rc = prewarm_runtime_sparse_decode(rt, &a, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "sparse_decode: g_kv is 0") != NULL,
+                   "a zero global scale is named", err);
+  a.g_kv = 0.05f;
+  a.scale = 1e30f * 1e30f; /* inf */
+  rc = prewarm_runtime_sparse_decode(rt, &a, NULL, err, sizeof err);
+  failed += Expect(rc == PREWARM_EINVAL && strstr(err, "sparse_decode: scale is inf") != NULL,
+                   "an infinite softmax scale is named", err);
+  a.scale = 0.1f;
+  rc = prewarm_runtime_sparse_decode(rt, &a, NULL, err, sizeof err);
   if (msa) {
     failed += Expect(rc == PREWARM_EINVAL && strstr(err, "does not run for this cache") != NULL,
                      "an MLA launcher on an MSA cache says it never runs", err);
