@@ -180,8 +180,8 @@ typedef struct {
   int max_blocks, block_size;
   const void* kv_cache;
   float g_kv, scale; /* the cache's NVFP4 global scale, in (0, 512]; the scores' scale, > 0 */
-  void* out; /* bf16 [rows][Hr][L] */
-  void* lse; /* float [rows][Hr] */
+  void* out;         /* bf16 [rows][Hr][L] */
+  void* lse;         /* float [rows][Hr] */
   int rows;
   void* ws_o; /* sparse_decode with splits: prewarm_runtime_workspace bytes */
   void* ws_lse;
