@@ -182,25 +182,6 @@ __device__ inline void pw_wgmma_m64n128k16_bf16(float (&d)[64], const pw_u32 (&a
   }
 }
 
-// d (+)= a · b: m64n32k16, bf16 A and B (N x K, K-major) both through descriptors (A: M x K,
-// K-major, `lead` bytes between core matrices adjacent in K, `stride` between those adjacent in
-// M), f32 accumulators; kAccumulate false writes d without reading it.
-#define PW_WGMMA_M64N32K16_SS                                                                  \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %16, 0;\n"                                                 \
-  "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, " \
-  "%9, %10, %11, %12, %13, %14, %15}, %17, %18, p, 1, 1, 0, 0;\n}\n"
-#define PW_WGMMA_D16(c)                                                                     \
-  c(d[0]), c(d[1]), c(d[2]), c(d[3]), c(d[4]), c(d[5]), c(d[6]), c(d[7]), c(d[8]), c(d[9]), \
-      c(d[10]), c(d[11]), c(d[12]), c(d[13]), c(d[14]), c(d[15])
-template <bool kAccumulate>
-__device__ inline void pw_wgmma_m64n32k16_bf16_ss(float (&d)[16], pw_u64 desc_a, pw_u64 desc_b) {
-  if constexpr (kAccumulate) {
-    asm volatile(PW_WGMMA_M64N32K16_SS : PW_WGMMA_D16("+f") : "n"(1), "l"(desc_a), "l"(desc_b));
-  } else {
-    asm volatile(PW_WGMMA_M64N32K16_SS : PW_WGMMA_D16("=f") : "n"(0), "l"(desc_a), "l"(desc_b));
-  }
-}
-
 // d (+)= a · b: m64n64k16, bf16 A and B (N x K, K-major) both through descriptors, f32
 // accumulators; kAccumulate false writes d without reading it.
 #define PW_WGMMA_M64N64K16_SS                                                \

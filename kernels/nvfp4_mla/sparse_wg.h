@@ -1,14 +1,16 @@
 // Sparse MLA prefill on Hopper's warpgroup instructions (sm_90a; sparse_geometry.h's
 // pw_sparse_wg_layout): a block of 64 heads and 2 warpgroups. Per tile of 64 selected keys every
 // thread dequantizes its share of the staged raw records into the K tile (wgmma's core-matrix
-// layout), then warpgroup c computes S of keys [32 c, 32 c + 32) of the tile for all 64 heads
-// (36 wgmma m64n32k16, Q and K from shared memory), the two exchange their rows' maxima through
-// shared memory so that both rescale by the same running max, and warpgroup c adds P V into its
-// 256 output dims [256 c, 256 c + 256): its own 32 keys' P from registers, the other warpgroup's
-// from shared memory (4 wgmma m64n256k16, V read N-major from the same K tile). The next tile's
-// raw records are copied in (cp.async) while this tile's multiplies run. The mma.sync blocks
-// (sparse_attend.h) read Q and K fragments with ldmatrix for every 16 x 8 product, about twice the
-// shared-memory bytes a FLOP of these instructions.
+// layout); warpgroup 0 computes S of the tile's 64 keys for all 64 heads (36 wgmma m64n64k16, Q
+// and K from shared memory: Q read once a tile) and the online softmax, leaving P and each row's
+// rescale in shared memory; then warpgroup c adds P V into its 256 output dims [256 c, 256 c +
+// 256) (4 wgmma m64n256k16, V read N-major from the same K tile; warpgroup 0's P from its
+// registers, warpgroup 1's from shared memory). The next tile's raw records are copied in
+// (cp.async) while this tile is computed. The mma.sync blocks (sparse_attend.h) read Q and K
+// fragments with ldmatrix for every 16 x 8 product, about twice the shared-memory bytes a FLOP of
+// these instructions. H100, an 8192-token chunk at 64 heads: 6.13 ms against their 11.14
+// (bench/RESULTS.md, twenty-eighth session, where each form this took is measured: each
+// warpgroup S of its 32 keys, m64n32k16, Q read twice a tile, was 4% slower).
 #pragma once
 #include "nvfp4_mla/sparse_attend.h"
 
@@ -18,21 +20,13 @@ static_assert(!kPwSg.wg || kPwSg.threads == 256 && kPwSg.head_tile == 64 && kPwS
 static_assert(!kPwSg.wg || PW_L == 512 && PW_DR % 32 == 0,
               "two warpgroups of 256 output dims; whole rope chunks");
 
-// Which warpgroups compute S: 1 (default) warpgroup 0 alone, all 64 keys of the tile (36 wgmma
-// m64n64k16: Q read once a tile), the softmax, P for both; 0 each warpgroup its 32 keys (36
-// m64n32k16 each: Q read twice), the two exchanging their rows' maxima. A kernel-only define.
-#ifndef PW_SPARSE_WG_S64
-#define PW_SPARSE_WG_S64 1
-#endif
-
-// With PW_SPARSE_WG_S64: 2 or 4 issues S's multiplies part by part (that many parts) as the
+// 2 or 4 issues S's multiplies part by part (that many parts) as the
 // dequantization of the tile goes (a barrier after each part), so that the tensor cores work
 // under the dequantization of the parts after; 0 dequantizes the whole tile first (H100, 8192
 // chunk at 8K, 64 heads: 6513 us; 4 parts 6832: the barriers cost more). Kernel-only.
 #ifndef PW_SPARSE_WG_OVERLAP
 #define PW_SPARSE_WG_OVERLAP 0
 #endif
-static_assert(!PW_SPARSE_WG_OVERLAP || PW_SPARSE_WG_S64, "the overlap is warpgroup 0's S");
 
 // 1 dequantizes with pw_nvfp4_dequant8_bf16_lo (fewer instructions an 8-value chunk: no byte
 // permute, one bf16x2 FMA instead of two; g_kv folded into each pair of scales as a bf16x2): the
@@ -53,14 +47,14 @@ constexpr int kPwWgGroup = 8 * PW_DQ * 2;
 PW_DEVICE_INLINE int pw_sparse_wg_chunk(int row, int dim8) {
   return (row / 8) * kPwWgGroup + dim8 * 128 + (row % 8) * 16;
 }
-// P of a warpgroup's 32 keys (64 heads x 32 keys, bf16), K-major as the A operand of the other
-// warpgroup's P V: 4 chunks a row group, row groups 512 bytes apart.
-constexpr int kPwWgPBytes = 64 * 32 * 2;
+// P (64 heads x 64 keys, bf16), K-major as the A operand of warpgroup 1's P V: 8 chunks a row
+// group, row groups 1024 bytes apart.
+constexpr int kPwWgPBytes = 64 * 64 * 2;
 constexpr int kPwWgStride = pw_sparse_wg_stride(PW_L, PW_DR);  // raw records in the stage
 constexpr int kPwWgHalf = PW_L / 2;                            // output dims a warpgroup
 static_assert(!kPwSg.wg || 64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
                                64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
-                               2 * kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
+                               kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
                                4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
               "Q, K, P and the exchanges fit the layout's regions");
 
@@ -212,8 +206,8 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   unsigned char* const ks = pw_sparse_shared + kPwSg.k_offset;
   unsigned char* const ps = pw_sparse_shared + kPwSg.p_offset;
   unsigned char* const stage = pw_sparse_shared + kPwSg.stage_offset;
-  float* const xm = sm.s;  // [2][64] the warpgroups' rows' tile maxima (log2 units), or alpha
-  float* const xl = xm + 2 * 64;  // [2][64] each warpgroup's rows' sums, at the end
+  float* const xm = sm.s;         // [64] each row's rescale this tile, for warpgroup 1
+  float* const xl = xm + 2 * 64;  // [2][64] each warpgroup's share of the rows' sums (1's: 0)
   // The warpgroup, through a shuffle so that ptxas sees it uniform across the warp: a branch on it
   // is then not divergent (a wgmma on a path it takes for divergent is serialized).
   const int c = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
@@ -242,8 +236,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
     st.l[h] = 0.0f;
   }
   const pw_u64 dq = pw_wgmma_desc(qs, 128, kPwWgGroup);
-  const pw_u64 dk =
-      pw_wgmma_desc(ks + pw_sparse_wg_chunk(PW_SPARSE_WG_S64 ? 0 : 32 * c, 0), 128, kPwWgGroup);
+  const pw_u64 dk = pw_wgmma_desc(ks, 128, kPwWgGroup);
   for (int k0 = 0; k0 < end; k0 += 64) {
     pw_async_wait();
     __syncthreads();  // the stage holds this tile (and Q is in); every multiply of the last is done
@@ -293,7 +286,6 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
     if (k0 + 64 < end) pw_sparse_wg_stage(a, slots, k0 + 64, end, stage);
 #endif
 
-#if PW_SPARSE_WG_S64
     // Warpgroup 0 alone: S of the tile's 64 keys (one read of Q a tile, not two), the softmax, P
     // into its registers and into shared memory, alpha (the rows' rescale) for warpgroup 1.
     pw_u32 pf[4][4] = {};  // warpgroup 1: unused
@@ -363,87 +355,11 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
       const float alpha[2] = {xm[rows[0]], xm[rows[1]]};
       if (alpha[0] != 1.0f || alpha[1] != 1.0f) pw_sparse_wg_rescale(o, alpha);
     }
-#else
-    // S of this warpgroup's 32 keys: s[4 j + e] is key 32 c + 8 j + 2 tig + e % 2 of row e / 2.
-    float s[16];
-    pw_wgmma_fence();
-#if !(PW_SPARSE_SKIP & 2)
-    pw_wgmma_m64n32k16_bf16_ss<false>(s, dq, dk);
-#pragma unroll
-    for (int kk = 1; kk < PW_DQ / 16; ++kk)
-      pw_wgmma_m64n32k16_bf16_ss<true>(s, dq + 16 * kk, dk + 16 * kk);
-#else
-#pragma unroll
-    for (int i = 0; i < 16; ++i) s[i] = 0.0f;
-#endif
-    pw_wgmma_commit();
-    pw_wgmma_wait<0>();
-    pw_wgmma_hold(s);
-
-    // Scores in log2 units; masked keys (past the last selected entry, or none selected) -inf.
-    float mx[2] = {ninf, ninf};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int kx = k0 + 32 * c + 8 * j + 2 * tig + e;
-        const bool valid = kx < end && slots[kx] >= 0;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float& x = s[4 * j + 2 * h + e];
-          x = valid ? x * scale_log2 : ninf;
-          mx[h] = fmaxf(mx[h], x);
-        }
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      mx[h] = fmaxf(mx[h], pw_shfl_xor(mx[h], 1));
-      mx[h] = fmaxf(mx[h], pw_shfl_xor(mx[h], 2));
-      if (tig == 0) xm[64 * c + rows[h]] = mx[h];
-    }
-    __syncthreads();
-    float alpha[2];
-    bool moved = false;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float tile_max = fmaxf(xm[rows[h]], xm[64 + rows[h]]);
-      float m_new = fmaxf(st.m[h], tile_max);
-      if (st.m[h] != ninf && m_new <= st.m[h] + kPwWgLazyLog2) m_new = st.m[h];
-      alpha[h] = m_new == ninf ? 1.0f : pw_exp2_fast(st.m[h] - m_new);
-      moved = moved || m_new != st.m[h];
-      st.m[h] = m_new;
-    }
-    // P = 2^(s scale - m): into registers (the A fragments of this warpgroup's P V: keys
-    // [16 kk, 16 kk + 16) of its 32) and into shared memory for the other warpgroup's.
-    pw_u32 pf[2][4];
-    unsigned char* pmine = ps + c * kPwWgPBytes;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float m = st.m[h] == ninf ? 0.0f : st.m[h];
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float p0 = pw_exp2_fast(s[4 * j + 2 * h] - m);
-        const float p1 = pw_exp2_fast(s[4 * j + 2 * h + 1] - m);
-        sum += p0 + p1;
-        const pw_u32 pair = pw_pack_bf16x2(p0, p1);
-        pf[j / 2][(j % 2) * 2 + h] = pair;
-        *reinterpret_cast<pw_u32*>(pmine + (rows[h] / 8) * 512 + j * 128 + (rows[h] % 8) * 16 +
-                                   4 * tig) = pair;
-      }
-      st.l[h] = st.l[h] * alpha[h] + sum;
-    }
-    if (moved) pw_sparse_wg_rescale(o, alpha);
-    pw_fence_proxy_async();  // P's writes, for the other warpgroup's tensor-core reads
-    __syncthreads();
-#endif
 
     // O (dims [256 c, 256 c + 256)) += P V over the tile's 64 keys, 16 a step.
     pw_wgmma_fence();
 #if !(PW_SPARSE_SKIP & 8)
     const int d0 = kPwWgHalf / 8 * c;  // the first dim chunk
-#if PW_SPARSE_WG_S64
     if (c == 0) {
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
@@ -458,22 +374,6 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
         pw_wgmma_m64n256k16_bf16_ss_bt(o, dp, dv);
       }
     }
-#else
-#pragma unroll
-    for (int kk = 0; kk < 2; ++kk) {
-      const pw_u64 dv =
-          pw_wgmma_desc(ks + pw_sparse_wg_chunk(32 * c + 16 * kk, d0), kPwWgGroup, 128);
-      pw_wgmma_m64n256k16_bf16_rs_bt(o, pf[kk], dv);
-    }
-#pragma unroll
-    for (int kk = 0; kk < 2; ++kk) {
-      const int other = 1 - c;
-      const pw_u64 dp = pw_wgmma_desc(ps + other * kPwWgPBytes + 256 * kk, 128, 512);
-      const pw_u64 dv =
-          pw_wgmma_desc(ks + pw_sparse_wg_chunk(32 * other + 16 * kk, d0), kPwWgGroup, 128);
-      pw_wgmma_m64n256k16_bf16_ss_bt(o, dp, dv);
-    }
-#endif
 #endif
     pw_wgmma_commit();
     pw_wgmma_wait<0>();
