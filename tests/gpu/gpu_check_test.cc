@@ -829,6 +829,10 @@ TEST_F(GpuCheckTest, SparseAttentionOfDeepSeekV32sHeadsMatchesTheCpuReference) {
     const char* field;
     int64_t value;
   };
+  // PREWARM_GPU_CHECK_DEFINES=NAME[=VALUE][,...]: every build below also gets these -D flags (a
+  // kernel's measuring or alternative build, checked at DeepSeek-V3.2's heads and many rows).
+  std::vector<std::string> extra;
+  for (const std::string& d : CommaListEnv("PREWARM_GPU_CHECK_DEFINES")) extra.push_back("-D" + d);
   for (int64_t heads : {16, 128}) {
     for (const Variant& v :
          {Variant{"sparse_decode", "splits", 1}, Variant{"sparse_decode", "splits", 2},
@@ -843,9 +847,12 @@ TEST_F(GpuCheckTest, SparseAttentionOfDeepSeekV32sHeadsMatchesTheCpuReference) {
             .Set("rope_dim", int64_t{64})
             .Set(v.field, v.value)
             .Set("topk", int64_t{2048});
-        const std::string name = key.String() + (defines.empty() ? "" : " " + defines[0]);
+        std::vector<std::string> flags = defines;
+        flags.insert(flags.end(), extra.begin(), extra.end());
+        std::string name = key.String();
+        for (const std::string& f : flags) name += " " + f;
         testing::TempDir dir;
-        absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), defines);
+        absl::StatusOr<void*> module = LoadKey(*gpu_, arch_, key, dir.path(), flags);
         ASSERT_TRUE(module.ok()) << name << ": " << module.status();
         module_ = *module;
         Inputs in(static_cast<uint64_t>(heads) * 139 + static_cast<uint64_t>(v.value));
