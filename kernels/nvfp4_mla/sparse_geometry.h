@@ -129,10 +129,11 @@ PW_HD constexpr int pw_sparse_wg_stride(int l, int dr) {
   return ((l / 2 + l / 16 + 2 * dr + 15) / 16 | 1) * 16;
 }
 
-// sparse_wg.h's block: 64 heads and 64 keys a tile, 2 warpgroups (each S of 32 keys of the tile,
-// then O of 256 output dims); Q and the tile of keys in wgmma's core-matrix layout in the Q and K
-// regions, P (64 heads x 64 keys, bf16) in the P region, the warpgroups' row maxima and sums in
-// S's, the raw records of the next tile in the stage (pw_sparse_wg_stride apart). As the mma.sync
+// sparse_wg.h's block: 64 heads and 64 keys a tile, 2 warpgroups (warpgroup 0 S of the tile's 64
+// keys and the softmax, then each O of 256 output dims); Q and the tile of keys in wgmma's
+// core-matrix layout in the Q and K regions, P (64 heads x 64 keys, bf16) in the P region, the
+// rows' rescale and sums in S's, the raw records of the next tile in the stage
+// (pw_sparse_wg_stride apart). As the mma.sync
 // layout of (64, 64, 32, 4), so that the SIMT build (and PW_SPARSE_WG's A/B) runs the same shape.
 PW_HD constexpr PwSparseGeometry pw_sparse_wg_layout(int warp, int l, int dr, int range) {
   PwSparseGeometry g = pw_sparse_layout(64, 64, 32, 4, warp, l, dr, range, false);

@@ -18,15 +18,8 @@
 static_assert(!kPwSg.wg || kPwSg.threads == 256 && kPwSg.head_tile == 64 && kPwSg.keys == 64,
               "sparse_wg.h runs pw_sparse_wg_layout's block");
 static_assert(!kPwSg.wg || PW_L == 512 && PW_DR % 32 == 0,
-              "two warpgroups of 256 output dims; whole rope chunks");
-
-// 2 or 4 issues S's multiplies part by part (that many parts) as the
-// dequantization of the tile goes (a barrier after each part), so that the tensor cores work
-// under the dequantization of the parts after; 0 dequantizes the whole tile first (H100, 8192
-// chunk at 8K, 64 heads: 6513 us; 4 parts 6832: the barriers cost more). Kernel-only.
-#ifndef PW_SPARSE_WG_OVERLAP
-#define PW_SPARSE_WG_OVERLAP 0
-#endif
+              "two warpgroups of 256 output dims, 4 groups of 32 latent values a thread; 4 threads "
+              "a key copy the rope in 16-byte chunks");
 
 // 1 dequantizes with pw_nvfp4_dequant8_bf16_lo (fewer instructions an 8-value chunk: no byte
 // permute, one bf16x2 FMA instead of two; g_kv folded into each pair of scales as a bf16x2): the
@@ -58,14 +51,23 @@ static_assert(!kPwSg.wg || 64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
                                4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
               "Q, K, P and the exchanges fit the layout's regions");
 
-// Q of heads [head0, head0 + 64) into the core-matrix layout (heads past Hr zeros), by cp.async:
-// a quarter warp takes the 8 heads of a row group at one chunk (its 128 bytes of shared memory
-// contiguous), a warp 4 chunks of each (64 bytes of each head's row in global memory).
+// Q's chunk i of the 64 heads x PW_DQ / 8 (a thread takes i = its index, + threads, ...): head h,
+// dims [8 d8, 8 d8 + 8). A quarter warp takes the 8 heads of a row group at one chunk (its 128
+// bytes of shared memory contiguous), a warp 4 chunks of each (64 bytes of each head's row in
+// global memory).
+constexpr int kPwWgQChunks = 64 * PW_DQ / 8;
+PW_DEVICE_INLINE void pw_sparse_wg_q_chunk(int i, int& h, int& d8) {
+  const int rest = i / 8;
+  d8 = rest % (PW_DQ / 8);
+  h = (rest / (PW_DQ / 8)) * 8 + i % 8;
+}
+
+// Q of heads [head0, head0 + 64) into the core-matrix layout (heads past Hr zeros), by cp.async.
 PW_DEVICE_INLINE void pw_sparse_wg_stage_q(const PwSparseArgs& a, int row, int head0,
                                            unsigned char* q) {
-  constexpr int chunks = PW_DQ / 8;
-  for (int i = threadIdx.x; i < 64 * chunks; i += kPwSg.threads) {
-    const int rest = i / 8, d8 = rest % chunks, h = (rest / chunks) * 8 + i % 8;
+  for (int i = threadIdx.x; i < kPwWgQChunks; i += kPwSg.threads) {
+    int h, d8;
+    pw_sparse_wg_q_chunk(i, h, d8);
     const bool real = head0 + h < PW_HEADS;
     const long long qo = static_cast<long long>(row) * PW_HEADS + (real ? head0 + h : 0);
     const int d = 8 * d8;
@@ -79,10 +81,10 @@ PW_DEVICE_INLINE void pw_sparse_wg_stage_q(const PwSparseArgs& a, int row, int h
 // Q's latent chunks that this thread copied (pw_sparse_wg_stage_q's), in the order the _lo
 // dequantization leaves K's dims and times 2^16 (exact in bf16); the rope's stay as they are.
 PW_DEVICE_INLINE void pw_sparse_wg_lo_q(unsigned char* q) {
-  constexpr int chunks = PW_DQ / 8;
   const pw_u32 pow16 = 0x47804780u, neg_zero = 0x80008000u;  // bf16 2^16 in both halves
-  for (int i = threadIdx.x; i < 64 * chunks; i += kPwSg.threads) {
-    const int rest = i / 8, d8 = rest % chunks, h = (rest / chunks) * 8 + i % 8;
+  for (int i = threadIdx.x; i < kPwWgQChunks; i += kPwSg.threads) {
+    int h, d8;
+    pw_sparse_wg_q_chunk(i, h, d8);
     if (d8 >= PW_L / 8) continue;
     uint4* p = reinterpret_cast<uint4*>(q + pw_sparse_wg_chunk(h, d8));
     pw_u32 v[4];
@@ -112,69 +114,54 @@ PW_DEVICE_INLINE void pw_sparse_wg_stage(const PwSparseArgs& a, const int* slots
 
 // The staged tile into the K tile: thread t takes key t % 64 and, of its record, the 16-byte
 // groups of nibbles q, q + 4, ... (q = t / 64: 32 values and their 2 scale bytes each) and the
-// rope chunks q, q + 4; a quarter warp's stores fill one core matrix's 128 bytes. All loads first
-// (pw_sparse_wg_load), then the conversion in 4 parts (pw_sparse_wg_convert): part i is dims
-// [128 i, 128 i + 128) of every key, and the rope with the last.
-constexpr int kPwWgQuads = PW_L / 32 / 4, kPwWgRopes = PW_DR / 8 / 4;  // a thread's, of each
-static_assert(!kPwSg.wg || kPwWgQuads == 4 && PW_DR % 32 == 0,
-              "4 parts of the latent, one 16-byte group each a thread; whole rope chunks each");
-struct PwSparseWgRaw {
-  uint4 w[kPwWgQuads], r[kPwWgRopes];
-  pw_u32 sc[kPwWgQuads];
-};
-PW_DEVICE_INLINE void pw_sparse_wg_load(const unsigned char* stage, PwSparseWgRaw& raw) {
-  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
-  const unsigned char* rec = stage + key * kPwWgStride;
-#pragma unroll
-  for (int i = 0; i < kPwWgQuads; ++i) {
-    const int g = q + 4 * i;
-    raw.w[i] = *reinterpret_cast<const uint4*>(rec + 16 * g);
-    raw.sc[i] = *reinterpret_cast<const pw_u16*>(rec + PW_L / 2 + 2 * g);
-  }
-#pragma unroll
-  for (int j = 0; j < kPwWgRopes; ++j)
-    raw.r[j] = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (q + 4 * j));
-}
-PW_DEVICE_INLINE void pw_sparse_wg_convert(const PwSparseWgRaw& raw, int i, float g_kv,
-                                           unsigned char* k) {
-  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
-  unsigned char* dst = k + pw_sparse_wg_chunk(key, 0);
-  const int g = q + 4 * i;
-  const pw_u32 words[4] = {raw.w[i].x, raw.w[i].y, raw.w[i].z, raw.w[i].w};
-#if PW_SPARSE_WG_LO
-  pw_u32 s0, s1;  // bf16(scale * 2^110) of the two 16-value blocks, both halves
-  pw_e4m3fn_scale_lo2(raw.sc[i], s0, s1);
-  const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s0) : "r"(s0), "r"(g2), "r"(neg_zero));
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s1) : "r"(s1), "r"(g2), "r"(neg_zero));
-#pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    uint4 out;
-    pw_nvfp4_dequant8_bf16_lo(words[u], u < 2 ? s0 : s1, &out.x);
-    *reinterpret_cast<uint4*>(dst + (4 * g + u) * 128) = out;
-  }
-#else
-  const float s0 = pw_e4m3fn_decode_fast(raw.sc[i] & 0xffu) * g_kv;
-  const float s1 = pw_e4m3fn_decode_fast(raw.sc[i] >> 8) * g_kv;
-#pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    uint4 out;
-    pw_nvfp4_dequant8_bf16(words[u], u < 2 ? s0 : s1, &out.x);
-    *reinterpret_cast<uint4*>(dst + (4 * g + u) * 128) = out;
-  }
-#endif
-  if (i == kPwWgQuads - 1) {
-#pragma unroll
-    for (int j = 0; j < kPwWgRopes; ++j)
-      *reinterpret_cast<uint4*>(dst + (PW_L / 8 + q + 4 * j) * 128) = raw.r[j];
-  }
-}
+// rope chunks q, q + 4; a quarter warp's stores fill one core matrix's 128 bytes. All loads first.
 PW_DEVICE_INLINE void pw_sparse_wg_dequant(const unsigned char* stage, float g_kv,
                                            unsigned char* k) {
-  PwSparseWgRaw raw;
-  pw_sparse_wg_load(stage, raw);
+  constexpr int quads = PW_L / 32 / 4, ropes = PW_DR / 8 / 4;  // a thread's, of each
+  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
+  const unsigned char* rec = stage + key * kPwWgStride;
+  uint4 w[quads], r[ropes];
+  pw_u32 sc[quads];
 #pragma unroll
-  for (int i = 0; i < kPwWgQuads; ++i) pw_sparse_wg_convert(raw, i, g_kv, k);
+  for (int i = 0; i < quads; ++i) {
+    const int g = q + 4 * i;
+    w[i] = *reinterpret_cast<const uint4*>(rec + 16 * g);
+    sc[i] = *reinterpret_cast<const pw_u16*>(rec + PW_L / 2 + 2 * g);
+  }
+#pragma unroll
+  for (int j = 0; j < ropes; ++j)
+    r[j] = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (q + 4 * j));
+  unsigned char* dst = k + pw_sparse_wg_chunk(key, 0);
+#pragma unroll
+  for (int i = 0; i < quads; ++i) {
+    const int g = q + 4 * i;
+    const pw_u32 words[4] = {w[i].x, w[i].y, w[i].z, w[i].w};
+#if PW_SPARSE_WG_LO
+    pw_u32 s0, s1;  // bf16(scale * 2^110) of the two 16-value blocks, both halves
+    pw_e4m3fn_scale_lo2(sc[i], s0, s1);
+    const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s0) : "r"(s0), "r"(g2), "r"(neg_zero));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s1) : "r"(s1), "r"(g2), "r"(neg_zero));
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      uint4 out;
+      pw_nvfp4_dequant8_bf16_lo(words[u], u < 2 ? s0 : s1, &out.x);
+      *reinterpret_cast<uint4*>(dst + (4 * g + u) * 128) = out;
+    }
+#else
+    const float s0 = pw_e4m3fn_decode_fast(sc[i] & 0xffu) * g_kv;
+    const float s1 = pw_e4m3fn_decode_fast(sc[i] >> 8) * g_kv;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      uint4 out;
+      pw_nvfp4_dequant8_bf16(words[u], u < 2 ? s0 : s1, &out.x);
+      *reinterpret_cast<uint4*>(dst + (4 * g + u) * 128) = out;
+    }
+#endif
+  }
+#pragma unroll
+  for (int j = 0; j < ropes; ++j)
+    *reinterpret_cast<uint4*>(dst + (PW_L / 8 + q + 4 * j) * 128) = r[j];
 }
 
 // O (a warpgroup's 64 rows x 256 dims) *= alpha of this thread's two rows.
@@ -186,8 +173,9 @@ PW_DEVICE_INLINE void pw_sparse_wg_rescale(float (&o)[128], const float (&alpha)
   }
 }
 
-// A consumer thread's two rows (heads 16 (warp % 4) + grp and + 8): running max (log2 units, the
-// same in both warpgroups), this thread's share of its warpgroup's running sum.
+// A thread's two rows (heads 16 (warp % 4) + grp and + 8): warpgroup 0's running max (log2 units)
+// and this thread's share of the running sum; warpgroup 1 keeps -inf and 0 (it only rescales O
+// by the alpha warpgroup 0 leaves in shared memory).
 struct PwSparseWgRows {
   float m[2], l[2];
 };
@@ -240,57 +228,17 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   for (int k0 = 0; k0 < end; k0 += 64) {
     pw_async_wait();
     __syncthreads();  // the stage holds this tile (and Q is in); every multiply of the last is done
-#if PW_SPARSE_WG_OVERLAP
-    // The dequantization in parts (of 512 / parts dims, the rope with the last), warpgroup 0
-    // issuing S's multiplies of each part once every thread has written it.
-    float s[32];  // s[4 j + e]: key 8 j + 2 tig + e % 2 of row e / 2
-    {
-      PwSparseWgRaw raw;
-      pw_sparse_wg_load(stage, raw);
-      if (c == 0) pw_wgmma_fence();
-      constexpr int parts = PW_SPARSE_WG_OVERLAP, quads = kPwWgQuads / parts;
-      static_assert(kPwWgQuads % parts == 0, "whole quads a part");
-#pragma unroll
-      for (int i = 0; i < parts; ++i) {
-#if !(PW_SPARSE_SKIP & 1)
-#pragma unroll
-        for (int u = quads * i; u < quads * (i + 1); ++u) pw_sparse_wg_convert(raw, u, a.g_kv, ks);
-#endif
-        pw_fence_proxy_async();  // this part's writes, for the tensor cores' reads
-        __syncthreads();
-        if (i == 0 && k0 + 64 < end) pw_sparse_wg_stage(a, slots, k0 + 64, end, stage);
-        if (c == 0) {
-          constexpr int per = 128 / 16 * quads;
-#pragma unroll
-          for (int kk = per * i; kk < per * (i + 1); ++kk) {
-            if (kk == 0)
-              pw_wgmma_m64n64k16_bf16_ss<false>(s, dq, dk);
-            else
-              pw_wgmma_m64n64k16_bf16_ss<true>(s, dq + 16 * kk, dk + 16 * kk);
-          }
-          if (i == parts - 1) {
-#pragma unroll
-            for (int kk = PW_L / 16; kk < PW_DQ / 16; ++kk)
-              pw_wgmma_m64n64k16_bf16_ss<true>(s, dq + 16 * kk, dk + 16 * kk);
-          }
-          pw_wgmma_commit();
-        }
-      }
-    }
-#else
 #if !(PW_SPARSE_SKIP & 1)
     pw_sparse_wg_dequant(stage, a.g_kv, ks);
 #endif
     pw_fence_proxy_async();  // the K tile's writes, for the tensor cores' reads
     __syncthreads();
     if (k0 + 64 < end) pw_sparse_wg_stage(a, slots, k0 + 64, end, stage);
-#endif
 
     // Warpgroup 0 alone: S of the tile's 64 keys (one read of Q a tile, not two), the softmax, P
     // into its registers and into shared memory, alpha (the rows' rescale) for warpgroup 1.
     pw_u32 pf[4][4] = {};  // warpgroup 1: unused
     if (c == 0) {
-#if !PW_SPARSE_WG_OVERLAP
       float s[32];  // s[4 j + e]: key 8 j + 2 tig + e % 2 of row e / 2
       pw_wgmma_fence();
 #if !(PW_SPARSE_SKIP & 2)
@@ -303,7 +251,6 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
       for (int i = 0; i < 32; ++i) s[i] = 0.0f;
 #endif
       pw_wgmma_commit();
-#endif
       pw_wgmma_wait<0>();
       pw_wgmma_hold(s);
       float mx[2] = {ninf, ninf};
@@ -382,7 +329,8 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   }
   pw_async_wait();  // nothing in flight into shared memory (Q, when no entry was selected)
 
-  // Each row's sum over the lanes and the two warpgroups; its max is the same in both.
+  // Each row's sum over the lanes (and the warpgroups: warpgroup 1's shares are 0); its max is
+  // warpgroup 0's.
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float l = st.l[h];
