@@ -36,6 +36,8 @@ int SharedMemoryKib(const Arch& arch) {
   return 99;
 }
 
+bool Wgmma(const Arch& arch) { return arch.platform == Platform::kNvidia && arch.name == "sm_90"; }
+
 bool LargeMemoryGpuArch(const Arch& arch) {
   return arch.name == "gfx942" || arch.name == "gfx950" || arch.name == "sm_90" ||
          arch.name == "sm_100" || arch.name == "sm_120";

@@ -47,6 +47,11 @@ bool LargeMemoryGpuArch(const Arch& arch);
 // (B200), sm_120 188 (RTX PRO 6000).
 int Multiprocessors(const Arch& arch);
 
+// Whether keys for the arch compile with Hopper's warpgroup instructions and thread block clusters:
+// sm_90, which the toolchain compiles as sm_90a (the kernels' PW_WGMMA). The launch code and the
+// key rules that follow a kernel's sm_90a block read this one answer.
+bool Wgmma(const Arch& arch);
+
 // The warp or wavefront width kernels are compiled for: 32 on NVIDIA and on AMD RDNA (gfx10 and
 // later, hipRTC's default wave32), 64 on AMD CDNA (gfx9: gfx908, gfx90a, gfx942, gfx950).
 int WarpWidth(const Arch& arch);

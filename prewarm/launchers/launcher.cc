@@ -83,7 +83,7 @@ bool IndexDecodeHeadsAsM(const Shape& shape, const Arch& arch) {
 bool IndexPrefillWarpgroups(const Shape& shape, const Arch& arch) {
   return shape.family == AttentionFamily::kMla && arch.platform == Platform::kNvidia &&
          pw_index_prefill_wg(static_cast<int>(shape.index_n_heads),
-                             static_cast<int>(shape.index_head_dim), arch.name == "sm_90");
+                             static_cast<int>(shape.index_head_dim), Wgmma(arch));
 }
 
 void SetTopkShape(Key& key, const LaunchContext& ctx) {

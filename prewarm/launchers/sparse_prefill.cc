@@ -58,7 +58,7 @@ class SparsePrefillLauncher final : public Launcher {
     const auto clamp = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, 1 << 20)); };
     return pw_sparse_wg(clamp(s.heads), WarpWidth(a), SharedMemoryKib(a), clamp(s.kv_lora_rank),
                         clamp(s.qk_rope_head_dim), pw_sparse_range(clamp(s.index_topk), 1),
-                        a.platform == Platform::kNvidia && a.name == "sm_90");
+                        Wgmma(a));
   }
   Key KeyFor(int64_t rounds, const LaunchContext& ctx) const {
     return SparseAttentionKey(Name(), "rounds", rounds, ctx);

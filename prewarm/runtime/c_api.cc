@@ -69,6 +69,12 @@ absl::Status NonNegative(std::string_view launcher, std::string_view name, long 
   return absl::InvalidArgumentError(StrCat(launcher, ": ", name, " is ", v, "; it must be >= 0"));
 }
 
+absl::Status Positive(std::string_view launcher, std::string_view name, float v) {
+  if (std::isfinite(v) && v > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat(launcher, ": ", name, " is ", v, "; it must be finite and > 0"));
+}
+
 int Launch(prewarm_runtime* rt, std::string_view launcher, const void* args, void* stream,
            char* err, size_t err_len, const std::function<absl::Status(Runtime&)>& body) {
   return Guard(err, err_len, [&]() -> absl::Status {
@@ -120,6 +126,7 @@ using prewarm::capi::Guard;
 using prewarm::capi::Launch;
 using prewarm::capi::Message;
 using prewarm::capi::NonNegative;
+using prewarm::capi::Positive;
 using prewarm::capi::PrefillStats;
 using prewarm::capi::Ptr;
 using prewarm::capi::Required;
@@ -314,19 +321,14 @@ absl::Status IndexCommon(const char* launcher, const prewarm_index_args& a) {
                    {"out", a.out}});
 }
 
-// The kernels multiply every latent value by g_kv (Hopper's prefill block folds it into each bf16
-// pair of NVFP4 scales, kernels/nvfp4_mla/sparse_wg.h, which holds it up to 512) and every score
-// by scale: a zero, negative, non-finite or larger one would give wrong outputs without an error.
+// The kernels multiply every latent value by g_kv, and Hopper's prefill block folds it into each
+// bf16 pair of NVFP4 scales (kernels/nvfp4_mla/sparse_wg.h), which holds it up to 512.
 absl::Status SparseScales(const char* launcher, const prewarm_sparse_args& a) {
   if (!(std::isfinite(a.g_kv) && a.g_kv > 0 && a.g_kv <= 512)) {
     return absl::InvalidArgumentError(
         StrCat(launcher, ": g_kv is ", a.g_kv, "; it must be finite, > 0 and <= 512"));
   }
-  if (!(std::isfinite(a.scale) && a.scale > 0)) {
-    return absl::InvalidArgumentError(
-        StrCat(launcher, ": scale is ", a.scale, "; it must be finite and > 0"));
-  }
-  return absl::OkStatus();
+  return Positive(launcher, "scale", a.scale);
 }
 
 absl::Status SparseCommon(const char* launcher, const prewarm_sparse_args& a) {

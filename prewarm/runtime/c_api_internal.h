@@ -37,6 +37,11 @@ absl::Status Required(std::initializer_list<std::pair<const char*, const void*>>
 // InvalidArgument "launcher: name is v; it must be >= 0" for a negative v.
 absl::Status NonNegative(std::string_view launcher, std::string_view name, long long v);
 
+// InvalidArgument "launcher: name is v; it must be finite and > 0" for a zero, negative or
+// non-finite scale: the kernels divide by the global scales and the softmax scale multiplies every
+// score, so such a one would fill the caches or outputs with NaN or wrong values without an error.
+absl::Status Positive(std::string_view launcher, std::string_view name, float v);
+
 // One launch of `launcher` on `stream`: rt and args checked, then `body` with the stream set (on
 // a runtime without a GPU `body` runs unchanged: it checks, then ForCall answers the no-GPU
 // error). Every message starts with the launcher's name.

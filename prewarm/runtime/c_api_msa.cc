@@ -20,18 +20,11 @@ using prewarm::StrCat;
 using prewarm::capi::DecodeStats;
 using prewarm::capi::Launch;
 using prewarm::capi::NonNegative;
+using prewarm::capi::Positive;
 using prewarm::capi::PrefillStats;
 using prewarm::capi::Ptr;
 using prewarm::capi::Required;
 using prewarm::capi::WorkspaceGiven;
-
-// The kernels divide by the global scales and the softmax scale multiplies every score: a zero,
-// negative or non-finite one would fill the caches or outputs with NaN without an error.
-absl::Status Positive(std::string_view launcher, std::string_view name, float v) {
-  if (std::isfinite(v) && v > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      StrCat(launcher, ": ", name, " is ", v, "; it must be finite and > 0"));
-}
 
 absl::Status AtLeastOne(std::string_view launcher, std::string_view name, long long v) {
   if (v >= 1) return absl::OkStatus();

@@ -21,7 +21,6 @@ constexpr unsigned kBlock = PW_BLOCK_THREADS;
 using launch_internal::CeilDiv;
 using launch_internal::CheckAligned;
 using launch_internal::Run;
-using launch_internal::Wgmma;
 
 unsigned Unsigned(int v) { return static_cast<unsigned>(v); }
 
@@ -91,9 +90,7 @@ absl::StatusOr<PwFp8BmmGeometry> Fp8Geometry(const Key& key) {
 
 // Thread block clusters (topk_decode's and topk_prefill's cluster entries): Hopper's sm_90a
 // builds.
-bool Clusters(const Arch& arch) {
-  return arch.platform == Platform::kNvidia && arch.name == "sm_90";
-}
+bool Clusters(const Arch& arch) { return Wgmma(arch); }
 
 // topk_prefill's launch: a cluster of `strips` blocks a row on Hopper (2 to 8 strips), else the
 // strips (and their merge where more than one).

@@ -18,11 +18,6 @@ namespace prewarm::launch_internal {
 // Blocks of `b` that cover `a` (a >= 0, b > 0).
 inline unsigned CeilDiv(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
-// sm_90 compiles as sm_90a (toolchain.cc): the kernels' PW_WGMMA (wgmma, thread block clusters).
-inline bool Wgmma(const Arch& arch) {
-  return arch.platform == Platform::kNvidia && arch.name == "sm_90";
-}
-
 // Launches entry `e` of `module` with grid `grid`, e's block size and dynamic shared memory.
 absl::Status Run(Gpu& gpu, void* module, const EntryLaunch& e, Dim3 grid,
                  const std::vector<void*>& args);

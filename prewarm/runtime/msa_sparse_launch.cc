@@ -13,7 +13,6 @@ namespace {
 
 using launch_internal::CeilDiv;
 using launch_internal::Run;
-using launch_internal::Wgmma;
 
 // The block shape msa_sparse_geometry.h gives the kernel compiled for this key.
 absl::StatusOr<PwMsaSparseGeometry> Geometry(const Key& key) {

@@ -79,5 +79,12 @@ TEST(ArchTest, MultiprocessorsOfEveryKnownArch) {
   EXPECT_EQ(Multiprocessors(*ParseArch("gfx950")), 256);
 }
 
+// Only sm_90 compiles as sm_90a (wgmma, thread block clusters): not sm_100, sm_120 or any AMD arch.
+TEST(ArchTest, OnlySm90HasWarpgroupInstructions) {
+  for (std::string_view name : KnownArchNames()) {
+    EXPECT_EQ(Wgmma(*ParseArch(name)), name == "sm_90") << name;
+  }
+}
+
 }  // namespace
 }  // namespace prewarm
