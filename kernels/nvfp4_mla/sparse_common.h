@@ -41,16 +41,17 @@
 #define PW_SPARSE_NVIDIA true
 #endif
 constexpr int kPwRange = pw_sparse_range(PW_TOPK, PW_SPARSE_SPLITS);
-// sparse_prefill on Hopper: the geometry is sparse_wg.h's where pw_sparse_wg says (the host's
-// launch code asks the same); its block always stages. The wgmma code runs where the build
-// multiplies with mma.sync (PW_SPARSE_WG_BUILD); the SIMT build runs the code below on its shape.
+// Hopper (sparse_prefill, and each split of sparse_decode): the geometry is sparse_wg.h's where
+// pw_sparse_wg says (the host's launch code asks the same); its block always stages. The wgmma
+// code runs where the build multiplies with mma.sync (PW_SPARSE_WG_BUILD); the SIMT build runs the
+// code below on its shape.
 constexpr bool kPwStagedRule =
     pw_sparse_staged(PW_SPARSE_NVIDIA, PW_SPARSE_PREFILL, PW_SPARSE_ROUNDS, kPwRange);
 constexpr PwSparseGeometry kPwSg =
     pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStagedRule,
-                       PW_WGMMA && PW_SPARSE_PREFILL && PW_SPARSE_NVIDIA);
+                       PW_WGMMA && PW_SPARSE_NVIDIA);
 constexpr bool kPwStaged = kPwStagedRule || kPwSg.wg;
-#if PW_WGMMA && PW_MMA_IMPL == PW_MMA_SYNC && PW_SPARSE_PREFILL
+#if PW_WGMMA && PW_MMA_IMPL == PW_MMA_SYNC
 #define PW_SPARSE_WG_BUILD 1
 #else
 #define PW_SPARSE_WG_BUILD 0

@@ -28,8 +28,8 @@
 #define PW_SPARSE_NARROW_PARTS 8
 #endif
 
-// Hopper (sm_90a) sparse_prefill on warpgroup instructions (sparse_wg.h): 2 warpgroups a block of
-// 64 heads, S = Q K^T and O += P V by wgmma from shared memory (pw_sparse_wg_layout). The host
+// Hopper (sm_90a) sparse_prefill and sparse_decode on warpgroup instructions (sparse_wg.h): 2
+// warpgroups a block of 64 heads, S = Q K^T and O += P V by wgmma from shared memory (pw_sparse_wg_layout). The host
 // and the kernels read the same default: an A/B needs both built with it (package-device
 // --variant). 0 keeps the mma.sync blocks.
 #ifndef PW_SPARSE_WG
@@ -142,7 +142,7 @@ PW_HD constexpr PwSparseGeometry pw_sparse_wg_layout(int warp, int l, int dr, in
   return g;
 }
 
-// Whether sparse_prefill's block is sparse_wg.h's: Hopper's warpgroup instructions (wgmma: sm_90a),
+// Whether sparse_prefill's and sparse_decode's block is sparse_wg.h's: Hopper's warpgroup instructions (wgmma: sm_90a),
 // L 512 (two warpgroups of 256 output dims), a rope of whole 32-dim groups (4 threads a key copy
 // it in 16-byte chunks), at least 64 heads and the shared memory it takes.
 PW_HD constexpr bool pw_sparse_wg(int heads, int warp, int lds_kib, int l, int dr, int range,
@@ -155,8 +155,7 @@ PW_HD constexpr bool pw_sparse_wg(int heads, int warp, int lds_kib, int l, int d
 // does not exceed the heads rounded up to 16 (16 always qualifies): (64, 64, 32, 8) with 16 warps
 // where the shared memory allows (sm_90, sm_100), then (64, 32, 16, 2), (32, 32, 16, 2),
 // (32, 16, 16, 2), (16, 32, 16, 2), (16, 16, 16, 2).
-// sparse_prefill's block on Hopper (wg: the key's arch has wgmma) is pw_sparse_wg's where it
-// applies.
+// The block on Hopper (wg: the key's arch has wgmma) is pw_sparse_wg's where it applies.
 PW_HD constexpr PwSparseGeometry pw_sparse_geometry(int heads, int warp, int lds_kib, int l, int dr,
                                                     int range, bool staged, bool wg = false) {
   if (wg && pw_sparse_wg(heads, warp, lds_kib, l, dr, range, true))

@@ -20,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
                       lse,     static_cast<long long>(row) * PW_HEADS, 1};
 #if PW_SPARSE_WG_BUILD
   if constexpr (kPwSg.wg) {
-    pw_sparse_wg_attend(a, row, head0, o);
+    pw_sparse_wg_attend(a, row, head0, 0, PW_TOPK, out, o);
     return;
   }
 #endif

@@ -1,5 +1,6 @@
-// Sparse MLA prefill on Hopper's warpgroup instructions (sm_90a; sparse_geometry.h's
-// pw_sparse_wg_layout): a block of 64 heads and 2 warpgroups. Per tile of 64 selected keys every
+// Sparse MLA attention on Hopper's warpgroup instructions (sm_90a; sparse_geometry.h's
+// pw_sparse_wg_layout), sparse_prefill's and each split of sparse_decode's: a block of 64 heads
+// and 2 warpgroups. Per tile of 64 selected keys every
 // thread dequantizes its share of the staged raw records into the K tile (wgmma's core-matrix
 // layout); warpgroup 0 computes S of the tile's 64 keys for all 64 heads (36 wgmma m64n64k16, Q
 // and K from shared memory: Q read once a tile) and the online softmax, leaving P and each row's
@@ -50,6 +51,8 @@ static_assert(!kPwSg.wg || 64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
                                kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
                                4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
               "Q, K, P and the exchanges fit the layout's regions");
+static_assert(!kPwSg.wg || pw_sparse_out_staged(kPwSg, PW_L, PW_SPARSE_SPLITS > 1 ? 4 : 2),
+              "the output tile (a split's f32 partial) is staged in Q's and K's regions");
 
 // Q's chunk i of the 64 heads x PW_DQ / 8 (a thread takes i = its index, + threads, ...): head h,
 // dims [8 d8, 8 d8 + 8). A quarter warp takes the 8 heads of a row group at one chunk (its 128
@@ -174,8 +177,8 @@ PW_DEVICE_INLINE void pw_sparse_wg_rescale(float (&o)[128], const float (&alpha)
 }
 
 // A thread's two rows (heads 16 (warp % 4) + grp and + 8): warpgroup 0's running max (log2 units)
-// and this thread's share of the running sum; warpgroup 1 keeps -inf and 0 (it only rescales O
-// by the alpha warpgroup 0 leaves in shared memory).
+// and this thread's share of the running sum; warpgroup 1 keeps none (it only rescales O by the
+// alpha warpgroup 0 leaves in shared memory).
 struct PwSparseWgRows {
   float m[2], l[2];
 };
@@ -185,9 +188,22 @@ struct PwSparseWgRows {
 // rescaled far less often; m + log2(l) and O / l are the same whatever max they are taken against.
 constexpr float kPwWgLazyLog2 = 8.0f;
 
-// The block's whole attention of `row` over its selected entries [0, PW_TOPK).
-PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int head0,
-                                          const PwSparseOut& out) {
+// An output element as the block stores it: bf16, or a split's f32 partial.
+template <typename T>
+PW_DEVICE_INLINE T pw_sparse_wg_value(float v) {
+  if constexpr (sizeof(T) == 4)
+    return v;
+  else
+    return pw_float_to_bf16(v);
+}
+
+// The block's whole attention of `row` over its selected entries [begin, end): sparse_prefill's
+// all of them, a split of sparse_decode its share. T is the output's type: bf16, or a split's f32
+// partial (normalized, as pw_sparse_store's); a split of a cluster (sparse_decode.hip) leaves its
+// partial staged in Q's region and its heads' LSEs in alpha for the cluster's combine.
+template <typename T>
+PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int head0, int begin,
+                                          int end, T* dst, const PwSparseOut& out) {
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
   const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
   unsigned char* const qs = pw_sparse_shared + kPwSg.q_offset;
@@ -195,7 +211,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   unsigned char* const ps = pw_sparse_shared + kPwSg.p_offset;
   unsigned char* const stage = pw_sparse_shared + kPwSg.stage_offset;
   float* const xm = sm.s;         // [64] each row's rescale this tile, for warpgroup 1
-  float* const xl = xm + 2 * 64;  // [2][64] each warpgroup's share of the rows' sums (1's: 0)
+  float* const xl = xm + 2 * 64;  // [64] the rows' sums, from warpgroup 0
   // The warpgroup, through a shuffle so that ptxas sees it uniform across the warp: a branch on it
   // is then not divergent (a wgmma on a path it takes for divergent is serialized).
   const int c = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
@@ -204,13 +220,14 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   const int rows[2] = {16 * warp + grp, 16 * warp + grp + 8};
 
   pw_sparse_wg_stage_q(a, row, head0, qs);
-  const int end = pw_sparse_slots(a, row, 0, PW_TOPK, sm);
+  end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // slots[i]: entry begin + i
   const int* slots = sm.slots;
 #if PW_SPARSE_WG_LO
   pw_async_wait();  // this thread's chunks of Q: permuted and times 2^16 where they lie
   pw_sparse_wg_lo_q(qs);
 #endif
-  if (end > 0) pw_sparse_wg_stage(a, slots, 0, end, stage);
+  constexpr bool kStage = !(PW_SPARSE_SKIP & 16);
+  if (kStage && end > 0) pw_sparse_wg_stage(a, slots, 0, end, stage);
   const float scale_log2 = a.scale * 1.4426950408889634f;
   const float ninf = pw_sparse_neg_inf();
 
@@ -233,7 +250,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
 #endif
     pw_fence_proxy_async();  // the K tile's writes, for the tensor cores' reads
     __syncthreads();
-    if (k0 + 64 < end) pw_sparse_wg_stage(a, slots, k0 + 64, end, stage);
+    if (kStage && k0 + 64 < end) pw_sparse_wg_stage(a, slots, k0 + 64, end, stage);
 
     // Warpgroup 0 alone: S of the tile's 64 keys (one read of Q a tile, not two), the softmax, P
     // into its registers and into shared memory, alpha (the rows' rescale) for warpgroup 1.
@@ -253,6 +270,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
       pw_wgmma_commit();
       pw_wgmma_wait<0>();
       pw_wgmma_hold(s);
+#if !(PW_SPARSE_SKIP & 4)
       float mx[2] = {ninf, ninf};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -295,6 +313,20 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
         st.l[h] = st.l[h] * alpha[h] + sum;
       }
       if (moved) pw_sparse_wg_rescale(o, alpha);
+#else
+      // The softmax left out: P is S as it comes, no row moves.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (tig == 0) xm[rows[h]] = 1.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const pw_u32 pair = pw_pack_bf16x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]);
+          pf[j / 2][(j % 2) * 2 + h] = pair;
+          *reinterpret_cast<pw_u32*>(ps + (rows[h] / 8) * 1024 + j * 128 + (rows[h] % 8) * 16 +
+                                     4 * tig) = pair;
+        }
+      }
+#endif
       pw_fence_proxy_async();  // P's writes, for warpgroup 1's tensor-core reads
     }
     __syncthreads();
@@ -329,54 +361,63 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   }
   pw_async_wait();  // nothing in flight into shared memory (Q, when no entry was selected)
 
-  // Each row's sum over the lanes (and the warpgroups: warpgroup 1's shares are 0); its max is
-  // warpgroup 0's.
+  // Each row's sum over warpgroup 0's lanes, for both warpgroups; its max is warpgroup 0's.
+  if (c == 0) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = st.l[h];
-    l += pw_shfl_xor(l, 1);
-    l += pw_shfl_xor(l, 2);
-    if (tig == 0) xl[64 * c + rows[h]] = l;
+    for (int h = 0; h < 2; ++h) {
+      float l = st.l[h];
+      l += pw_shfl_xor(l, 1);
+      l += pw_shfl_xor(l, 2);
+      if (tig == 0) xl[rows[h]] = l;
+    }
   }
   __syncthreads();  // and every multiply is done: Q's region takes the output
   float inv[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const float l = xl[rows[h]] + xl[64 + rows[h]];
+    const float l = xl[rows[h]];
     inv[h] = l > 0.0f ? (PW_SPARSE_WG_LO ? PW_NVFP4_LO_UNDO : 1.0f) / l : 0.0f;
     if (c == 0 && tig == 0) {
       sm.m[rows[h]] = st.m[h];
       sm.l[rows[h]] = l;
     }
   }
-  constexpr int orow = pw_sparse_out_row(PW_L);  // bf16 elements a staged output row
-  pw_u16* tile = reinterpret_cast<pw_u16*>(qs);
+  constexpr int orow = pw_sparse_out_row(PW_L);  // elements a staged output row
+  T* tile = reinterpret_cast<T*>(qs);
 #pragma unroll
   for (int j = 0; j < 32; ++j) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+      const float v0 = o[4 * j + 2 * h] * inv[h], v1 = o[4 * j + 2 * h + 1] * inv[h];
 #if PW_SPARSE_WG_LO
       // Columns 2 tig, 2 tig + 1 of a chunk hold dims tig, tig + 4.
-      pw_u16* at = tile + rows[h] * orow + kPwWgHalf * c + 8 * j + tig;
-      at[0] = pw_float_to_bf16(o[4 * j + 2 * h] * inv[h]);
-      at[4] = pw_float_to_bf16(o[4 * j + 2 * h + 1] * inv[h]);
+      T* at = tile + rows[h] * orow + kPwWgHalf * c + 8 * j + tig;
+      at[0] = pw_sparse_wg_value<T>(v0);
+      at[4] = pw_sparse_wg_value<T>(v1);
 #else
-      *reinterpret_cast<pw_u32*>(tile + rows[h] * orow + kPwWgHalf * c + 8 * j + 2 * tig) =
-          pw_pack_bf16x2(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+      T* at = tile + rows[h] * orow + kPwWgHalf * c + 8 * j + 2 * tig;
+      at[0] = pw_sparse_wg_value<T>(v0);
+      at[1] = pw_sparse_wg_value<T>(v1);
 #endif
     }
   }
   __syncthreads();
   const int heads = PW_HEADS - head0 < 64 ? PW_HEADS - head0 : 64;
-  constexpr int chunks = PW_L * 2 / 16;
+#if PW_SPARSE_DEC_CLUSTERED
+  if (threadIdx.x < heads) sm.alpha[threadIdx.x] = pw_sparse_lse(sm, threadIdx.x);
+  (void)dst;
+  (void)out;
+#else
+  constexpr int per = 16 / static_cast<int>(sizeof(T)), chunks = PW_L / per;
   for (int i = threadIdx.x; i < heads * chunks; i += kPwSg.threads) {
     const int h = i / chunks, cc = i % chunks;
-    *reinterpret_cast<uint4*>(out.out_bf16 + out.base + (head0 + h) * out.head_stride + 8 * cc) =
-        *reinterpret_cast<const uint4*>(tile + h * orow + 8 * cc);
+    *reinterpret_cast<uint4*>(dst + out.base + (head0 + h) * out.head_stride + per * cc) =
+        *reinterpret_cast<const uint4*>(tile + h * orow + per * cc);
   }
   if (threadIdx.x < heads) {
     const int h = threadIdx.x;
     out.lse[out.lse_base + (head0 + h) * out.lse_stride] = pw_sparse_lse(sm, h);
   }
+#endif
 }
 #endif

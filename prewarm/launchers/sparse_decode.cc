@@ -1,7 +1,9 @@
 // sparse_decode: MLA attention of the decode rows over the selected positions, split-K with a
 // combine. Key: splits = the largest power of two s in [1, 16] whose s x R x G blocks fit one wave
 // of b blocks on each of the arch's multiprocessors (G: the blocks a row takes unsplit, b: the
-// blocks a multiprocessor holds, both from the kernel's geometry at s splits), else 1.
+// blocks a multiprocessor holds, both from the kernel's geometry at s splits), else 1. On sm_90 at
+// 64 heads and more the block is sparse_wg.h's (64 heads, one a multiprocessor): G = ceil(Hr / 64),
+// b = 1.
 // msa_sparse_decode: GQA over the selected blocks, its own bounds and the blocks a row takes
 // unsplit, G = Hkv_r x ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV
 // group: msa_sparse_decode_heads): splits = min(8, largest power of two s with s^2 x R x G <= 256,
@@ -36,7 +38,7 @@ SplitRule::Candidate MlaCandidate(int64_t splits, int64_t multiprocessors,
   const PwSparseGeometry g = pw_sparse_geometry(
       static_cast<int>(s.DecodeHeads()), WarpWidth(ctx.arch), SharedMemoryKib(ctx.arch),
       static_cast<int>(s.kv_lora_rank), static_cast<int>(s.qk_rope_head_dim), range,
-      pw_sparse_staged(ctx.arch.platform == Platform::kNvidia, false, 1, range));
+      pw_sparse_staged(ctx.arch.platform == Platform::kNvidia, false, 1, range), Wgmma(ctx.arch));
   const int64_t resident =
       pw_sparse_resident(g, SharedMemoryKib(ctx.arch), ctx.arch.platform == Platform::kNvidia);
   return {splits, (s.DecodeHeads() + g.head_tile - 1) / g.head_tile, resident * multiprocessors};

@@ -34,8 +34,7 @@ absl::StatusOr<PwSparseGeometry> SparseGeometry(const Key& key) {
                        static_cast<int>(KeyInt(key, "rounds")), range);
   return pw_sparse_geometry(static_cast<int>(KeyInt(key, "heads")), WarpWidth(arch),
                             SharedMemoryKib(arch), static_cast<int>(KeyInt(key, "kv_lora_rank")),
-                            static_cast<int>(KeyInt(key, "rope_dim")), range, staged,
-                            key.launcher == "sparse_prefill" && Wgmma(arch));
+                            static_cast<int>(KeyInt(key, "rope_dim")), range, staged, Wgmma(arch));
 }
 
 // The splits of a sparse_decode key whose partials go through the workspace and the combine
