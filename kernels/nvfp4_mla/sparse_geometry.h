@@ -29,9 +29,9 @@
 #endif
 
 // Hopper (sm_90a) sparse_prefill and sparse_decode on warpgroup instructions (sparse_wg.h): 2
-// warpgroups a block of 64 heads, S = Q K^T and O += P V by wgmma from shared memory (pw_sparse_wg_layout). The host
-// and the kernels read the same default: an A/B needs both built with it (package-device
-// --variant). 0 keeps the mma.sync blocks.
+// warpgroups a block of 64 heads, S = Q K^T and O += P V by wgmma from shared memory
+// (pw_sparse_wg_layout). The host and the kernels read the same default: an A/B needs both built
+// with it (package-device --variant). 0 keeps the mma.sync blocks.
 #ifndef PW_SPARSE_WG
 #define PW_SPARSE_WG 1
 #endif
@@ -111,8 +111,10 @@ PW_HD constexpr bool pw_sparse_out_staged(const PwSparseGeometry& g, int l, int 
 // 118.6 -> 113.7 us, 128 rows at 128 heads 464 -> 432). Clusters of 4 and 8 lost, up to 1.7x
 // (16 rows at 64 heads, 8 splits: 44.7 -> 76.4 us), so PW_SPARSE_DEC_CLUSTER_MAX is 2; more
 // splits, and other archs, use the workspace and pw_sparse_decode_combine (bench/RESULTS.md,
-// twenty-second session). PW_SPARSE_DEC_CLUSTER 0 turns the cluster off (A/B runs; host and
-// kernels read the same default).
+// twenty-second session). On sparse_wg.h's block (one a multiprocessor) clusters of 4 and 8 lost
+// again: 16 rows at 128 heads, 4 splits 48.5 -> 83.3 us; 16 rows at 64 heads, 8 splits 35.6 ->
+// 58.2 (H100, twenty-ninth session). PW_SPARSE_DEC_CLUSTER 0 turns the cluster off (A/B runs;
+// host and kernels read the same default).
 #ifndef PW_SPARSE_DEC_CLUSTER
 #define PW_SPARSE_DEC_CLUSTER 1
 #endif
@@ -142,9 +144,10 @@ PW_HD constexpr PwSparseGeometry pw_sparse_wg_layout(int warp, int l, int dr, in
   return g;
 }
 
-// Whether sparse_prefill's and sparse_decode's block is sparse_wg.h's: Hopper's warpgroup instructions (wgmma: sm_90a),
-// L 512 (two warpgroups of 256 output dims), a rope of whole 32-dim groups (4 threads a key copy
-// it in 16-byte chunks), at least 64 heads and the shared memory it takes.
+// Whether sparse_prefill's and sparse_decode's block is sparse_wg.h's: Hopper's warpgroup
+// instructions (wgmma: sm_90a), L 512 (two warpgroups of 256 output dims), a rope of whole 32-dim
+// groups (4 threads a key copy it in 16-byte chunks), at least 64 heads and the shared memory it
+// takes.
 PW_HD constexpr bool pw_sparse_wg(int heads, int warp, int lds_kib, int l, int dr, int range,
                                   bool wgmma) {
   return PW_SPARSE_WG && wgmma && warp == 32 && l == 512 && dr % 32 == 0 && heads >= 64 &&

@@ -222,12 +222,20 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   pw_sparse_wg_stage_q(a, row, head0, qs);
   end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // slots[i]: entry begin + i
   const int* slots = sm.slots;
+  // The first tile's records are asked for before Q is waited for, so their latency runs under
+  // Q's (and its permute's).
+  constexpr bool kStage = !(PW_SPARSE_SKIP & 16);
+  const bool staged = kStage && end > 0;
+  if (staged) pw_sparse_wg_stage(a, slots, 0, end, stage);
 #if PW_SPARSE_WG_LO
-  pw_async_wait();  // this thread's chunks of Q: permuted and times 2^16 where they lie
+  // This thread's chunks of Q (its older group, or its only one): permuted and times 2^16 where
+  // they lie.
+  if (staged)
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+  else
+    pw_async_wait();
   pw_sparse_wg_lo_q(qs);
 #endif
-  constexpr bool kStage = !(PW_SPARSE_SKIP & 16);
-  if (kStage && end > 0) pw_sparse_wg_stage(a, slots, 0, end, stage);
   const float scale_log2 = a.scale * 1.4426950408889634f;
   const float ninf = pw_sparse_neg_inf();
 
