@@ -17,6 +17,8 @@
 // The accumulator operands of an N-wide wgmma (N / 2 f32 a thread): their registers in the
 // instruction ("%0, ..., %N/2-1") and their constraints (c: "+f" read and written, "=f" only
 // written), so that the instructions below list them once.
+#define PW_WGMMA_D8_REGS "%0, %1, %2, %3, %4, %5, %6, %7"
+#define PW_WGMMA_D8(c) c(d[0]), c(d[1]), c(d[2]), c(d[3]), c(d[4]), c(d[5]), c(d[6]), c(d[7])
 #define PW_WGMMA_D32_REGS                                                                      \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
   "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
@@ -217,6 +219,34 @@ __device__ inline void pw_wgmma_m64n256k16_bf16_ss_bt(float (&d)[128], pw_u64 de
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" PW_WGMMA_D128_REGS
       "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
       : PW_WGMMA_D128("+f")
+      : "l"(desc_a), "l"(desc_b), "n"(1));
+}
+
+// d (+)= a · b: m64n16k16, A (M x K, K-major) and B (N x K, K-major) both through descriptors,
+// f32 accumulators; kAccumulate false writes d without reading it.
+#define PW_WGMMA_M64N16K16_SS                                               \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %8, 0;\n"                               \
+  "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {" PW_WGMMA_D8_REGS \
+  "}, %9, %10, p, 1, 1, 0, 0;\n}\n"
+template <bool kAccumulate>
+__device__ inline void pw_wgmma_m64n16k16_bf16_ss(float (&d)[8], pw_u64 desc_a, pw_u64 desc_b) {
+  if constexpr (kAccumulate) {
+    asm volatile(PW_WGMMA_M64N16K16_SS : PW_WGMMA_D8("+f") : "n"(1), "l"(desc_a), "l"(desc_b));
+  } else {
+    asm volatile(PW_WGMMA_M64N16K16_SS : PW_WGMMA_D8("=f") : "n"(0), "l"(desc_a), "l"(desc_b));
+  }
+}
+
+// d += a · b: m64n16k16, A stored M-major and B stored N-major ("transposed" both: each core
+// matrix 8 K rows of 16 bytes of consecutive M or N; `lead` bytes between core matrices adjacent
+// in K, `stride` between those adjacent in M or N, as pw_wgmma_m64n128k16_bf16_bt's B), through
+// descriptors, f32 accumulators.
+__device__ inline void pw_wgmma_m64n16k16_bf16_ss_tt(float (&d)[8], pw_u64 desc_a, pw_u64 desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {" PW_WGMMA_D8_REGS
+      "}, %8, %9, p, 1, 1, 1, 1;\n}\n"
+      : PW_WGMMA_D8("+f")
       : "l"(desc_a), "l"(desc_b), "n"(1));
 }
 

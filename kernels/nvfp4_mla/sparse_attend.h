@@ -182,42 +182,58 @@ __device__ inline float pw_sparse_lse(const PwSparseSmem& sm, int h) {
   return sm.l[h] > 0.0f ? (sm.m[h] + log2f(sm.l[h])) * 0.69314718055994531f : pw_sparse_neg_inf();
 }
 
-// The block's output (T: float partials of a split, or bf16) and LSE. Where the output tile fits
-// in the Q and K regions (sparse_geometry.h) it is staged there and stored in 16-byte chunks,
-// each row contiguous; the caller's barrier after the last tile makes those regions free. A split
-// of a cluster (sparse_decode.hip) leaves its partial staged and its LSEs in alpha (free since the
-// last tile): the cluster combines them from shared memory.
+// The block's output tile, staged at `tile` (rows pw_sparse_out_row(L) apart, behind a barrier
+// after every thread's writes), and its heads' LSEs (from sm.m and sm.l): stored to out in
+// 16-byte chunks, each row contiguous, and to o.lse; a split of a cluster (sparse_decode.hip)
+// leaves its partial staged and its LSEs in alpha (free since the last tile): the cluster
+// combines them from shared memory. Every block's epilogue (the warpgroup blocks' too).
 template <typename T>
-__device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc, int head0,
-                                       T* out, const PwSparseOut& o) {
-  const int heads = PW_HEADS - head0 < kPwSg.head_tile ? PW_HEADS - head0 : kPwSg.head_tile;
-  constexpr int bytes = sizeof(T);
+__device__ inline void pw_sparse_store_tile(const PwSparseSmem& sm, const T* tile, int head0,
+                                            int heads, T* out, const PwSparseOut& o) {
 #if PW_SPARSE_DEC_CLUSTERED
-  static_assert(pw_sparse_out_staged(kPwSg, PW_L, bytes), "a cluster's partial stays staged");
-  pw_sparse_put_acc(sm, acc, reinterpret_cast<T*>(sm.q), pw_sparse_out_row(PW_L), heads);
-  __syncthreads();
   if (threadIdx.x < heads) sm.alpha[threadIdx.x] = pw_sparse_lse(sm, threadIdx.x);
+  (void)tile;
+  (void)head0;
   (void)out;
   (void)o;
 #else
-  if constexpr (pw_sparse_out_staged(kPwSg, PW_L, bytes)) {
-    constexpr int row = pw_sparse_out_row(PW_L), chunks = PW_L * bytes / 16;
-    T* tile = reinterpret_cast<T*>(sm.q);
-    pw_sparse_put_acc(sm, acc, tile, row, heads);
-    __syncthreads();
-    for (int i = threadIdx.x; i < heads * chunks; i += kPwSg.threads) {
-      const int h = i / chunks, c = i % chunks;
-      *reinterpret_cast<uint4*>(out + o.base + (head0 + h) * o.head_stride + c * (16 / bytes)) =
-          *reinterpret_cast<const uint4*>(tile + h * row + c * (16 / bytes));
-    }
-  } else {
-    pw_sparse_put_acc(sm, acc, out + o.base + head0 * o.head_stride, o.head_stride, heads);
+  constexpr int bytes = sizeof(T);
+  constexpr int row = pw_sparse_out_row(PW_L), chunks = PW_L * bytes / 16;
+  for (int i = threadIdx.x; i < heads * chunks; i += kPwSg.threads) {
+    const int h = i / chunks, c = i % chunks;
+    *reinterpret_cast<uint4*>(out + o.base + (head0 + h) * o.head_stride + c * (16 / bytes)) =
+        *reinterpret_cast<const uint4*>(tile + h * row + c * (16 / bytes));
   }
   if (threadIdx.x < heads) {
     const int h = threadIdx.x;
     o.lse[o.lse_base + (head0 + h) * o.lse_stride] = pw_sparse_lse(sm, h);
   }
 #endif
+}
+
+// The block's output (T: float partials of a split, or bf16) and LSE. Where the output tile fits
+// in the Q and K regions (sparse_geometry.h) it is staged there (pw_sparse_store_tile; the
+// caller's barrier after the last tile makes those regions free); otherwise each lane stores its
+// accumulator elements.
+template <typename T>
+__device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc, int head0,
+                                       T* out, const PwSparseOut& o) {
+  const int heads = PW_HEADS - head0 < kPwSg.head_tile ? PW_HEADS - head0 : kPwSg.head_tile;
+  constexpr int bytes = sizeof(T);
+  static_assert(!PW_SPARSE_DEC_CLUSTERED || pw_sparse_out_staged(kPwSg, PW_L, bytes),
+                "a cluster's partial stays staged");
+  if constexpr (pw_sparse_out_staged(kPwSg, PW_L, bytes)) {
+    T* tile = reinterpret_cast<T*>(sm.q);
+    pw_sparse_put_acc(sm, acc, tile, pw_sparse_out_row(PW_L), heads);
+    __syncthreads();
+    pw_sparse_store_tile(sm, tile, head0, heads, out, o);
+  } else {
+    pw_sparse_put_acc(sm, acc, out + o.base + head0 * o.head_stride, o.head_stride, heads);
+    if (threadIdx.x < heads) {
+      const int h = threadIdx.x;
+      o.lse[o.lse_base + (head0 + h) * o.lse_stride] = pw_sparse_lse(sm, h);
+    }
+  }
 }
 
 // The whole attention of `row` over selected entries [begin, end) for the block's heads.
@@ -266,9 +282,5 @@ __device__ inline void pw_sparse_attend(const PwSparseArgs& a, int row, int head
     sm.l[threadIdx.x / kPwGroup] = l;
   }
   __syncthreads();
-#if PW_SPARSE_SPLITS > 1
-  pw_sparse_store(sm, acc, head0, out.out_f32, out);
-#else
-  pw_sparse_store(sm, acc, head0, out.out_bf16, out);
-#endif
+  pw_sparse_store(sm, acc, head0, pw_sparse_dst(out), out);
 }

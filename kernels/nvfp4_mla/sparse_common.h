@@ -41,16 +41,16 @@
 #define PW_SPARSE_NVIDIA true
 #endif
 constexpr int kPwRange = pw_sparse_range(PW_TOPK, PW_SPARSE_SPLITS);
-// Hopper (sparse_prefill, and each split of sparse_decode): the geometry is sparse_wg.h's where
-// pw_sparse_wg says (the host's launch code asks the same); its block always stages. The wgmma
-// code runs where the build multiplies with mma.sync (PW_SPARSE_WG_BUILD); the SIMT build runs the
-// code below on its shape.
+// Hopper (sparse_prefill, and each split of sparse_decode): the geometry is a warpgroup block's
+// where pw_sparse_wg says (the host's launch code asks the same); the 64-head block always stages,
+// the 16-head block never (its records go through registers). The wgmma code runs where the build
+// multiplies with mma.sync (PW_SPARSE_WG_BUILD); the SIMT build runs the code below on its shape.
 constexpr bool kPwStagedRule =
     pw_sparse_staged(PW_SPARSE_NVIDIA, PW_SPARSE_PREFILL, PW_SPARSE_ROUNDS, kPwRange);
 constexpr PwSparseGeometry kPwSg =
     pw_sparse_geometry(PW_HEADS, PW_WARP, PW_LDS_KIB, PW_L, PW_DR, kPwRange, kPwStagedRule,
                        PW_WGMMA && PW_SPARSE_NVIDIA);
-constexpr bool kPwStaged = kPwStagedRule || kPwSg.wg;
+constexpr bool kPwStaged = kPwSg.wg ? kPwSg.head_tile == 64 : kPwStagedRule;
 #if PW_WGMMA && PW_MMA_IMPL == PW_MMA_SYNC
 #define PW_SPARSE_WG_BUILD 1
 #else
@@ -105,6 +105,15 @@ struct PwSparseOut {
   float* lse;
   long long lse_base, lse_stride;
 };
+
+// The block's output: a split's f32 partials (sparse_decode at splits > 1), else bf16.
+#if PW_SPARSE_SPLITS > 1
+using PwSparseOutT = float;
+__device__ inline float* pw_sparse_dst(const PwSparseOut& o) { return o.out_f32; }
+#else
+using PwSparseOutT = pw_u16;
+__device__ inline pw_u16* pw_sparse_dst(const PwSparseOut& o) { return o.out_bf16; }
+#endif
 
 struct PwSparseSmem {
   pw_u16* q;     // [head_tile][kPwRow]

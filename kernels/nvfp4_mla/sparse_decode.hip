@@ -9,8 +9,8 @@
 //     their partials from each other's shared memory (sparse_geometry.h): no workspace, no
 //     combine kernel.
 // On NVIDIA a split longer than one tile stages its next tile while computing (sparse_attend.h).
-// Hopper (sm_90a, 64 heads and more): each block (a split of a row and 64 heads) is sparse_wg.h's
-// on warpgroup instructions, always staged.
+// Hopper (sm_90a): each block (a split of a row and its heads) is a warpgroup block: sparse_wg.h's
+// at 64 heads and more (always staged), sparse_wg_narrow.h's at 16 and fewer.
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
@@ -28,7 +28,7 @@
 #define PW_SPARSE_DEC_CLUSTER_DIMS
 #endif
 #include "common/geometry.h"
-#include "nvfp4_mla/sparse_wg.h"
+#include "nvfp4_mla/sparse_wg_narrow.h"
 
 #if !defined(PW_AMD)
 static_assert(PW_SPARSE_DEC_CLUSTERED == pw_sparse_dec_cluster(PW_SPLITS, true, PW_WGMMA != 0),
@@ -80,13 +80,7 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
 #if PW_SPLITS == 1
   const PwSparseOut o{nullptr, out, static_cast<long long>(row) * PW_HEADS * PW_L, PW_L,
                       lse,     static_cast<long long>(row) * PW_HEADS, 1};
-#if PW_SPARSE_WG_BUILD
-  if constexpr (kPwSg.wg) {
-    pw_sparse_wg_attend(a, row, head0, 0, PW_TOPK, out, o);
-    return;
-  }
-#endif
-  pw_sparse_attend(a, row, head0, 0, PW_TOPK, o);
+  pw_sparse_block(a, row, head0, 0, PW_TOPK, o);
 #else
   const int split = blockIdx.z;
   const int begin = split * PW_SPLIT_LEN;
@@ -94,12 +88,7 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
   const long long first = static_cast<long long>(row) * PW_HEADS * PW_SPLITS + split;
   const PwSparseOut o{ws_o, nullptr, first * PW_L, static_cast<long long>(PW_SPLITS) * PW_L,
                       ws_lse, first, PW_SPLITS};
-#if PW_SPARSE_WG_BUILD
-  if constexpr (kPwSg.wg)
-    pw_sparse_wg_attend(a, row, head0, begin, end, ws_o, o);
-  else
-#endif
-    pw_sparse_attend(a, row, head0, begin, end, o);
+  pw_sparse_block(a, row, head0, begin, end, o);
 #if PW_SPARSE_DEC_CLUSTERED
   pw_sparse_cluster_combine(out, lse, row, head0, split);
 #endif

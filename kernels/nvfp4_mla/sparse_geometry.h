@@ -144,25 +144,59 @@ PW_HD constexpr PwSparseGeometry pw_sparse_wg_layout(int warp, int l, int dr, in
   return g;
 }
 
-// Whether sparse_prefill's and sparse_decode's block is sparse_wg.h's: Hopper's warpgroup
-// instructions (wgmma: sm_90a), L 512 (two warpgroups of 256 output dims), a rope of whole 32-dim
-// groups (4 threads a key copy it in 16-byte chunks), at least 64 heads and the shared memory it
-// takes.
-PW_HD constexpr bool pw_sparse_wg(int heads, int warp, int lds_kib, int l, int dr, int range,
-                                  bool wgmma) {
+// Whether sparse_prefill's and sparse_decode's block is sparse_wg.h's 64-head block: Hopper's
+// warpgroup instructions (wgmma: sm_90a), L 512 (two warpgroups of 256 output dims), a rope of
+// whole 32-dim groups (4 threads a key copy it in 16-byte chunks), at least 64 heads and the
+// shared memory it takes.
+PW_HD constexpr bool pw_sparse_wg_wide(int heads, int warp, int lds_kib, int l, int dr, int range,
+                                       bool wgmma) {
   return PW_SPARSE_WG && wgmma && warp == 32 && l == 512 && dr % 32 == 0 && heads >= 64 &&
          pw_sparse_wg_layout(warp, l, dr, range).smem_bytes <= lds_kib * 1024;
+}
+
+// Hopper's block of 16 heads (sparse_wg_narrow.h; DeepSeek-V3.2 at tp 8): one warpgroup with the
+// keys as M of both GEMMs (S^T = K Q^T: m64n16k16, the 64 keys of a tile by the 16 heads;
+// O^T += V^T P^T: 8 m64n16k16 tiles of 64 output dims), each thread loading its share of the next
+// tile's records into registers while this tile is computed; no stage, so two blocks an SM. Q
+// (16 rows), the K tile, P^T (64 keys x 16 heads, bf16) and the rows' maxima and sums (4 warps x
+// 16 heads, twice) in the regions of pw_sparse_layout(16, 64, 16, 4), the mma.sync shape the
+// SIMT build runs. The host and the kernels read the same default: an A/B needs both built with
+// it (package-device --variant); 0 keeps the 8-warp mma.sync block.
+#ifndef PW_SPARSE_WG_NARROW
+#define PW_SPARSE_WG_NARROW 1
+#endif
+PW_HD constexpr PwSparseGeometry pw_sparse_wg_narrow_layout(int warp, int l, int dr, int range) {
+  PwSparseGeometry g = pw_sparse_layout(16, 64, 16, 4, warp, l, dr, range, false);
+  g.wg = true;
+  return g;
+}
+// Where it applies: wgmma, L 512 (8 tiles of 64 output dims, a thread's raw chunks in pairs), a
+// rope of whole 16-dim groups, at most 16 heads, and two blocks in the shared memory.
+PW_HD constexpr bool pw_sparse_wg_narrow(int heads, int warp, int lds_kib, int l, int dr, int range,
+                                         bool wgmma) {
+  return PW_SPARSE_WG_NARROW && wgmma && warp == 32 && l == 512 && dr % 16 == 0 && heads <= 16 &&
+         2 * (pw_sparse_wg_narrow_layout(warp, l, dr, range).smem_bytes + 1024) <=
+             (lds_kib + 1) * 1024;
+}
+
+// Whether the block is one of the warpgroup blocks (64 heads and more, or 16 and fewer).
+PW_HD constexpr bool pw_sparse_wg(int heads, int warp, int lds_kib, int l, int dr, int range,
+                                  bool wgmma) {
+  return pw_sparse_wg_wide(heads, warp, lds_kib, l, dr, range, wgmma) ||
+         pw_sparse_wg_narrow(heads, warp, lds_kib, l, dr, range, wgmma);
 }
 
 // The first of these (heads, keys, warp heads, parts) that fits `lds_kib` and whose head tile
 // does not exceed the heads rounded up to 16 (16 always qualifies): (64, 64, 32, 8) with 16 warps
 // where the shared memory allows (sm_90, sm_100), then (64, 32, 16, 2), (32, 32, 16, 2),
 // (32, 16, 16, 2), (16, 32, 16, 2), (16, 16, 16, 2).
-// The block on Hopper (wg: the key's arch has wgmma) is pw_sparse_wg's where it applies.
+// The block on Hopper (wg: the key's arch has wgmma) is a warpgroup block where one applies.
 PW_HD constexpr PwSparseGeometry pw_sparse_geometry(int heads, int warp, int lds_kib, int l, int dr,
                                                     int range, bool staged, bool wg = false) {
-  if (wg && pw_sparse_wg(heads, warp, lds_kib, l, dr, range, true))
+  if (wg && pw_sparse_wg_wide(heads, warp, lds_kib, l, dr, range, true))
     return pw_sparse_wg_layout(warp, l, dr, range);
+  if (wg && pw_sparse_wg_narrow(heads, warp, lds_kib, l, dr, range, true))
+    return pw_sparse_wg_narrow_layout(warp, l, dr, range);
   const int padded = (heads + 15) / 16 * 16;
   // NVIDIA (warps of 32, more than 64 KiB of shared memory): PW_SPARSE_NARROW_PARTS.
   const int narrow = warp == 32 && lds_kib > 64 ? PW_SPARSE_NARROW_PARTS : 2;

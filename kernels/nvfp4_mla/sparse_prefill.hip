@@ -4,10 +4,10 @@
 //   rounds 2 (longer selected sets): on NVIDIA the next tile's raw records are copied into
 //     shared memory (cp.async) while this tile's GEMMs run (`staged` in sparse_load.h); on
 //     AMD the same code as rounds 1.
-//   Hopper (sm_90a, 64 heads and more): sparse_wg.h's block on warpgroup instructions, staged at
-//     either rounds.
+//   Hopper (sm_90a): sparse_wg.h's block on warpgroup instructions at 64 heads and more, staged at
+//     either rounds; sparse_wg_narrow.h's at 16 heads and fewer, the same at either rounds.
 // Grid (rows, ceil(Hr / head_tile)), block and dynamic shared memory from sparse_geometry.h.
-#include "nvfp4_mla/sparse_wg.h"
+#include "nvfp4_mla/sparse_wg_narrow.h"
 
 extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
     pw_sparse_prefill(const pw_u16* q_latent, const pw_u16* q_rope, const int* topk,
@@ -18,11 +18,5 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
   const int row = blockIdx.x, head0 = blockIdx.y * kPwSg.head_tile;
   const PwSparseOut o{nullptr, out, static_cast<long long>(row) * PW_HEADS * PW_L, PW_L,
                       lse,     static_cast<long long>(row) * PW_HEADS, 1};
-#if PW_SPARSE_WG_BUILD
-  if constexpr (kPwSg.wg) {
-    pw_sparse_wg_attend(a, row, head0, 0, PW_TOPK, out, o);
-    return;
-  }
-#endif
-  pw_sparse_attend(a, row, head0, 0, PW_TOPK, o);
+  pw_sparse_block(a, row, head0, 0, PW_TOPK, o);
 }

@@ -16,9 +16,11 @@
 #include "nvfp4_mla/sparse_attend.h"
 
 #if PW_SPARSE_WG_BUILD
-static_assert(!kPwSg.wg || kPwSg.threads == 256 && kPwSg.head_tile == 64 && kPwSg.keys == 64,
+// The 64-head block's (sparse_wg_narrow.h has the 16-head one, which shares Q's layout below).
+constexpr bool kPwWgWide = kPwSg.wg && kPwSg.head_tile == 64;
+static_assert(!kPwWgWide || kPwSg.threads == 256 && kPwSg.head_tile == 64 && kPwSg.keys == 64,
               "sparse_wg.h runs pw_sparse_wg_layout's block");
-static_assert(!kPwSg.wg || PW_L == 512 && PW_DR % 32 == 0,
+static_assert(!kPwWgWide || PW_L == 512 && PW_DR % 32 == 0,
               "two warpgroups of 256 output dims, 4 groups of 32 latent values a thread; 4 threads "
               "a key copy the rope in 16-byte chunks");
 
@@ -46,26 +48,27 @@ PW_DEVICE_INLINE int pw_sparse_wg_chunk(int row, int dim8) {
 constexpr int kPwWgPBytes = 64 * 64 * 2;
 constexpr int kPwWgStride = pw_sparse_wg_stride(PW_L, PW_DR);  // raw records in the stage
 constexpr int kPwWgHalf = PW_L / 2;                            // output dims a warpgroup
-static_assert(!kPwSg.wg || 64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
+static_assert(!kPwWgWide || 64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
                                64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
                                kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
                                4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
               "Q, K, P and the exchanges fit the layout's regions");
-static_assert(!kPwSg.wg || pw_sparse_out_staged(kPwSg, PW_L, PW_SPARSE_SPLITS > 1 ? 4 : 2),
+static_assert(!kPwWgWide || pw_sparse_out_staged(kPwSg, PW_L, PW_SPARSE_SPLITS > 1 ? 4 : 2),
               "the output tile (a split's f32 partial) is staged in Q's and K's regions");
 
-// Q's chunk i of the 64 heads x PW_DQ / 8 (a thread takes i = its index, + threads, ...): head h,
-// dims [8 d8, 8 d8 + 8). A quarter warp takes the 8 heads of a row group at one chunk (its 128
-// bytes of shared memory contiguous), a warp 4 chunks of each (64 bytes of each head's row in
-// global memory).
-constexpr int kPwWgQChunks = 64 * PW_DQ / 8;
+// Q's chunk i of the block's head_tile heads x PW_DQ / 8 (a thread takes i = its index, +
+// threads, ...): head h, dims [8 d8, 8 d8 + 8). A quarter warp takes the 8 heads of a row group at
+// one chunk (its 128 bytes of shared memory contiguous), a warp 4 chunks of each (64 bytes of each
+// head's row in global memory).
+constexpr int kPwWgQChunks = kPwSg.head_tile * PW_DQ / 8;
 PW_DEVICE_INLINE void pw_sparse_wg_q_chunk(int i, int& h, int& d8) {
   const int rest = i / 8;
   d8 = rest % (PW_DQ / 8);
   h = (rest / (PW_DQ / 8)) * 8 + i % 8;
 }
 
-// Q of heads [head0, head0 + 64) into the core-matrix layout (heads past Hr zeros), by cp.async.
+// Q of heads [head0, head0 + head_tile) into the core-matrix layout (heads past Hr zeros), by
+// cp.async.
 PW_DEVICE_INLINE void pw_sparse_wg_stage_q(const PwSparseArgs& a, int row, int head0,
                                            unsigned char* q) {
   for (int i = threadIdx.x; i < kPwWgQChunks; i += kPwSg.threads) {
@@ -167,6 +170,12 @@ PW_DEVICE_INLINE void pw_sparse_wg_dequant(const unsigned char* stage, float g_k
     *reinterpret_cast<uint4*>(dst + (PW_L / 8 + q + 4 * j) * 128) = r[j];
 }
 
+// A thread's pair of P (keys 8 j + 2 tig and + 1 of row `row`), K-major as warpgroup 1's A
+// operand: row groups 1024 bytes apart, 8-key chunks 128.
+PW_DEVICE_INLINE void pw_sparse_wg_put_p(unsigned char* ps, int row, int j, int tig, pw_u32 pair) {
+  *reinterpret_cast<pw_u32*>(ps + (row / 8) * 1024 + j * 128 + (row % 8) * 16 + 4 * tig) = pair;
+}
+
 // O (a warpgroup's 64 rows x 256 dims) *= alpha of this thread's two rows.
 PW_DEVICE_INLINE void pw_sparse_wg_rescale(float (&o)[128], const float (&alpha)[2]) {
 #pragma unroll
@@ -198,12 +207,11 @@ PW_DEVICE_INLINE T pw_sparse_wg_value(float v) {
 }
 
 // The block's whole attention of `row` over its selected entries [begin, end): sparse_prefill's
-// all of them, a split of sparse_decode its share. T is the output's type: bf16, or a split's f32
-// partial (normalized, as pw_sparse_store's); a split of a cluster (sparse_decode.hip) leaves its
-// partial staged in Q's region and its heads' LSEs in alpha for the cluster's combine.
-template <typename T>
+// all of them, a split of sparse_decode its share, stored by pw_sparse_store_tile (bf16, or a
+// split's normalized f32 partial, or left staged for a cluster's combine).
 PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int head0, int begin,
-                                          int end, T* dst, const PwSparseOut& out) {
+                                          int end, const PwSparseOut& out) {
+  using T = PwSparseOutT;
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
   const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
   unsigned char* const qs = pw_sparse_shared + kPwSg.q_offset;
@@ -315,8 +323,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
           sum += p0 + p1;
           const pw_u32 pair = pw_pack_bf16x2(p0, p1);
           pf[j / 2][(j % 2) * 2 + h] = pair;
-          *reinterpret_cast<pw_u32*>(ps + (rows[h] / 8) * 1024 + j * 128 + (rows[h] % 8) * 16 +
-                                     4 * tig) = pair;
+          pw_sparse_wg_put_p(ps, rows[h], j, tig, pair);
         }
         st.l[h] = st.l[h] * alpha[h] + sum;
       }
@@ -330,8 +337,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
         for (int j = 0; j < 8; ++j) {
           const pw_u32 pair = pw_pack_bf16x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]);
           pf[j / 2][(j % 2) * 2 + h] = pair;
-          *reinterpret_cast<pw_u32*>(ps + (rows[h] / 8) * 1024 + j * 128 + (rows[h] % 8) * 16 +
-                                     4 * tig) = pair;
+          pw_sparse_wg_put_p(ps, rows[h], j, tig, pair);
         }
       }
 #endif
@@ -411,21 +417,6 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   }
   __syncthreads();
   const int heads = PW_HEADS - head0 < 64 ? PW_HEADS - head0 : 64;
-#if PW_SPARSE_DEC_CLUSTERED
-  if (threadIdx.x < heads) sm.alpha[threadIdx.x] = pw_sparse_lse(sm, threadIdx.x);
-  (void)dst;
-  (void)out;
-#else
-  constexpr int per = 16 / static_cast<int>(sizeof(T)), chunks = PW_L / per;
-  for (int i = threadIdx.x; i < heads * chunks; i += kPwSg.threads) {
-    const int h = i / chunks, cc = i % chunks;
-    *reinterpret_cast<uint4*>(dst + out.base + (head0 + h) * out.head_stride + per * cc) =
-        *reinterpret_cast<const uint4*>(tile + h * orow + per * cc);
-  }
-  if (threadIdx.x < heads) {
-    const int h = threadIdx.x;
-    out.lse[out.lse_base + (head0 + h) * out.lse_stride] = pw_sparse_lse(sm, h);
-  }
-#endif
+  pw_sparse_store_tile(sm, tile, head0, heads, pw_sparse_dst(out), out);
 }
 #endif

@@ -6,6 +6,7 @@
 #include "common/geometry.h"
 #include "gtest/gtest.h"
 #include "nvfp4_mla/index_geometry.h"
+#include "nvfp4_mla/sparse_geometry.h"
 #include "nvfp4_msa/msa_sparse_geometry.h"
 #include "nvfp4_msa/msa_topk_geometry.h"
 #include "prewarm/launchers/launcher.h"
@@ -184,9 +185,10 @@ TEST_F(KeyRulesTest, TopkPrefillStripsPerRequest) {
   EXPECT_EQ(One("topk_decode", Decodes(7, 9)).String(), "arch=gfx942,topk=2048");
 }
 
-// On sm_90 at 64 heads and more the prefill block is the warpgroup block (sparse_wg.h), the same
-// kernel at either rounds: rounds is 2 at every context, one key planned; at 16 heads, and on
-// gfx942 at 64, the rule by context stands.
+// On sm_90 at 64 heads and more, and at 16 and fewer, the prefill block is a warpgroup block
+// (sparse_wg.h, sparse_wg_narrow.h), the same kernel at either rounds: rounds is 2 at every
+// context, one key planned; at 32 heads (the mma.sync block), and on gfx942 at 64, the rule by
+// context stands.
 TEST_F(KeyRulesTest, SparsePrefillOnHoppersWarpgroupBlockIsOneKey) {
   arch_ = *ParseArch("sm_90");
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1)), "rounds"), 2);
@@ -198,9 +200,15 @@ TEST_F(KeyRulesTest, SparsePrefillOnHoppersWarpgroupBlockIsOneKey) {
     ASSERT_EQ(lp.keys.size(), 1u);
     EXPECT_EQ(Param<int64_t>(lp.keys[0].key, "rounds"), 2);
   }
-  Shape narrow = shape_;
-  narrow.heads = 16;
-  shape_ = narrow;
+  for (int64_t heads : {16, 8}) {
+    shape_.heads = heads;
+    // PW_SPARSE_WG_NARROW 0 (an A/B build) keeps the 8-warp mma.sync block and the rule.
+    EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"),
+              PW_SPARSE_WG_NARROW ? 2 : 1)
+        << heads;
+    EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1025)), "rounds"), 2) << heads;
+  }
+  shape_.heads = 32;
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"), 1);
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1025)), "rounds"), 2);
 }
@@ -227,17 +235,25 @@ TEST_F(KeyRulesTest, SparsePrefillRoundsAndDecodeSplits) {
 
 // The H200's fastest splits at 32K (bench/RESULTS.md, seventh session's rows), which the rule by
 // R alone missed at 64 and 128 heads: a block takes 64 heads there (one a multiprocessor), 16
-// heads three blocks a multiprocessor; 132 multiprocessors.
+// heads (sparse_wg_narrow.h's block) two blocks a multiprocessor; 132 multiprocessors.
 TEST_F(KeyRulesTest, SparseDecodeSplitsFillOneWaveOnTheH200) {
   arch_ = *ParseArch("sm_90");
-  const std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, int64_t>>>> rows = {
+  std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, int64_t>>>> rows = {
       // tp 1: G 2, so s R <= 66; one split past two waves' worth
       {128, {{1, 16}, {4, 16}, {5, 8}, {8, 8}, {9, 4}, {16, 4}, {17, 2}, {33, 2}, {34, 1}}},
       // G 1: s R <= 132
       {64, {{8, 16}, {9, 8}, {16, 8}, {17, 4}, {33, 4}, {34, 2}, {66, 2}, {67, 1}, {128, 1}}},
-      // tp 8: b 3, so s R <= 396; b 2 at 2 splits, so 2 R <= 264
-      {16, {{16, 16}, {24, 16}, {25, 8}, {49, 8}, {50, 4}, {99, 4}, {100, 2}, {132, 2}, {133, 1}}},
   };
+  if (PW_SPARSE_WG_NARROW) {
+    // tp 8: b 2, so s R <= 264
+    rows.push_back(
+        {16, {{1, 16}, {16, 16}, {17, 8}, {33, 8}, {34, 4}, {66, 4}, {67, 2}, {132, 2}, {133, 1}}});
+  } else {
+    // tp 8 on the 8-warp mma.sync block: b 3, so s R <= 396; b 2 at 2 splits, so 2 R <= 264
+    rows.push_back(
+        {16,
+         {{16, 16}, {24, 16}, {25, 8}, {49, 8}, {50, 4}, {99, 4}, {100, 2}, {132, 2}, {133, 1}}});
+  }
   for (const auto& [heads, by_rows] : rows) {
     shape_.heads = heads;
     for (const auto& [r, splits] : by_rows) {
@@ -248,11 +264,11 @@ TEST_F(KeyRulesTest, SparseDecodeSplitsFillOneWaveOnTheH200) {
 }
 
 // Where G and b change with the split count (gfx942's 64 KiB: the block's heads shrink as its
-// slot list grows; sm_90's 16-head block: 2 blocks an SM at 1 or 2 splits, 3 above), the plan's
-// keys are still exactly those some row count reaches, each with a witness that reaches it.
+// slot list grows; sm_100's 16-head mma.sync block: 2 blocks an SM at 1 or 2 splits, 3 above), the
+// plan's keys are still exactly those some row count reaches, each with a witness that reaches it.
 TEST_F(KeyRulesTest, SparseDecodeKeysAreThoseSomeRowCountReaches) {
   limits_.max_num_seqs = 600;
-  for (const char* arch : {"sm_90", "gfx942", "gfx950", "gfx90a", "sm_86"}) {
+  for (const char* arch : {"sm_90", "sm_100", "gfx942", "gfx950", "gfx90a", "sm_86"}) {
     for (int64_t heads : {16, 32, 64, 128}) {
       arch_ = *ParseArch(arch);
       shape_.heads = heads;

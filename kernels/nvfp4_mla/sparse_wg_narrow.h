@@ -1,0 +1,379 @@
+// Sparse MLA attention of a block of 16 heads on Hopper's warpgroup instructions (sm_90a;
+// sparse_geometry.h's pw_sparse_wg_narrow_layout; DeepSeek-V3.2 at tp 8), and pw_sparse_block,
+// which picks the block the key's geometry names. With 16 heads the heads are too few for the M
+// of a wgmma (64), so the 64 keys of a tile are: S^T = K Q^T is 36 wgmma m64n16k16 (the K tile
+// and Q both K-major from shared memory, in sparse_wg.h's core-matrix layout), the online softmax
+// takes each head's max over the 4 warps' keys through shared memory, and O^T += V^T P^T is 8
+// tiles of 64 output dims x 16 heads (V^T read M-major from the same K tile, P^T N-major from
+// shared memory), 64 accumulators a thread. One warpgroup a block; each thread loads its share of
+// the next tile's raw records into registers (52 of them) while this tile is multiplied, so that
+// the block needs no stage and two blocks fit an SM: one's dequantization runs under the other's
+// multiplies. The 8-warp mma.sync block (sparse_attend.h) it replaces read Q and K fragments with
+// ldmatrix for every 16 x 8 product, two of its 8 warps computing S.
+#pragma once
+#include "nvfp4_mla/sparse_wg.h"
+
+#if PW_SPARSE_WG_BUILD
+constexpr bool kPwWgNarrow = kPwSg.wg && kPwSg.head_tile == 16;
+static_assert(!kPwWgNarrow || kPwSg.threads == 128 && kPwSg.keys == 64,
+              "sparse_wg_narrow.h runs pw_sparse_wg_narrow_layout's block");
+static_assert(!kPwWgNarrow || PW_L == 512 && PW_DR % 16 == 0,
+              "8 tiles of 64 output dims; a thread's raw chunks in pairs, half the rope each");
+static_assert(!kPwWgNarrow || 16 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
+                                  64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
+                                  64 * 16 * 2 <= kPwSg.stats_offset - kPwSg.p_offset &&
+                                  2 * 4 * 16 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
+              "Q, K, P^T and the maxima and sums fit the layout's regions");
+static_assert(!kPwWgNarrow || pw_sparse_out_staged(kPwSg, PW_L, PW_SPARSE_SPLITS > 1 ? 4 : 2),
+              "the output tile (a split's f32 partial) is staged in Q's and K's regions");
+
+// S^T's 36 k-steps in this many independent accumulator chains (2, 3 or 4: k-steps kk, kk +
+// chains, ... in chain kk % chains), summed after the multiplies: one chain's wgmmas wait for
+// each other's results. Kernel-only (an A/B through kernel_bench --define).
+#ifndef PW_SPARSE_WGN_CHAINS
+#define PW_SPARSE_WGN_CHAINS 1
+#endif
+static_assert((PW_DQ / 16) % PW_SPARSE_WGN_CHAINS == 0, "whole k-steps a chain");
+
+// The sets of a tile's latent bytes a thread holds in registers (1 or 2): with 2, tile n + 2's
+// loads are issued once tile n is dequantized, a whole tile earlier than with 1 (tile n + 1's),
+// so that their latency runs under two tiles' multiplies. Kernel-only (an A/B through
+// kernel_bench --define).
+#ifndef PW_SPARSE_WGN_PIPE
+#define PW_SPARSE_WGN_PIPE 2
+#endif
+static_assert(PW_SPARSE_WGN_PIPE == 1 || PW_SPARSE_WGN_PIPE == 2, "one or two sets");
+
+// A thread's latent bytes of a tile: key threadIdx.x % 64 and half q = threadIdx.x / 64 of its
+// record, the 16-byte nibble chunks 4 i + 2 q and 4 i + 2 q + 1 (64 values, 32 contiguous bytes)
+// with their four scale bytes. The rope goes straight into the K tile (pw_sparse_wgn_rope).
+constexpr int kPwWgnPairs = PW_L / 128;
+struct PwSparseWgnRaw {
+  uint4 w[2 * kPwWgnPairs];
+  pw_u32 sc[kPwWgnPairs];
+};
+
+// Tile [k0, k0 + 64)'s latent bytes of this thread (zeros where nothing is selected: they decode
+// to zeros, so V's rows past what the row sees are zeros).
+PW_DEVICE_INLINE void pw_sparse_wgn_load(const PwSparseArgs& a, const int* slots, int k0, int end,
+                                         PwSparseWgnRaw& raw) {
+  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
+  const int slot = k0 + key < end ? slots[k0 + key] : -1;
+  if (slot >= 0) {
+    const pw_u8* rec = a.kv_cache + static_cast<long long>(slot) * kPwRecord;
+#pragma unroll
+    for (int i = 0; i < kPwWgnPairs; ++i) {
+      const int c = 4 * i + 2 * q;
+      raw.w[2 * i] = *reinterpret_cast<const uint4*>(rec + 16 * c);
+      raw.w[2 * i + 1] = *reinterpret_cast<const uint4*>(rec + 16 * c + 16);
+      raw.sc[i] = *reinterpret_cast<const pw_u32*>(rec + PW_L / 2 + 2 * c);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 2 * kPwWgnPairs; ++i) raw.w[i] = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < kPwWgnPairs; ++i) raw.sc[i] = 0;
+  }
+}
+
+// Tile [k0, k0 + 64)'s rope into the K tile's rope chunks by cp.async, one committed group (zeros
+// where nothing is selected); 8 threads a key read its 128 contiguous bytes. Once S of the last
+// tile is done the rope chunks are free: O += P V reads the latent dims alone.
+PW_DEVICE_INLINE void pw_sparse_wgn_rope(const PwSparseArgs& a, const int* slots, int k0, int end,
+                                         unsigned char* k) {
+  constexpr int chunks = PW_DR / 8;
+  for (int i = threadIdx.x; i < 64 * chunks; i += kPwSg.threads) {
+    const int key = i / chunks, c = i % chunks;
+    const int slot = k0 + key < end ? slots[k0 + key] : -1;
+    const pw_u8* src =
+        a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + PW_L / 2 + PW_L / 16 + 16 * c);
+    pw_async_copy16(k + pw_sparse_wg_chunk(key, PW_L / 8 + c), src, slot >= 0);
+  }
+  pw_async_commit();
+}
+
+// This thread's latent bytes into the K tile (a quarter warp's stores fill one core matrix's 128
+// bytes), as sparse_wg.h's pw_sparse_wg_dequant decodes them.
+PW_DEVICE_INLINE void pw_sparse_wgn_dequant(const PwSparseWgnRaw& raw, float g_kv,
+                                            unsigned char* k) {
+  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
+  unsigned char* dst = k + pw_sparse_wg_chunk(key, 0);
+#pragma unroll
+  for (int i = 0; i < kPwWgnPairs; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = 4 * i + 2 * q + h;
+      const uint4 w = raw.w[2 * i + h];
+      const pw_u32 words[4] = {w.x, w.y, w.z, w.w};
+      const pw_u32 code16 = h ? raw.sc[i] >> 16 : raw.sc[i] & 0xffffu;
+#if PW_SPARSE_WG_LO
+      pw_u32 s0, s1;  // bf16(scale * 2^110) of the chunk's two 16-value blocks, both halves
+      pw_e4m3fn_scale_lo2(code16, s0, s1);
+      const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s0) : "r"(s0), "r"(g2), "r"(neg_zero));
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s1) : "r"(s1), "r"(g2), "r"(neg_zero));
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        uint4 out;
+        pw_nvfp4_dequant8_bf16_lo(words[u], u < 2 ? s0 : s1, &out.x);
+        *reinterpret_cast<uint4*>(dst + (4 * c + u) * 128) = out;
+      }
+#else
+      const float s0 = pw_e4m3fn_decode_fast(code16 & 0xffu) * g_kv;
+      const float s1 = pw_e4m3fn_decode_fast(code16 >> 8) * g_kv;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        uint4 out;
+        pw_nvfp4_dequant8_bf16(words[u], u < 2 ? s0 : s1, &out.x);
+        *reinterpret_cast<uint4*>(dst + (4 * c + u) * 128) = out;
+      }
+#endif
+    }
+  }
+}
+
+// The head of a thread's accumulator column hh (0..3): S^T's and O^T's columns 8 (hh / 2) +
+// 2 tig + hh % 2.
+PW_DEVICE_INLINE int pw_sparse_wgn_head(int hh, int tig) { return 8 * (hh / 2) + 2 * tig + hh % 2; }
+
+// The block's whole attention of `row` over its selected entries [begin, end) for its 16 heads,
+// stored by pw_sparse_store_tile (as sparse_wg.h's block).
+PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int head0, int begin,
+                                           int end, const PwSparseOut& out) {
+  using T = PwSparseOutT;
+  extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
+  const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
+  unsigned char* const qs = pw_sparse_shared + kPwSg.q_offset;
+  unsigned char* const ks = pw_sparse_shared + kPwSg.k_offset;
+  unsigned char* const ps = pw_sparse_shared + kPwSg.p_offset;
+  float* const xm = sm.s;         // [4 warps][16 heads] each warp's max of the tile
+  float* const xl = xm + 4 * 16;  // [4 warps][16 heads] each warp's sums, at the end
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int grp = lane / 4, tig = lane % 4;
+
+  pw_sparse_wg_stage_q(a, row, head0, qs);
+  end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // slots[i]: entry begin + i
+  const int* slots = sm.slots;
+  // The first tiles' latent bytes and the first tile's rope are asked for before Q is waited for.
+  constexpr int kPipe = PW_SPARSE_WGN_PIPE;
+  PwSparseWgnRaw raw[kPipe];
+#pragma unroll
+  for (int p = 0; p < kPipe; ++p) {
+    if (64 * p < end) pw_sparse_wgn_load(a, slots, 64 * p, end, raw[p]);
+  }
+  if (end > 0) pw_sparse_wgn_rope(a, slots, 0, end, ks);
+  pw_async_wait();  // Q and the rope
+#if PW_SPARSE_WG_LO
+  pw_sparse_wg_lo_q(qs);  // this thread's chunks of Q: permuted and times 2^16 where they lie
+#endif
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  const float ninf = pw_sparse_neg_inf();
+
+  float o[8][8];  // o[t][4 j + e]: dim 64 t + 16 warp + grp + 8 (e / 2) (stored order), head
+                  // pw_sparse_wgn_head(2 j + e % 2)
+#pragma unroll
+  for (int t = 0; t < 8; ++t) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) o[t][i] = 0.0f;
+  }
+  float m[4], l[4];  // each column's running max (the block's, log2 units) and this thread's sum
+#pragma unroll
+  for (int hh = 0; hh < 4; ++hh) {
+    m[hh] = ninf;
+    l[hh] = 0.0f;
+  }
+  const pw_u64 dq = pw_wgmma_desc(qs, 128, kPwWgGroup);
+  const pw_u64 dk = pw_wgmma_desc(ks, 128, kPwWgGroup);
+
+  // Tile [k0, k0 + 64), its latent bytes in `raw` (which then takes tile k0 + 64 kPipe's).
+  const auto attend_tile = [&](PwSparseWgnRaw& raw, int k0) {
+    pw_async_wait();  // this tile's rope
+    __syncthreads();  // every multiply of the last tile is done
+#if !(PW_SPARSE_SKIP & 1)
+    pw_sparse_wgn_dequant(raw, a.g_kv, ks);
+#endif
+    pw_fence_proxy_async();  // the K tile's writes (and P's, Q's), for the tensor cores' reads
+    __syncthreads();
+    if (!(PW_SPARSE_SKIP & 16) && k0 + 64 * kPipe < end)
+      pw_sparse_wgn_load(a, slots, k0 + 64 * kPipe, end, raw);
+
+    float s[8];  // S^T: s[4 j + e] is key 16 warp + grp + 8 (e / 2), column 2 j + e % 2
+    pw_wgmma_fence();
+#if !(PW_SPARSE_SKIP & 2)
+    // k-steps kk, kk + kChains, ... into chain kk % kChains, the chains summed after.
+    constexpr int kChains = PW_SPARSE_WGN_CHAINS;
+    float sc[kChains][8];
+#pragma unroll
+    for (int ch = 0; ch < kChains; ++ch)
+      pw_wgmma_m64n16k16_bf16_ss<false>(sc[ch], dk + 16 * ch, dq + 16 * ch);
+#pragma unroll
+    for (int kk = kChains; kk < PW_DQ / 16; ++kk)
+      pw_wgmma_m64n16k16_bf16_ss<true>(sc[kk % kChains], dk + 16 * kk, dq + 16 * kk);
+    pw_wgmma_commit();
+    pw_wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      pw_wgmma_hold(sc[0][i]);
+      s[i] = sc[0][i];
+#pragma unroll
+      for (int ch = 1; ch < kChains; ++ch) {
+        pw_wgmma_hold(sc[ch][i]);
+        s[i] += sc[ch][i];
+      }
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < 8; ++i) s[i] = 0.0f;
+    pw_wgmma_commit();
+    pw_wgmma_wait<0>();
+#endif
+
+    // The softmax of each head (column) over the tile's 64 keys (rows): a thread's 2 keys, the
+    // warp's 16 by shuffles, the 4 warps' through shared memory.
+    float mx[4] = {ninf, ninf, ninf, ninf};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int kx = k0 + 16 * warp + grp + 8 * r;
+      const bool valid = kx < end && slots[kx] >= 0;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = s[4 * j + 2 * r + e];
+          x = valid ? x * scale_log2 : ninf;
+          mx[2 * j + e] = fmaxf(mx[2 * j + e], x);
+        }
+      }
+    }
+#pragma unroll
+    for (int hh = 0; hh < 4; ++hh) {
+      mx[hh] = fmaxf(mx[hh], pw_shfl_xor(mx[hh], 4));
+      mx[hh] = fmaxf(mx[hh], pw_shfl_xor(mx[hh], 8));
+      mx[hh] = fmaxf(mx[hh], pw_shfl_xor(mx[hh], 16));
+      if (grp == 0) xm[16 * warp + pw_sparse_wgn_head(hh, tig)] = mx[hh];
+    }
+    __syncthreads();  // and every warp's S is done: the rope chunks take the next tile's
+    if (!(PW_SPARSE_SKIP & 16) && k0 + 64 < end) pw_sparse_wgn_rope(a, slots, k0 + 64, end, ks);
+    float alpha[4];
+    bool moved = false;
+#pragma unroll
+    for (int hh = 0; hh < 4; ++hh) {
+      const int h = pw_sparse_wgn_head(hh, tig);
+      const float t = fmaxf(fmaxf(xm[h], xm[16 + h]), fmaxf(xm[32 + h], xm[48 + h]));
+      float m_new = fmaxf(m[hh], t);
+      if (m[hh] != ninf && m_new <= m[hh] + kPwWgLazyLog2) m_new = m[hh];
+      alpha[hh] = m_new == ninf ? 1.0f : pw_exp2_fast(m[hh] - m_new);
+      moved = moved || m_new != m[hh];
+      m[hh] = m_new;
+      l[hh] *= alpha[hh];
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int key = 16 * warp + grp + 8 * r;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float p[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float mm = m[2 * j + e] == ninf ? 0.0f : m[2 * j + e];
+          p[e] = pw_exp2_fast(s[4 * j + 2 * r + e] - mm);
+          l[2 * j + e] += p[e];
+        }
+        // P^T, N-major: key groups 256 bytes apart, 8-head chunks 128.
+        *reinterpret_cast<pw_u32*>(ps + (key / 8) * 256 + j * 128 + (key % 8) * 16 + 4 * tig) =
+            pw_pack_bf16x2(p[0], p[1]);
+      }
+    }
+    if (moved) {
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) o[t][i] *= alpha[2 * (i / 4) + i % 2];
+      }
+    }
+    pw_fence_proxy_async();  // P^T's writes, for the tensor cores' reads
+    __syncthreads();
+
+    // O^T (64 dims x 16 heads a tile t) += V^T P^T over the tile's 64 keys, 16 a step.
+    pw_wgmma_fence();
+#if !(PW_SPARSE_SKIP & 8)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const pw_u64 dp = pw_wgmma_desc(ps + 512 * kk, 256, 128);
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        const pw_u64 dv = pw_wgmma_desc(ks + pw_sparse_wg_chunk(16 * kk, 8 * t), kPwWgGroup, 128);
+        pw_wgmma_m64n16k16_bf16_ss_tt(o[t], dv, dp);
+      }
+    }
+#endif
+    pw_wgmma_commit();
+    pw_wgmma_wait<0>();
+#pragma unroll
+    for (int t = 0; t < 8; ++t) pw_wgmma_hold(o[t]);
+  };
+  for (int k0 = 0; k0 < end; k0 += 64 * kPipe) {
+#pragma unroll
+    for (int p = 0; p < kPipe; ++p) {
+      if (k0 + 64 * p < end) attend_tile(raw[p], k0 + 64 * p);
+    }
+  }
+  pw_async_wait();  // nothing in flight into shared memory
+
+  // Each head's sum over the block: the warp's lanes by shuffles, the 4 warps through xl.
+#pragma unroll
+  for (int hh = 0; hh < 4; ++hh) {
+    l[hh] += pw_shfl_xor(l[hh], 4);
+    l[hh] += pw_shfl_xor(l[hh], 8);
+    l[hh] += pw_shfl_xor(l[hh], 16);
+    if (grp == 0) xl[16 * warp + pw_sparse_wgn_head(hh, tig)] = l[hh];
+  }
+  __syncthreads();  // and every multiply is done: Q's and K's regions take the output
+  float inv[4];
+#pragma unroll
+  for (int hh = 0; hh < 4; ++hh) {
+    const int h = pw_sparse_wgn_head(hh, tig);
+    const float sum = xl[h] + xl[16 + h] + xl[32 + h] + xl[48 + h];
+    inv[hh] = sum > 0.0f ? (PW_SPARSE_WG_LO ? PW_NVFP4_LO_UNDO : 1.0f) / sum : 0.0f;
+    if (warp == 0 && grp == 0) {
+      sm.m[h] = m[hh];
+      sm.l[h] = sum;
+    }
+  }
+  constexpr int orow = pw_sparse_out_row(PW_L);  // elements a staged output row
+  T* tile = reinterpret_cast<T*>(qs);
+#pragma unroll
+  for (int t = 0; t < 8; ++t) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int chunk = 8 * t + 2 * warp + (i % 4) / 2;  // the accumulator row's 8-dim chunk
+#if PW_SPARSE_WG_LO
+      const int dim = 8 * chunk + 4 * (grp % 2) + grp / 2;  // chunks hold dims 0, 4, 1, 5, ...
+#else
+      const int dim = 8 * chunk + grp;
+#endif
+      const int hh = 2 * (i / 4) + i % 2;
+      tile[pw_sparse_wgn_head(hh, tig) * orow + dim] = pw_sparse_wg_value<T>(o[t][i] * inv[hh]);
+    }
+  }
+  __syncthreads();
+  const int heads = PW_HEADS - head0 < 16 ? PW_HEADS - head0 : 16;
+  pw_sparse_store_tile(sm, tile, head0, heads, pw_sparse_dst(out), out);
+}
+#endif
+
+// The block of sparse_prefill, and of each split of sparse_decode: the key's geometry's
+// (sparse_geometry.h): a warpgroup block on Hopper, else the mma.sync / MFMA / SIMT block.
+PW_DEVICE_INLINE void pw_sparse_block(const PwSparseArgs& a, int row, int head0, int begin, int end,
+                                      const PwSparseOut& o) {
+#if PW_SPARSE_WG_BUILD
+  if constexpr (kPwWgNarrow) {
+    pw_sparse_wgn_attend(a, row, head0, begin, end, o);
+    return;
+  } else if constexpr (kPwSg.wg) {
+    pw_sparse_wg_attend(a, row, head0, begin, end, o);
+    return;
+  }
+#endif
+  pw_sparse_attend(a, row, head0, begin, end, o);
+}
