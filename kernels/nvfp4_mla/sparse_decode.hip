@@ -10,7 +10,7 @@
 //     combine kernel.
 // On NVIDIA a split longer than one tile stages its next tile while computing (sparse_attend.h).
 // Hopper (sm_90a): each block (a split of a row and its heads) is a warpgroup block: sparse_wg.h's
-// at 64 heads and more (always staged), sparse_wg_narrow.h's at 16 and fewer.
+// at 64 heads and more (always staged), sparse_wg_narrow.h's at 16 and fewer (PW_SPARSE_WG_NARROW).
 // Block and dynamic shared memory of pw_sparse_decode from sparse_geometry.h.
 #define PW_SPARSE_SPLITS PW_SPLITS
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)

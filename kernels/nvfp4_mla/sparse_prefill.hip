@@ -5,7 +5,8 @@
 //     shared memory (cp.async) while this tile's GEMMs run (`staged` in sparse_load.h); on
 //     AMD the same code as rounds 1.
 //   Hopper (sm_90a): sparse_wg.h's block on warpgroup instructions at 64 heads and more, staged at
-//     either rounds; sparse_wg_narrow.h's at 16 heads and fewer, the same at either rounds.
+//     either rounds; sparse_wg_narrow.h's at 16 heads and fewer (PW_SPARSE_WG_NARROW), the same
+//     at either rounds.
 // Grid (rows, ceil(Hr / head_tile)), block and dynamic shared memory from sparse_geometry.h.
 #include "nvfp4_mla/sparse_wg_narrow.h"
 

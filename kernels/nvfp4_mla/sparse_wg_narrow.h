@@ -1,15 +1,17 @@
 // Sparse MLA attention of a block of 16 heads on Hopper's warpgroup instructions (sm_90a;
-// sparse_geometry.h's pw_sparse_wg_narrow_layout; DeepSeek-V3.2 at tp 8), and pw_sparse_block,
-// which picks the block the key's geometry names. With 16 heads the heads are too few for the M
-// of a wgmma (64), so the 64 keys of a tile are: S^T = K Q^T is 36 wgmma m64n16k16 (the K tile
-// and Q both K-major from shared memory, in sparse_wg.h's core-matrix layout), the online softmax
-// takes each head's max over the 4 warps' keys through shared memory, and O^T += V^T P^T is 8
-// tiles of 64 output dims x 16 heads (V^T read M-major from the same K tile, P^T N-major from
-// shared memory), 64 accumulators a thread. One warpgroup a block; each thread loads its share of
-// the next tile's raw records into registers (52 of them) while this tile is multiplied, so that
-// the block needs no stage and two blocks fit an SM: one's dequantization runs under the other's
-// multiplies. The 8-warp mma.sync block (sparse_attend.h) it replaces read Q and K fragments with
-// ldmatrix for every 16 x 8 product, two of its 8 warps computing S.
+// sparse_geometry.h's pw_sparse_wg_narrow_layout, where PW_SPARSE_WG_NARROW turns it on;
+// DeepSeek-V3.2 at tp 8), and pw_sparse_block, which picks the block the key's geometry names.
+// With 16 heads the heads are too few for the M of a wgmma (64), so the 64 keys of a tile are:
+// S^T = K Q^T is 36 wgmma m64n16k16 (the K tile and Q both K-major from shared memory, in
+// sparse_wg.h's core-matrix layout), the online softmax takes each head's max over the 4 warps'
+// keys through shared memory, and O^T += V^T P^T is 8 tiles of 64 output dims x 16 heads (V^T
+// read M-major from the same K tile, P^T N-major from shared memory), 64 accumulators a thread.
+// One warpgroup a block; each thread holds its share of the next two tiles' latent bytes in
+// registers (36 a tile), loaded while this tile is multiplied, and a tile's rope is copied
+// straight into the K tile by cp.async once S of the last is done, so that the block needs no
+// stage and two blocks fit an SM: one's dequantization runs under the other's multiplies. The
+// 8-warp mma.sync block (sparse_attend.h) read Q and K fragments with ldmatrix for every 16 x 8
+// product, two of its 8 warps computing S.
 #pragma once
 #include "nvfp4_mla/sparse_wg.h"
 
@@ -86,7 +88,8 @@ PW_DEVICE_INLINE void pw_sparse_wgn_rope(const PwSparseArgs& a, const int* slots
     const int key = i / chunks, c = i % chunks;
     const int slot = k0 + key < end ? slots[k0 + key] : -1;
     const pw_u8* src =
-        a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + PW_L / 2 + PW_L / 16 + 16 * c);
+        a.kv_cache +
+        (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + PW_L / 2 + PW_L / 16 + 16 * c);
     pw_async_copy16(k + pw_sparse_wg_chunk(key, PW_L / 8 + c), src, slot >= 0);
   }
   pw_async_commit();

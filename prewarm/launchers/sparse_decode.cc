@@ -3,7 +3,8 @@
 // of b blocks on each of the arch's multiprocessors (G: the blocks a row takes unsplit, b: the
 // blocks a multiprocessor holds, both from the kernel's geometry at s splits), else 1. On sm_90 at
 // 64 heads and more the block is sparse_wg.h's (64 heads, one a multiprocessor): G = ceil(Hr / 64),
-// b = 1; at 16 heads and fewer sparse_wg_narrow.h's (16 heads, two a multiprocessor): G = 1, b = 2.
+// b = 1; at 16 heads and fewer, where PW_SPARSE_WG_NARROW turns it on (default off until its GPU
+// check passes), sparse_wg_narrow.h's (16 heads, two a multiprocessor): G = 1, b = 2.
 // msa_sparse_decode: GQA over the selected blocks, its own bounds and the blocks a row takes
 // unsplit, G = Hkv_r x ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV
 // group: msa_sparse_decode_heads): splits = min(8, largest power of two s with s^2 x R x G <= 256,

@@ -1,7 +1,8 @@
 // sparse_prefill: per prefill request, MLA attention over the selected positions.
 // Key: rounds = 1 if min(ctx, Ktop) <= 1024 else 2, but 2 at every context where the block is
-// one of Hopper's warpgroup blocks (sm_90, L 512, 64 heads and more or 16 and fewer:
-// sparse_geometry.h's pw_sparse_wg), which load their records the same way at either count, so
+// one of Hopper's warpgroup blocks (sm_90, L 512, 64 heads and more, or 16 and fewer where
+// PW_SPARSE_WG_NARROW turns that block on: sparse_geometry.h's pw_sparse_wg), which load their
+// records the same way at either count, so
 // that both would compile the same kernel (H100: 215.1 against 214.7 us at 512 rows of 1024;
 // bench/RESULTS.md, twenty-eighth session).
 // msa_sparse_prefill: GQA over the selected blocks; the same rule with Ktop = Kb x 128 (the keys

@@ -468,36 +468,38 @@ TEST(SparseGeometryTest, TheWarpgroupPrefillBlockFitsSm90AndHoldsItsRegions) {
 }
 
 // The 16-head warpgroup block (sparse_wg_narrow.h) on sm_90: one warpgroup, 64 keys a tile, two
-// blocks an SM at every range (no stage); at 1 to 16 heads, never at 17 to 63, for another latent
-// width, a rope not of whole 16-dim groups, with warps of 64, without wgmma or with too little
-// shared memory for two. Its regions hold what sparse_wg_narrow.h puts there, the output tile (a
-// split's f32 partial) fits Q's and K's regions, and the mma.sync code runs on the same shape.
+// blocks an SM at every range (no stage). Its regions hold what sparse_wg_narrow.h puts there, the
+// output tile (a split's f32 partial) fits Q's and K's regions, and the mma.sync code runs on the
+// same shape. Where PW_SPARSE_WG_NARROW turns it on (the default 0 until its GPU check passes), it
+// is the block at 1 to 16 heads, never at 17 to 63, for another latent width, a rope not of whole
+// 16-dim groups, with warps of 64, without wgmma or with too little shared memory for two.
 TEST(SparseGeometryTest, TheNarrowWarpgroupBlockFitsTwoAnSm90) {
-  if (!PW_SPARSE_WG_NARROW) GTEST_SKIP() << "built with PW_SPARSE_WG_NARROW 0 (an A/B build)";
+  for (int range : {64, 128, 1024, 2048}) {
+    SCOPED_TRACE("range " + std::to_string(range));
+    const PwSparseGeometry g = pw_sparse_wg_narrow_layout(32, 512, 64, range);
+    EXPECT_TRUE(g.wg);
+    EXPECT_EQ(g.head_tile, 16);
+    EXPECT_EQ(g.keys, 64);
+    EXPECT_EQ(g.threads, 128);
+    EXPECT_EQ(g.warps, g.head_tile / g.warp_heads * g.parts);
+    EXPECT_EQ(pw_sparse_resident(g, 227, true), 2);
+    // Q (16 rows of 576 bf16) and the K tile (64) in the core-matrix layout, P^T (64 x 16 bf16),
+    // the warps' maxima and sums (2 x 4 x 16 floats), the slots; no stage.
+    EXPECT_GE(g.k_offset - g.q_offset, 16 * 576 * 2);
+    EXPECT_GE(g.s_offset - g.k_offset, 64 * 576 * 2);
+    EXPECT_GE(g.stats_offset - g.p_offset, 64 * 16 * 2);
+    EXPECT_GE(g.p_offset - g.s_offset, 2 * 4 * 16 * 4);
+    EXPECT_GE(g.stage_offset - g.slots_offset, 4 * range);
+    EXPECT_EQ(g.smem_bytes, g.stage_offset);
+    for (int off : {g.q_offset, g.k_offset, g.p_offset, g.s_offset}) EXPECT_EQ(off % 16, 0);
+    EXPECT_TRUE(pw_sparse_out_staged(g, 512, 4));
+  }
+  const bool on = PW_SPARSE_WG_NARROW != 0;
   for (int heads : {1, 8, 16}) {
-    for (int range : {64, 128, 1024, 2048}) {
-      for (bool staged : {false, true}) {
-        SCOPED_TRACE("heads " + std::to_string(heads) + " range " + std::to_string(range));
-        const PwSparseGeometry g = pw_sparse_geometry(heads, 32, 227, 512, 64, range, staged, true);
-        EXPECT_TRUE(g.wg);
-        EXPECT_EQ(g.head_tile, 16);
-        EXPECT_EQ(g.keys, 64);
-        EXPECT_EQ(g.threads, 128);
-        EXPECT_EQ(g.warps, g.head_tile / g.warp_heads * g.parts);
-        EXPECT_EQ(pw_sparse_resident(g, 227, true), 2);
-        // Q (16 rows of 576 bf16) and the K tile (64) in the core-matrix layout, P^T (64 x 16
-        // bf16), the warps' maxima and sums (2 x 4 x 16 floats), the slots; no stage.
-        EXPECT_GE(g.k_offset - g.q_offset, 16 * 576 * 2);
-        EXPECT_GE(g.s_offset - g.k_offset, 64 * 576 * 2);
-        EXPECT_GE(g.stats_offset - g.p_offset, 64 * 16 * 2);
-        EXPECT_GE(g.p_offset - g.s_offset, 2 * 4 * 16 * 4);
-        EXPECT_GE(g.stage_offset - g.slots_offset, 4 * range);
-        EXPECT_EQ(g.smem_bytes, g.stage_offset);
-        for (int off : {g.q_offset, g.k_offset, g.p_offset, g.s_offset}) EXPECT_EQ(off % 16, 0);
-        EXPECT_TRUE(pw_sparse_out_staged(g, 512, 4));
-        EXPECT_TRUE(pw_sparse_wg(heads, 32, 227, 512, 64, range, true));
-      }
-    }
+    const PwSparseGeometry g = pw_sparse_geometry(heads, 32, 227, 512, 64, 2048, true, true);
+    EXPECT_EQ(g.wg, on) << heads;
+    EXPECT_EQ(g.head_tile == 16 && g.threads == 128, on) << heads;
+    EXPECT_EQ(pw_sparse_wg(heads, 32, 227, 512, 64, 2048, true), on) << heads;
   }
   for (int heads : {17, 32, 48, 63}) {
     EXPECT_FALSE(pw_sparse_geometry(heads, 32, 227, 512, 64, 2048, true, true).wg) << heads;

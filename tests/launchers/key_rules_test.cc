@@ -185,10 +185,10 @@ TEST_F(KeyRulesTest, TopkPrefillStripsPerRequest) {
   EXPECT_EQ(One("topk_decode", Decodes(7, 9)).String(), "arch=gfx942,topk=2048");
 }
 
-// On sm_90 at 64 heads and more, and at 16 and fewer, the prefill block is a warpgroup block
-// (sparse_wg.h, sparse_wg_narrow.h), the same kernel at either rounds: rounds is 2 at every
-// context, one key planned; at 32 heads (the mma.sync block), and on gfx942 at 64, the rule by
-// context stands.
+// On sm_90 at 64 heads and more, and at 16 and fewer where PW_SPARSE_WG_NARROW turns that block
+// on, the prefill block is a warpgroup block (sparse_wg.h, sparse_wg_narrow.h), the same kernel
+// at either rounds: rounds is 2 at every context, one key planned; at 32 heads (the mma.sync
+// block), and on gfx942 at 64, the rule by context stands.
 TEST_F(KeyRulesTest, SparsePrefillOnHoppersWarpgroupBlockIsOneKey) {
   arch_ = *ParseArch("sm_90");
   EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1)), "rounds"), 2);
@@ -202,7 +202,8 @@ TEST_F(KeyRulesTest, SparsePrefillOnHoppersWarpgroupBlockIsOneKey) {
   }
   for (int64_t heads : {16, 8}) {
     shape_.heads = heads;
-    // PW_SPARSE_WG_NARROW 0 (an A/B build) keeps the 8-warp mma.sync block and the rule.
+    // PW_SPARSE_WG_NARROW 0 (the default until its GPU check passes) keeps the 8-warp mma.sync
+    // block and the rule.
     EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"),
               PW_SPARSE_WG_NARROW ? 2 : 1)
         << heads;

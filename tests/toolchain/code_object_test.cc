@@ -80,6 +80,54 @@ TEST(CodeObjectTest, ReadsBothEntriesOfASplitDecodeWithTheirResources) {
             0);
 }
 
+// The 16-head warpgroup block (sparse_wg_narrow.h), off by default until its GPU check passes
+// (PW_SPARSE_WG_NARROW), still compiles for sm_90 (NVRTC) at DeepSeek-V3.2's tp 8 shape: decode
+// at 1 split, 2 (the cluster) and 16 (the combine kernel), prefill; no scratch, and registers that
+// let two blocks of 128 threads share a multiprocessor's 64K.
+TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
+  const Arch arch = *ParseArch("sm_90");
+  auto tc = OpenToolchain(arch.platform);
+  ASSERT_TRUE(tc.ok()) << tc.status();
+  const Shape shape = *ShapeForRank(ExampleModelConfig(), 8);
+  ASSERT_EQ(shape.heads, 16);
+  std::vector<Key> keys;
+  for (int64_t splits : {1, 2, 16}) {
+    Key k = FindLauncher("sparse_decode")
+                ->Dispatch(
+                    [] {
+                      StepStats s;
+                      s.decode_tokens = s.total_tokens = 1;
+                      s.max_decode_ctx = 4096;
+                      return s;
+                    }(),
+                    {shape, arch, {}})
+                .front();
+    k.Set("splits", splits);
+    keys.push_back(k);
+  }
+  Step step{{{Phase::kPrefill, 512, 4096}}};
+  for (const Key& k :
+       FindLauncher("sparse_prefill")->Dispatch(ComputeStats(step), {shape, arch, {}}))
+    keys.push_back(k);
+  ASSERT_EQ(keys.size(), 4u);
+  for (const Key& key : keys) {
+    CompileJob job = JobForKey(key, arch);
+    job.defines.push_back("-DPW_SPARSE_WG_NARROW=1");
+    auto out = (*tc)->Compile(job);
+    ASSERT_TRUE(out.ok()) << key.String() << ": " << out.status();
+    auto info = ReadCodeObject(out->code);
+    ASSERT_TRUE(info.ok()) << info.status();
+    const char* entry = key.launcher == "sparse_prefill" ? "pw_sparse_prefill" : "pw_sparse_decode";
+    const KernelResources* k = info->Find(entry);
+    ASSERT_NE(k, nullptr) << key.String();
+    EXPECT_FALSE(k->Spills()) << key.String();
+    EXPECT_LE(k->registers * 128 * 2, 65536) << key.String();
+    // The define reached the kernel: the block's 64 accumulators and two tiles' bytes take more
+    // than the 8-warp mma.sync block's 78 to 102 registers.
+    EXPECT_GT(k->registers, 160) << key.String();
+  }
+}
+
 TEST(CodeObjectTest, RegisterLimitedWavesFollowEachFamilysRegisterFile) {
   KernelResources k;
   k.registers = 248;
