@@ -49,9 +49,9 @@ constexpr int kPwWgPBytes = 64 * 64 * 2;
 constexpr int kPwWgStride = pw_sparse_wg_stride(PW_L, PW_DR);  // raw records in the stage
 constexpr int kPwWgHalf = PW_L / 2;                            // output dims a warpgroup
 static_assert(!kPwWgWide || 64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
-                               64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
-                               kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
-                               4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
+                                64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
+                                kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
+                                4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
               "Q, K, P and the exchanges fit the layout's regions");
 static_assert(!kPwWgWide || pw_sparse_out_staged(kPwSg, PW_L, PW_SPARSE_SPLITS > 1 ? 4 : 2),
               "the output tile (a split's f32 partial) is staged in Q's and K's regions");
@@ -118,6 +118,36 @@ PW_DEVICE_INLINE void pw_sparse_wg_stage(const PwSparseArgs& a, const int* slots
   pw_async_commit();
 }
 
+// A key's 16-byte group of nibbles (32 values, two 16-value blocks whose scale codes are code16's
+// two bytes) into its 4 core-matrix chunks at dst, dst + 128, ... (dims 32 g to 32 g + 32 of the
+// key whose chunk 4 g dst is).
+PW_DEVICE_INLINE void pw_sparse_wg_dequant32(const uint4& w, pw_u32 code16, float g_kv,
+                                             unsigned char* dst) {
+  const pw_u32 words[4] = {w.x, w.y, w.z, w.w};
+#if PW_SPARSE_WG_LO
+  pw_u32 s0, s1;  // bf16(scale * 2^110) of the two 16-value blocks, both halves
+  pw_e4m3fn_scale_lo2(code16, s0, s1);
+  const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s0) : "r"(s0), "r"(g2), "r"(neg_zero));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s1) : "r"(s1), "r"(g2), "r"(neg_zero));
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    uint4 out;
+    pw_nvfp4_dequant8_bf16_lo(words[u], u < 2 ? s0 : s1, &out.x);
+    *reinterpret_cast<uint4*>(dst + u * 128) = out;
+  }
+#else
+  const float s0 = pw_e4m3fn_decode_fast(code16 & 0xffu) * g_kv;
+  const float s1 = pw_e4m3fn_decode_fast(code16 >> 8) * g_kv;
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    uint4 out;
+    pw_nvfp4_dequant8_bf16(words[u], u < 2 ? s0 : s1, &out.x);
+    *reinterpret_cast<uint4*>(dst + u * 128) = out;
+  }
+#endif
+}
+
 // The staged tile into the K tile: thread t takes key t % 64 and, of its record, the 16-byte
 // groups of nibbles q, q + 4, ... (q = t / 64: 32 values and their 2 scale bytes each) and the
 // rope chunks q, q + 4; a quarter warp's stores fill one core matrix's 128 bytes. All loads first.
@@ -139,32 +169,8 @@ PW_DEVICE_INLINE void pw_sparse_wg_dequant(const unsigned char* stage, float g_k
     r[j] = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (q + 4 * j));
   unsigned char* dst = k + pw_sparse_wg_chunk(key, 0);
 #pragma unroll
-  for (int i = 0; i < quads; ++i) {
-    const int g = q + 4 * i;
-    const pw_u32 words[4] = {w[i].x, w[i].y, w[i].z, w[i].w};
-#if PW_SPARSE_WG_LO
-    pw_u32 s0, s1;  // bf16(scale * 2^110) of the two 16-value blocks, both halves
-    pw_e4m3fn_scale_lo2(sc[i], s0, s1);
-    const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s0) : "r"(s0), "r"(g2), "r"(neg_zero));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s1) : "r"(s1), "r"(g2), "r"(neg_zero));
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      uint4 out;
-      pw_nvfp4_dequant8_bf16_lo(words[u], u < 2 ? s0 : s1, &out.x);
-      *reinterpret_cast<uint4*>(dst + (4 * g + u) * 128) = out;
-    }
-#else
-    const float s0 = pw_e4m3fn_decode_fast(sc[i] & 0xffu) * g_kv;
-    const float s1 = pw_e4m3fn_decode_fast(sc[i] >> 8) * g_kv;
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      uint4 out;
-      pw_nvfp4_dequant8_bf16(words[u], u < 2 ? s0 : s1, &out.x);
-      *reinterpret_cast<uint4*>(dst + (4 * g + u) * 128) = out;
-    }
-#endif
-  }
+  for (int i = 0; i < quads; ++i)
+    pw_sparse_wg_dequant32(w[i], sc[i], g_kv, dst + 4 * (q + 4 * i) * 128);
 #pragma unroll
   for (int j = 0; j < ropes; ++j)
     *reinterpret_cast<uint4*>(dst + (PW_L / 8 + q + 4 * j) * 128) = r[j];

@@ -105,32 +105,8 @@ PW_DEVICE_INLINE void pw_sparse_wgn_dequant(const PwSparseWgnRaw& raw, float g_k
   for (int i = 0; i < kPwWgnPairs; ++i) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int c = 4 * i + 2 * q + h;
-      const uint4 w = raw.w[2 * i + h];
-      const pw_u32 words[4] = {w.x, w.y, w.z, w.w};
       const pw_u32 code16 = h ? raw.sc[i] >> 16 : raw.sc[i] & 0xffffu;
-#if PW_SPARSE_WG_LO
-      pw_u32 s0, s1;  // bf16(scale * 2^110) of the chunk's two 16-value blocks, both halves
-      pw_e4m3fn_scale_lo2(code16, s0, s1);
-      const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s0) : "r"(s0), "r"(g2), "r"(neg_zero));
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s1) : "r"(s1), "r"(g2), "r"(neg_zero));
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        uint4 out;
-        pw_nvfp4_dequant8_bf16_lo(words[u], u < 2 ? s0 : s1, &out.x);
-        *reinterpret_cast<uint4*>(dst + (4 * c + u) * 128) = out;
-      }
-#else
-      const float s0 = pw_e4m3fn_decode_fast(code16 & 0xffu) * g_kv;
-      const float s1 = pw_e4m3fn_decode_fast(code16 >> 8) * g_kv;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        uint4 out;
-        pw_nvfp4_dequant8_bf16(words[u], u < 2 ? s0 : s1, &out.x);
-        *reinterpret_cast<uint4*>(dst + (4 * c + u) * 128) = out;
-      }
-#endif
+      pw_sparse_wg_dequant32(raw.w[2 * i + h], code16, g_kv, dst + 4 * (4 * i + 2 * q + h) * 128);
     }
   }
 }
