@@ -178,8 +178,7 @@ PW_HD constexpr PwSparseGeometry pw_sparse_wg_narrow_layout(int warp, int l, int
 PW_HD constexpr bool pw_sparse_wg_narrow(int heads, int warp, int lds_kib, int l, int dr, int range,
                                          bool wgmma) {
   return PW_SPARSE_WG_NARROW && wgmma && warp == 32 && l == 512 && dr % 16 == 0 && heads <= 16 &&
-         2 * (pw_sparse_wg_narrow_layout(warp, l, dr, range).smem_bytes + 1024) <=
-             (lds_kib + 1) * 1024;
+         pw_sparse_resident(pw_sparse_wg_narrow_layout(warp, l, dr, range), lds_kib, true) >= 2;
 }
 
 // Whether the block is one of the warpgroup blocks (64 heads and more, or 16 and fewer).

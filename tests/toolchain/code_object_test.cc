@@ -91,23 +91,14 @@ TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
   const Shape shape = *ShapeForRank(ExampleModelConfig(), 8);
   ASSERT_EQ(shape.heads, 16);
   std::vector<Key> keys;
-  for (int64_t splits : {1, 2, 16}) {
-    Key k = FindLauncher("sparse_decode")
-                ->Dispatch(
-                    [] {
-                      StepStats s;
-                      s.decode_tokens = s.total_tokens = 1;
-                      s.max_decode_ctx = 4096;
-                      return s;
-                    }(),
-                    {shape, arch, {}})
-                .front();
-    k.Set("splits", splits);
-    keys.push_back(k);
-  }
-  Step step{{{Phase::kPrefill, 512, 4096}}};
+  const Key decode =
+      FindLauncher("sparse_decode")
+          ->Dispatch(ComputeStats(Step{{{Phase::kDecode, 1, 4096}}}), {shape, arch, {}})
+          .front();
+  for (int64_t splits : {1, 2, 16}) keys.push_back(Key(decode).Set("splits", splits));
+  const Step prefill{{{Phase::kPrefill, 512, 4096}}};
   for (const Key& k :
-       FindLauncher("sparse_prefill")->Dispatch(ComputeStats(step), {shape, arch, {}}))
+       FindLauncher("sparse_prefill")->Dispatch(ComputeStats(prefill), {shape, arch, {}}))
     keys.push_back(k);
   ASSERT_EQ(keys.size(), 4u);
   for (const Key& key : keys) {
