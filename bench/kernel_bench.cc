@@ -90,7 +90,9 @@ std::vector<int> ScatteredTable(int entries, int num_blocks) {
 class Bench {
  public:
   Bench(Gpu& gpu, const Arch& arch, const KernelBenchOptions& o)
-      : gpu_(gpu), o_(o), timer_(gpu, arch, o.simt, o.defines, 0) {}
+      : gpu_(gpu), o_(o), timer_(gpu, arch, o.simt, o.defines, 0) {
+    timer_.set_trace(o.trace);
+  }
 
   double CopyTbs() { return copy_tbs_ = timer_.CopyTbs(); }
   double FloorMs() { return timer_.FloorMs(); }

@@ -15,7 +15,8 @@ const char kKernelBenchUsage[] =
     "                    [--shapes LABEL[,LABEL...]] [--launcher L[,L...]]\n"
     "                    [--rows N[,N...]] [--ctx N[,N...]] [--variant V] [--reps N]\n"
     "                    [--bf16-tflops T]\n"
-    "                    [--simt] [--define NAME[=VALUE]]... [--list | --compile-only]\n"
+    "                    [--simt] [--trace] [--define NAME[=VALUE]]...\n"
+    "                    [--list | --compile-only]\n"
     "                    [--arch A]\n"
     "  default: the 64-head stand-in (RESULTS' earlier rows) and DeepSeek-V3.2 (the embedded\n"
     "  example) at tp 1 and tp 8; --model-config FILE / --tensor-parallel-size / --dcp: that one\n"
@@ -26,6 +27,9 @@ const char kKernelBenchUsage[] =
     "  --rows, --ctx (<= 131072), --variant (a key field's value, or FIELD=VALUE as the variant\n"
     "  column prints it: strips=4): only those rows\n"
     "  --reps: launches per row (default by row, fewer where one launch is long)\n"
+    "  --trace: kernels built with PW_TRACE=1 (kernels/common/trace.h); after each row, when each\n"
+    "  trace point happened over the blocks of one more launch (sparse_prefill, sparse_decode on\n"
+    "  Hopper's warpgroup blocks)\n"
     "  --list: print the rows and keys, no GPU; --compile-only: compile every key with the\n"
     "  arch's run-time compiler, no GPU; --arch (only with these two; default sm_90)\n";
 
@@ -59,6 +63,11 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
       (a == "--simt" ? o.simt : a == "--list" ? o.list : o.compile_only) = true;
       continue;
     }
+    if (a == "--trace") {
+      if (!o.trace) o.defines.push_back("PW_TRACE=1");
+      o.trace = true;
+      continue;
+    }
     const std::vector<std::string> valued = {
         "--bf16-tflops", "--reps",         "--launcher",
         "--rows",        "--ctx",          "--variant",
@@ -78,7 +87,7 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
       // or workspace.
       const std::string name = v.substr(0, v.find('='));
       if (name == "PW_SPARSE_NARROW_PARTS" || name == "PW_SPARSE_DEC_CLUSTER" ||
-          name == "PW_SPARSE_WG") {
+          name == "PW_SPARSE_WG" || name == "PW_SPARSE_WG_NARROW") {
         return "--define " + v + ": the launch code reads " + name +
                " too; build the host with it (scripts/package-device --variant NAME=REV)";
       }

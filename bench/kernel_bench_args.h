@@ -15,6 +15,7 @@ struct KernelBenchOptions {
   double bf16_tflops = 790;
   int reps = 0;  // 0: by row
   bool simt = false;
+  bool trace = false;                // --trace: PW_TRACE=1 builds, each row's trace points printed
   std::vector<std::string> defines;  // NAME[=VALUE], each a -D of every compile
   bool list = false;                 // print the rows, touch no GPU
   bool compile_only = false;         // compile every row's key here, touch no GPU

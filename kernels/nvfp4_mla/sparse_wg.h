@@ -13,6 +13,7 @@
 // (bench/RESULTS.md, twenty-eighth session, where each form this took is measured: each
 // warpgroup S of its 32 keys, m64n32k16, Q read twice a tile, was 4% slower).
 #pragma once
+#include "common/trace.h"
 #include "nvfp4_mla/sparse_attend.h"
 
 #if PW_SPARSE_WG_BUILD
@@ -233,6 +234,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   const int grp = lane / 4, tig = lane % 4;
   const int rows[2] = {16 * warp + grp, 16 * warp + grp + 8};
 
+  pw_trace(0);
   pw_sparse_wg_stage_q(a, row, head0, qs);
   end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // slots[i]: entry begin + i
   const int* slots = sm.slots;
@@ -267,6 +269,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   for (int k0 = 0; k0 < end; k0 += 64) {
     pw_async_wait();
     __syncthreads();  // the stage holds this tile (and Q is in); every multiply of the last is done
+    if (k0 == 0) pw_trace(1);  // the slots, Q and the first tile's records in
 #if !(PW_SPARSE_SKIP & 1)
     pw_sparse_wg_dequant(stage, a.g_kv, ks);
 #endif
@@ -378,8 +381,10 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
     pw_wgmma_wait<0>();
     pw_wgmma_hold(o);
     pw_wgmma_hold(pf);
+    if (k0 == 0) pw_trace(2);  // the first tile done
   }
   pw_async_wait();  // nothing in flight into shared memory (Q, when no entry was selected)
+  pw_trace(3);      // every tile done
 
   // Each row's sum over warpgroup 0's lanes, for both warpgroups; its max is warpgroup 0's.
   if (c == 0) {
@@ -424,5 +429,6 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   __syncthreads();
   const int heads = PW_HEADS - head0 < 64 ? PW_HEADS - head0 : 64;
   pw_sparse_store_tile(sm, tile, head0, heads, pw_sparse_dst(out), out);
+  pw_trace(4);  // stored (and, in a 2-split cluster, combined)
 }
 #endif

@@ -13,6 +13,7 @@
 // 8-warp mma.sync block (sparse_attend.h) read Q and K fragments with ldmatrix for every 16 x 8
 // product, two of its 8 warps computing S.
 #pragma once
+#include "common/trace.h"
 #include "nvfp4_mla/sparse_wg.h"
 
 #if PW_SPARSE_WG_BUILD
@@ -130,6 +131,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int grp = lane / 4, tig = lane % 4;
 
+  pw_trace(0);
   pw_sparse_wg_stage_q(a, row, head0, qs);
   end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // slots[i]: entry begin + i
   const int* slots = sm.slots;
@@ -142,6 +144,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
   }
   if (end > 0) pw_sparse_wgn_rope(a, slots, 0, end, ks);
   pw_async_wait();  // Q and the rope
+  pw_trace(1);      // the slots, Q and the first tile's rope in
 #if PW_SPARSE_WG_LO
   pw_sparse_wg_lo_q(qs);  // this thread's chunks of Q: permuted and times 2^16 where they lie
 #endif
@@ -290,6 +293,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
     pw_wgmma_wait<0>();
 #pragma unroll
     for (int t = 0; t < 8; ++t) pw_wgmma_hold(o[t]);
+    if (k0 == 0) pw_trace(2);  // the first tile done
   };
   for (int k0 = 0; k0 < end; k0 += 64 * kPipe) {
 #pragma unroll
@@ -298,6 +302,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
     }
   }
   pw_async_wait();  // nothing in flight into shared memory
+  pw_trace(3);      // every tile done
 
   // Each head's sum over the block: the warp's lanes by shuffles, the 4 warps through xl.
 #pragma unroll
@@ -338,6 +343,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
   __syncthreads();
   const int heads = PW_HEADS - head0 < 16 ? PW_HEADS - head0 : 16;
   pw_sparse_store_tile(sm, tile, head0, heads, pw_sparse_dst(out), out);
+  pw_trace(4);  // stored (and, in a 2-split cluster, combined)
 }
 #endif
 

@@ -63,6 +63,8 @@ expect_bad "no row matches --launcher topk_decode --variant strips=2" --compile-
 expect_bad "--define PW_SPARSE_NARROW_PARTS=2: the launch code reads PW_SPARSE_NARROW_PARTS too" \
   --define PW_SPARSE_NARROW_PARTS=2
 expect_bad "--define PW_SPARSE_DEC_CLUSTER: the launch code reads" --define PW_SPARSE_DEC_CLUSTER
+expect_bad "--define PW_SPARSE_WG_NARROW=0: the launch code reads PW_SPARSE_WG_NARROW too" \
+  --define PW_SPARSE_WG_NARROW=0
 out=$("$bench" --help 2>&1)
 rc=$?
 if [[ $rc -ne 0 ]] || ! grep -q "usage: kernel_bench" <<<"$out" || ! grep -q -- "--launcher" <<<"$out"; then
@@ -135,6 +137,13 @@ if compgen -G "/usr/local/cuda/lib64/libnvrtc.so*" >/dev/null; then
   rc=$?
   if [[ $rc -ne 0 ]] || ! grep -q "^kernel_bench --compile-only: 1 keys for sm_90" <<<"$out"; then
     echo "FAIL: --compile-only: exit $rc, output: $out"
+    fail=1
+  fi
+  # --trace's builds (PW_TRACE=1: the warpgroup blocks' trace points) compile: 16 and 128 heads.
+  out=$("$bench" --compile-only --trace --shapes v3.2-tp8,v3.2-tp1 --launcher sparse_decode --rows 16 --variant 2 2>&1)
+  rc=$?
+  if [[ $rc -ne 0 ]] || ! grep -q "^kernel_bench --compile-only: 2 keys for sm_90" <<<"$out"; then
+    echo "FAIL: --compile-only --trace: exit $rc, output: $out"
     fail=1
   fi
   out=$("$bench" --compile-only --shapes v3.2-tp8 --launcher sparse_decode --rows 16 --variant 4 --define int=struct 2>&1)
