@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,24 @@ inline bool ParseCountList(const std::string& v, std::vector<int>* out) {
   }
   out->insert(out->end(), got.begin(), got.end());
   return true;
+}
+
+// --define's value checked: NAME or NAME=VALUE with NAME a C identifier, and not one of
+// `host_read`, the kernel geometry defines the launch code reads too (a kernel built with another
+// value than the host's would be launched with the wrong grid, threads or shared memory). The
+// message naming the value, or empty.
+inline std::string BadBenchDefine(const std::string& v, const std::vector<std::string>& host_read) {
+  const std::string name = v.substr(0, v.find('='));
+  const bool identifier =
+      !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+      std::all_of(name.begin(), name.end(),
+                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!identifier) return "--define " + v + ": must be NAME or NAME=VALUE, NAME a C identifier";
+  if (std::find(host_read.begin(), host_read.end(), name) != host_read.end()) {
+    return "--define " + v + ": the launch code reads " + name +
+           " too; build the host with it (scripts/package-device --variant NAME=REV)";
+  }
+  return "";
 }
 
 }  // namespace prewarm

@@ -42,13 +42,6 @@ double PositiveNumber(const char* text) {
   return end != text && *end == '\0' && v > 0 && v < 1e12 ? v : 0;
 }
 
-bool CIdentifier(const std::string& name) {
-  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-         });
-}
-
 }  // namespace
 
 std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
@@ -79,18 +72,11 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
     if (i + 1 >= argc) return a + " needs a value";
     const std::string v = argv[++i];
     if (a == "--define") {
-      if (!CIdentifier(v.substr(0, v.find('=')))) {
-        return "--define " + v + ": must be NAME or NAME=VALUE, NAME a C identifier";
-      }
-      // The launch code reads these too (kernels/nvfp4_mla/sparse_geometry.h): a kernel built
-      // with another value than the host's would be launched with the wrong grid, shared memory
-      // or workspace.
-      const std::string name = v.substr(0, v.find('='));
-      if (name == "PW_SPARSE_NARROW_PARTS" || name == "PW_SPARSE_DEC_CLUSTER" ||
-          name == "PW_SPARSE_WG" || name == "PW_SPARSE_WG_NARROW") {
-        return "--define " + v + ": the launch code reads " + name +
-               " too; build the host with it (scripts/package-device --variant NAME=REV)";
-      }
+      // The launch code reads these too (kernels/nvfp4_mla/sparse_geometry.h): the grid, the shared
+      // memory and the workspace follow them.
+      const std::string bad = BadBenchDefine(v, {"PW_SPARSE_NARROW_PARTS", "PW_SPARSE_DEC_CLUSTER",
+                                                 "PW_SPARSE_WG", "PW_SPARSE_WG_NARROW"});
+      if (!bad.empty()) return bad;
       o.defines.push_back(v);
     } else if (a == "--launcher") {
       const std::vector<std::string>& names = BenchLaunchers();
