@@ -182,6 +182,15 @@ __device__ inline float pw_sparse_lse(const PwSparseSmem& sm, int h) {
   return sm.l[h] > 0.0f ? (sm.m[h] + log2f(sm.l[h])) * 0.69314718055994531f : pw_sparse_neg_inf();
 }
 
+// The block's heads' LSEs to o.lse, a thread a head.
+__device__ inline void pw_sparse_store_lse(const PwSparseSmem& sm, int head0, int heads,
+                                           const PwSparseOut& o) {
+  if (threadIdx.x < heads) {
+    const int h = threadIdx.x;
+    o.lse[o.lse_base + (head0 + h) * o.lse_stride] = pw_sparse_lse(sm, h);
+  }
+}
+
 // The block's output tile, staged at `tile` (rows pw_sparse_out_row(L) apart, behind a barrier
 // after every thread's writes), and its heads' LSEs (from sm.m and sm.l): stored to out in
 // 16-byte chunks, each row contiguous, and to o.lse; a split of a cluster (sparse_decode.hip)
@@ -204,10 +213,7 @@ __device__ inline void pw_sparse_store_tile(const PwSparseSmem& sm, const T* til
     *reinterpret_cast<uint4*>(out + o.base + (head0 + h) * o.head_stride + c * (16 / bytes)) =
         *reinterpret_cast<const uint4*>(tile + h * row + c * (16 / bytes));
   }
-  if (threadIdx.x < heads) {
-    const int h = threadIdx.x;
-    o.lse[o.lse_base + (head0 + h) * o.lse_stride] = pw_sparse_lse(sm, h);
-  }
+  pw_sparse_store_lse(sm, head0, heads, o);
 #endif
 }
 
@@ -229,10 +235,7 @@ __device__ inline void pw_sparse_store(const PwSparseSmem& sm, const PwMmaC* acc
     pw_sparse_store_tile(sm, tile, head0, heads, out, o);
   } else {
     pw_sparse_put_acc(sm, acc, out + o.base + head0 * o.head_stride, o.head_stride, heads);
-    if (threadIdx.x < heads) {
-      const int h = threadIdx.x;
-      o.lse[o.lse_base + (head0 + h) * o.lse_stride] = pw_sparse_lse(sm, h);
-    }
+    pw_sparse_store_lse(sm, head0, heads, o);
   }
 }
 
