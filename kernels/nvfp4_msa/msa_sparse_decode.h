@@ -27,8 +27,9 @@
 
 #if PW_MMA_IMPL == PW_MMA_SYNC
 #define PW_MSA_DEC_DIRECT 1
-// 128 registers a thread: two blocks (16 warps) an SM, which hide each other's latency.
-constexpr int kPwMsaDecMinBlocks = 2;
+// 128 registers a thread: two blocks of 8 warps an SM, which hide each other's latency, or one
+// of 16.
+constexpr int kPwMsaDecMinBlocks = 16 / PW_MSA_DEC_WARPS;
 constexpr int kPwMsaDecRaw = pw_msa_dec_raw(PW_MSA_D);  // one side of a chunk: 1152 bytes
 constexpr int kPwMsaDecSlot = 2 * kPwMsaDecRaw;
 static_assert(kPwMg.direct && kPwMg.warps == PW_MSA_DEC_WARPS && kPwMg.head_block <= 16 &&
@@ -101,8 +102,8 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   // (row r, dims +0 +1), (r + 8, +0 +1), (r, +2 +3), (r + 8, +2 +3). Loaded before the list, whose
   // loads wait on each other.
   uint4* qs = reinterpret_cast<uint4*>(pw_msa_shared + pw_msa_dec_q_offset(D));
-  static_assert(kPwMg.threads == 32 * (D / 16), "a Q fragment a thread");
-  {
+  static_assert(kPwMg.threads >= 32 * (D / 16), "a Q fragment a thread");
+  if (kPwMg.threads == 32 * (D / 16) || threadIdx.x < 32 * (D / 16)) {  // 16 warps: half
     const int ql = threadIdx.x % 32, kk = threadIdx.x / 32, qr = ql / 4, qc = ql % 4;
     // The step's dims: (d0, d0 + 4) and (d0 + 1, d0 + 5), K's pairs as
     // pw_nvfp4_dequant8_bf16_lo leaves them.

@@ -146,7 +146,12 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 // each warp's list of selected blocks (logical, physical: 64 ints), the warps' row max and sum
 // (W x 16 x 2 f32), each row's max and sum over the warps (16 x 2 f32, during the combine) and
 // Q's fragments.
+// 8 or 16 (16: one block of 512 threads an SM, each warp half the chunks; an A/B build sets it in
+// both the host's and the kernel's compiles: package-device --variant).
+#ifndef PW_MSA_DEC_WARPS
 #define PW_MSA_DEC_WARPS 8
+#endif
+static_assert(PW_MSA_DEC_WARPS == 8 || PW_MSA_DEC_WARPS == 16, "decode blocks of 8 or 16 warps");
 // Heads of one group a block takes (the host's split rule: Thresholds::msa_sparse_decode_heads).
 #define PW_MSA_DEC_HEADS 16
 #ifndef PW_MSA_DEC_STAGES  // A/B builds set it in both the host's and the kernel's compiles
