@@ -117,7 +117,9 @@ class Bench {
   std::vector<float> Time(const BenchRow& row, Launch launch) {
     int reps = o_.reps;
     if (reps == 0) {
+      timer_.set_trace(false);  // --trace: one trace a row, of the timed launches' kind
       const double first = Median(timer_.TimesMs(launch, 3));
+      timer_.set_trace(o_.trace);
       reps = std::clamp(static_cast<int>(kRowBudgetMs / std::max(first, 1e-3)), 10, row.reps);
     }
     std::vector<float> ms = timer_.TimesMs(launch, reps);

@@ -361,8 +361,8 @@ int Main(int argc, char** argv) {
       continue;
     }
     if (a == "--trace") {
+      if (!o.trace) o.defines.push_back("PW_TRACE=1");
       o.trace = true;
-      o.defines.push_back("PW_TRACE=1");
       continue;
     }
     if (i + 1 >= argc) {
@@ -380,9 +380,9 @@ int Main(int argc, char** argv) {
     } else if (a == "--define") {
       // The launch code reads these too (kernels/nvfp4_msa/msa_sparse_geometry.h,
       // msa_index_geometry.h): the threads and the shared memory follow them.
-      const std::string bad =
-          BadBenchDefine(v, {"PW_MSA_DEC_STAGES", "PW_MSA_WG_RAW_STAGES", "PW_MSA_WG_TILE_STAGES",
-                             "PW_MSA_WG_PRODUCERS", "PW_MSA_INDEX_DECODE_RING"});
+      const std::string bad = BadBenchDefine(
+          v, {"PW_MSA_DEC_WARPS", "PW_MSA_DEC_STAGES", "PW_MSA_WG_RAW_STAGES",
+              "PW_MSA_WG_TILE_STAGES", "PW_MSA_WG_PRODUCERS", "PW_MSA_INDEX_DECODE_RING"});
       if (!bad.empty()) {
         std::fprintf(stderr, "msa_kernel_bench: %s\n%s", bad.c_str(), kUsage);
         return 2;

@@ -16,6 +16,7 @@
 #define PW_SPLIT_LEN ((PW_TOPK + PW_SPLITS - 1) / PW_SPLITS)
 #include "common/cluster.h"
 #include "common/lse.h"
+#include "common/trace.h"
 #include "common/wgmma.h"  // PW_WGMMA: Hopper's thread block clusters
 #include "nvfp4_mla/sparse_geometry.h"
 // Hopper, 2 splits: a row's splits are one cluster, which combines (sparse_geometry.h).
@@ -91,6 +92,7 @@ extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
   pw_sparse_block(a, row, head0, begin, end, o);
 #if PW_SPARSE_DEC_CLUSTERED
   pw_sparse_cluster_combine(out, lse, row, head0, split);
+  pw_trace(5);  // the cluster's combine done
 #endif
 #endif
 }

@@ -343,7 +343,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
   __syncthreads();
   const int heads = PW_HEADS - head0 < 16 ? PW_HEADS - head0 : 16;
   pw_sparse_store_tile(sm, tile, head0, heads, pw_sparse_dst(out), out);
-  pw_trace(4);  // stored (and, in a 2-split cluster, combined)
+  pw_trace(4);  // stored (a 2-split cluster's partial: staged for the combine)
 }
 #endif
 

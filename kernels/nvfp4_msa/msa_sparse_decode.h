@@ -35,7 +35,7 @@ constexpr int kPwMsaDecSlot = 2 * kPwMsaDecRaw;
 static_assert(kPwMg.direct && kPwMg.warps == PW_MSA_DEC_WARPS && kPwMg.head_block <= 16 &&
                   PW_MSA_BLOCK % PW_MSA_DEC_KEYS == 0 && kPwMsaDecRaw % 16 == 0 &&
                   PW_TOPK_BLOCKS <= 32 && kPwMg.smem_bytes >= pw_msa_dec_bytes(PW_MSA_D),
-              "the direct decode: 8 warps, 16 heads at most, a list a lane");
+              "the direct decode: PW_MSA_DEC_WARPS warps, 16 heads at most, a list a lane");
 constexpr int kPwMsaDecChunksPerBlock = PW_MSA_BLOCK / PW_MSA_DEC_KEYS;
 
 PW_DEVICE_INLINE pw_u32 pw_msa_prmt(pw_u32 a, pw_u32 b, pw_u32 sel) {

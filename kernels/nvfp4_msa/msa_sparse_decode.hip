@@ -7,8 +7,9 @@
 //   splits S > 1: the normalized partial output and LSE to ws_o [rows][heads][S][D] and
 //     ws_lse [rows][heads][S] (f32); pw_msa_sparse_decode_combine, grid (rows, heads), block
 //     PW_MSA_COMBINE_THREADS, combines them by LSE into o and lse.
-// On NVIDIA's mma.sync the block is msa_sparse_decode.h's direct path (8 warps, each on its own
-// chunks, combined by LSE at the end); elsewhere (AMD, the SIMT check build) the tile path.
+// On NVIDIA's mma.sync the block is msa_sparse_decode.h's direct path (PW_MSA_DEC_WARPS warps,
+// each on its own chunks, combined by LSE at the end); elsewhere (AMD, the SIMT check build) the
+// tile path.
 // Block and dynamic shared memory of pw_msa_sparse_decode from msa_sparse_geometry.h.
 #include "common/lse.h"
 #include "nvfp4_msa/msa_sparse_decode.h"

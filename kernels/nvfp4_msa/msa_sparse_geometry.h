@@ -146,8 +146,9 @@ PW_HD constexpr int pw_msa_prefill_rows(int head_block, int m_max, int topk) {
 // each warp's list of selected blocks (logical, physical: 64 ints), the warps' row max and sum
 // (W x 16 x 2 f32), each row's max and sum over the warps (16 x 2 f32, during the combine) and
 // Q's fragments.
-// 8 or 16 (16: one block of 512 threads an SM, each warp half the chunks; an A/B build sets it in
-// both the host's and the kernel's compiles: package-device --variant).
+// 8 or 16 (16: one block of 512 threads an SM, each warp half the chunks: 158 KB of shared
+// memory, so sm_90 and sm_80's 227 and 163 KiB only; an A/B build sets it in both the host's and
+// the kernel's compiles: package-device --variant).
 #ifndef PW_MSA_DEC_WARPS
 #define PW_MSA_DEC_WARPS 8
 #endif
@@ -278,8 +279,8 @@ PW_HD constexpr PwMsaSparseGeometry pw_msa_sparse_geometry(int group, int warp, 
   }
   if (nvidia) {
     // mma.sync builds take the direct path (msa_sparse_decode.h); the SIMT check build runs the
-    // tile path with the same block: 8 warps, each a 16-key slice of a 128-key tile, loaded
-    // through registers.
+    // tile path with the same block: PW_MSA_DEC_WARPS warps, each a 16-key slice of a tile,
+    // loaded through registers.
     const int hb = group < PW_MSA_DEC_HEADS ? group : PW_MSA_DEC_HEADS;
     PwMsaSparseGeometry g =
         pw_msa_sparse_layout(group, hb, 1, PW_MSA_DEC_WARPS, 16, 16, warp, topk, d, false, 0);

@@ -139,11 +139,15 @@ if compgen -G "/usr/local/cuda/lib64/libnvrtc.so*" >/dev/null; then
     echo "FAIL: --compile-only: exit $rc, output: $out"
     fail=1
   fi
-  # --trace's builds (PW_TRACE=1: the warpgroup blocks' trace points) compile: 16 and 128 heads.
-  out=$("$bench" --compile-only --trace --shapes v3.2-tp8,v3.2-tp1 --launcher sparse_decode --rows 16 --variant 2 2>&1)
-  rc=$?
-  if [[ $rc -ne 0 ]] || ! grep -q "^kernel_bench --compile-only: 2 keys for sm_90" <<<"$out"; then
-    echo "FAIL: --compile-only --trace: exit $rc, output: $out"
+  # --trace's builds (PW_TRACE=1) compile, and carry the trace points: the 128-head warpgroup
+  # block's code object is larger than without them (its key's line: "... N bytes").
+  size() {
+    "$bench" --compile-only "$@" --shapes v3.2-tp1 --launcher sparse_decode --rows 16 --variant 2 2>&1 |
+      sed -nE 's/^compiled sparse_decode +heads=128,.* ([0-9]+) bytes .*/\1/p'
+  }
+  plain=$(size) traced=$(size --trace)
+  if [[ -z $plain || -z $traced || $traced -le $plain ]]; then
+    echo "FAIL: --compile-only --trace: the traced code object ($traced bytes) is not larger than the plain one ($plain)"
     fail=1
   fi
   out=$("$bench" --compile-only --shapes v3.2-tp8 --launcher sparse_decode --rows 16 --variant 4 --define int=struct 2>&1)

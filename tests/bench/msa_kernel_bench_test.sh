@@ -30,7 +30,7 @@ expect_bad "bad argument --prefill-grid 4294967296" --prefill-grid 4294967296
 expect_bad "--define 1X: must be NAME or NAME=VALUE, NAME a C identifier" --define 1X
 expect_bad "--define =2: must be NAME or NAME=VALUE, NAME a C identifier" --define =2
 # The geometry defines the launch code reads too: an A/B of them needs a host built with them.
-for d in PW_MSA_DEC_STAGES=5 PW_MSA_WG_RAW_STAGES=3 PW_MSA_WG_TILE_STAGES=3 PW_MSA_WG_PRODUCERS=1 \
+for d in PW_MSA_DEC_WARPS=16 PW_MSA_DEC_STAGES=5 PW_MSA_WG_RAW_STAGES=3 PW_MSA_WG_TILE_STAGES=3 PW_MSA_WG_PRODUCERS=1 \
   PW_MSA_INDEX_DECODE_RING=3; do
   expect_bad "--define $d: the launch code reads ${d%%=*} too" --define "$d"
 done
