@@ -52,20 +52,33 @@ inline bool ParseCountList(const std::string& v, std::vector<int>* out) {
   return true;
 }
 
-// --define's value checked: NAME or NAME=VALUE with NAME a C identifier, and not one of
-// `host_read`, the kernel geometry defines the launch code reads too (a kernel built with another
-// value than the host's would be launched with the wrong grid, threads or shared memory). The
-// message naming the value, or empty.
-inline std::string BadBenchDefine(const std::string& v, const std::vector<std::string>& host_read) {
-  const std::string name = v.substr(0, v.find('='));
+// A define the launch code reads too, and the value this host was built with.
+struct HostDefine {
+  const char* name;
+  int value;
+};
+
+// --define's value checked: NAME or NAME=VALUE with NAME a C identifier. One of `host_read`, the
+// kernel geometry defines the launch code reads too, passes only at this host's own value (NAME
+// alone is 1, as the compiler takes it): a kernel built with another value than the host's would
+// be launched with the wrong grid, threads or shared memory, so an A/B of one needs a host built
+// with it too. The message naming the value, or empty.
+inline std::string BadBenchDefine(const std::string& v, const std::vector<HostDefine>& host_read) {
+  const size_t eq = v.find('=');
+  const std::string name = v.substr(0, eq);
   const bool identifier =
       !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
       std::all_of(name.begin(), name.end(),
                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   if (!identifier) return "--define " + v + ": must be NAME or NAME=VALUE, NAME a C identifier";
-  if (std::find(host_read.begin(), host_read.end(), name) != host_read.end()) {
-    return "--define " + v + ": the launch code reads " + name +
-           " too; build the host with it (scripts/package-device --variant NAME=REV)";
+  for (const HostDefine& h : host_read) {
+    if (name != h.name) continue;
+    const std::string value = eq == std::string::npos ? "1" : v.substr(eq + 1);
+    if (value == std::to_string(h.value)) return "";
+    return "--define " + v + ": the launch code reads " + name + " too, and this host was built " +
+           "with " + name + "=" + std::to_string(h.value) +
+           "; build the host with it (scripts/package-device --variant NAME=REV, or cmake " +
+           "-DCMAKE_CXX_FLAGS=-D" + name + "=" + value + ")";
   }
   return "";
 }

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
+#include "nvfp4_mla/index_geometry.h"
+#include "nvfp4_mla/sparse_geometry.h"
 #include "prewarm/arch/arch.h"
 
 namespace prewarm {
@@ -72,10 +74,16 @@ std::string ParseKernelBenchArgs(int argc, char** argv, KernelBenchOptions& o) {
     if (i + 1 >= argc) return a + " needs a value";
     const std::string v = argv[++i];
     if (a == "--define") {
-      // The launch code reads these too (kernels/nvfp4_mla/sparse_geometry.h): the grid, the shared
-      // memory and the workspace follow them.
-      const std::string bad = BadBenchDefine(v, {"PW_SPARSE_NARROW_PARTS", "PW_SPARSE_DEC_CLUSTER",
-                                                 "PW_SPARSE_WG", "PW_SPARSE_WG_NARROW"});
+      // The launch code reads these too (kernels/nvfp4_mla/sparse_geometry.h, index_geometry.h):
+      // the grid, the threads, the shared memory and the workspace follow them.
+      const std::string bad =
+          BadBenchDefine(v, {{"PW_SPARSE_NARROW_PARTS", PW_SPARSE_NARROW_PARTS},
+                             {"PW_SPARSE_DEC_CLUSTER", PW_SPARSE_DEC_CLUSTER},
+                             {"PW_SPARSE_WG", PW_SPARSE_WG},
+                             {"PW_SPARSE_WG_NARROW", PW_SPARSE_WG_NARROW},
+                             {"PW_INDEX_DECODE_RING", PW_INDEX_DECODE_RING},
+                             {"PW_INDEX_DECODE_M_WARPS", PW_INDEX_DECODE_M_WARPS},
+                             {"PW_INDEX_DECODE_M_BLOCKS", PW_INDEX_DECODE_M_BLOCKS}});
       if (!bad.empty()) return bad;
       o.defines.push_back(v);
     } else if (a == "--launcher") {

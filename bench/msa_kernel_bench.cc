@@ -28,7 +28,9 @@
 
 #include "bench/bench_util.h"
 #include "bench/gpu_bench.h"
+#include "nvfp4_msa/msa_index_geometry.h"
 #include "nvfp4_msa/msa_layout.h"
+#include "nvfp4_msa/msa_sparse_geometry.h"
 #include "prewarm/launchers/plan.h"
 #include "prewarm/runtime/msa_index_launch.h"
 #include "prewarm/runtime/msa_sparse_launch.h"
@@ -380,9 +382,13 @@ int Main(int argc, char** argv) {
     } else if (a == "--define") {
       // The launch code reads these too (kernels/nvfp4_msa/msa_sparse_geometry.h,
       // msa_index_geometry.h): the threads and the shared memory follow them.
-      const std::string bad = BadBenchDefine(
-          v, {"PW_MSA_DEC_WARPS", "PW_MSA_DEC_STAGES", "PW_MSA_WG_RAW_STAGES",
-              "PW_MSA_WG_TILE_STAGES", "PW_MSA_WG_PRODUCERS", "PW_MSA_INDEX_DECODE_RING"});
+      const std::string bad =
+          BadBenchDefine(v, {{"PW_MSA_DEC_WARPS", PW_MSA_DEC_WARPS},
+                             {"PW_MSA_DEC_STAGES", PW_MSA_DEC_STAGES},
+                             {"PW_MSA_WG_RAW_STAGES", PW_MSA_WG_RAW_STAGES},
+                             {"PW_MSA_WG_TILE_STAGES", PW_MSA_WG_TILE_STAGES},
+                             {"PW_MSA_WG_PRODUCERS", PW_MSA_WG_PRODUCERS},
+                             {"PW_MSA_INDEX_DECODE_RING", PW_MSA_INDEX_DECODE_RING}});
       if (!bad.empty()) {
         std::fprintf(stderr, "msa_kernel_bench: %s\n%s", bad.c_str(), kUsage);
         return 2;

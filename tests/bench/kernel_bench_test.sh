@@ -60,11 +60,25 @@ expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_decode --rows 3,5
   --shapes v3.2-tp8 --launcher sparse_decode --rows 3,5
 expect_bad "no row matches --launcher topk_decode --variant strips=2" --compile-only \
   --launcher topk_decode --variant strips=2
-expect_bad "--define PW_SPARSE_NARROW_PARTS=2: the launch code reads PW_SPARSE_NARROW_PARTS too" \
+# The geometry defines the launch code reads too pass only at the host's own value (the
+# defaults: kernels/nvfp4_mla/sparse_geometry.h, index_geometry.h); an A/B of another value needs
+# a host built with it. 7 is no value of any of them.
+expect_bad "--define PW_SPARSE_NARROW_PARTS=2: the launch code reads PW_SPARSE_NARROW_PARTS too, and this host was built with PW_SPARSE_NARROW_PARTS=8; build the host with it" \
   --define PW_SPARSE_NARROW_PARTS=2
-expect_bad "--define PW_SPARSE_DEC_CLUSTER: the launch code reads" --define PW_SPARSE_DEC_CLUSTER
-expect_bad "--define PW_SPARSE_WG_NARROW=0: the launch code reads PW_SPARSE_WG_NARROW too" \
-  --define PW_SPARSE_WG_NARROW=0
+expect_bad "--define PW_SPARSE_DEC_CLUSTER=0: the launch code reads" --define PW_SPARSE_DEC_CLUSTER=0
+expect_bad "--define PW_SPARSE_WG=0: the launch code reads" --list --define PW_SPARSE_WG=0
+expect_bad "--define PW_SPARSE_WG_NARROW=7: the launch code reads PW_SPARSE_WG_NARROW too" \
+  --define PW_SPARSE_WG_NARROW=7
+expect_bad "-DCMAKE_CXX_FLAGS=-DPW_INDEX_DECODE_RING=6)" --define PW_INDEX_DECODE_RING=6
+expect_bad "--define PW_INDEX_DECODE_M_WARPS=8: the launch code reads" --define PW_INDEX_DECODE_M_WARPS=8
+expect_bad "--define PW_INDEX_DECODE_M_BLOCKS=x: the launch code reads" --define PW_INDEX_DECODE_M_BLOCKS=x
+for d in PW_SPARSE_NARROW_PARTS=8 PW_SPARSE_DEC_CLUSTER PW_INDEX_DECODE_RING=3 PW_INDEX_DECODE_M_WARPS=4; do
+  out=$("$bench" --list --shapes v3.2-tp8 --launcher index_decode --define "$d" 2>&1)
+  if [[ $? -ne 0 ]] || ! grep -q "^v3.2-tp8  *index_decode" <<<"$out"; then
+    echo "FAIL: kernel_bench --list --define $d (the host's own value) refused: $out"
+    fail=1
+  fi
+done
 out=$("$bench" --help 2>&1)
 rc=$?
 if [[ $rc -ne 0 ]] || ! grep -q "usage: kernel_bench" <<<"$out" || ! grep -q -- "--launcher" <<<"$out"; then

@@ -29,11 +29,23 @@ expect_bad "bad argument --prefill-grid 1.5" --prefill-grid 1.5
 expect_bad "bad argument --prefill-grid 4294967296" --prefill-grid 4294967296
 expect_bad "--define 1X: must be NAME or NAME=VALUE, NAME a C identifier" --define 1X
 expect_bad "--define =2: must be NAME or NAME=VALUE, NAME a C identifier" --define =2
-# The geometry defines the launch code reads too: an A/B of them needs a host built with them.
+# The geometry defines the launch code reads too pass only at the host's own value (the defaults:
+# kernels/nvfp4_msa/msa_sparse_geometry.h, msa_index_geometry.h); an A/B of another value needs a
+# host built with it.
 for d in PW_MSA_DEC_WARPS=16 PW_MSA_DEC_STAGES=5 PW_MSA_WG_RAW_STAGES=3 PW_MSA_WG_TILE_STAGES=3 PW_MSA_WG_PRODUCERS=1 \
-  PW_MSA_INDEX_DECODE_RING=3; do
+  PW_MSA_INDEX_DECODE_RING=3 PW_MSA_DEC_WARPS; do
   expect_bad "--define $d: the launch code reads ${d%%=*} too" --define "$d"
 done
+expect_bad "this host was built with PW_MSA_DEC_WARPS=8; build the host with it" --define PW_MSA_DEC_WARPS=16
+if ! command -v nvidia-smi >/dev/null && [[ ! -e /dev/kfd ]]; then
+  for d in PW_MSA_DEC_WARPS=8 PW_MSA_WG_TILE_STAGES=4 PW_MSA_INDEX_DECODE_RING=2; do
+    out=$("$bench" --launcher msa_sparse_decode --define "$d" 2>&1)
+    if [[ $? -ne 0 ]] || ! grep -q "skipped: no GPU" <<<"$out"; then
+      echo "FAIL: msa_kernel_bench --define $d (the host's own value) refused: $out"
+      fail=1
+    fi
+  done
+fi
 out=$("$bench" --help 2>&1)
 if [[ $? -ne 0 ]] || ! grep -qF -- "[--prefill-grid N]" <<<"$out" ||
   ! grep -qF -- "[--distinct-pages]" <<<"$out"; then
