@@ -109,6 +109,8 @@ PW_HD inline int pw_mfma8_byte(int k) { return k % 8; }
 #define PW_MMA_IMPL PW_MMA_MFMA
 #elif !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define PW_MMA_IMPL PW_MMA_SYNC
+#elif defined(PW_SIMT_EMU) && defined(PW_EMU_MMA_SYNC) && PW_EMU_MMA_SYNC
+#define PW_MMA_IMPL PW_MMA_SYNC  // the CPU emulator's mma.sync (tests/kernels/simt_emu.h)
 #else
 #define PW_MMA_IMPL PW_MMA_SIMT
 #endif
@@ -136,6 +138,10 @@ struct PwMmaB {
   pw_u32 r[4];
 };
 
+#if defined(PW_SIMT_EMU)
+PW_DEVICE_INLINE void pw_ldsm_x4(pw_u32* r, const pw_u16* p) { pw_emu_ldsm_x4(r, p, false); }
+PW_DEVICE_INLINE void pw_ldsm_x4_trans(pw_u32* r, const pw_u16* p) { pw_emu_ldsm_x4(r, p, true); }
+#else
 PW_DEVICE_INLINE void pw_ldsm_x4(pw_u32* r, const pw_u16* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -146,6 +152,7 @@ PW_DEVICE_INLINE void pw_ldsm_x4_trans(pw_u32* r, const pw_u16* p) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(pw_smem_addr(p)));
 }
+#endif
 PW_DEVICE_INLINE void pw_mma_load_a(PwMmaA& a, const pw_u16* p, int stride) {
   const int s = pw_ldsm_a_source(threadIdx.x % 32);
   pw_ldsm_x4(a.r, p + (s / 16) * stride + s % 16);
@@ -159,11 +166,15 @@ PW_DEVICE_INLINE void pw_mma_load_b_kn(PwMmaB& b, const pw_u16* p, int stride) {
   pw_ldsm_x4_trans(b.r, p + (s / 16) * stride + s % 16);
 }
 PW_DEVICE_INLINE void pw_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1) {
+#if defined(PW_SIMT_EMU)
+  pw_emu_mma_m16n8k16(c, a, b0, b1);
+#else
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
 }
 PW_DEVICE_INLINE void pw_mma(PwMmaC& c, const PwMmaA& a, const PwMmaB& b) {
   pw_mma_m16n8k16(c.v, a.r, b.r[0], b.r[1]);

@@ -19,10 +19,16 @@ __device__ inline void pw_nvfp4_dequant8_bf16(pw_u32 w, float sg, pw_u32* out) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     pw_u32 t, v;
+#if defined(PW_SIMT_EMU)
+    t = pw_emu_prmt(w, w4, j | ((4 + j) << 8));
+    v = pw_emu_fma_bf16x2(pw_e2m1x2_to_bf16x2_scaled(t), pow126, neg_zero);
+    out[j] = pw_emu_fma_bf16x2(v, sg2, neg_zero);
+#else
     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t) : "r"(w), "r"(w4), "r"(j | ((4 + j) << 8)));
     v = pw_e2m1x2_to_bf16x2_scaled(t);
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow126), "r"(neg_zero));
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v), "r"(sg2), "r"(neg_zero));
+#endif
   }
 #else
 #pragma unroll
@@ -45,10 +51,16 @@ __device__ inline void pw_nvfp4_dequant8_bf16(pw_u32 w, float sg, pw_u32* out) {
 PW_DEVICE_INLINE void pw_e4m3fn_scale_lo2(pw_u32 code16, pw_u32& s0, pw_u32& s1) {
   const pw_u32 pow115 = 0x79007900u, neg_zero = 0x80008000u;  // bf16 2^115 in both halves
   pw_u32 v = ((code16 << 4) & 0x7f0u) | ((code16 << 12) & 0x07f00000u);
+#if defined(PW_SIMT_EMU)
+  v = pw_emu_fma_bf16x2(pw_emu_fma_bf16x2(v, pow115, neg_zero), pow115, neg_zero);
+  s0 = pw_emu_prmt(v, 0, 0x1010u);
+  s1 = pw_emu_prmt(v, 0, 0x3232u);
+#else
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow115), "r"(neg_zero));
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow115), "r"(neg_zero));
   asm("prmt.b32 %0, %1, 0, 0x1010;" : "=r"(s0) : "r"(v));
   asm("prmt.b32 %0, %1, 0, 0x3232;" : "=r"(s1) : "r"(v));
+#endif
 }
 // The same eight values as four bf16 pairs (nibble j, nibble j + 4), j = 0..3, each times
 // sg * 2^-16, for kernels that permute the dims they sum over (or store) and multiply their
@@ -70,16 +82,28 @@ PW_DEVICE_INLINE void pw_nvfp4_dequant8_bf16_lo(pw_u32 w, pw_u32 sg_lo, pw_u32* 
   const pw_u32 v[4] = {(lo << 4) & bf16_bits, lo & bf16_bits, (hi << 4) & bf16_bits,
                        hi & bf16_bits};
 #pragma unroll
-  for (int j = 0; j < 4; ++j)
+  for (int j = 0; j < 4; ++j) {
+#if defined(PW_SIMT_EMU)
+    out[j] = pw_emu_fma_bf16x2(v[j], sg_lo, neg_zero);
+#else
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v[j]), "r"(sg_lo), "r"(neg_zero));
+#endif
+  }
 }
 // Eight bf16 values (v: dims 0..7, two a word) in pw_nvfp4_dequant8_bf16_lo's order: out[j] =
 // (dim j, dim j + 4), j = 0..3, for the operand a dot product pairs with those dequantized keys.
 PW_DEVICE_INLINE void pw_bf16x8_lo_order(const uint4& v, pw_u32* out) {
+#if defined(PW_SIMT_EMU)
+  out[0] = pw_emu_prmt(v.x, v.z, 0x5410u);
+  out[1] = pw_emu_prmt(v.x, v.z, 0x7632u);
+  out[2] = pw_emu_prmt(v.y, v.w, 0x5410u);
+  out[3] = pw_emu_prmt(v.y, v.w, 0x7632u);
+#else
   asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(out[0]) : "r"(v.x), "r"(v.z));
   asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(out[1]) : "r"(v.x), "r"(v.z));
   asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(out[2]) : "r"(v.y), "r"(v.w));
   asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(out[3]) : "r"(v.y), "r"(v.w));
+#endif
 }
 #endif
 #endif  // PW_DEVICE_COMPILE || PW_SIMT_EMU

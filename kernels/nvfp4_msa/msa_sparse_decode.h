@@ -39,9 +39,13 @@ static_assert(kPwMg.direct && kPwMg.warps == PW_MSA_DEC_WARPS && kPwMg.head_bloc
 constexpr int kPwMsaDecChunksPerBlock = PW_MSA_BLOCK / PW_MSA_DEC_KEYS;
 
 PW_DEVICE_INLINE pw_u32 pw_msa_prmt(pw_u32 a, pw_u32 b, pw_u32 sel) {
+#if defined(PW_SIMT_EMU)  // the CPU emulator's (tests/kernels/simt_emu.h)
+  return pw_emu_prmt(a, b, sel);
+#else
   pw_u32 d;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
   return d;
+#endif
 }
 
 // The operands are dequantized as pairs (nibble j, j + 4) times 2^-16
@@ -74,11 +78,16 @@ PW_DEVICE_INLINE void pw_msa_dec_issue(const PwMsaArgs& a, const int* list, int 
 #pragma unroll
       for (int p = 0; p < pieces; p += 32) {
         if (p + lane < pieces) {
+#if defined(PW_SIMT_EMU)
+          pw_emu_copy16_to(slot + 16 * p, k + 16 * p);
+          pw_emu_copy16_to(slot + kPwMsaDecRaw + 16 * p, v + 16 * p);
+#else
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(slot + 16 * p),
                        "l"(k + 16 * p));
           asm volatile(
               "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(slot + kPwMsaDecRaw + 16 * p),
               "l"(v + 16 * p));
+#endif
         }
       }
     }
@@ -88,7 +97,11 @@ PW_DEVICE_INLINE void pw_msa_dec_issue(const PwMsaArgs& a, const int* list, int 
 
 PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, int head0,
                                            const PwMsaOut& out) {
+#if defined(PW_SIMT_EMU)
+  unsigned char* pw_msa_shared = pw_emu_shared();  // the emulated block's object
+#else
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
+#endif
   constexpr int W = PW_MSA_DEC_WARPS, D = PW_MSA_D;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int r = lane / 4, c = lane % 4;
@@ -279,8 +292,8 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   for (int h = 0; h < 2; ++h) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      // Column n = 2c + j of row r + 8h: its 16 n tiles are physical dims 16 n + v_dim(nt).
-      const int n = 2 * c + j;
+      // Column col = 2c + j of row r + 8h: its 16 n tiles are physical dims 16 col + v_dim(nt).
+      const int col = 2 * c + j;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         float v[4];
@@ -289,7 +302,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
           const int t = pw_msa_dec_v_dim(nt);
           if (t / 4 == q) v[t % 4] = st.o[nt / 2].v[4 * (nt % 2) + 2 * h + j] * f[h];
         }
-        *reinterpret_cast<float4*>(co + pw_msa_dec_o_at(r + 8 * h, 16 * n + 4 * q, D)) =
+        *reinterpret_cast<float4*>(co + pw_msa_dec_o_at(r + 8 * h, 16 * col + 4 * q, D)) =
             make_float4(v[0], v[1], v[2], v[3]);
       }
     }

@@ -3,11 +3,13 @@
 // (simt_emu.h) against the GPU check's CPU reference (tests/gpu/msa_sparse_reference.h), so that
 // a change of the tile path is checked where no GPU is. That is the path of the GPU check's SIMT
 // build, of sm_80's prefill, and, with its own block shape and 64-lane wavefronts (which the
-// emulator does not run), of AMD; NVIDIA's mma.sync decode and Hopper's warpgroup prefill have
-// their own. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_KV_HEADS, and PW_SPLITS
-// (decode) or PW_ROUNDS (prefill); D 128, Kb 16 (MiniMax-M3's). A decode tile is loaded through
-// registers; the prefill's are staged (cp.async groups, landing at their waits) unless the build
-// sets PW_FORCE_SIMT.
+// emulator does not run), of AMD. PW_EMU_MMA_SYNC builds run NVIDIA's mma.sync code instead
+// (simt_emu.h's emulated instructions): decode's direct path (msa_sparse_decode.h), or the
+// prefill's mma.sync block (too slow for the suite); Hopper's warpgroup prefill is not emulated.
+// One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_KV_HEADS, and PW_SPLITS (decode) or
+// PW_ROUNDS (prefill); D 128, Kb 16 (MiniMax-M3's). A decode tile is loaded through registers; the
+// prefill's are staged (cp.async groups, landing at their waits) unless the build sets
+// PW_FORCE_SIMT.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #include <algorithm>
@@ -28,6 +30,9 @@
 #define PW_SPLITS 1
 #else
 #include "nvfp4_msa/msa_sparse_decode.hip"
+#endif
+#if defined(PW_EMU_MMA_SYNC) && !defined(PW_ROUNDS)
+static_assert(PW_MSA_DEC_DIRECT == 1, "an emulated mma.sync decode build runs the direct path");
 #endif
 #include "tests/gpu/msa_sparse_reference.h"
 #include "tests/kernels/emu_row_check.h"

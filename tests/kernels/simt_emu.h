@@ -4,8 +4,11 @@
 // __syncthreads a barrier of its threads, each warp operation a round on its warp's barrier (so a
 // warp op that some lanes skip hangs the test, as a full-mask sync diverging is undefined on the
 // GPU), a cluster's barrier one of all its blocks' threads. Warps are 32 lanes (NVIDIA's; the
-// device code is written for both widths). No device memory, no inline assembly: the code under
-// test takes host pointers, and its shared memory is an object of the test's (PwEmuRun's
+// device code is written for both widths). No device memory and no inline assembly, but the few
+// instructions of NVIDIA's mma.sync builds that kernel code writes as PTX (mma.sync, ldmatrix,
+// prmt, fma.rn.bf16x2, cp.async) are emulated for builds that define PW_EMU_MMA_SYNC (the kernel
+// code calls pw_emu_* where PW_SIMT_EMU is defined). The code under test takes host pointers, and
+// its shared memory is an object of the test's (PwEmuRun's
 // `shared`, one a block) so that a cluster's peers find it.
 //
 // Not a speed model: it checks what the code computes, not how fast.
@@ -16,6 +19,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -86,6 +90,7 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
 struct PwEmuWarp {
   std::barrier<> bar{PW_WARP};
   pw_u64 v[PW_WARP] = {};
+  pw_u32 frag[PW_WARP][6] = {};  // an emulated mma.sync's operands, a lane's registers
 };
 struct PwEmuBlock {
   explicit PwEmuBlock(int threads) : bar(threads), warps(static_cast<size_t>(threads / PW_WARP)) {
@@ -170,6 +175,114 @@ inline pw_u32 pw_warp_or(pw_u32 v) {
   });
 }
 
+// CUDA's warp votes over the whole warp (the masks are not checked).
+inline unsigned __ballot_sync(unsigned, bool p) { return static_cast<unsigned>(pw_ballot(p)); }
+// The lanes whose v equals this lane's.
+inline unsigned __match_any_sync(unsigned, int v) {
+  return pw_emu_round(static_cast<pw_u32>(v), [&](const pw_u64* all) {
+    unsigned m = 0;
+    for (int l = 0; l < PW_WARP; ++l) m |= (all[l] == static_cast<pw_u32>(v) ? 1u : 0u) << l;
+    return m;
+  });
+}
+inline int __popc(unsigned v) { return __builtin_popcount(v); }
+
+// NVIDIA's register-level instructions for the mma.sync builds (PW_EMU_MMA_SYNC: common/mma.h's
+// PW_MMA_SYNC code, common/nvfp4_dequant.h's and msa_sparse_decode.h's), as PTX defines them.
+//
+// prmt.b32 d, a, b, sel (the default mode): byte i of d is byte (sel >> 4i) & 7 of b:a (a the
+// low four bytes), or that byte's sign bit in all 8 bits where bit 3 of the nibble is set.
+inline pw_u32 pw_emu_prmt(pw_u32 a, pw_u32 b, pw_u32 sel) {
+  const pw_u64 pool = (pw_u64{b} << 32) | a;
+  pw_u32 d = 0;
+  for (int i = 0; i < 4; ++i) {
+    const pw_u32 s = (sel >> (4 * i)) & 15u;
+    pw_u32 byte = static_cast<pw_u32>(pool >> (8 * (s & 7u))) & 0xffu;
+    if ((s & 8u) != 0u) byte = (byte & 0x80u) != 0u ? 0xffu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
+}
+// x rounded to bf16, to nearest even, subnormals kept (PTX's bf16 arithmetic has no ftz), past
+// the largest finite value infinity, NaN the canonical 0x7fff.
+inline pw_u16 pw_emu_bf16_of(double x) {
+  if (std::isnan(x)) return 0x7fffu;
+  const pw_u16 sign = std::signbit(x) ? 0x8000u : 0u;
+  const double m = std::fabs(x);
+  if (m == 0.0) return sign;
+  int e = 0;
+  std::frexp(m, &e);  // m = f 2^e, f in [0.5, 1): the leading bit is 2^(e - 1)
+  const int lead = e - 1 < -126 ? -126 : e - 1;
+  const double quantum = std::ldexp(1.0, lead - 7);        // 7 fraction bits
+  const double r = std::nearbyint(m / quantum) * quantum;  // the default rounding: to nearest even
+  if (r >= std::ldexp(1.0, 128)) return static_cast<pw_u16>(sign | 0x7f80u);
+  const float f = static_cast<float>(r);  // exact: 8 significant bits at most
+  return static_cast<pw_u16>(sign | (pw_f2u(f) >> 16));
+}
+inline double pw_emu_bf16_value(pw_u32 h) { return pw_u2f((h & 0xffffu) << 16); }
+// fma.rn.bf16x2 d, a, b, c: each half a * b + c, rounded once.
+inline pw_u32 pw_emu_fma_bf16x2(pw_u32 a, pw_u32 b, pw_u32 c) {
+  pw_u32 d = 0;
+  for (int h = 0; h < 2; ++h) {
+    const double v = pw_emu_bf16_value(a >> (16 * h)) * pw_emu_bf16_value(b >> (16 * h)) +
+                     pw_emu_bf16_value(c >> (16 * h));  // exact: 16 significant bits a product
+    d |= static_cast<pw_u32>(pw_emu_bf16_of(v)) << (16 * h);
+  }
+  return d;
+}
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, c += A B, the whole warp: lane l (g = l / 4,
+// t = l % 4) holds A's rows g and g + 8 at columns 2t, 2t + 1 (a[0], a[1]) and 2t + 8, 2t + 9
+// (a[2], a[3]), B's column g at rows 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1), C's rows g, g + 8
+// at columns 2t, 2t + 1 (c[0], c[1]; c[2], c[3]); the lower index in the low 16 bits. The
+// products summed in k's order in float (the hardware's order and rounding are its own: a
+// check's bounds allow for both).
+inline void pw_emu_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1) {
+  PwEmuWarp& w = pw_emu_warp();
+  const int lane = pw_emu_lane();
+  for (int i = 0; i < 4; ++i) w.frag[lane][i] = a[i];
+  w.frag[lane][4] = b0;
+  w.frag[lane][5] = b1;
+  w.bar.arrive_and_wait();
+  const auto half = [](pw_u32 r, int k) {
+    return static_cast<float>(pw_emu_bf16_value(r >> (16 * (k % 2))));
+  };
+  const auto at_a = [&](int m, int k) {
+    return half(w.frag[4 * (m % 8) + (k % 8) / 2][(m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k);
+  };
+  const auto at_b = [&](int k, int n) {
+    return half(w.frag[4 * n + (k % 8) / 2][k >= 8 ? 5 : 4], k);
+  };
+  const int g = lane / 4, t = lane % 4;
+  float out[4];
+  for (int e = 0; e < 4; ++e) {
+    const int m = g + 8 * (e / 2), n = 2 * t + e % 2;
+    float acc = c[e];
+    for (int k = 0; k < 16; ++k) acc += at_a(m, k) * at_b(k, n);
+    out[e] = acc;
+  }
+  w.bar.arrive_and_wait();  // every lane has read the operands before any puts the next ones
+  for (int e = 0; e < 4; ++e) c[e] = out[e];
+}
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lanes 8i .. 8i + 7 give the addresses of
+// matrix i's 8 rows (8 bf16 each); lane l gets r[i] = matrix i's row l / 4, columns 2 (l % 4) and
+// + 1 (trans: rows 2 (l % 4) and + 1 of column l / 4), the first in the low 16 bits.
+inline void pw_emu_ldsm_x4(pw_u32* r, const pw_u16* p, bool trans) {
+  const int lane = pw_emu_lane();
+  pw_emu_round(reinterpret_cast<pw_u64>(p), [&](const pw_u64* all) {
+    for (int i = 0; i < 4; ++i) {
+      pw_u32 v = 0;
+      for (int j = 0; j < 2; ++j) {
+        const int row = trans ? 2 * (lane % 4) + j : lane / 4;
+        const int col = trans ? lane / 4 : 2 * (lane % 4) + j;
+        const pw_u16* rp = reinterpret_cast<const pw_u16*>(all[8 * i + row]);
+        v |= static_cast<pw_u32>(rp[col]) << (16 * j);
+      }
+      r[i] = v;
+    }
+    return 0;
+  });
+}
+
 // A thread block cluster's split barrier and distributed shared memory: topk_common.h's cluster
 // functions where PW_SIMT_EMU is defined.
 inline thread_local std::optional<std::barrier<>::arrival_token> pw_emu_arrival;
@@ -221,6 +334,15 @@ inline void pw_emu_copy_wait_pending(int pending) {
 inline void pw_emu_copy_wait() {
   pw_emu_copy_commit();
   pw_emu_copy_wait_pending(0);
+}
+
+// The "shared-memory address" of p in this block's shared object (its offset: as on the GPU, a
+// 32-bit number the copies below take), and a 16-byte cp.async to one.
+inline pw_u32 pw_smem_addr(const void* p) {
+  return static_cast<pw_u32>(reinterpret_cast<const char*>(p) - pw_emu_block->shared);
+}
+inline void pw_emu_copy16_to(pw_u32 dst, const void* src) {
+  pw_emu_copy16(pw_emu_block->shared + dst, src, true);
 }
 
 // This block's shared-memory object (a kernel's dynamic shared memory).
