@@ -161,12 +161,12 @@ PW_HD constexpr bool pw_sparse_wg_wide(int heads, int warp, int lds_kib, int l, 
 // (16 rows), the K tile, P^T (64 keys x 16 heads, bf16) and the rows' maxima and sums (4 warps x
 // 16 heads, twice) in the regions of pw_sparse_layout(16, 64, 16, 4), the mma.sync shape the
 // SIMT build runs. The host and the kernels read the same default: an A/B needs both built with
-// it (package-device --variant); 0 keeps the 8-warp mma.sync block. The default is 0 until the GPU
-// check has passed on it: its first form ran 1.6x faster than the mma.sync block in prefill on an
-// H100, but that call's check lines were lost and no device came for the landed form (bench/
-// RESULTS.md, thirtieth session).
+// it (package-device --variant); 0 keeps the 8-warp mma.sync block. On by default since its GPU
+// check passed (every 16-head decode split and prefill round, both builds) and, on an H100, it ran
+// an 8192-token prefill chunk 1.59x (8K) and 1.53x (32K) faster than the mma.sync block, and
+// decode 128 rows at 32K 15% faster (bench/RESULTS.md, thirty-second session).
 #ifndef PW_SPARSE_WG_NARROW
-#define PW_SPARSE_WG_NARROW 0
+#define PW_SPARSE_WG_NARROW 1
 #endif
 PW_HD constexpr PwSparseGeometry pw_sparse_wg_narrow_layout(int warp, int l, int dr, int range) {
   PwSparseGeometry g = pw_sparse_layout(16, 64, 16, 4, warp, l, dr, range, false);

@@ -470,7 +470,7 @@ TEST(SparseGeometryTest, TheWarpgroupPrefillBlockFitsSm90AndHoldsItsRegions) {
 // The 16-head warpgroup block (sparse_wg_narrow.h) on sm_90: one warpgroup, 64 keys a tile, two
 // blocks an SM at every range (no stage). Its regions hold what sparse_wg_narrow.h puts there, the
 // output tile (a split's f32 partial) fits Q's and K's regions, and the mma.sync code runs on the
-// same shape. Where PW_SPARSE_WG_NARROW turns it on (the default 0 until its GPU check passes), it
+// same shape. Where PW_SPARSE_WG_NARROW turns it on (1 by default since its GPU check passed), it
 // is the block at 1 to 16 heads, never at 17 to 63, for another latent width, a rope not of whole
 // 16-dim groups, with warps of 64, without wgmma or with too little shared memory for two.
 TEST(SparseGeometryTest, TheNarrowWarpgroupBlockFitsTwoAnSm90) {

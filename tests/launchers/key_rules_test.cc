@@ -202,8 +202,7 @@ TEST_F(KeyRulesTest, SparsePrefillOnHoppersWarpgroupBlockIsOneKey) {
   }
   for (int64_t heads : {16, 8}) {
     shape_.heads = heads;
-    // PW_SPARSE_WG_NARROW 0 (the default until its GPU check passes) keeps the 8-warp mma.sync
-    // block and the rule.
+    // PW_SPARSE_WG_NARROW 0 (1 by default) keeps the 8-warp mma.sync block and the rule.
     EXPECT_EQ(Param<int64_t>(One("sparse_prefill", Prefill(1, 1024)), "rounds"),
               PW_SPARSE_WG_NARROW ? 2 : 1)
         << heads;

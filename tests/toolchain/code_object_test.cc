@@ -80,10 +80,10 @@ TEST(CodeObjectTest, ReadsBothEntriesOfASplitDecodeWithTheirResources) {
             0);
 }
 
-// The 16-head warpgroup block (sparse_wg_narrow.h), off by default until its GPU check passes
-// (PW_SPARSE_WG_NARROW), still compiles for sm_90 (NVRTC) at DeepSeek-V3.2's tp 8 shape: decode
-// at 1 split, 2 (the cluster) and 16 (the combine kernel), prefill; no scratch, and registers that
-// let two blocks of 128 threads share a multiprocessor's 64K.
+// The 16-head warpgroup block (sparse_wg_narrow.h; PW_SPARSE_WG_NARROW, 1 by default) compiles for
+// sm_90 (NVRTC) at DeepSeek-V3.2's tp 8 shape: decode at 1 split, 2 (the cluster) and 16 (the
+// combine kernel), prefill; no scratch, and registers that let two blocks of 128 threads share a
+// multiprocessor's 64K.
 TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
   const Arch arch = *ParseArch("sm_90");
   auto tc = OpenToolchain(arch.platform);
