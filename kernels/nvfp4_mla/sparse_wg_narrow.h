@@ -134,6 +134,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
   pw_trace(0);
   pw_sparse_wg_stage_q(a, row, head0, qs);
   end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // slots[i]: entry begin + i
+  pw_trace(6);  // the slots looked up (Q's copies asked for)
   const int* slots = sm.slots;
   // The first tiles' latent bytes and the first tile's rope are asked for before Q is waited for.
   constexpr int kPipe = PW_SPARSE_WGN_PIPE;
@@ -143,6 +144,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
     if (64 * p < end) pw_sparse_wgn_load(a, slots, 64 * p, end, raw[p]);
   }
   if (end > 0) pw_sparse_wgn_rope(a, slots, 0, end, ks);
+  pw_trace(7);      // the first records and rope asked for
   pw_async_wait();  // Q and the rope
   pw_trace(1);      // the slots, Q and the first tile's rope in
 #if PW_SPARSE_WG_LO
