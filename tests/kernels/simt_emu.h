@@ -29,6 +29,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/bf16.h"
 #include "common/portability.h"
 
 #ifdef PW_DEVICE_COMPILE
@@ -219,13 +220,14 @@ inline pw_u16 pw_emu_bf16_of(double x) {
   const float f = static_cast<float>(r);  // exact: 8 significant bits at most
   return static_cast<pw_u16>(sign | (pw_f2u(f) >> 16));
 }
-inline double pw_emu_bf16_value(pw_u32 h) { return pw_u2f((h & 0xffffu) << 16); }
 // fma.rn.bf16x2 d, a, b, c: each half a * b + c, rounded once.
 inline pw_u32 pw_emu_fma_bf16x2(pw_u32 a, pw_u32 b, pw_u32 c) {
   pw_u32 d = 0;
   for (int h = 0; h < 2; ++h) {
-    const double v = pw_emu_bf16_value(a >> (16 * h)) * pw_emu_bf16_value(b >> (16 * h)) +
-                     pw_emu_bf16_value(c >> (16 * h));  // exact: 16 significant bits a product
+    const auto at = [h](pw_u32 x) {
+      return static_cast<double>(pw_bf16_to_float(static_cast<pw_u16>(x >> (16 * h))));
+    };
+    const double v = at(a) * at(b) + at(c);  // the product exact: 16 significant bits
     d |= static_cast<pw_u32>(pw_emu_bf16_of(v)) << (16 * h);
   }
   return d;
@@ -244,7 +246,7 @@ inline void pw_emu_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1)
   w.frag[lane][5] = b1;
   w.bar.arrive_and_wait();
   const auto half = [](pw_u32 r, int k) {
-    return static_cast<float>(pw_emu_bf16_value(r >> (16 * (k % 2))));
+    return pw_bf16_to_float(static_cast<pw_u16>(r >> (16 * (k % 2))));
   };
   const auto at_a = [&](int m, int k) {
     return half(w.frag[4 * (m % 8) + (k % 8) / 2][(m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k);
