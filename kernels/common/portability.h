@@ -85,6 +85,15 @@ PW_DEVICE_INLINE float pw_shfl_xor(float v, int lane_mask) {
 #endif
 }
 
+// v of lane ^ lane_mask.
+PW_DEVICE_INLINE int pw_shfl_xor_i32(int v, int lane_mask) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+#else
+  return __shfl_xor(v, lane_mask);
+#endif
+}
+
 // v of lane + delta (lanes past the warp's end get their own v back).
 PW_DEVICE_INLINE int pw_shfl_down_i32(int v, int delta) {
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)

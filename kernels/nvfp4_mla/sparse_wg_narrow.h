@@ -47,23 +47,51 @@ static_assert((PW_DQ / 16) % PW_SPARSE_WGN_CHAINS == 0, "whole k-steps a chain")
 #endif
 static_assert(PW_SPARSE_WGN_PIPE == 1 || PW_SPARSE_WGN_PIPE == 2, "one or two sets");
 
-// A thread's latent bytes of a tile: key threadIdx.x % 64 and half q = threadIdx.x / 64 of its
-// record, the 16-byte nibble chunks 4 i + 2 q and 4 i + 2 q + 1 (64 values, 32 contiguous bytes)
-// with their four scale bytes. The rope goes straight into the K tile (pw_sparse_wgn_rope).
+// How a tile's latent bytes are shared out (a kernel-only A/B through kernel_bench --define):
+// 1 (default): warp w takes keys 16 w .. 16 w + 15, lanes l and l + 16 key 16 w + l % 16, and
+// lane half h = l / 16 the 16-byte nibble chunks 2 j + h (j = 0..7) and the h-th 16 bytes of the
+// scales: each load instruction reads 16 whole 32-byte sectors, the record's scale sector once.
+// 0: thread t key t % 64 and half q = t / 64 of the record, the chunks 4 i + 2 q and + 1 (32
+// contiguous bytes in two loads) and their four scale bytes: a warp instruction reads 32 sectors
+// for 16 bytes of each, a sector's two halves in two instructions and a record's scale sector in
+// eight (Nsight Compute, 16 rows at 16 splits: 47% of the L2 sectors asked for in excess).
+// 1 against 0 (H100, DeepSeek-V3.2 tp 8 at 32K, A B A B): decode 16 rows 31.0 -> 29.4 us, 64
+// rows 65.3 -> 62.6, 128 rows 104.1 -> 100.4; the 8192-token prefill chunk 3765 -> 3697 us at 8K,
+// 4512 -> 4364 at 32K (bench/RESULTS.md, thirty-third session).
+#ifndef PW_SPARSE_WGN_PAIRED
+#define PW_SPARSE_WGN_PAIRED 1
+#endif
+
+// A thread's latent bytes of a tile (64 values of 32 contiguous bytes, or 8 chunks of 16 bytes,
+// with their scales). The rope goes straight into the K tile (pw_sparse_wgn_rope).
 constexpr int kPwWgnPairs = PW_L / 128;
 struct PwSparseWgnRaw {
   uint4 w[2 * kPwWgnPairs];
   pw_u32 sc[kPwWgnPairs];
 };
 
+// The key of this thread's share of a tile's latent bytes.
+PW_DEVICE_INLINE int pw_sparse_wgn_key() {
+  return PW_SPARSE_WGN_PAIRED ? 16 * (threadIdx.x / 32) + threadIdx.x % 16 : threadIdx.x % 64;
+}
+
 // Tile [k0, k0 + 64)'s latent bytes of this thread (zeros where nothing is selected: they decode
 // to zeros, so V's rows past what the row sees are zeros).
 PW_DEVICE_INLINE void pw_sparse_wgn_load(const PwSparseArgs& a, const int* slots, int k0, int end,
                                          PwSparseWgnRaw& raw) {
-  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
+  const int key = pw_sparse_wgn_key();
   const int slot = k0 + key < end ? slots[k0 + key] : -1;
   if (slot >= 0) {
     const pw_u8* rec = a.kv_cache + static_cast<long long>(slot) * kPwRecord;
+#if PW_SPARSE_WGN_PAIRED
+    const int h = threadIdx.x % 32 / 16;
+#pragma unroll
+    for (int j = 0; j < 2 * kPwWgnPairs; ++j)
+      raw.w[j] = *reinterpret_cast<const uint4*>(rec + 32 * j + 16 * h);
+    const uint4 sc = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + 16 * h);
+    raw.sc[0] = sc.x, raw.sc[1] = sc.y, raw.sc[2] = sc.z, raw.sc[3] = sc.w;
+#else
+    const int q = threadIdx.x / 64;
 #pragma unroll
     for (int i = 0; i < kPwWgnPairs; ++i) {
       const int c = 4 * i + 2 * q;
@@ -71,6 +99,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_load(const PwSparseArgs& a, const int* slots
       raw.w[2 * i + 1] = *reinterpret_cast<const uint4*>(rec + 16 * c + 16);
       raw.sc[i] = *reinterpret_cast<const pw_u32*>(rec + PW_L / 2 + 2 * c);
     }
+#endif
   } else {
 #pragma unroll
     for (int i = 0; i < 2 * kPwWgnPairs; ++i) raw.w[i] = make_uint4(0, 0, 0, 0);
@@ -97,11 +126,26 @@ PW_DEVICE_INLINE void pw_sparse_wgn_rope(const PwSparseArgs& a, const int* slots
 }
 
 // This thread's latent bytes into the K tile (a quarter warp's stores fill one core matrix's 128
-// bytes), as sparse_wg.h's pw_sparse_wg_dequant decodes them.
+// bytes), as sparse_wg.h's pw_sparse_wg_dequant decodes them. Paired: chunk 2 j + h's two scale
+// bytes are bytes 4 (j % 4) + 2 h of the scales' half j / 4, this lane's (h) or its partner's.
 PW_DEVICE_INLINE void pw_sparse_wgn_dequant(const PwSparseWgnRaw& raw, float g_kv,
                                             unsigned char* k) {
-  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
-  unsigned char* dst = k + pw_sparse_wg_chunk(key, 0);
+  unsigned char* dst = k + pw_sparse_wg_chunk(pw_sparse_wgn_key(), 0);
+#if PW_SPARSE_WGN_PAIRED
+  static_assert(kPwWgnPairs == 4, "the scales' two halves of 4 words");
+  const int h = threadIdx.x % 32 / 16;
+  pw_u32 other[kPwWgnPairs];  // the partner's half of the scales
+#pragma unroll
+  for (int i = 0; i < kPwWgnPairs; ++i)
+    other[i] = static_cast<pw_u32>(pw_shfl_xor_i32(static_cast<int>(raw.sc[i]), 16));
+#pragma unroll
+  for (int j = 0; j < 2 * kPwWgnPairs; ++j) {
+    const pw_u32 word = j / 4 == h ? raw.sc[j % 4] : other[j % 4];
+    pw_sparse_wg_dequant32(raw.w[j], h ? word >> 16 : word & 0xffffu, g_kv,
+                           dst + 4 * (2 * j + h) * 128);
+  }
+#else
+  const int q = threadIdx.x / 64;
 #pragma unroll
   for (int i = 0; i < kPwWgnPairs; ++i) {
 #pragma unroll
@@ -110,6 +154,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_dequant(const PwSparseWgnRaw& raw, float g_k
       pw_sparse_wg_dequant32(raw.w[2 * i + h], code16, g_kv, dst + 4 * (4 * i + 2 * q + h) * 128);
     }
   }
+#endif
 }
 
 // The head of a thread's accumulator column hh (0..3): S^T's and O^T's columns 8 (hh / 2) +
