@@ -25,6 +25,14 @@
 #include "common/trace.h"
 #include "nvfp4_msa/msa_sparse_attend.h"
 
+// How Q's fragments are read (a kernel-only A/B through msa_kernel_bench --define): 1, 16 bytes
+// of a row a thread, coalesced, then paired and put in place; 0, each thread its own fragment's
+// 4-byte pieces. 1 against 0 (H100, A B A B, tp 4 / tp 1): 1 row 10.65 -> 10.3 / 11.05 -> 10.7
+// us, 16 rows 13.7 -> 13.45 / 19.8 -> 19.45, 128 rows 28.35 -> 27.85 / 83.0 -> 82.4.
+#ifndef PW_MSA_DEC_Q_WIDE
+#define PW_MSA_DEC_Q_WIDE 1
+#endif
+
 #if PW_MMA_IMPL == PW_MMA_SYNC
 #define PW_MSA_DEC_DIRECT 1
 // 128 registers a thread: two blocks of 8 warps an SM, which hide each other's latency, or one
@@ -110,13 +118,31 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
   float* cm = reinterpret_cast<float*>(pw_msa_shared + pw_msa_dec_ml_offset(D));
   float* cl = cm + W * 16;
 
-  // Q's A fragments into shared memory, a 16-byte fragment a thread: step kk of lane l holds rows
-  // r and r + 8 (r = l / 4) of the block's heads at dims 32c + 4kk .. + 3 (c = l % 4), as pairs
-  // (row r, dims +0 +1), (r + 8, +0 +1), (r, +2 +3), (r + 8, +2 +3). Loaded before the list, whose
-  // loads wait on each other.
+  // Q's A fragments into shared memory: step kk of lane l holds rows r and r + 8 (r = l / 4) of
+  // the block's heads at dims 32c + 4kk .. + 3 (c = l % 4), as pairs (row r, dims +0 +1),
+  // (r + 8, +0 +1), (r, +2 +3), (r + 8, +2 +3), in 16 bytes. Loaded before the list, whose loads
+  // wait on each other.
   uint4* qs = reinterpret_cast<uint4*>(pw_msa_shared + pw_msa_dec_q_offset(D));
-  static_assert(kPwMg.threads >= 32 * (D / 16), "a Q fragment a thread");
+  static_assert(kPwMg.threads >= 32 * (D / 16), "a Q fragment (or 8 dims of a row) a thread");
   if (kPwMg.threads == 32 * (D / 16) || threadIdx.x < 32 * (D / 16)) {  // 16 warps: half
+#if PW_MSA_DEC_Q_WIDE
+    // Thread i reads dims 8p .. 8p + 7 of row m (16 bytes; a warp 512 contiguous bytes) and
+    // puts them, paired (j, j + 4), in steps 2 (p % 4) and + 1 of lane 4 (m % 8) + p / 4.
+    const int m = threadIdx.x / (D / 8), p = threadIdx.x % (D / 8);
+    const bool real =
+        m < kPwMg.head_block && head0 + m < PW_HEADS && (head0 % PW_MSA_GROUP) + m < PW_MSA_GROUP;
+    const uint4 v =
+        real ? *reinterpret_cast<const uint4*>(
+                   a.q + (static_cast<long long>(row) * PW_HEADS + head0 + m) * D + 8 * p)
+             : make_uint4(0u, 0u, 0u, 0u);
+    pw_u32 pairs[4];  // (dims 8p + j, 8p + j + 4), j = 0..3
+    pw_bf16x8_lo_order(v, pairs);
+    pw_u32* qw = reinterpret_cast<pw_u32*>(qs) + 4 * (32 * 2 * (p % 4) + 4 * (m % 8) + p / 4);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) qw[128 * (j / 2) + 2 * (j % 2) + m / 8] = pairs[j];
+#else
+    // Thread (kk, lane) reads its own fragment's 8 values, 4 bytes at a time: a warp asks for 32
+    // sectors for 4 bytes of each (Nsight Compute: 8 times the sectors Q has).
     const int ql = threadIdx.x % 32, kk = threadIdx.x / 32, qr = ql / 4, qc = ql % 4;
     // The step's dims: (d0, d0 + 4) and (d0 + 1, d0 + 5), K's pairs as
     // pw_nvfp4_dequant8_bf16_lo leaves them.
@@ -134,6 +160,7 @@ PW_DEVICE_INLINE void pw_msa_decode_direct(const PwMsaArgs& a, int row, int g, i
       h[x][1] = pw_msa_prmt(u, w, 0x7632u);
     }
     qs[32 * kk + ql] = make_uint4(h[0][0], h[1][0], h[0][1], h[1][1]);
+#endif
   }
 
   // The row's list: logical blocks at list[0..count), physical at list[32..).
