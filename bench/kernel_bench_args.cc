@@ -27,13 +27,14 @@ const char kKernelBenchUsage[] =
     "  --launcher: sparse_prefill, sparse_decode, norm_rope_insert, fp8_bmm, topk_prefill,\n"
     "              topk_decode, index_prefill, index_decode\n"
     "  --rows, --ctx (<= 131072), --variant (a key field's value, or FIELD=VALUE as the variant\n"
-    "  column prints it: strips=4): only those rows\n"
+    "  column prints it: strips=4): only those rows (sparse_decode: --rows any batch sizes)\n"
     "  --reps: launches per row (default by row, fewer where one launch is long)\n"
     "  --trace: kernels built with PW_TRACE=1 (kernels/common/trace.h); after each row, when each\n"
     "  trace point happened over the blocks of one more launch (sparse_prefill, sparse_decode on\n"
     "  Hopper's warpgroup blocks: 0 start, 1 slots + Q + first records in, 2 first tile done, 3\n"
     "  every tile done, 4 stored, 5 cluster combine done; the 16-head block also 6 slots looked\n"
-    "  up, 7 first records asked for)\n"
+    "  up, 7 first records asked for, and of its second tile 8 dequantized, 9 S done, 10 P\n"
+    "  stored, 11 O done)\n"
     "  --list: print the rows and keys, no GPU; --compile-only: compile every key with the\n"
     "  arch's run-time compiler, no GPU; --arch (only with these two; default sm_90)\n";
 

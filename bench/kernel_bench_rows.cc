@@ -78,8 +78,11 @@ class Enumerator {
     } else if (launcher == "sparse_decode") {
       const std::vector<int> ctxs =
           earlier ? std::vector<int>{4096, 32768} : std::vector<int>{32768};
+      // --rows names any decode batch (the split rule's bounds lie between the default rows).
+      const std::vector<int> batches =
+          o_.rows.empty() ? std::vector<int>{1, 16, 32, 64, 128} : o_.rows;
       for (int c : ctxs) {
-        for (int rows : {1, 16, 32, 64, 128}) {
+        for (int rows : batches) {
           Variants(Decode(rows, c), "splits", {1, 2, 4, 8, 16}, false, rows, c, 100);
         }
       }

@@ -54,10 +54,10 @@ expect_bad "--define needs a value" --define
 # here; a GPU run checks the rows of its GPU's arch).
 expect_bad "no row matches --launcher sparse_decode --ctx 8192" --list --launcher sparse_decode \
   --ctx 8192
-expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_decode --rows 3" --list \
-  --shapes v3.2-tp8 --launcher sparse_decode --rows 3
-expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_decode --rows 3,5" --list \
-  --shapes v3.2-tp8 --launcher sparse_decode --rows 3,5
+expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_prefill --rows 3" --list \
+  --shapes v3.2-tp8 --launcher sparse_prefill --rows 3
+expect_bad "no row matches --shapes v3.2-tp8 --launcher sparse_prefill --rows 3,5" --list \
+  --shapes v3.2-tp8 --launcher sparse_prefill --rows 3,5
 expect_bad "no row matches --launcher topk_decode --variant strips=2" --compile-only \
   --launcher topk_decode --variant strips=2
 # The geometry defines the launch code reads too pass only at the host's own value (the
@@ -98,6 +98,11 @@ expect_rows() {  # what, expected count of rows matching the regex, regex, then 
     fail=1
   fi
 }
+# sparse_decode takes --rows as its batch sizes (the split rule's bounds lie between the defaults).
+for r in 3 9; do
+  expect_rows "sparse_decode at $r rows" 5 "^v3.2-tp8 +sparse_decode +splits=[0-9]+ +\\*? +$r +32768 " \
+    --shapes v3.2-tp8 --launcher sparse_decode --rows 3,9
+done
 out=$(list)
 # The default run: every launcher, the stand-in's earlier rows, DeepSeek-V3.2 at tp 1 and tp 8.
 expect_rows "stand-in's 8192-token chunk at 32K" 2 '^stand-in +sparse_prefill +rounds=[12] +\*? +8192 +32768 .*heads=64,' 
