@@ -6,7 +6,7 @@
 #pragma once
 #include "common/portability.h"
 
-#define PW_TRACE_EVENTS 8
+#define PW_TRACE_EVENTS 12
 #define PW_TRACE_BLOCKS 4096
 
 #if defined(PW_TRACE) && PW_TRACE && defined(PW_DEVICE_COMPILE) && !defined(PW_AMD)

@@ -223,6 +223,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
 #endif
     pw_fence_proxy_async();  // the K tile's writes (and P's, Q's), for the tensor cores' reads
     __syncthreads();
+    if (k0 == 64) pw_trace(8);  // the second tile dequantized
     if (!(PW_SPARSE_SKIP & 16) && k0 + 64 * kPipe < end)
       pw_sparse_wgn_load(a, slots, k0 + 64 * kPipe, end, raw);
 
@@ -240,6 +241,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
       pw_wgmma_m64n16k16_bf16_ss<true>(sc[kk % kChains], dk + 16 * kk, dq + 16 * kk);
     pw_wgmma_commit();
     pw_wgmma_wait<0>();
+    if (k0 == 64) pw_trace(9);  // its S done
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       pw_wgmma_hold(sc[0][i]);
@@ -322,6 +324,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
     }
     pw_fence_proxy_async();  // P^T's writes, for the tensor cores' reads
     __syncthreads();
+    if (k0 == 64) pw_trace(10);  // its P^T stored
 
     // O^T (64 dims x 16 heads a tile t) += V^T P^T over the tile's 64 keys, 16 a step.
     pw_wgmma_fence();
@@ -340,7 +343,8 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
     pw_wgmma_wait<0>();
 #pragma unroll
     for (int t = 0; t < 8; ++t) pw_wgmma_hold(o[t]);
-    if (k0 == 0) pw_trace(2);  // the first tile done
+    if (k0 == 0) pw_trace(2);    // the first tile done
+    if (k0 == 64) pw_trace(11);  // the second
   };
   for (int k0 = 0; k0 < end; k0 += 64 * kPipe) {
 #pragma unroll
