@@ -68,6 +68,14 @@ struct Thresholds {
   int64_t sparse_splits_multiprocessors = 0;
   int64_t sparse_splits_cap = 16;
   int64_t sparse_splits_min = 1;
+  // A split of fewer selected keys than this takes a multiprocessor to itself in the bound (b
+  // 1): two blocks sharing one hide each other's latency only over enough tiles, and twice the
+  // splits write twice the partials. H100, DeepSeek-V3.2 tp 8 (16-head warpgroup block, b 2) at
+  // 32K: 16 splits of 128 keys (16 rows: 256 blocks) against 8 of 256, us: 8 rows (the last at
+  // 16) 21.2 against 25.2, 9 rows 25.2 against 25.9, 12 rows 28.0 against 26.7, 16 rows 29.6
+  // against 28.4; 20 and 24 rows (8 splits two an SM) 37.2 and 38.9, the fastest
+  // (bench/RESULTS.md, thirty-third session).
+  int64_t sparse_splits_shared_keys = 256;
   // MSA (the msa_* launchers; the other rules are shared with MLA's). msa_index_prefill:
   // large = W > this. The seed's one measured fact: one 8K prompt in one chunk (W = 2^26) runs
   // the shared kernel, a step with two 8K prompts the large one.

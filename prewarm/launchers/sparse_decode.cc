@@ -1,10 +1,11 @@
 // sparse_decode: MLA attention of the decode rows over the selected positions, split-K with a
 // combine. Key: splits = the largest power of two s in [1, 16] whose s x R x G blocks fit one wave
 // of b blocks on each of the arch's multiprocessors (G: the blocks a row takes unsplit, b: the
-// blocks a multiprocessor holds, both from the kernel's geometry at s splits), else 1. On sm_90 at
-// 64 heads and more the block is sparse_wg.h's (64 heads, one a multiprocessor): G = ceil(Hr / 64),
-// b = 1; at 16 heads and fewer, where PW_SPARSE_WG_NARROW turns it on (default off until its GPU
-// check passes), sparse_wg_narrow.h's (16 heads, two a multiprocessor): G = 1, b = 2.
+// blocks a multiprocessor holds, both from the kernel's geometry at s splits; b 1 where a split
+// has fewer than sparse_splits_shared_keys selected keys), else 1. On sm_90 at 64 heads and more
+// the block is sparse_wg.h's (64 heads, one a multiprocessor): G = ceil(Hr / 64), b = 1; at 16
+// heads and fewer sparse_wg_narrow.h's (16 heads, two a multiprocessor; PW_SPARSE_WG_NARROW):
+// G = 1, b = 2.
 // msa_sparse_decode: GQA over the selected blocks, its own bounds and the blocks a row takes
 // unsplit, G = Hkv_r x ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV
 // group: msa_sparse_decode_heads): splits = min(8, largest power of two s with s^2 x R x G <= 256,
@@ -40,8 +41,10 @@ SplitRule::Candidate MlaCandidate(int64_t splits, int64_t multiprocessors,
       static_cast<int>(s.DecodeHeads()), WarpWidth(ctx.arch), SharedMemoryKib(ctx.arch),
       static_cast<int>(s.kv_lora_rank), static_cast<int>(s.qk_rope_head_dim), range,
       pw_sparse_staged(ctx.arch.platform == Platform::kNvidia, false, 1, range), Wgmma(ctx.arch));
-  const int64_t resident =
-      pw_sparse_resident(g, SharedMemoryKib(ctx.arch), ctx.arch.platform == Platform::kNvidia);
+  const int64_t resident = range < ctx.thresholds.sparse_splits_shared_keys
+                               ? 1
+                               : pw_sparse_resident(g, SharedMemoryKib(ctx.arch),
+                                                    ctx.arch.platform == Platform::kNvidia);
   return {splits, (s.DecodeHeads() + g.head_tile - 1) / g.head_tile, resident * multiprocessors};
 }
 

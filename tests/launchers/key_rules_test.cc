@@ -245,14 +245,24 @@ TEST_F(KeyRulesTest, SparseDecodeSplitsFillOneWaveOnTheH200) {
       {64, {{8, 16}, {9, 8}, {16, 8}, {17, 4}, {33, 4}, {34, 2}, {66, 2}, {67, 1}, {128, 1}}},
   };
   if (PW_SPARSE_WG_NARROW) {
-    // tp 8: b 2, so s R <= 264
-    rows.push_back(
-        {16, {{1, 16}, {16, 16}, {17, 8}, {33, 8}, {34, 4}, {66, 4}, {67, 2}, {132, 2}, {133, 1}}});
+    // tp 8: b 2, so s R <= 264, but 16 splits of 128 keys (fewer than sparse_splits_shared_keys)
+    // count b 1: 16 R <= 132
+    rows.push_back({16,
+                    {{1, 16},
+                     {8, 16},
+                     {9, 8},
+                     {16, 8},
+                     {33, 8},
+                     {34, 4},
+                     {66, 4},
+                     {67, 2},
+                     {132, 2},
+                     {133, 1}}});
   } else {
-    // tp 8 on the 8-warp mma.sync block: b 3, so s R <= 396; b 2 at 2 splits, so 2 R <= 264
+    // tp 8 on the 8-warp mma.sync block: b 3, so s R <= 396 (16 splits of 128 keys: b 1, 16 R <=
+    // 132); b 2 at 2 splits, so 2 R <= 264
     rows.push_back(
-        {16,
-         {{16, 16}, {24, 16}, {25, 8}, {49, 8}, {50, 4}, {99, 4}, {100, 2}, {132, 2}, {133, 1}}});
+        {16, {{8, 16}, {9, 8}, {49, 8}, {50, 4}, {99, 4}, {100, 2}, {132, 2}, {133, 1}}});
   }
   for (const auto& [heads, by_rows] : rows) {
     shape_.heads = heads;
