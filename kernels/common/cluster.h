@@ -17,7 +17,7 @@
 #include "common/portability.h"
 #include "common/wgmma.h"
 
-#if PW_WGMMA
+#if PW_WGMMA && !defined(PW_SIMT_EMU)  // the emulator's own: tests/kernels/simt_emu.h
 __device__ inline void pw_cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }

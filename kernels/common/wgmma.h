@@ -7,13 +7,59 @@
 #pragma once
 #include "common/portability.h"
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The SIMT emulator (tests/kernels/simt_emu.h) runs a build with PW_EMU_WGMMA as sm_90a's: the
+// warpgroup multiplies the sparse attention blocks issue are emulated, each at its issue.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || \
+    (defined(PW_SIMT_EMU) && defined(PW_EMU_WGMMA) && PW_EMU_WGMMA)
 #define PW_WGMMA 1
 #else
 #define PW_WGMMA 0
 #endif
 
 #if PW_WGMMA
+// A shared-memory matrix descriptor without swizzling: B (N x K, K-major) stored as core
+// matrices of 8 rows x 16 bytes (each row's 16 bytes contiguous, the 8 rows 16 bytes apart);
+// `lead` bytes between core matrices adjacent in K, `stride` bytes between those adjacent in N.
+__device__ inline pw_u64 pw_wgmma_desc(const void* smem, int lead, int stride) {
+  const pw_u64 addr = pw_smem_addr(smem);
+  return ((addr & 0x3ffff) >> 4) | (static_cast<pw_u64>(lead >> 4) << 16) |
+         (static_cast<pw_u64>(stride >> 4) << 32);
+}
+#endif
+
+#if PW_WGMMA && defined(PW_SIMT_EMU)
+// The emulator's: the fences and the commit order nothing (each multiply is done at its issue),
+// the wait is a barrier of the warpgroup (so that no thread writes an operand another thread's
+// multiply has still to read), the multiplies simt_emu.h's pw_emu_wgmma.
+inline void pw_wgmma_fence() {}
+inline void pw_wgmma_commit() {}
+template <int N>
+inline void pw_wgmma_wait() {
+  pw_emu_wgmma_wait();
+}
+inline void pw_wgmma_hold(float&) {}
+inline void pw_wgmma_hold(pw_u32&) {}
+template <typename T, int N>
+inline void pw_wgmma_hold(T (&)[N]) {}
+inline void pw_fence_proxy_async() {}
+template <bool kAccumulate>
+inline void pw_wgmma_m64n64k16_bf16_ss(float (&d)[32], pw_u64 desc_a, pw_u64 desc_b) {
+  pw_emu_wgmma(d, 64, nullptr, desc_a, desc_b, kAccumulate, false, false);
+}
+inline void pw_wgmma_m64n256k16_bf16_rs_bt(float (&d)[128], const pw_u32 (&a)[4], pw_u64 desc) {
+  pw_emu_wgmma(d, 256, a, 0, desc, true, false, true);
+}
+inline void pw_wgmma_m64n256k16_bf16_ss_bt(float (&d)[128], pw_u64 desc_a, pw_u64 desc_b) {
+  pw_emu_wgmma(d, 256, nullptr, desc_a, desc_b, true, false, true);
+}
+template <bool kAccumulate>
+inline void pw_wgmma_m64n16k16_bf16_ss(float (&d)[8], pw_u64 desc_a, pw_u64 desc_b) {
+  pw_emu_wgmma(d, 16, nullptr, desc_a, desc_b, kAccumulate, false, false);
+}
+inline void pw_wgmma_m64n16k16_bf16_ss_tt(float (&d)[8], pw_u64 desc_a, pw_u64 desc_b) {
+  pw_emu_wgmma(d, 16, nullptr, desc_a, desc_b, true, true, true);
+}
+#elif PW_WGMMA
 // The accumulator operands of an N-wide wgmma (N / 2 f32 a thread): their registers in the
 // instruction ("%0, ..., %N/2-1") and their constraints (c: "+f" read and written, "=f" only
 // written), so that the instructions below list them once.
@@ -58,15 +104,6 @@
       c(d[107]), c(d[108]), c(d[109]), c(d[110]), c(d[111]), c(d[112]), c(d[113]), c(d[114]),      \
       c(d[115]), c(d[116]), c(d[117]), c(d[118]), c(d[119]), c(d[120]), c(d[121]), c(d[122]),      \
       c(d[123]), c(d[124]), c(d[125]), c(d[126]), c(d[127])
-
-// A shared-memory matrix descriptor without swizzling: B (N x K, K-major) stored as core
-// matrices of 8 rows x 16 bytes (each row's 16 bytes contiguous, the 8 rows 16 bytes apart);
-// `lead` bytes between core matrices adjacent in K, `stride` bytes between those adjacent in N.
-__device__ inline pw_u64 pw_wgmma_desc(const void* smem, int lead, int stride) {
-  const pw_u64 addr = pw_smem_addr(smem);
-  return ((addr & 0x3ffff) >> 4) | (static_cast<pw_u64>(lead >> 4) << 16) |
-         (static_cast<pw_u64>(stride >> 4) << 32);
-}
 
 // Orders this thread's register writes (accumulators, A fragments) before the next wgmma.
 __device__ inline void pw_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }

@@ -19,9 +19,9 @@
 #if PW_SPARSE_WG_BUILD
 // The 64-head block's (sparse_wg_narrow.h has the 16-head one, which shares Q's layout below).
 constexpr bool kPwWgWide = kPwSg.wg && kPwSg.head_tile == 64;
-static_assert(!kPwWgWide || kPwSg.threads == 256 && kPwSg.head_tile == 64 && kPwSg.keys == 64,
+static_assert(!kPwWgWide || (kPwSg.threads == 256 && kPwSg.head_tile == 64 && kPwSg.keys == 64),
               "sparse_wg.h runs pw_sparse_wg_layout's block");
-static_assert(!kPwWgWide || PW_L == 512 && PW_DR % 32 == 0,
+static_assert(!kPwWgWide || (PW_L == 512 && PW_DR % 32 == 0),
               "two warpgroups of 256 output dims, 4 groups of 32 latent values a thread; 4 threads "
               "a key copy the rope in 16-byte chunks");
 
@@ -49,10 +49,10 @@ PW_DEVICE_INLINE int pw_sparse_wg_chunk(int row, int dim8) {
 constexpr int kPwWgPBytes = 64 * 64 * 2;
 constexpr int kPwWgStride = pw_sparse_wg_stride(PW_L, PW_DR);  // raw records in the stage
 constexpr int kPwWgHalf = PW_L / 2;                            // output dims a warpgroup
-static_assert(!kPwWgWide || 64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
-                                64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
-                                kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
-                                4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
+static_assert(!kPwWgWide || (64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
+                             64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
+                             kPwWgPBytes <= kPwSg.stats_offset - kPwSg.p_offset &&
+                             4 * 64 * 4 <= kPwSg.p_offset - kPwSg.s_offset),
               "Q, K, P and the exchanges fit the layout's regions");
 static_assert(!kPwWgWide || pw_sparse_out_staged(kPwSg, PW_L, PW_SPARSE_SPLITS > 1 ? 4 : 2),
               "the output tile (a split's f32 partial) is staged in Q's and K's regions");
@@ -97,8 +97,13 @@ PW_DEVICE_INLINE void pw_sparse_wg_lo_q(unsigned char* q) {
     pw_u32 v[4];
     pw_bf16x8_lo_order(*p, v);
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < 4; ++j) {
+#if defined(PW_SIMT_EMU)
+      v[j] = pw_emu_fma_bf16x2(v[j], pow16, neg_zero);
+#else
       asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v[j]) : "r"(v[j]), "r"(pow16), "r"(neg_zero));
+#endif
+    }
     *p = make_uint4(v[0], v[1], v[2], v[3]);
   }
 }
@@ -129,8 +134,13 @@ PW_DEVICE_INLINE void pw_sparse_wg_dequant32(const uint4& w, pw_u32 code16, floa
   pw_u32 s0, s1;  // bf16(scale * 2^110) of the two 16-value blocks, both halves
   pw_e4m3fn_scale_lo2(code16, s0, s1);
   const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
+#if defined(PW_SIMT_EMU)
+  s0 = pw_emu_fma_bf16x2(s0, g2, neg_zero);
+  s1 = pw_emu_fma_bf16x2(s1, g2, neg_zero);
+#else
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s0) : "r"(s0), "r"(g2), "r"(neg_zero));
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s1) : "r"(s1), "r"(g2), "r"(neg_zero));
+#endif
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     uint4 out;
@@ -219,7 +229,11 @@ PW_DEVICE_INLINE T pw_sparse_wg_value(float v) {
 PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int head0, int begin,
                                           int end, const PwSparseOut& out) {
   using T = PwSparseOutT;
+#if defined(PW_SIMT_EMU)
+  unsigned char* pw_sparse_shared = pw_emu_shared();  // the emulated block's object
+#else
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
+#endif
   const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
   unsigned char* const qs = pw_sparse_shared + kPwSg.q_offset;
   unsigned char* const ks = pw_sparse_shared + kPwSg.k_offset;
@@ -247,7 +261,11 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   // This thread's chunks of Q (its older group, or its only one): permuted and times 2^16 where
   // they lie.
   if (staged)
+#if defined(PW_SIMT_EMU)
+    pw_emu_copy_wait_pending(1);
+#else
     asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
   else
     pw_async_wait();
   pw_sparse_wg_lo_q(qs);

@@ -18,14 +18,14 @@
 
 #if PW_SPARSE_WG_BUILD
 constexpr bool kPwWgNarrow = kPwSg.wg && kPwSg.head_tile == 16;
-static_assert(!kPwWgNarrow || kPwSg.threads == 128 && kPwSg.keys == 64,
+static_assert(!kPwWgNarrow || (kPwSg.threads == 128 && kPwSg.keys == 64),
               "sparse_wg_narrow.h runs pw_sparse_wg_narrow_layout's block");
-static_assert(!kPwWgNarrow || PW_L == 512 && PW_DR % 16 == 0,
+static_assert(!kPwWgNarrow || (PW_L == 512 && PW_DR % 16 == 0),
               "8 tiles of 64 output dims; a thread's raw chunks in pairs, half the rope each");
-static_assert(!kPwWgNarrow || 16 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
-                                  64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
-                                  64 * 16 * 2 <= kPwSg.stats_offset - kPwSg.p_offset &&
-                                  2 * 4 * 16 * 4 <= kPwSg.p_offset - kPwSg.s_offset,
+static_assert(!kPwWgNarrow || (16 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &&
+                               64 * PW_DQ * 2 <= kPwSg.s_offset - kPwSg.k_offset &&
+                               64 * 16 * 2 <= kPwSg.stats_offset - kPwSg.p_offset &&
+                               2 * 4 * 16 * 4 <= kPwSg.p_offset - kPwSg.s_offset),
               "Q, K, P^T and the maxima and sums fit the layout's regions");
 static_assert(!kPwWgNarrow || pw_sparse_out_staged(kPwSg, PW_L, PW_SPARSE_SPLITS > 1 ? 4 : 2),
               "the output tile (a split's f32 partial) is staged in Q's and K's regions");
@@ -166,7 +166,11 @@ PW_DEVICE_INLINE int pw_sparse_wgn_head(int hh, int tig) { return 8 * (hh / 2) +
 PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int head0, int begin,
                                            int end, const PwSparseOut& out) {
   using T = PwSparseOutT;
+#if defined(PW_SIMT_EMU)
+  unsigned char* pw_sparse_shared = pw_emu_shared();  // the emulated block's object
+#else
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_sparse_shared[];
+#endif
   const PwSparseSmem sm = pw_sparse_smem(pw_sparse_shared);
   unsigned char* const qs = pw_sparse_shared + kPwSg.q_offset;
   unsigned char* const ks = pw_sparse_shared + kPwSg.k_offset;
@@ -215,17 +219,17 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
   const pw_u64 dk = pw_wgmma_desc(ks, 128, kPwWgGroup);
 
   // Tile [k0, k0 + 64), its latent bytes in `raw` (which then takes tile k0 + 64 kPipe's).
-  const auto attend_tile = [&](PwSparseWgnRaw& raw, int k0) {
+  const auto attend_tile = [&](PwSparseWgnRaw& tile_raw, int k0) {
     pw_async_wait();  // this tile's rope
     __syncthreads();  // every multiply of the last tile is done
 #if !(PW_SPARSE_SKIP & 1)
-    pw_sparse_wgn_dequant(raw, a.g_kv, ks);
+    pw_sparse_wgn_dequant(tile_raw, a.g_kv, ks);
 #endif
     pw_fence_proxy_async();  // the K tile's writes (and P's, Q's), for the tensor cores' reads
     __syncthreads();
     if (k0 == 64) pw_trace(8);  // the second tile dequantized
     if (!(PW_SPARSE_SKIP & 16) && k0 + 64 * kPipe < end)
-      pw_sparse_wgn_load(a, slots, k0 + 64 * kPipe, end, raw);
+      pw_sparse_wgn_load(a, slots, k0 + 64 * kPipe, end, tile_raw);
 
     float s[8];  // S^T: s[4 j + e] is key 16 warp + grp + 8 (e / 2), column 2 j + e % 2
     pw_wgmma_fence();

@@ -6,8 +6,9 @@
 // GPU), a cluster's barrier one of all its blocks' threads. Warps are 32 lanes (NVIDIA's; the
 // device code is written for both widths). No device memory and no inline assembly, but the few
 // instructions of NVIDIA's mma.sync builds that kernel code writes as PTX (mma.sync, ldmatrix,
-// prmt, fma.rn.bf16x2, cp.async) are emulated for builds that define PW_EMU_MMA_SYNC (the kernel
-// code calls pw_emu_* where PW_SIMT_EMU is defined). The code under test takes host pointers, and
+// prmt, fma.rn.bf16x2, cp.async) are emulated for builds that define PW_EMU_MMA_SYNC, and
+// Hopper's warpgroup multiplies (wgmma) for those that also define PW_EMU_WGMMA (the kernel code
+// calls pw_emu_* where PW_SIMT_EMU is defined). The code under test takes host pointers, and
 // its shared memory is an object of the test's (PwEmuRun's
 // `shared`, one a block) so that a cluster's peers find it.
 //
@@ -94,12 +95,17 @@ struct PwEmuWarp {
   pw_u32 frag[PW_WARP][6] = {};  // an emulated mma.sync's operands, a lane's registers
 };
 struct PwEmuBlock {
-  explicit PwEmuBlock(int threads) : bar(threads), warps(static_cast<size_t>(threads / PW_WARP)) {
+  explicit PwEmuBlock(int threads)
+      : bar(threads),
+        warps(static_cast<size_t>(threads / PW_WARP)),
+        groups(static_cast<size_t>(threads / 128)) {
     for (auto& w : warps) w = std::make_unique<PwEmuWarp>();
+    for (auto& g : groups) g = std::make_unique<std::barrier<>>(128);
   }
   std::barrier<> bar;
   std::vector<std::unique_ptr<PwEmuWarp>> warps;
-  char* shared = nullptr;  // this block's shared-memory object
+  std::vector<std::unique_ptr<std::barrier<>>> groups;  // a warpgroup's (4 warps) barrier
+  char* shared = nullptr;                               // this block's shared-memory object
 };
 struct PwEmuCluster {
   explicit PwEmuCluster(int threads) : bar(threads) {}
@@ -158,6 +164,7 @@ inline int __shfl_xor_sync(unsigned, int v, int lane_mask) {
   });
 }
 inline int __any_sync(unsigned, bool p) { return pw_warp_any(p) ? 1 : 0; }
+inline int pw_shfl_xor_i32(int v, int lane_mask) { return __shfl_xor_sync(~0u, v, lane_mask); }
 inline float pw_shfl_xor(float v, int lane_mask) {
   return pw_u2f(static_cast<pw_u32>(__shfl_xor_sync(~0u, static_cast<int>(pw_f2u(v)), lane_mask)));
 }
@@ -283,6 +290,61 @@ inline void pw_emu_ldsm_x4(pw_u32* r, const pw_u16* p, bool trans) {
     }
     return 0;
   });
+}
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (Hopper's warpgroup multiply, the builds
+// with PW_EMU_WGMMA: common/wgmma.h's functions call these), done at its issue, each thread its
+// own accumulators: thread t of the warpgroup (warp w = t / 32, lane g = l / 4, t4 = l % 4) holds
+// d[4 j + e] = D's row 16 w + g + 8 (e / 2), column 8 j + 2 t4 + e % 2 (mma.sync's C tiles side
+// by side), D = (accumulate ? D : 0) + A B, A 64 x 16 and B 16 x N, the products summed in k's
+// order in float. B, and A where a_regs is null, are read through shared-memory descriptors
+// (common/wgmma.h's pw_wgmma_desc: no swizzle, the start address, `lead` bytes between core
+// matrices adjacent in K and `stride` between those adjacent in M or N, both in 16-byte units):
+// K-major (a core matrix 8 rows of M or N, 16 bytes of 8 consecutive k each) or, transposed,
+// M- or N-major (8 rows of k, 16 bytes of 8 consecutive M or N each). A in registers (a_regs:
+// each warp's 16 rows in mma.sync's m16n8k16 A layout) takes a round of the warp. Every thread
+// of the warpgroup issues it (sync.aligned); pw_emu_wgmma_wait is the warpgroup's barrier.
+inline float pw_emu_wgmma_operand(pw_u64 desc, int row, int k, bool trans) {
+  const size_t start = static_cast<size_t>(desc & 0x3fffu) << 4;
+  const size_t lead = static_cast<size_t>((desc >> 16) & 0x3fffu) << 4;
+  const size_t stride = static_cast<size_t>((desc >> 32) & 0x3fffu) << 4;
+  const size_t at =
+      start + static_cast<size_t>(k / 8) * lead + static_cast<size_t>(row / 8) * stride +
+      static_cast<size_t>(trans ? (k % 8) * 16 + (row % 8) * 2 : (row % 8) * 16 + (k % 8) * 2);
+  pw_u16 v;
+  std::memcpy(&v, pw_emu_block->shared + at, 2);
+  return pw_bf16_to_float(v);
+}
+inline void pw_emu_wgmma(float* d, int n, const pw_u32* a_regs, pw_u64 desc_a, pw_u64 desc_b,
+                         bool accumulate, bool trans_a, bool trans_b) {
+  const int t = static_cast<int>(threadIdx.x % 128), w = t / 32, lane = t % 32;
+  PwEmuWarp& warp = pw_emu_warp();
+  if (a_regs != nullptr) {
+    for (int i = 0; i < 4; ++i) warp.frag[lane][i] = a_regs[i];
+    warp.bar.arrive_and_wait();
+  }
+  const auto at_a = [&](int m, int k) {  // m: 0..63
+    if (a_regs == nullptr) return pw_emu_wgmma_operand(desc_a, m, k, trans_a);
+    const int r = m % 16;  // this warp's row (m / 16 == w)
+    const pw_u32 reg = warp.frag[4 * (r % 8) + (k % 8) / 2][(r >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
+    return pw_bf16_to_float(static_cast<pw_u16>(reg >> (16 * (k % 2))));
+  };
+  const int g = lane / 4, t4 = lane % 4;
+  std::vector<float> out(static_cast<size_t>(n / 2));
+  for (int j = 0; j < n / 8; ++j) {
+    for (int e = 0; e < 4; ++e) {
+      const int m = 16 * w + g + 8 * (e / 2), col = 8 * j + 2 * t4 + e % 2;
+      float acc = accumulate ? d[4 * j + e] : 0.0f;
+      for (int k = 0; k < 16; ++k)
+        acc += at_a(m, k) * pw_emu_wgmma_operand(desc_b, col, k, trans_b);
+      out[static_cast<size_t>(4 * j + e)] = acc;
+    }
+  }
+  if (a_regs != nullptr) warp.bar.arrive_and_wait();  // the warp's fragments all read
+  for (int i = 0; i < n / 2; ++i) d[i] = out[static_cast<size_t>(i)];
+}
+inline void pw_emu_wgmma_wait() {
+  pw_emu_block->groups[static_cast<size_t>(threadIdx.x / 128)]->arrive_and_wait();
 }
 
 // A thread block cluster's split barrier and distributed shared memory: topk_common.h's cluster

@@ -1,8 +1,9 @@
 // simt_emu.h's emulated NVIDIA instructions (the PW_EMU_MMA_SYNC builds' mma.sync, ldmatrix,
-// prmt and fma.rn.bf16x2) against what PTX's ISA says they compute: byte selects with and without
-// the sign mode, bf16 rounding to nearest even (ties, subnormals, overflow), and common/mma.h's
-// mma.sync tile (two ldmatrix.x4 operands, two m16n8k16) read through mma.h's own accumulator
-// layout, whose table tests/kernels/mma_layout_test.cc checks against the vendors' documents.
+// prmt and fma.rn.bf16x2, the PW_EMU_WGMMA builds' wgmma) against what PTX's ISA says they compute:
+// byte selects with and without the sign mode, bf16 rounding to nearest even (ties, subnormals,
+// overflow), and common/mma.h's mma.sync tile (two ldmatrix.x4 operands, two m16n8k16) read through
+// mma.h's own accumulator layout, whose table tests/kernels/mma_layout_test.cc checks against the
+// vendors' documents.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #include <cmath>
@@ -11,9 +12,11 @@
 
 #include "common/bf16.h"
 #include "common/mma.h"
+#include "common/wgmma.h"
 #include "gtest/gtest.h"
 
 static_assert(PW_MMA_IMPL == PW_MMA_SYNC, "this test is a PW_EMU_MMA_SYNC build");
+static_assert(PW_WGMMA, "this test is a PW_EMU_WGMMA build");
 
 namespace prewarm {
 namespace {
@@ -89,6 +92,92 @@ TEST(SimtEmuTest, MmaSyncTileComputesTheProductInMmasLayout) {
         for (int k = 0; k < 16; ++k) want += a[m * 16 + k] * b[k * 16 + n];
         EXPECT_NEAR(c[m * 16 + n], want, 1e-4 * (1.0 + std::fabs(want)))
             << "C[" << m << "][" << n << "]" << (v_layout ? " (V's layout)" : "");
+      }
+    }
+  }
+}
+
+// One warpgroup's D = A (64 x 16) B (16 x N) through common/wgmma.h's functions: A and B in shared
+// memory as core matrices (8 rows of 16 bytes), K-major (8 M or N rows of 8 consecutive k) or
+// transposed (8 k rows of 8 consecutive M or N), `lead` bytes between core matrices adjacent in K
+// and `stride` between those adjacent in M or N, read back through wgmma.h's accumulator layout
+// (thread t: d[4 j + e] at row 16 (t / 32) + l / 4 + 8 (e / 2), column 8 j + 2 (l % 4) + e % 2,
+// l = t % 32); A also from registers (each warp's 16 rows in mma.sync's A layout).
+TEST(SimtEmuTest, WgmmaComputesTheProductThroughDescriptorsAndRegisters) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  enum Form { kSs, kSsTt, kRsBt };
+  for (Form form : {kSs, kSsTt, kRsBt}) {
+    const int n = form == kRsBt ? 256 : 16;
+    const bool ta = form == kSsTt, tb = form != kSs;
+    // A: K-major lead 128, stride 256 (8 row groups); transposed lead 1024 (8 M groups of 128
+    // bytes a k group), stride 128. B likewise with n / 8 groups.
+    const int a_lead = ta ? 1024 : 128, a_stride = ta ? 128 : 256;
+    const int b_lead = tb ? 16 * n : 128, b_stride = tb ? 128 : 256;
+    const auto offset = [](int row, int k, bool trans, int lead, int stride) {
+      return (k / 8) * lead + (row / 8) * stride +
+             (trans ? (k % 8) * 16 + (row % 8) * 2 : (row % 8) * 16 + (k % 8) * 2);
+    };
+    std::vector<char> shared(64 * 16 * 2 + 16 * n * 2 + 64);
+    char* base =
+        reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(shared.data()) + 15) / 16 * 16);
+    char* as = base;
+    char* bs = base + 64 * 16 * 2;
+    std::vector<double> a(64 * 16), b(static_cast<size_t>(16 * n));
+    std::vector<pw_u16> a_bits(64 * 16);
+    for (int m = 0; m < 64; ++m) {
+      for (int k = 0; k < 16; ++k) {
+        const pw_u16 v = pw_float_to_bf16(u(rng));
+        std::memcpy(as + offset(m, k, ta, a_lead, a_stride), &v, 2);
+        a_bits[static_cast<size_t>(m * 16 + k)] = v;
+        a[static_cast<size_t>(m * 16 + k)] = pw_bf16_to_float(v);
+      }
+    }
+    for (int k = 0; k < 16; ++k) {
+      for (int c = 0; c < n; ++c) {
+        const pw_u16 v = pw_float_to_bf16(u(rng));
+        std::memcpy(bs + offset(c, k, tb, b_lead, b_stride), &v, 2);
+        b[static_cast<size_t>(k * n + c)] = pw_bf16_to_float(v);
+      }
+    }
+    std::vector<float> d(static_cast<size_t>(64 * n), -7.0f);
+    PwEmuRun(1, 128, false, {base}, [&] {
+      const int t = static_cast<int>(threadIdx.x), w = t / 32, l = t % 32, g = l / 4, t4 = l % 4;
+      const pw_u64 da = pw_wgmma_desc(as, a_lead, a_stride),
+                   db = pw_wgmma_desc(bs, b_lead, b_stride);
+      float acc[128];
+      for (float& x : acc) x = 0.5f;  // the ss form below overwrites (kAccumulate false)
+      if (form == kSs) {
+        float(&d8)[8] = *reinterpret_cast<float(*)[8]>(acc);
+        pw_wgmma_m64n16k16_bf16_ss<false>(d8, da, db);
+      } else if (form == kSsTt) {
+        float(&d8)[8] = *reinterpret_cast<float(*)[8]>(acc);
+        pw_wgmma_m64n16k16_bf16_ss_tt(d8, da, db);
+      } else {
+        const auto bits = [&](int r, int k) {
+          return static_cast<pw_u32>(a_bits[static_cast<size_t>((16 * w + r) * 16 + k)]) |
+                 static_cast<pw_u32>(a_bits[static_cast<size_t>((16 * w + r) * 16 + k + 1)]) << 16;
+        };
+        const pw_u32 regs[4] = {bits(g, 2 * t4), bits(g + 8, 2 * t4), bits(g, 2 * t4 + 8),
+                                bits(g + 8, 2 * t4 + 8)};
+        pw_wgmma_m64n256k16_bf16_rs_bt(acc, regs, db);
+      }
+      pw_wgmma_commit();
+      pw_wgmma_wait<0>();
+      for (int j = 0; j < n / 8; ++j) {
+        for (int e = 0; e < 4; ++e) {
+          const int m = 16 * w + g + 8 * (e / 2), c = 8 * j + 2 * t4 + e % 2;
+          d[static_cast<size_t>(m * n + c)] = acc[4 * j + e];
+        }
+      }
+    });
+    for (int m = 0; m < 64; ++m) {
+      for (int c = 0; c < n; ++c) {
+        double want = form == kSs ? 0.0 : 0.5;
+        for (int k = 0; k < 16; ++k)
+          want += a[static_cast<size_t>(m * 16 + k)] * b[static_cast<size_t>(k * n + c)];
+        EXPECT_NEAR(d[static_cast<size_t>(m * n + c)], want, 1e-4 * (1.0 + std::fabs(want)))
+            << "D[" << m << "][" << c << "], form " << form;
       }
     }
   }
