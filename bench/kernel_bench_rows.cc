@@ -83,7 +83,9 @@ class Enumerator {
           o_.rows.empty() ? std::vector<int>{1, 16, 32, 64, 128} : o_.rows;
       for (int c : ctxs) {
         for (int rows : batches) {
-          Variants(Decode(rows, c), "splits", {1, 2, 4, 8, 16}, false, rows, c, 100);
+          // 32: one 64-key tile a split at Ktop 2048, past the rule's cap (sparse_splits_cap 16),
+          // to measure whether a row of few blocks gains from more.
+          Variants(Decode(rows, c), "splits", {1, 2, 4, 8, 16, 32}, false, rows, c, 100);
         }
       }
     } else if (launcher == "norm_rope_insert") {

@@ -100,7 +100,7 @@ expect_rows() {  # what, expected count of rows matching the regex, regex, then 
 }
 # sparse_decode takes --rows as its batch sizes (the split rule's bounds lie between the defaults).
 for r in 3 9; do
-  expect_rows "sparse_decode at $r rows" 5 "^v3.2-tp8 +sparse_decode +splits=[0-9]+ +\\*? +$r +32768 " \
+  expect_rows "sparse_decode at $r rows" 6 "^v3.2-tp8 +sparse_decode +splits=[0-9]+ +\\*? +$r +32768 " \
     --shapes v3.2-tp8 --launcher sparse_decode --rows 3,9
 done
 out=$(list)
@@ -109,8 +109,8 @@ expect_rows "stand-in's 8192-token chunk at 32K" 2 '^stand-in +sparse_prefill +r
 # --variant as the variant column prints it: that field's rows only (not index_prefill's large=1).
 expect_rows "--variant strips=4" 8 '^v3\.2-tp8 +topk_prefill +strips=4 ' --shapes v3.2-tp8 --variant strips=4
 expect_rows "--variant strips=4, no other launcher" 0 '^v3\.2-tp8 +(index|sparse|fp8|norm|topk_decode)' --shapes v3.2-tp8 --variant strips=4
-expect_rows "tp 8's 16 heads" 5 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* 32 +32768 .*heads=16,' --shapes v3.2-tp8
-expect_rows "tp 1's 128 heads at 64 rows" 5 '^v3\.2-tp1 +sparse_decode .* 64 +32768 .*heads=128,' --shapes v3.2-tp1
+expect_rows "tp 8's 16 heads" 6 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* 32 +32768 .*heads=16,' --shapes v3.2-tp8
+expect_rows "tp 1's 128 heads at 64 rows" 6 '^v3\.2-tp1 +sparse_decode .* 64 +32768 .*heads=128,' --shapes v3.2-tp1
 expect_rows "long-context top-k, shared by both tps" 3 '^v3\.2-tp1,v3\.2-tp8 +topk_decode .* 131072 ' --launcher topk_decode
 expect_rows "top-k at 8K, shared by all three" 3 '^stand-in,v3\.2-tp1,v3\.2-tp8 +topk_decode .* 8192 ' --launcher topk_decode
 expect_rows "index_decode at 128K, 64 index heads" 3 'index_decode .* 131072 .*index_heads=64,' --launcher index_decode
@@ -119,7 +119,7 @@ expect_rows "no stand-in row past its 32768 positions" 0 '^stand-in[^ ]* +[a-z_]
 expect_rows "the rule's pick at 8192 rows of 32K" 1 'topk_prefill +strips=1 +\* +8192 +32768' --launcher topk_prefill
 expect_rows "the rule's pick at 4096 rows of 128K" 1 'topk_prefill +strips=16 +\* +4096 +131072' --launcher topk_prefill
 # --rows and --ctx take a comma list (as msa_kernel_bench's --rows does): the rows of any of them.
-expect_rows "tp 8's decode rows at 1 and 16 rows" 10 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* (1|16) +32768 ' --shapes v3.2-tp8 --launcher sparse_decode --rows 1,16
+expect_rows "tp 8's decode rows at 1 and 16 rows" 12 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* (1|16) +32768 ' --shapes v3.2-tp8 --launcher sparse_decode --rows 1,16
 expect_rows "no other decode row count" 0 '^v3\.2-tp8 +sparse_decode +splits=[0-9]+ .* (32|64|128) +32768 ' --shapes v3.2-tp8 --launcher sparse_decode --rows 16,1
 expect_rows "topk_decode at two contexts" 6 '^v3\.2-tp1,v3\.2-tp8 +topk_decode .* (65536|131072) ' --launcher topk_decode --ctx 65536,131072
 # A boolean field (large) marks its pick too: one of each (rows, ctx) pair's two rows.
@@ -146,7 +146,7 @@ if [[ -z $a || $a != "$b" ]]; then
   fail=1
 fi
 # --dcp: sparse_decode gathers the dcp group's heads (16 x 2), the prefill keeps its 16.
-expect_rows "dcp 2's decode heads" 5 '^v3\.2-tp8-dcp2 +sparse_decode .*heads=32,' --tensor-parallel-size 8 --dcp 2 --rows 16
+expect_rows "dcp 2's decode heads" 6 '^v3\.2-tp8-dcp2 +sparse_decode .*heads=32,' --tensor-parallel-size 8 --dcp 2 --rows 16
 expect_rows "dcp 2's prefill heads" 2 '^v3\.2-tp8-dcp2 +sparse_prefill .*heads=16,' --tensor-parallel-size 8 --dcp 2 --rows 8192 --ctx 8192
 # A model without an indexer runs fp8_bmm only.
 expect_rows "deepseek-v2-lite: fp8_bmm only" 0 '^deepseek_v2-tp1 +(sparse|index|topk|norm)' --model-config "$models/deepseek-v2-lite.json"
