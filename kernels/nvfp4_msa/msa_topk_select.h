@@ -31,13 +31,6 @@ PW_HD inline pw_u32 pw_msa_order_key(float f) {
 }
 
 #if defined(PW_DEVICE_COMPILE) || defined(PW_SIMT_EMU)  // the emulator: tests/kernels
-PW_DEVICE_INLINE int pw_msa_shfl_xor_i32(int v, int m) {
-#if defined(PW_AMD)
-  return __shfl_xor(v, m);
-#else
-  return __shfl_xor_sync(0xffffffffu, v, m);
-#endif
-}
 PW_DEVICE_INLINE int pw_msa_shfl_i32(int v, int src) {
 #if defined(PW_AMD)
   return __shfl(v, src);
@@ -60,7 +53,7 @@ PW_DEVICE_INLINE pw_u32 pw_msa_warp_max_u32(pw_u32 v) {
 #else
 #pragma unroll
   for (int m = PW_WARP / 2; m > 0; m >>= 1) {
-    const pw_u32 o = static_cast<pw_u32>(pw_msa_shfl_xor_i32(static_cast<int>(v), m));
+    const pw_u32 o = static_cast<pw_u32>(pw_shfl_xor_i32(static_cast<int>(v), m));
     v = o > v ? o : v;
   }
   return v;
@@ -72,7 +65,7 @@ PW_DEVICE_INLINE int pw_msa_warp_min_i32(int v) {
 #else
 #pragma unroll
   for (int m = PW_WARP / 2; m > 0; m >>= 1) {
-    const int o = pw_msa_shfl_xor_i32(v, m);
+    const int o = pw_shfl_xor_i32(v, m);
     v = o < v ? o : v;
   }
   return v;

@@ -239,6 +239,15 @@ inline pw_u32 pw_emu_fma_bf16x2(pw_u32 a, pw_u32 b, pw_u32 c) {
   }
   return d;
 }
+// Element k's bf16 (k even: the low 16 bits) of a fragment register, and A's element (m, k) of
+// the 16 x 16 tile a warp's lanes hold in `frag` in mma.sync's m16n8k16 A layout (below).
+inline float pw_emu_frag_half(pw_u32 r, int k) {
+  return pw_bf16_to_float(static_cast<pw_u16>(r >> (16 * (k % 2))));
+}
+inline float pw_emu_frag_a(const PwEmuWarp& w, int m, int k) {
+  return pw_emu_frag_half(w.frag[4 * (m % 8) + (k % 8) / 2][(m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)],
+                          k);
+}
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, c += A B, the whole warp: lane l (g = l / 4,
 // t = l % 4) holds A's rows g and g + 8 at columns 2t, 2t + 1 (a[0], a[1]) and 2t + 8, 2t + 9
 // (a[2], a[3]), B's column g at rows 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1), C's rows g, g + 8
@@ -252,14 +261,9 @@ inline void pw_emu_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1)
   w.frag[lane][4] = b0;
   w.frag[lane][5] = b1;
   w.bar.arrive_and_wait();
-  const auto half = [](pw_u32 r, int k) {
-    return pw_bf16_to_float(static_cast<pw_u16>(r >> (16 * (k % 2))));
-  };
-  const auto at_a = [&](int m, int k) {
-    return half(w.frag[4 * (m % 8) + (k % 8) / 2][(m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k);
-  };
+  const auto at_a = [&](int m, int k) { return pw_emu_frag_a(w, m, k); };
   const auto at_b = [&](int k, int n) {
-    return half(w.frag[4 * n + (k % 8) / 2][k >= 8 ? 5 : 4], k);
+    return pw_emu_frag_half(w.frag[4 * n + (k % 8) / 2][k >= 8 ? 5 : 4], k);
   };
   const int g = lane / 4, t = lane % 4;
   float out[4];
@@ -323,25 +327,21 @@ inline void pw_emu_wgmma(float* d, int n, const pw_u32* a_regs, pw_u64 desc_a, p
     for (int i = 0; i < 4; ++i) warp.frag[lane][i] = a_regs[i];
     warp.bar.arrive_and_wait();
   }
-  const auto at_a = [&](int m, int k) {  // m: 0..63
-    if (a_regs == nullptr) return pw_emu_wgmma_operand(desc_a, m, k, trans_a);
-    const int r = m % 16;  // this warp's row (m / 16 == w)
-    const pw_u32 reg = warp.frag[4 * (r % 8) + (k % 8) / 2][(r >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
-    return pw_bf16_to_float(static_cast<pw_u16>(reg >> (16 * (k % 2))));
+  const auto at_a = [&](int m, int k) {  // m: 0..63; in registers, row m % 16 of this warp's
+    return a_regs == nullptr ? pw_emu_wgmma_operand(desc_a, m, k, trans_a)
+                             : pw_emu_frag_a(warp, m % 16, k);
   };
   const int g = lane / 4, t4 = lane % 4;
-  std::vector<float> out(static_cast<size_t>(n / 2));
-  for (int j = 0; j < n / 8; ++j) {
+  for (int j = 0; j < n / 8; ++j) {  // each accumulator read (accumulate) and written by itself
     for (int e = 0; e < 4; ++e) {
       const int m = 16 * w + g + 8 * (e / 2), col = 8 * j + 2 * t4 + e % 2;
       float acc = accumulate ? d[4 * j + e] : 0.0f;
       for (int k = 0; k < 16; ++k)
         acc += at_a(m, k) * pw_emu_wgmma_operand(desc_b, col, k, trans_b);
-      out[static_cast<size_t>(4 * j + e)] = acc;
+      d[4 * j + e] = acc;
     }
   }
   if (a_regs != nullptr) warp.bar.arrive_and_wait();  // the warp's fragments all read
-  for (int i = 0; i < n / 2; ++i) d[i] = out[static_cast<size_t>(i)];
 }
 inline void pw_emu_wgmma_wait() {
   pw_emu_block->groups[static_cast<size_t>(threadIdx.x / 128)]->arrive_and_wait();
