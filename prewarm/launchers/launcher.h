@@ -76,6 +76,17 @@ struct Thresholds {
   // against 28.4; 20 and 24 rows (8 splits two an SM) 37.2 and 38.9, the fastest
   // (bench/RESULTS.md, thirty-third session).
   int64_t sparse_splits_shared_keys = 256;
+  // On sm_90's warpgroup blocks (64-key tiles) one more candidate above sparse_splits_cap: 2 x the
+  // cap where a split is then exactly one tile (32 splits of 2048 selected keys), bounded by
+  // s x R x G x head_tile <= this x W as well as by the one wave (b 1: a split of 64 keys): a
+  // one-tile split halves each block's chain of tiles but doubles the blocks that stage Q and
+  // write partials, which a 64-head block's (4x the 16-head block's) pays for only up to half a
+  // wave. 0 turns the candidate off. H100 at 32K, 32 splits against the rule's 16, us (two runs
+  // agree to 0.8): tp 8 (16 heads) 1 row 15.0 against 17.5, 2 rows 15.5 / 17.8, 4 rows 17.5 /
+  // 19.2, 8 rows 22.3 / 21.2 (past the wave); 64 heads 1 row 19.5 / 21.8, 2 rows 21.1 / 22.2, 4
+  // rows 25.5 / 23.9 (past the bound); tp 1 (128 heads, G 2) 1 row 21.1 / 22.3, 2 rows 25.6 /
+  // 23.4 (past the bound) (bench/RESULTS.md, thirty-fourth session).
+  int64_t sparse_splits_one_tile_heads = 32;
   // MSA (the msa_* launchers; the other rules are shared with MLA's). msa_index_prefill:
   // large = W > this. The seed's one measured fact: one 8K prompt in one chunk (W = 2^26) runs
   // the shared kernel, a step with two 8K prompts the large one.

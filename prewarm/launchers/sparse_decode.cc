@@ -5,7 +5,9 @@
 // has fewer than sparse_splits_shared_keys selected keys), else 1. On sm_90 at 64 heads and more
 // the block is sparse_wg.h's (64 heads, one a multiprocessor): G = ceil(Hr / 64), b = 1; at 16
 // heads and fewer sparse_wg_narrow.h's (16 heads, two a multiprocessor; PW_SPARSE_WG_NARROW):
-// G = 1, b = 2.
+// G = 1, b = 2. On those blocks one more candidate above the cap, 2 x cap where a split is then
+// one 64-key tile (32 at 2048 selected), bounded also by s x R x G x head_tile <= 32 x W
+// (sparse_splits_one_tile_heads): at 16 heads 32 R <= 132, at 64 heads 32 R G <= 66.
 // msa_sparse_decode: GQA over the selected blocks, its own bounds and the blocks a row takes
 // unsplit, G = Hkv_r x ceil(group / 16) (a decode block takes one row x up to 16 heads of one KV
 // group: msa_sparse_decode_heads): splits = min(8, largest power of two s with s^2 x R x G <= 256,
@@ -33,19 +35,41 @@ struct SplitRule {
 
 // MLA's candidate s: the block shape sparse_decode's kernel is compiled with at s splits (as the
 // launch code sizes it), its blocks a row and a multiprocessor holds.
-SplitRule::Candidate MlaCandidate(int64_t splits, int64_t multiprocessors,
-                                  const LaunchContext& ctx) {
+PwSparseGeometry MlaGeometry(int range, const LaunchContext& ctx) {
   const Shape& s = ctx.shape;
-  const int range = pw_sparse_range(static_cast<int>(s.index_topk), static_cast<int>(splits));
-  const PwSparseGeometry g = pw_sparse_geometry(
+  return pw_sparse_geometry(
       static_cast<int>(s.DecodeHeads()), WarpWidth(ctx.arch), SharedMemoryKib(ctx.arch),
       static_cast<int>(s.kv_lora_rank), static_cast<int>(s.qk_rope_head_dim), range,
       pw_sparse_staged(ctx.arch.platform == Platform::kNvidia, false, 1, range), Wgmma(ctx.arch));
+}
+
+int MlaRange(int64_t splits, const LaunchContext& ctx) {
+  return pw_sparse_range(static_cast<int>(ctx.shape.index_topk), static_cast<int>(splits));
+}
+
+// Whether `splits` makes each split exactly one tile of a warpgroup block (the one-tile candidate
+// above the cap: sparse_splits_one_tile_heads).
+bool MlaOneTile(int64_t splits, const LaunchContext& ctx) {
+  const int range = MlaRange(splits, ctx);
+  const PwSparseGeometry g = MlaGeometry(range, ctx);
+  return g.wg && range <= g.keys && 2 * range > g.keys;
+}
+
+SplitRule::Candidate MlaCandidate(int64_t splits, int64_t multiprocessors, bool one_tile,
+                                  const LaunchContext& ctx) {
+  const Shape& s = ctx.shape;
+  const int range = MlaRange(splits, ctx);
+  const PwSparseGeometry g = MlaGeometry(range, ctx);
   const int64_t resident = range < ctx.thresholds.sparse_splits_shared_keys
                                ? 1
                                : pw_sparse_resident(g, SharedMemoryKib(ctx.arch),
                                                     ctx.arch.platform == Platform::kNvidia);
-  return {splits, (s.DecodeHeads() + g.head_tile - 1) / g.head_tile, resident * multiprocessors};
+  int64_t work = resident * multiprocessors;
+  if (one_tile) {
+    work = std::min(work, ctx.thresholds.sparse_splits_one_tile_heads * multiprocessors /
+                              std::max(1, g.head_tile));
+  }
+  return {splits, (s.DecodeHeads() + g.head_tile - 1) / g.head_tile, work};
 }
 
 SplitRule RuleFor(AttentionFamily family, const LaunchContext& ctx) {
@@ -67,11 +91,13 @@ SplitRule RuleFor(AttentionFamily family, const LaunchContext& ctx) {
   const int64_t multiprocessors = t.sparse_splits_multiprocessors > 0
                                       ? t.sparse_splits_multiprocessors
                                       : Multiprocessors(ctx.arch);
+  if (!msa && t.sparse_splits_one_tile_heads > 0 && MlaOneTile(2 * cap, ctx))
+    rule.candidates.push_back(MlaCandidate(2 * cap, multiprocessors, true, ctx));
   for (int64_t v : values) {
     rule.candidates.push_back(msa ? SplitRule::Candidate{v,
                                                          kv * ((group + per_block - 1) / per_block),
                                                          t.msa_sparse_splits_work}
-                                  : MlaCandidate(v, multiprocessors, ctx));
+                                  : MlaCandidate(v, multiprocessors, false, ctx));
   }
   return rule;
 }

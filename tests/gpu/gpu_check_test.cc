@@ -810,8 +810,9 @@ TEST_F(GpuCheckTest, IndexPrefillOfManyHeadsMatchesTheCpuReference) {
 // Sparse attention at DeepSeek-V3.2's own heads a rank, which the seeds' 64-head plan never
 // reaches: 16 (tp 8; on NVIDIA a block of 8 warps, PW_SPARSE_NARROW_PARTS, or on Hopper with
 // PW_SPARSE_WG_NARROW=1 sparse_wg_narrow.h's block) and 128 (tp 1: two blocks a row; on Hopper
-// sparse_wg.h's block). Decode at one split (written without a combine), two (a cluster), 4 and 16
-// (the separate combine; 8 and 2 tiles a split at 128 heads); prefill at one and two rounds. Rows
+// sparse_wg.h's block). Decode at one split (written without a combine), two (a cluster), 4, 16 and
+// 32 (the separate combine; 8, 2 and 1 tiles a split: 32 is the rule's one-tile candidate on
+// Hopper); prefill at one and two rounds. Rows
 // that see fewer positions than Ktop (holes in the selection), exactly Ktop, and more; the SIMT
 // build (AMD's path) of the 16-head keys too. Every decode row, and every tenth prefill row and the
 // last, are compared with the CPU.
@@ -838,7 +839,8 @@ TEST_F(GpuCheckTest, SparseAttentionOfDeepSeekV32sHeadsMatchesTheCpuReference) {
     for (const Variant& v :
          {Variant{"sparse_decode", "splits", 1}, Variant{"sparse_decode", "splits", 2},
           Variant{"sparse_decode", "splits", 4}, Variant{"sparse_decode", "splits", 16},
-          Variant{"sparse_prefill", "rounds", 1}, Variant{"sparse_prefill", "rounds", 2}}) {
+          Variant{"sparse_decode", "splits", 32}, Variant{"sparse_prefill", "rounds", 1},
+          Variant{"sparse_prefill", "rounds", 2}}) {
       for (const std::vector<std::string>& defines :
            {std::vector<std::string>{}, std::vector<std::string>{"-DPW_FORCE_SIMT=1"}}) {
         if (heads != 16 && !defines.empty()) continue;

@@ -239,16 +239,33 @@ TEST_F(KeyRulesTest, SparsePrefillRoundsAndDecodeSplits) {
 TEST_F(KeyRulesTest, SparseDecodeSplitsFillOneWaveOnTheH200) {
   arch_ = *ParseArch("sm_90");
   std::vector<std::pair<int64_t, std::vector<std::pair<int64_t, int64_t>>>> rows = {
-      // tp 1: G 2, so s R <= 66; one split past two waves' worth
-      {128, {{1, 16}, {4, 16}, {5, 8}, {8, 8}, {9, 4}, {16, 4}, {17, 2}, {33, 2}, {34, 1}}},
-      // G 1: s R <= 132
-      {64, {{8, 16}, {9, 8}, {16, 8}, {17, 4}, {33, 4}, {34, 2}, {66, 2}, {67, 1}, {128, 1}}},
+      // tp 1: G 2, so s R <= 66; one split past two waves' worth. 32 splits (one 64-key tile
+      // each) also keep 32 R G x 64 heads <= 32 x 132: R 1
+      {128,
+       {{1, 32}, {2, 16}, {4, 16}, {5, 8}, {8, 8}, {9, 4}, {16, 4}, {17, 2}, {33, 2}, {34, 1}}},
+      // G 1: s R <= 132; 32 splits up to 32 R <= 66
+      {64,
+       {{1, 32},
+        {2, 32},
+        {3, 16},
+        {8, 16},
+        {9, 8},
+        {16, 8},
+        {17, 4},
+        {33, 4},
+        {34, 2},
+        {66, 2},
+        {67, 1},
+        {128, 1}}},
   };
   if (PW_SPARSE_WG_NARROW) {
     // tp 8: b 2, so s R <= 264, but 16 splits of 128 keys (fewer than sparse_splits_shared_keys)
-    // count b 1: 16 R <= 132
+    // count b 1: 16 R <= 132; 32 splits of one tile 32 R <= 132 (the head bound, 32 R x 16
+    // heads <= 32 x 132, does not bind)
     rows.push_back({16,
-                    {{1, 16},
+                    {{1, 32},
+                     {4, 32},
+                     {5, 16},
                      {8, 16},
                      {9, 8},
                      {16, 8},
@@ -270,6 +287,29 @@ TEST_F(KeyRulesTest, SparseDecodeSplitsFillOneWaveOnTheH200) {
       EXPECT_EQ(Param<int64_t>(One("sparse_decode", Decodes(r, 1)), "splits"), splits)
           << heads << " heads, " << r << " rows";
     }
+  }
+}
+
+// The one-tile candidate (32 splits of 2048 selected keys) is sm_90's warpgroup blocks' alone, and
+// sparse_splits_one_tile_heads 0 turns it off: the other archs' rows are those of the cap, 16.
+TEST_F(KeyRulesTest, SparseDecodeOneTileSplitsOnlyOnHoppersWarpgroupBlocks) {
+  for (int64_t heads : {16, 64, 128}) {
+    shape_.heads = heads;
+    for (const char* arch : {"sm_90", "sm_100", "gfx942", "gfx950", "gfx90a", "sm_86"}) {
+      arch_ = *ParseArch(arch);
+      const bool wg = std::string(arch) == "sm_90" && (heads > 16 || PW_SPARSE_WG_NARROW);
+      EXPECT_EQ(Param<int64_t>(One("sparse_decode", Decodes(1, 1)), "splits"), wg ? 32 : 16)
+          << arch << ", " << heads << " heads";
+    }
+    arch_ = *ParseArch("sm_90");
+    Thresholds off;
+    off.sparse_splits_one_tile_heads = 0;
+    const LaunchContext ctx{shape_, arch_, off};
+    std::set<int64_t> splits;
+    for (const PlannedKey& pk : FindLauncher("sparse_decode")->Enumerate(limits_, ctx))
+      splits.insert(Param<int64_t>(pk.key, "splits"));
+    ASSERT_FALSE(splits.empty()) << heads;
+    EXPECT_EQ(*splits.rbegin(), 16) << heads;
   }
 }
 

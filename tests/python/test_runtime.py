@@ -199,7 +199,7 @@ def test_tensor_errors_name_the_argument(filled):
     assert rt.stats()["hits"] == 0, "nothing was looked up for a refused call"
     # Every tensor good: the library picks the key, then refuses for want of a GPU.
     with pytest.raises(prewarm_runtime.NoGpuError,
-                       match=r"^sparse_decode arch=sm_90,.*splits=16.*without a GPU"):
+                       match=r"^sparse_decode arch=sm_90,.*splits=32.*without a GPU"):
         call(ws_o=ws_o, ws_lse=ws_lse)
     assert rt.stats()["hits"] == 1
 

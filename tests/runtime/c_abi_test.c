@@ -446,7 +446,7 @@ static int WithoutGpu(const char* cache, const char* arch) {
     failed += Expect(rc == PREWARM_EINVAL && strstr(err, "does not run for this cache") != NULL,
                      "an MLA launcher on an MSA cache says it never runs", err);
   } else {
-    failed += Expect(rc == PREWARM_ENOGPU && strstr(err, "splits=16") != NULL &&
+    failed += Expect(rc == PREWARM_ENOGPU && strstr(err, "splits=32") != NULL &&
                          strstr(err, "without a GPU") != NULL,
                      "a launch names its key, then refuses for want of a GPU", err);
   }
