@@ -108,14 +108,45 @@ PW_DEVICE_INLINE void pw_sparse_wgn_load(const PwSparseArgs& a, const int* slots
   }
 }
 
+// How a tile's rope copies are shared out (a kernel-only A/B through kernel_bench --define):
+// 1 (default): copy i's warp step w = i / 32 takes keys 8 (w % 8) .. + 7 and the chunk quad w / 8,
+// lane l key 8 (w % 8) + (l / 2) % 8 and chunk 4 (w / 8) + 2 (l / 16) + l % 2: lanes 2 j and 2 j +
+// 1 read one whole 32-byte sector, and each quarter warp writes one core matrix (8 keys at one
+// chunk, 128 contiguous bytes), 4 shared-memory wavefronts an instruction. 0: 8 threads a key
+// read its 128 contiguous bytes, whose 8 chunks lie in 8 core matrices 128 bytes apart: every
+// quarter warp's writes in the same 4 banks, 8-way conflicted (Nsight Compute, H100, the
+// 512-row prefill chunk: 7.9 M of its 42 M shared wavefronts in excess, all of them these
+// copies' and Q's). 1 against 0 (H100, DeepSeek-V3.2 tp 8, A B A B): prefill 512 rows at 8K
+// 306.1 / 303.4 -> 288.0 / 288.1 us, the 8192-token chunk at 32K 4402 / 4399 -> 4353 / 4344
+// (at 8K within the runs' spread, 3726 / 3692 against 3721 / 3723); decode 128 rows at 32K
+// 100.1 / 101.4 -> 96.4 / 96.9, 16 to 64 rows within 1% (bench/RESULTS.md, thirty-fourth
+// session).
+#ifndef PW_SPARSE_WGN_ROPE_PAIRS
+#define PW_SPARSE_WGN_ROPE_PAIRS 1
+#endif
+
+// Copy i of a tile's 64 x PW_DR / 8 rope chunks: its key and chunk (PW_SPARSE_WGN_ROPE_PAIRS).
+PW_DEVICE_INLINE void pw_sparse_wgn_rope_chunk(int i, int& key, int& c) {
+  constexpr int chunks = PW_DR / 8;
+  if constexpr (PW_SPARSE_WGN_ROPE_PAIRS && chunks % 4 == 0) {
+    const int w = i / 32, l = i % 32;
+    key = 8 * (w % 8) + l / 2 % 8;
+    c = 4 * (w / 8) + 2 * (l / 16) + l % 2;
+  } else {
+    key = i / chunks;
+    c = i % chunks;
+  }
+}
+
 // Tile [k0, k0 + 64)'s rope into the K tile's rope chunks by cp.async, one committed group (zeros
-// where nothing is selected); 8 threads a key read its 128 contiguous bytes. Once S of the last
-// tile is done the rope chunks are free: O += P V reads the latent dims alone.
+// where nothing is selected), shared out by pw_sparse_wgn_rope_chunk. Once S of the last tile is
+// done the rope chunks are free: O += P V reads the latent dims alone.
 PW_DEVICE_INLINE void pw_sparse_wgn_rope(const PwSparseArgs& a, const int* slots, int k0, int end,
                                          unsigned char* k) {
   constexpr int chunks = PW_DR / 8;
   for (int i = threadIdx.x; i < 64 * chunks; i += kPwSg.threads) {
-    const int key = i / chunks, c = i % chunks;
+    int key, c;
+    pw_sparse_wgn_rope_chunk(i, key, c);
     const int slot = k0 + key < end ? slots[k0 + key] : -1;
     const pw_u8* src =
         a.kv_cache +
