@@ -835,7 +835,15 @@ TEST_F(GpuCheckTest, SparseAttentionOfDeepSeekV32sHeadsMatchesTheCpuReference) {
   // kernel's measuring or alternative build, checked at DeepSeek-V3.2's heads and many rows).
   std::vector<std::string> extra;
   for (const std::string& d : CommaListEnv("PREWARM_GPU_CHECK_DEFINES")) extra.push_back("-D" + d);
+  // PREWARM_GPU_CHECK_HEADS=16 or 128: that tensor-parallel shape alone (a kernel change of one
+  // block checked in a short call).
+  const std::vector<std::string> only_heads = CommaListEnv("PREWARM_GPU_CHECK_HEADS");
+  for (const std::string& h : only_heads)
+    ASSERT_TRUE(h == "16" || h == "128") << "PREWARM_GPU_CHECK_HEADS=" << h << ": 16 or 128";
   for (int64_t heads : {16, 128}) {
+    if (!only_heads.empty() &&
+        std::find(only_heads.begin(), only_heads.end(), std::to_string(heads)) == only_heads.end())
+      continue;
     for (const Variant& v :
          {Variant{"sparse_decode", "splits", 1}, Variant{"sparse_decode", "splits", 2},
           Variant{"sparse_decode", "splits", 4}, Variant{"sparse_decode", "splits", 16},

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "prewarm/catalog/catalog.h"
@@ -116,6 +119,54 @@ TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
     // The define reached the kernel: the block's 64 accumulators and two tiles' bytes take more
     // than the 8-warp mma.sync block's 78 to 102 registers.
     EXPECT_GT(k->registers, 160) << key.String();
+  }
+}
+
+// sparse_wg.h's pair (PW_SPARSE_WG_PAIR=1: a row's two 64-head tiles one cluster, each block
+// dequantizing half of every tile into both) compiles for sm_90 (NVRTC) at DeepSeek-V3.2's tp 1
+// shape (128 heads): prefill, and decode at 1 and 16 splits (the combine kernel's); no scratch.
+// The define reaches those kernels and no other: decode at 2 splits (its splits combine in their
+// own cluster) and the 64-head stand-in compile to the same bytes with it as without.
+TEST(CodeObjectTest, ThePairedWarpgroupBlockCompilesForSm90WithoutScratch) {
+  const Arch arch = *ParseArch("sm_90");
+  auto tc = OpenToolchain(arch.platform);
+  ASSERT_TRUE(tc.ok()) << tc.status();
+  const auto compile = [&](const Key& key, bool pair) -> std::string {
+    CompileJob job = JobForKey(key, arch);
+    job.defines.push_back(pair ? "-DPW_SPARSE_WG_PAIR=1" : "-DPW_SPARSE_WG_PAIR=0");
+    auto out = (*tc)->Compile(job);
+    EXPECT_TRUE(out.ok()) << key.String() << ": " << out.status();
+    return out.ok() ? out->code : "";
+  };
+  for (int tp : {1, 2}) {
+    const Shape shape = *ShapeForRank(ExampleModelConfig(), tp);
+    ASSERT_EQ(shape.heads, 128 / tp);
+    std::vector<Key> keys;
+    const Key decode =
+        FindLauncher("sparse_decode")
+            ->Dispatch(ComputeStats(Step{{{Phase::kDecode, 1, 4096}}}), {shape, arch, {}})
+            .front();
+    for (int64_t splits : {1, 2, 16}) keys.push_back(Key(decode).Set("splits", splits));
+    const Step prefill{{{Phase::kPrefill, 512, 4096}}};
+    for (const Key& k :
+         FindLauncher("sparse_prefill")->Dispatch(ComputeStats(prefill), {shape, arch, {}}))
+      keys.push_back(k);
+    ASSERT_EQ(keys.size(), 4u);
+    for (const Key& key : keys) {
+      const std::string paired = compile(key, true), alone = compile(key, false);
+      ASSERT_FALSE(paired.empty());
+      const auto splits = key.params.find("splits");
+      const bool pairs =
+          tp == 1 && !(splits != key.params.end() && std::get<int64_t>(splits->second) == 2);
+      EXPECT_EQ(paired != alone, pairs) << key.String();
+      auto info = ReadCodeObject(paired);
+      ASSERT_TRUE(info.ok()) << info.status();
+      const char* entry =
+          key.launcher == "sparse_prefill" ? "pw_sparse_prefill" : "pw_sparse_decode";
+      const KernelResources* k = info->Find(entry);
+      ASSERT_NE(k, nullptr) << key.String();
+      EXPECT_FALSE(k->Spills()) << key.String();
+    }
   }
 }
 
