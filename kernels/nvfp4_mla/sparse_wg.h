@@ -32,7 +32,7 @@
 #define PW_SPARSE_WG_PAIR 0
 #endif
 #if PW_SPARSE_WG_BUILD && PW_SPARSE_WG && PW_SPARSE_WG_PAIR && !PW_SPARSE_DEC_CLUSTERED && \
-    PW_HEADS > 64 && (PW_HEADS + 63) / 64 % 2 == 0
+    PW_HEADS > 64 && (PW_HEADS + 63) / 64 % 2 == 0 && PW_L == 512 && PW_DR % 64 == 0
 #define PW_SPARSE_WG_PAIRED 1
 #define PW_SPARSE_WG_PAIR_DIMS __cluster_dims__(1, 2, 1)
 #else
