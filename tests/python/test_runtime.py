@@ -126,10 +126,13 @@ def test_workspace_sizes_follow_the_key_rules(filled):
     rt = prewarm_runtime.Runtime(str(filled), device=-1, arch="sm_90")
     heads, L, ktop = 64, 512, 2048
     # sparse_decode: one wave of blocks on sm_90's 132 multiprocessors, a block of 64 heads
-    # each: one row gets 16 splits, 16 rows 8, 64 rows 2; past two splits' wave, 1 split, which
-    # writes its output directly. 2 splits combine inside their thread block cluster: no
-    # workspace either.
-    assert rt.workspace("sparse_decode", 1) == (1 * heads * 16 * L * 4, 1 * heads * 16 * 4)
+    # each: one or two rows get 32 splits (a 64-key tile a split: sm_90's one-tile candidate,
+    # while 32 x rows x 64 heads <= 32 x 132), 16 rows 8, 64 rows 2; past two splits' wave, 1
+    # split, which writes its output directly. 2 splits combine inside their thread block
+    # cluster: no workspace either.
+    assert rt.workspace("sparse_decode", 1) == (1 * heads * 32 * L * 4, 1 * heads * 32 * 4)
+    assert rt.workspace("sparse_decode", 2) == (2 * heads * 32 * L * 4, 2 * heads * 32 * 4)
+    assert rt.workspace("sparse_decode", 4) == (4 * heads * 16 * L * 4, 4 * heads * 16 * 4)
     assert rt.workspace("sparse_decode", 16) == (16 * heads * 8 * L * 4, 16 * heads * 8 * 4)
     assert rt.workspace("sparse_decode", 64) == (0, 0)
     assert rt.workspace("sparse_decode", 500) == (0, 0)
@@ -186,7 +189,7 @@ def test_tensor_errors_name_the_argument(filled):
                        match=r"sparse_prefill: scale is nan; it must be finite and > 0"):
         rt.sparse_prefill(**good, g_kv=1.0, scale=float("nan"), ctx=100)
     with pytest.raises(ValueError, match="sparse_decode: this call's kernel needs ws_o, a "
-                                         "workspace of 4194304 bytes"):
+                                         "workspace of 8388608 bytes"):
         call()
     ws_o, ws_lse = (torch.zeros(n, dtype=torch.uint8) for n in rt.workspace("sparse_decode", rows))
     with pytest.raises(ValueError, match="sparse_decode: ws_lse holds 3 bytes; this call needs"):
