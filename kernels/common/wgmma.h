@@ -59,6 +59,11 @@ inline void pw_wgmma_m64n16k16_bf16_ss(float (&d)[8], pw_u64 desc_a, pw_u64 desc
 inline void pw_wgmma_m64n16k16_bf16_ss_tt(float (&d)[8], pw_u64 desc_a, pw_u64 desc_b) {
   pw_emu_wgmma(d, 16, nullptr, desc_a, desc_b, true, true, true);
 }
+template <bool kAccumulate>
+inline void pw_wgmma_m64n16k16_bf16_rs(float (&d)[8], const pw_u32 (&a)[4], pw_u64 desc_b) {
+  pw_emu_wgmma(d, 16, a, 0, desc_b, kAccumulate, false, false);
+}
+inline void pw_stsm_x4(unsigned char* p, const pw_u32 (&r)[4]) { pw_emu_stsm_x4(r, p); }
 #elif PW_WGMMA
 // The accumulator operands of an N-wide wgmma (N / 2 f32 a thread): their registers in the
 // instruction ("%0, ..., %N/2-1") and their constraints (c: "+f" read and written, "=f" only
@@ -272,6 +277,37 @@ __device__ inline void pw_wgmma_m64n16k16_bf16_ss(float (&d)[8], pw_u64 desc_a, 
   } else {
     asm volatile(PW_WGMMA_M64N16K16_SS : PW_WGMMA_D8("=f") : "n"(0), "l"(desc_a), "l"(desc_b));
   }
+}
+
+// d (+)= a · b: m64n16k16, A (M x K) in registers (a warp's 16 rows in mma.sync's m16n8k16 A
+// layout) and B (N x K, K-major) through a descriptor; kAccumulate false writes d without reading
+// it.
+#define PW_WGMMA_M64N16K16_RS                                               \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %8, 0;\n"                               \
+  "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {" PW_WGMMA_D8_REGS \
+  "}, {%9, %10, %11, %12}, %13, p, 1, 1, 0;\n}\n"
+template <bool kAccumulate>
+__device__ inline void pw_wgmma_m64n16k16_bf16_rs(float (&d)[8], const pw_u32 (&a)[4],
+                                                  pw_u64 desc_b) {
+  if constexpr (kAccumulate) {
+    asm volatile(PW_WGMMA_M64N16K16_RS
+                 : PW_WGMMA_D8("+f")
+                 : "n"(1), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+  } else {
+    asm volatile(PW_WGMMA_M64N16K16_RS
+                 : PW_WGMMA_D8("=f")
+                 : "n"(0), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+  }
+}
+
+// stmatrix.sync.aligned.m8n8.x4.shared.b16, the whole warp: lanes 8 i .. 8 i + 7 give the
+// addresses of matrix i's 8 rows (16 bytes each); lane l's r[i] is matrix i's row l / 4, columns
+// 2 (l % 4) and + 1 (mma.sync's fragment layout: an A fragment's 4 registers are 4 matrices).
+__device__ inline void pw_stsm_x4(unsigned char* p, const pw_u32 (&r)[4]) {
+  asm volatile(
+      "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(pw_smem_addr(p)),
+      "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+      : "memory");
 }
 
 // d += a · b: m64n16k16, A stored M-major and B stored N-major ("transposed" both: each core

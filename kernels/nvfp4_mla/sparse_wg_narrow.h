@@ -62,6 +62,33 @@ static_assert(PW_SPARSE_WGN_PIPE == 1 || PW_SPARSE_WGN_PIPE == 2, "one or two se
 #define PW_SPARSE_WGN_PAIRED 1
 #endif
 
+// 1: S^T's latent k-steps read the keys from registers (wgmma's A from registers), not from the
+// K tile: each thread loads the record bytes of the two keys whose rows its A fragments hold
+// (keys 16 warp + grp and + 8; of each the 16-byte pieces 64 j + 16 tig, j = 0..3, every load
+// instruction whole sectors a quad, and the scale bytes 8 tig .. + 7, passed round the quad),
+// dequantizes them 4 k-steps at a time into the fragments (the dims each k-step sums over are
+// permuted: pw_sparse_wgn_rs_dim; Q's latent is staged in the same order), issues those k-steps'
+// wgmmas and stores the same fragments into the K tile for O += P V by stmatrix (V's chunks in
+// that order too; the output puts each dim back). The K tile then takes no second barrier before
+// S, S reads 64 of its 90 KiB a tile from registers, and V's stores are stmatrix's, a core
+// matrix an instruction's quarter; the rope's 4 k-steps still read the tile (copied in by
+// cp.async). 0 (default): every thread dequantizes its share into the K tile,
+// a barrier, and S reads both operands from shared memory. Kernel-only (an A/B through
+// kernel_bench --define); written and emulated in the thirty-fifth session, unmeasured.
+#ifndef PW_SPARSE_WGN_RS
+#define PW_SPARSE_WGN_RS 0
+#endif
+static_assert(!kPwWgNarrow || !PW_SPARSE_WGN_RS || (PW_SPARSE_WG_LO && PW_SPARSE_SKIP == 0),
+              "the register path dequantizes with the _lo order and has no measuring skips");
+
+// The register path's order of the latent dims (PW_SPARSE_WGN_RS): element el of chunk c of a key
+// in the K tile (and of a head in Q's region) is this dim. Chunk c = 16 j + 4 q + jj holds pair jj
+// of word q (dims 8 q .. 8 q + 7) of piece j of each quad thread t (dims 128 j + 32 t ..), as
+// elements 2 t and 2 t + 1: k-step s's chunks 2 s and 2 s + 1 are a thread's A fragment.
+PW_HD constexpr int pw_sparse_wgn_rs_dim(int c, int el) {
+  return 128 * (c / 16) + 32 * (el / 2) + 8 * (c / 4 % 4) + c % 4 + 4 * (el % 2);
+}
+
 // A thread's latent bytes of a tile (64 values of 32 contiguous bytes, or 8 chunks of 16 bytes,
 // with their scales). The rope goes straight into the K tile (pw_sparse_wgn_rope).
 constexpr int kPwWgnPairs = PW_L / 128;
@@ -79,6 +106,28 @@ PW_DEVICE_INLINE int pw_sparse_wgn_key() {
 // to zeros, so V's rows past what the row sees are zeros).
 PW_DEVICE_INLINE void pw_sparse_wgn_load(const PwSparseArgs& a, const int* slots, int k0, int end,
                                          PwSparseWgnRaw& raw) {
+#if PW_SPARSE_WGN_RS
+  // Keys 16 warp + grp + 8 r: w[4 r + j] piece j (bytes 64 j + 16 tig), sc[2 r], sc[2 r + 1] the
+  // scale bytes 8 tig .. 8 tig + 7.
+  const int tig = threadIdx.x % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = 16 * (threadIdx.x / 32) + threadIdx.x % 32 / 4 + 8 * r;
+    const int slot = k0 + key < end ? slots[k0 + key] : -1;
+    if (slot >= 0) {
+      const pw_u8* rec = a.kv_cache + static_cast<long long>(slot) * kPwRecord;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        raw.w[4 * r + j] = *reinterpret_cast<const uint4*>(rec + 64 * j + 16 * tig);
+      const uint2 sc = *reinterpret_cast<const uint2*>(rec + PW_L / 2 + 8 * tig);
+      raw.sc[2 * r] = sc.x, raw.sc[2 * r + 1] = sc.y;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) raw.w[4 * r + j] = make_uint4(0, 0, 0, 0);
+      raw.sc[2 * r] = raw.sc[2 * r + 1] = 0;
+    }
+  }
+#else
   const int key = pw_sparse_wgn_key();
   const int slot = k0 + key < end ? slots[k0 + key] : -1;
   if (slot >= 0) {
@@ -106,6 +155,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_load(const PwSparseArgs& a, const int* slots
 #pragma unroll
     for (int i = 0; i < kPwWgnPairs; ++i) raw.sc[i] = 0;
   }
+#endif
 }
 
 // How a tile's rope copies are shared out (a kernel-only A/B through kernel_bench --define):
@@ -188,6 +238,89 @@ PW_DEVICE_INLINE void pw_sparse_wgn_dequant(const PwSparseWgnRaw& raw, float g_k
 #endif
 }
 
+#if PW_SPARSE_WGN_RS
+// Q of heads [head0, head0 + 16) for the register path: its rope chunks by cp.async (one committed
+// group), its latent chunks in pw_sparse_wgn_rs_dim's order and times 2^16 (as pw_sparse_wg_lo_q
+// leaves them) by this thread's own loads and stores; heads past Hr zeros.
+PW_DEVICE_INLINE void pw_sparse_wgn_stage_q_rs(const PwSparseArgs& a, int row, int head0,
+                                               unsigned char* q) {
+  constexpr int ropes = PW_DR / 8;
+  for (int i = threadIdx.x; i < 16 * ropes; i += kPwSg.threads) {
+    const int h = i % 16, c = i / 16;
+    const bool real = head0 + h < PW_HEADS;
+    const long long qo = static_cast<long long>(row) * PW_HEADS + (real ? head0 + h : 0);
+    pw_async_copy16(q + pw_sparse_wg_chunk(h, PW_L / 8 + c), a.q_rope + qo * PW_DR + 8 * c, real);
+  }
+  pw_async_commit();
+  const pw_u32 pow16 = 0x47804780u, neg_zero = 0x80008000u;  // bf16 2^16 in both halves
+  // Word (j, t, qq) of head h: dims 128 j + 32 t + 8 qq .. + 7, whose pair jj goes to chunk
+  // 16 j + 4 qq + jj, elements 2 t and 2 t + 1.
+  for (int i = threadIdx.x; i < 16 * (PW_L / 8); i += kPwSg.threads) {
+    const int h = i / (PW_L / 8), wi = i % (PW_L / 8);
+    const int j = wi / 16, t = wi / 4 % 4, qq = wi % 4;
+    const bool real = head0 + h < PW_HEADS;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (real) {
+      const long long qo = static_cast<long long>(row) * PW_HEADS + head0 + h;
+      v = *reinterpret_cast<const uint4*>(a.q_latent + qo * PW_L + 128 * j + 32 * t + 8 * qq);
+    }
+    pw_u32 out[4];
+    pw_bf16x8_lo_order(v, out);
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+#if defined(PW_SIMT_EMU)
+      out[jj] = pw_emu_fma_bf16x2(out[jj], pow16, neg_zero);
+#else
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;"
+          : "=r"(out[jj])
+          : "r"(out[jj]), "r"(pow16), "r"(neg_zero));
+#endif
+      *reinterpret_cast<pw_u32*>(q + pw_sparse_wg_chunk(h, 16 * j + 4 * qq + jj) + 4 * t) = out[jj];
+    }
+  }
+}
+
+// Half hq of piece j of this thread's two keys (tile_raw as pw_sparse_wgn_load leaves it on this
+// path) as the A fragments of k-steps 8 j + 4 hq .. + 3: af[2 qq + v] of word q = 2 hq + qq is
+// (key 0's pair 2 v, key 1's pair 2 v, key 0's pair 2 v + 1, key 1's pair 2 v + 1). The piece's
+// scale bytes (8 j + 2 tig and + 1 of the record's) are quad lane j's.
+PW_DEVICE_INLINE void pw_sparse_wgn_frags(const PwSparseWgnRaw& raw, int j, int hq, float g_kv,
+                                          pw_u32 (&af)[4][4]) {
+  const int lane = threadIdx.x % 32, tig = lane % 4;
+  const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
+  pw_u32 out[2][2][4];  // [key][word qq][pair]
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const pw_u32 w0 = static_cast<pw_u32>(
+        __shfl_sync(0xffffffffu, static_cast<int>(raw.sc[2 * r]), (lane & ~3) + j));
+    const pw_u32 w1 = static_cast<pw_u32>(
+        __shfl_sync(0xffffffffu, static_cast<int>(raw.sc[2 * r + 1]), (lane & ~3) + j));
+    const pw_u32 word = tig / 2 ? w1 : w0;
+    pw_u32 s0, s1;  // bf16(scale * 2^110) of the piece's two 16-value blocks, both halves
+    pw_e4m3fn_scale_lo2(tig % 2 ? word >> 16 : word & 0xffffu, s0, s1);
+    pw_u32 sg = hq ? s1 : s0;  // words 0, 1 the first block's, 2, 3 the second's
+#if defined(PW_SIMT_EMU)
+    sg = pw_emu_fma_bf16x2(sg, g2, neg_zero);
+#else
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(sg) : "r"(sg), "r"(g2), "r"(neg_zero));
+#endif
+    const uint4& w = raw.w[4 * r + j];
+    pw_nvfp4_dequant8_bf16_lo(hq ? w.z : w.x, sg, out[r][0]);
+    pw_nvfp4_dequant8_bf16_lo(hq ? w.w : w.y, sg, out[r][1]);
+  }
+#pragma unroll
+  for (int qq = 0; qq < 2; ++qq) {
+#pragma unroll
+    for (int v = 0; v < 2; ++v) {
+      af[2 * qq + v][0] = out[0][qq][2 * v];
+      af[2 * qq + v][1] = out[1][qq][2 * v];
+      af[2 * qq + v][2] = out[0][qq][2 * v + 1];
+      af[2 * qq + v][3] = out[1][qq][2 * v + 1];
+    }
+  }
+}
+#endif
+
 // The head of a thread's accumulator column hh (0..3): S^T's and O^T's columns 8 (hh / 2) +
 // 2 tig + hh % 2.
 PW_DEVICE_INLINE int pw_sparse_wgn_head(int hh, int tig) { return 8 * (hh / 2) + 2 * tig + hh % 2; }
@@ -212,7 +345,11 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
   const int grp = lane / 4, tig = lane % 4;
 
   pw_trace(0);
+#if PW_SPARSE_WGN_RS
+  pw_sparse_wgn_stage_q_rs(a, row, head0, qs);
+#else
   pw_sparse_wg_stage_q(a, row, head0, qs);
+#endif
   end = pw_sparse_slots(a, row, begin, end, sm) - begin;  // slots[i]: entry begin + i
   pw_trace(6);  // the slots looked up (Q's copies asked for)
   const int* slots = sm.slots;
@@ -227,7 +364,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
   pw_trace(7);      // the first records and rope asked for
   pw_async_wait();  // Q and the rope
   pw_trace(1);      // the slots, Q and the first tile's rope in
-#if PW_SPARSE_WG_LO
+#if PW_SPARSE_WG_LO && !PW_SPARSE_WGN_RS
   pw_sparse_wg_lo_q(qs);  // this thread's chunks of Q: permuted and times 2^16 where they lie
 #endif
   const float scale_log2 = a.scale * 1.4426950408889634f;
@@ -251,6 +388,49 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
 
   // Tile [k0, k0 + 64), its latent bytes in `raw` (which then takes tile k0 + 64 kPipe's).
   const auto attend_tile = [&](PwSparseWgnRaw& tile_raw, int k0) {
+    float s[8];  // S^T: s[4 j + e] is key 16 warp + grp + 8 (e / 2), column 2 j + e % 2
+#if PW_SPARSE_WGN_RS
+    pw_async_wait();         // this tile's rope
+    pw_fence_proxy_async();  // its copies, for the tensor cores' reads
+    __syncthreads();         // every multiply of the last tile is done; the rope is in
+    {
+      // Lane l's row of stmatrix's matrix l / 8 at k-step 0: key 16 warp + 8 (l / 8 % 2) + l % 8,
+      // chunk l / 16 (k-step kk's: + 2 kk chunks).
+      unsigned char* const vrow =
+          ks + pw_sparse_wg_chunk(16 * warp + 8 * (lane / 8 % 2) + lane % 8, lane / 16);
+      pw_u32 af[2][4][4];  // two groups of 4 k-steps' A fragments: one multiplied, one built
+#pragma unroll
+      for (int g = 0; g < PW_L / 64; ++g) {  // k-steps 4 g .. 4 g + 3: piece g / 2, half g % 2
+        pw_sparse_wgn_frags(tile_raw, g / 2, g % 2, a.g_kv, af[g % 2]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) pw_stsm_x4(vrow + 256 * (4 * g + i), af[g % 2][i]);
+        pw_wgmma_fence();
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (g == 0 && i == 0)
+            pw_wgmma_m64n16k16_bf16_rs<false>(s, af[0][0], dq);
+          else
+            pw_wgmma_m64n16k16_bf16_rs<true>(s, af[g % 2][i], dq + 16 * (4 * g + i));
+        }
+        pw_wgmma_commit();
+        if (g > 0) {
+          pw_wgmma_wait<1>();  // group g - 1 done: its fragments may take group g + 1's
+          pw_wgmma_hold(af[(g + 1) % 2]);
+        }
+      }
+      // The rope's k-steps from the K tile.
+#pragma unroll
+      for (int kk = PW_L / 16; kk < PW_DQ / 16; ++kk)
+        pw_wgmma_m64n16k16_bf16_ss<true>(s, dk + 16 * kk, dq + 16 * kk);
+      pw_wgmma_commit();
+      pw_wgmma_wait<0>();
+      pw_wgmma_hold(af);
+      pw_wgmma_hold(s);
+    }
+    if (k0 == 64) pw_trace(8);  // the second tile's S done
+    if (k0 + 64 * kPipe < end) pw_sparse_wgn_load(a, slots, k0 + 64 * kPipe, end, tile_raw);
+    if (k0 == 64) pw_trace(9);  // and the tile after next's records asked for
+#else
     pw_async_wait();  // this tile's rope
     __syncthreads();  // every multiply of the last tile is done
 #if !(PW_SPARSE_SKIP & 1)
@@ -262,7 +442,6 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
     if (!(PW_SPARSE_SKIP & 16) && k0 + 64 * kPipe < end)
       pw_sparse_wgn_load(a, slots, k0 + 64 * kPipe, end, tile_raw);
 
-    float s[8];  // S^T: s[4 j + e] is key 16 warp + grp + 8 (e / 2), column 2 j + e % 2
     pw_wgmma_fence();
 #if !(PW_SPARSE_SKIP & 2)
     // k-steps kk, kk + kChains, ... into chain kk % kChains, the chains summed after.
@@ -293,6 +472,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
     pw_wgmma_commit();
     pw_wgmma_wait<0>();
 #endif
+#endif  // PW_SPARSE_WGN_RS
 
     // The softmax of each head (column) over the tile's 64 keys (rows): a thread's 2 keys, the
     // warp's 16 by shuffles, the 4 warps' through shared memory.
@@ -417,7 +597,9 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const int chunk = 8 * t + 2 * warp + (i % 4) / 2;  // the accumulator row's 8-dim chunk
-#if PW_SPARSE_WG_LO
+#if PW_SPARSE_WGN_RS
+      const int dim = pw_sparse_wgn_rs_dim(chunk, grp);
+#elif PW_SPARSE_WG_LO
       const int dim = 8 * chunk + 4 * (grp % 2) + grp / 2;  // chunks hold dims 0, 4, 1, 5, ...
 #else
       const int dim = 8 * chunk + grp;

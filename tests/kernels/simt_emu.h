@@ -297,6 +297,19 @@ inline void pw_emu_ldsm_x4(pw_u32* r, const pw_u16* p, bool trans) {
   });
 }
 
+// stmatrix.sync.aligned.m8n8.x4.shared.b16: lanes 8i .. 8i + 7 give the addresses of matrix i's 8
+// rows; lane l's r[i] is matrix i's row l / 4, columns 2 (l % 4) and + 1 (the first in the low 16
+// bits), written where the row's lane said.
+inline void pw_emu_stsm_x4(const pw_u32* r, unsigned char* p) {
+  const int lane = pw_emu_lane();
+  pw_emu_round(reinterpret_cast<pw_u64>(p), [&](const pw_u64* all) {
+    for (int i = 0; i < 4; ++i)
+      std::memcpy(reinterpret_cast<unsigned char*>(all[8 * i + lane / 4]) + 4 * (lane % 4), &r[i],
+                  sizeof(r[i]));
+    return 0;
+  });
+}
+
 // wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (Hopper's warpgroup multiply, the builds
 // with PW_EMU_WGMMA: common/wgmma.h's functions call these), done at its issue, each thread its
 // own accumulators: thread t of the warpgroup (warp w = t / 32, lane g = l / 4, t4 = l % 4) holds

@@ -86,7 +86,7 @@ TEST(CodeObjectTest, ReadsBothEntriesOfASplitDecodeWithTheirResources) {
 // The 16-head warpgroup block (sparse_wg_narrow.h; PW_SPARSE_WG_NARROW, 1 by default) compiles for
 // sm_90 (NVRTC) at DeepSeek-V3.2's tp 8 shape: decode at 1 split, 2 (the cluster) and 16 (the
 // combine kernel), prefill; no scratch, and registers that let two blocks of 128 threads share a
-// multiprocessor's 64K.
+// multiprocessor's 64K; with S's keys from shared memory and from registers (PW_SPARSE_WGN_RS).
 TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
   const Arch arch = *ParseArch("sm_90");
   auto tc = OpenToolchain(arch.platform);
@@ -104,21 +104,26 @@ TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
        FindLauncher("sparse_prefill")->Dispatch(ComputeStats(prefill), {shape, arch, {}}))
     keys.push_back(k);
   ASSERT_EQ(keys.size(), 4u);
-  for (const Key& key : keys) {
-    CompileJob job = JobForKey(key, arch);
-    job.defines.push_back("-DPW_SPARSE_WG_NARROW=1");
-    auto out = (*tc)->Compile(job);
-    ASSERT_TRUE(out.ok()) << key.String() << ": " << out.status();
-    auto info = ReadCodeObject(out->code);
-    ASSERT_TRUE(info.ok()) << info.status();
-    const char* entry = key.launcher == "sparse_prefill" ? "pw_sparse_prefill" : "pw_sparse_decode";
-    const KernelResources* k = info->Find(entry);
-    ASSERT_NE(k, nullptr) << key.String();
-    EXPECT_FALSE(k->Spills()) << key.String();
-    EXPECT_LE(k->registers * 128 * 2, 65536) << key.String();
-    // The define reached the kernel: the block's 64 accumulators and two tiles' bytes take more
-    // than the 8-warp mma.sync block's 78 to 102 registers.
-    EXPECT_GT(k->registers, 160) << key.String();
+  // Also with S's keys from registers (PW_SPARSE_WGN_RS=1, not yet the default).
+  for (const char* rs : {"-DPW_SPARSE_WGN_RS=0", "-DPW_SPARSE_WGN_RS=1"}) {
+    for (const Key& key : keys) {
+      CompileJob job = JobForKey(key, arch);
+      job.defines.push_back("-DPW_SPARSE_WG_NARROW=1");
+      job.defines.push_back(rs);
+      auto out = (*tc)->Compile(job);
+      ASSERT_TRUE(out.ok()) << key.String() << ": " << out.status();
+      auto info = ReadCodeObject(out->code);
+      ASSERT_TRUE(info.ok()) << info.status();
+      const char* entry =
+          key.launcher == "sparse_prefill" ? "pw_sparse_prefill" : "pw_sparse_decode";
+      const KernelResources* k = info->Find(entry);
+      ASSERT_NE(k, nullptr) << key.String();
+      EXPECT_FALSE(k->Spills()) << key.String();
+      EXPECT_LE(k->registers * 128 * 2, 65536) << key.String();
+      // The define reached the kernel: the block's 64 accumulators and two tiles' bytes take more
+      // than the 8-warp mma.sync block's 78 to 102 registers.
+      EXPECT_GT(k->registers, 160) << key.String();
+    }
   }
 }
 
