@@ -254,10 +254,11 @@ PW_DEVICE_INLINE void pw_sparse_wgn_stage_q_rs(const PwSparseArgs& a, int row, i
   pw_async_commit();
   const pw_u32 pow16 = 0x47804780u, neg_zero = 0x80008000u;  // bf16 2^16 in both halves
   // Word (j, t, qq) of head h: dims 128 j + 32 t + 8 qq .. + 7, whose pair jj goes to chunk
-  // 16 j + 4 qq + jj, elements 2 t and 2 t + 1.
+  // 16 j + 4 qq + jj, elements 2 t and 2 t + 1. A warp's lanes take the 8 heads of a row group
+  // at each t: their stores fall in 32 different banks.
+  static_assert(PW_L == 512, "4 pieces of 4 words a quad thread");
   for (int i = threadIdx.x; i < 16 * (PW_L / 8); i += kPwSg.threads) {
-    const int h = i / (PW_L / 8), wi = i % (PW_L / 8);
-    const int j = wi / 16, t = wi / 4 % 4, qq = wi % 4;
+    const int h = 8 * (i / 32 % 2) + i % 8, t = i / 8 % 4, j = i / 64 / 4, qq = i / 64 % 4;
     const bool real = head0 + h < PW_HEADS;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (real) {
@@ -280,15 +281,14 @@ PW_DEVICE_INLINE void pw_sparse_wgn_stage_q_rs(const PwSparseArgs& a, int row, i
   }
 }
 
-// Half hq of piece j of this thread's two keys (tile_raw as pw_sparse_wgn_load leaves it on this
-// path) as the A fragments of k-steps 8 j + 4 hq .. + 3: af[2 qq + v] of word q = 2 hq + qq is
-// (key 0's pair 2 v, key 1's pair 2 v, key 0's pair 2 v + 1, key 1's pair 2 v + 1). The piece's
-// scale bytes (8 j + 2 tig and + 1 of the record's) are quad lane j's.
-PW_DEVICE_INLINE void pw_sparse_wgn_frags(const PwSparseWgnRaw& raw, int j, int hq, float g_kv,
-                                          pw_u32 (&af)[4][4]) {
+// Piece j's scales of this thread's two keys (tile_raw as pw_sparse_wgn_load leaves it on this
+// path): sg[r][b] is bf16(scale * g_kv * 2^110) in both halves of key r's 16-value block b of the
+// piece (words 2 b and 2 b + 1). The piece's scale bytes (8 j + 2 tig and + 1 of the record's) are
+// quad lane j's.
+PW_DEVICE_INLINE void pw_sparse_wgn_scales(const PwSparseWgnRaw& raw, int j, float g_kv,
+                                           pw_u32 (&sg)[2][2]) {
   const int lane = threadIdx.x % 32, tig = lane % 4;
   const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
-  pw_u32 out[2][2][4];  // [key][word qq][pair]
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const pw_u32 w0 = static_cast<pw_u32>(
@@ -296,17 +296,29 @@ PW_DEVICE_INLINE void pw_sparse_wgn_frags(const PwSparseWgnRaw& raw, int j, int 
     const pw_u32 w1 = static_cast<pw_u32>(
         __shfl_sync(0xffffffffu, static_cast<int>(raw.sc[2 * r + 1]), (lane & ~3) + j));
     const pw_u32 word = tig / 2 ? w1 : w0;
-    pw_u32 s0, s1;  // bf16(scale * 2^110) of the piece's two 16-value blocks, both halves
-    pw_e4m3fn_scale_lo2(tig % 2 ? word >> 16 : word & 0xffffu, s0, s1);
-    pw_u32 sg = hq ? s1 : s0;  // words 0, 1 the first block's, 2, 3 the second's
+    pw_e4m3fn_scale_lo2(tig % 2 ? word >> 16 : word & 0xffffu, sg[r][0], sg[r][1]);
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
 #if defined(PW_SIMT_EMU)
-    sg = pw_emu_fma_bf16x2(sg, g2, neg_zero);
+      sg[r][b] = pw_emu_fma_bf16x2(sg[r][b], g2, neg_zero);
 #else
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(sg) : "r"(sg), "r"(g2), "r"(neg_zero));
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(sg[r][b]) : "r"(sg[r][b]), "r"(g2), "r"(neg_zero));
 #endif
+    }
+  }
+}
+
+// Half hq of piece j of this thread's two keys as the A fragments of k-steps 8 j + 4 hq .. + 3:
+// af[2 qq + v] of word q = 2 hq + qq is (key 0's pair 2 v, key 1's pair 2 v, key 0's pair 2 v + 1,
+// key 1's pair 2 v + 1); sg: pw_sparse_wgn_scales' of the piece.
+PW_DEVICE_INLINE void pw_sparse_wgn_frags(const PwSparseWgnRaw& raw, int j, int hq,
+                                          const pw_u32 (&sg)[2][2], pw_u32 (&af)[4][4]) {
+  pw_u32 out[2][2][4];  // [key][word qq][pair]
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
     const uint4& w = raw.w[4 * r + j];
-    pw_nvfp4_dequant8_bf16_lo(hq ? w.z : w.x, sg, out[r][0]);
-    pw_nvfp4_dequant8_bf16_lo(hq ? w.w : w.y, sg, out[r][1]);
+    pw_nvfp4_dequant8_bf16_lo(hq ? w.z : w.x, sg[r][hq], out[r][0]);
+    pw_nvfp4_dequant8_bf16_lo(hq ? w.w : w.y, sg[r][hq], out[r][1]);
   }
 #pragma unroll
   for (int qq = 0; qq < 2; ++qq) {
@@ -399,9 +411,16 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
       unsigned char* const vrow =
           ks + pw_sparse_wg_chunk(16 * warp + 8 * (lane / 8 % 2) + lane % 8, lane / 16);
       pw_u32 af[2][4][4];  // two groups of 4 k-steps' A fragments: one multiplied, one built
+      pw_u32 sg[2][2];     // the piece's scales
+      constexpr int kGroups = PW_L / 64;
 #pragma unroll
-      for (int g = 0; g < PW_L / 64; ++g) {  // k-steps 4 g .. 4 g + 3: piece g / 2, half g % 2
-        pw_sparse_wgn_frags(tile_raw, g / 2, g % 2, a.g_kv, af[g % 2]);
+      for (int g = 0; g < kGroups; ++g) {  // k-steps 4 g .. 4 g + 3: piece g / 2, half g % 2
+        if (g % 2 == 0) pw_sparse_wgn_scales(tile_raw, g / 2, a.g_kv, sg);
+        pw_sparse_wgn_frags(tile_raw, g / 2, g % 2, sg, af[g % 2]);
+        // The tile's bytes are all in the fragments: tile_raw takes the tile after next's.
+        if (g == kGroups - 1 && k0 == 64) pw_trace(8);  // the second tile dequantized
+        if (g == kGroups - 1 && k0 + 64 * kPipe < end)
+          pw_sparse_wgn_load(a, slots, k0 + 64 * kPipe, end, tile_raw);
 #pragma unroll
         for (int i = 0; i < 4; ++i) pw_stsm_x4(vrow + 256 * (4 * g + i), af[g % 2][i]);
         pw_wgmma_fence();
@@ -413,7 +432,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
             pw_wgmma_m64n16k16_bf16_rs<true>(s, af[g % 2][i], dq + 16 * (4 * g + i));
         }
         pw_wgmma_commit();
-        if (g > 0) {
+        if (g > 0 && g + 1 < kGroups) {
           pw_wgmma_wait<1>();  // group g - 1 done: its fragments may take group g + 1's
           pw_wgmma_hold(af[(g + 1) % 2]);
         }
@@ -427,9 +446,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_attend(const PwSparseArgs& a, int row, int h
       pw_wgmma_hold(af);
       pw_wgmma_hold(s);
     }
-    if (k0 == 64) pw_trace(8);  // the second tile's S done
-    if (k0 + 64 * kPipe < end) pw_sparse_wgn_load(a, slots, k0 + 64 * kPipe, end, tile_raw);
-    if (k0 == 64) pw_trace(9);  // and the tile after next's records asked for
+    if (k0 == 64) pw_trace(9);  // its S done
 #else
     pw_async_wait();  // this tile's rope
     __syncthreads();  // every multiply of the last tile is done
