@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <variant>
@@ -83,16 +84,10 @@ TEST(CodeObjectTest, ReadsBothEntriesOfASplitDecodeWithTheirResources) {
             0);
 }
 
-// The 16-head warpgroup block (sparse_wg_narrow.h; PW_SPARSE_WG_NARROW, 1 by default) compiles for
-// sm_90 (NVRTC) at DeepSeek-V3.2's tp 8 shape: decode at 1 split, 2 (the cluster) and 16 (the
-// combine kernel), prefill; no scratch, and registers that let two blocks of 128 threads share a
-// multiprocessor's 64K; with S's keys from shared memory and from registers (PW_SPARSE_WGN_RS).
-TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
-  const Arch arch = *ParseArch("sm_90");
-  auto tc = OpenToolchain(arch.platform);
-  ASSERT_TRUE(tc.ok()) << tc.status();
-  const Shape shape = *ShapeForRank(ExampleModelConfig(), 8);
-  ASSERT_EQ(shape.heads, 16);
+// The example model's sparse attention keys at tensor-parallel size tp on `arch`: sparse_decode at
+// 1 split, 2 (the cluster's) and 16 (the combine kernel's), then sparse_prefill's.
+std::vector<Key> SparseKeysAtTp(int tp, const Arch& arch) {
+  const Shape shape = *ShapeForRank(ExampleModelConfig(), tp);
   std::vector<Key> keys;
   const Key decode =
       FindLauncher("sparse_decode")
@@ -103,6 +98,32 @@ TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
   for (const Key& k :
        FindLauncher("sparse_prefill")->Dispatch(ComputeStats(prefill), {shape, arch, {}}))
     keys.push_back(k);
+  return keys;
+}
+
+// The resources of `key`'s attention kernel (pw_sparse_prefill or pw_sparse_decode) in `code`;
+// nullopt (after a failure naming the key) when the code object or the entry is not there.
+std::optional<KernelResources> SparseEntry(const std::string& code, const Key& key) {
+  auto info = ReadCodeObject(code);
+  EXPECT_TRUE(info.ok()) << key.String() << ": " << info.status();
+  if (!info.ok()) return std::nullopt;
+  const KernelResources* k =
+      info->Find(key.launcher == "sparse_prefill" ? "pw_sparse_prefill" : "pw_sparse_decode");
+  EXPECT_NE(k, nullptr) << key.String();
+  if (k == nullptr) return std::nullopt;
+  return *k;
+}
+
+// The 16-head warpgroup block (sparse_wg_narrow.h; PW_SPARSE_WG_NARROW, 1 by default) compiles for
+// sm_90 (NVRTC) at DeepSeek-V3.2's tp 8 shape: decode at 1 split, 2 (the cluster) and 16 (the
+// combine kernel), prefill; no scratch, and registers that let two blocks of 128 threads share a
+// multiprocessor's 64K; with S's keys from shared memory and from registers (PW_SPARSE_WGN_RS).
+TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
+  const Arch arch = *ParseArch("sm_90");
+  auto tc = OpenToolchain(arch.platform);
+  ASSERT_TRUE(tc.ok()) << tc.status();
+  ASSERT_EQ(ShapeForRank(ExampleModelConfig(), 8)->heads, 16);
+  const std::vector<Key> keys = SparseKeysAtTp(8, arch);
   ASSERT_EQ(keys.size(), 4u);
   // Also with S's keys from registers (PW_SPARSE_WGN_RS=1, not yet the default).
   for (const char* rs : {"-DPW_SPARSE_WGN_RS=0", "-DPW_SPARSE_WGN_RS=1"}) {
@@ -112,12 +133,8 @@ TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
       job.defines.push_back(rs);
       auto out = (*tc)->Compile(job);
       ASSERT_TRUE(out.ok()) << key.String() << ": " << out.status();
-      auto info = ReadCodeObject(out->code);
-      ASSERT_TRUE(info.ok()) << info.status();
-      const char* entry =
-          key.launcher == "sparse_prefill" ? "pw_sparse_prefill" : "pw_sparse_decode";
-      const KernelResources* k = info->Find(entry);
-      ASSERT_NE(k, nullptr) << key.String();
+      const std::optional<KernelResources> k = SparseEntry(out->code, key);
+      ASSERT_TRUE(k.has_value());
       EXPECT_FALSE(k->Spills()) << key.String();
       EXPECT_LE(k->registers * 128 * 2, 65536) << key.String();
       // The define reached the kernel: the block's 64 accumulators and two tiles' bytes take more
@@ -144,18 +161,8 @@ TEST(CodeObjectTest, ThePairedWarpgroupBlockCompilesForSm90WithoutScratch) {
     return out.ok() ? out->code : "";
   };
   for (int tp : {1, 2}) {
-    const Shape shape = *ShapeForRank(ExampleModelConfig(), tp);
-    ASSERT_EQ(shape.heads, 128 / tp);
-    std::vector<Key> keys;
-    const Key decode =
-        FindLauncher("sparse_decode")
-            ->Dispatch(ComputeStats(Step{{{Phase::kDecode, 1, 4096}}}), {shape, arch, {}})
-            .front();
-    for (int64_t splits : {1, 2, 16}) keys.push_back(Key(decode).Set("splits", splits));
-    const Step prefill{{{Phase::kPrefill, 512, 4096}}};
-    for (const Key& k :
-         FindLauncher("sparse_prefill")->Dispatch(ComputeStats(prefill), {shape, arch, {}}))
-      keys.push_back(k);
+    ASSERT_EQ(ShapeForRank(ExampleModelConfig(), tp)->heads, 128 / tp);
+    const std::vector<Key> keys = SparseKeysAtTp(tp, arch);
     ASSERT_EQ(keys.size(), 4u);
     for (const Key& key : keys) {
       const std::string paired = compile(key, true), alone = compile(key, false);
@@ -164,12 +171,8 @@ TEST(CodeObjectTest, ThePairedWarpgroupBlockCompilesForSm90WithoutScratch) {
       const bool pairs =
           tp == 1 && !(splits != key.params.end() && std::get<int64_t>(splits->second) == 2);
       EXPECT_EQ(paired != alone, pairs) << key.String();
-      auto info = ReadCodeObject(paired);
-      ASSERT_TRUE(info.ok()) << info.status();
-      const char* entry =
-          key.launcher == "sparse_prefill" ? "pw_sparse_prefill" : "pw_sparse_decode";
-      const KernelResources* k = info->Find(entry);
-      ASSERT_NE(k, nullptr) << key.String();
+      const std::optional<KernelResources> k = SparseEntry(paired, key);
+      ASSERT_TRUE(k.has_value());
       EXPECT_FALSE(k->Spills()) << key.String();
     }
   }
