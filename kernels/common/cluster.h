@@ -1,10 +1,10 @@
 // Thread block clusters (Hopper, sm_90a: PW_WGMMA): the cluster barrier and distributed shared
 // memory, shared by topk (a row's keys split over a cluster's blocks, which merge their
 // counts), sparse_decode (a row's 2 splits, which combine their partials) and sparse_wg.h's pair
-// of a row's two head tiles (each dequantizes half of every tile of keys into both). The barrier's arrive
-// releases this block's shared writes and its wait acquires the peers'. Elsewhere the barrier is
-// nothing and a load reads this block's own value (a cluster of one); the CPU tests' emulator
-// (tests/kernels/simt_emu.h) has its own.
+// of a row's two head tiles (each dequantizes half of every tile of keys into both). The
+// barrier's arrive releases this block's shared writes and its wait acquires the peers'.
+// Elsewhere the barrier is nothing and a load reads this block's own value (a cluster of one);
+// the CPU tests' emulator (tests/kernels/simt_emu.h) has its own.
 //
 // pw_cluster_lse_combine: the LSE combine of split-K partials held in the shared memory of the
 // cluster's blocks (sparse_decode's 2 splits; msa_sparse_decode combines through the L2, which

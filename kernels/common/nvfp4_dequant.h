@@ -7,6 +7,20 @@
 #include "common/nvfp4.h"
 
 #if defined(PW_DEVICE_COMPILE) || defined(PW_SIMT_EMU)
+#if PW_MMA_IMPL == PW_MMA_SYNC
+// a * b in both bf16 halves, rounded once as fma.rn.bf16x2 rounds (its addend -0 in both halves:
+// a plain product).
+PW_DEVICE_INLINE pw_u32 pw_mul_bf16x2(pw_u32 a, pw_u32 b) {
+#if defined(PW_SIMT_EMU)
+  return pw_emu_fma_bf16x2(a, b, 0x80008000u);
+#else
+  pw_u32 d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+  return d;
+#endif
+}
+#endif
+
 // Eight nibbles (one 32-bit word, low nibble first) times sg, as four packed bf16 pairs.
 // On NVIDIA sm_80+ two values at a time: a byte permute puts nibbles 2j and 2j+1 in the two
 // halves, the bits land on a bf16 pair worth 2^-126 times the values, and two bf16x2 FMAs scale
@@ -15,20 +29,15 @@
 __device__ inline void pw_nvfp4_dequant8_bf16(pw_u32 w, float sg, pw_u32* out) {
 #if PW_MMA_IMPL == PW_MMA_SYNC
   const pw_u32 w4 = w >> 4, sg2 = pw_pack_bf16x2(sg, sg), pow126 = PW_BF16X2_POW2_126;
-  const pw_u32 neg_zero = 0x80008000u;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    pw_u32 t, v;
+    pw_u32 t;
 #if defined(PW_SIMT_EMU)
     t = pw_emu_prmt(w, w4, j | ((4 + j) << 8));
-    v = pw_emu_fma_bf16x2(pw_e2m1x2_to_bf16x2_scaled(t), pow126, neg_zero);
-    out[j] = pw_emu_fma_bf16x2(v, sg2, neg_zero);
 #else
     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(t) : "r"(w), "r"(w4), "r"(j | ((4 + j) << 8)));
-    v = pw_e2m1x2_to_bf16x2_scaled(t);
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow126), "r"(neg_zero));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v), "r"(sg2), "r"(neg_zero));
 #endif
+    out[j] = pw_mul_bf16x2(pw_mul_bf16x2(pw_e2m1x2_to_bf16x2_scaled(t), pow126), sg2);
   }
 #else
 #pragma unroll
@@ -49,15 +58,13 @@ __device__ inline void pw_nvfp4_dequant8_bf16(pw_u32 w, float sg, pw_u32* out) {
 // value (480 * 2^110), which callers must not let reach a result (they mask scores and zero the
 // scales of V rows past what a row sees).
 PW_DEVICE_INLINE void pw_e4m3fn_scale_lo2(pw_u32 code16, pw_u32& s0, pw_u32& s1) {
-  const pw_u32 pow115 = 0x79007900u, neg_zero = 0x80008000u;  // bf16 2^115 in both halves
+  const pw_u32 pow115 = 0x79007900u;  // bf16 2^115 in both halves
   pw_u32 v = ((code16 << 4) & 0x7f0u) | ((code16 << 12) & 0x07f00000u);
+  v = pw_mul_bf16x2(pw_mul_bf16x2(v, pow115), pow115);
 #if defined(PW_SIMT_EMU)
-  v = pw_emu_fma_bf16x2(pw_emu_fma_bf16x2(v, pow115, neg_zero), pow115, neg_zero);
   s0 = pw_emu_prmt(v, 0, 0x1010u);
   s1 = pw_emu_prmt(v, 0, 0x3232u);
 #else
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow115), "r"(neg_zero));
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(pow115), "r"(neg_zero));
   asm("prmt.b32 %0, %1, 0, 0x1010;" : "=r"(s0) : "r"(v));
   asm("prmt.b32 %0, %1, 0, 0x3232;" : "=r"(s1) : "r"(v));
 #endif
@@ -76,19 +83,13 @@ PW_DEVICE_INLINE void pw_nvfp4_dequant8_bf16_lo(pw_u32 w, pw_u32 sg_lo, pw_u32* 
   // 5) of x lies in place (magnitude at bits 6..8, sign at 15) and nibble 0 (and 4) 4 bits
   // lower. x = w gives nibbles 3 and 7 (2 and 6), x = w << 8 nibbles 1 and 5 (0 and 4): 11
   // integer instructions for the four pairs, not 15.
-  constexpr pw_u32 mags = 0x01dc01dcu, bf16_bits = 0x81c081c0u, neg_zero = 0x80008000u;
+  constexpr pw_u32 mags = 0x01dc01dcu, bf16_bits = 0x81c081c0u;
   const auto sel = [](pw_u32 x) { return ((x >> 6) & mags) | (x & ~mags); };
   const pw_u32 hi = sel(w), lo = sel(w << 8);
   const pw_u32 v[4] = {(lo << 4) & bf16_bits, lo & bf16_bits, (hi << 4) & bf16_bits,
                        hi & bf16_bits};
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-#if defined(PW_SIMT_EMU)
-    out[j] = pw_emu_fma_bf16x2(v[j], sg_lo, neg_zero);
-#else
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[j]) : "r"(v[j]), "r"(sg_lo), "r"(neg_zero));
-#endif
-  }
+  for (int j = 0; j < 4; ++j) out[j] = pw_mul_bf16x2(v[j], sg_lo);
 }
 // Eight bf16 values (v: dims 0..7, two a word) in pw_nvfp4_dequant8_bf16_lo's order: out[j] =
 // (dim j, dim j + 4), j = 0..3, for the operand a dot product pairs with those dequantized keys.

@@ -112,26 +112,25 @@ PW_DEVICE_INLINE void pw_sparse_wg_stage_q(const PwSparseArgs& a, int row, int h
   pw_async_commit();
 }
 
+// Eight bf16 values of Q (v: dims 0..7 of a chunk) as the _lo dequantization leaves K's: in its
+// order (pw_bf16x8_lo_order) and times 2^16 (exact in bf16).
+PW_DEVICE_INLINE void pw_sparse_wg_lo_q8(const uint4& v, pw_u32 (&out)[4]) {
+  pw_bf16x8_lo_order(v, out);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) out[j] = pw_mul_bf16x2(out[j], 0x47804780u);  // bf16 2^16, twice
+}
+
 #if PW_SPARSE_WG_LO
 // Q's latent chunks that this thread copied (pw_sparse_wg_stage_q's), in the order the _lo
-// dequantization leaves K's dims and times 2^16 (exact in bf16); the rope's stay as they are.
+// dequantization leaves K's dims and times 2^16 (pw_sparse_wg_lo_q8); the rope's stay as they are.
 PW_DEVICE_INLINE void pw_sparse_wg_lo_q(unsigned char* q) {
-  const pw_u32 pow16 = 0x47804780u, neg_zero = 0x80008000u;  // bf16 2^16 in both halves
   for (int i = threadIdx.x; i < kPwWgQChunks; i += kPwSg.threads) {
     int h, d8;
     pw_sparse_wg_q_chunk(i, h, d8);
     if (d8 >= PW_L / 8) continue;
     uint4* p = reinterpret_cast<uint4*>(q + pw_sparse_wg_chunk(h, d8));
     pw_u32 v[4];
-    pw_bf16x8_lo_order(*p, v);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-#if defined(PW_SIMT_EMU)
-      v[j] = pw_emu_fma_bf16x2(v[j], pow16, neg_zero);
-#else
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v[j]) : "r"(v[j]), "r"(pow16), "r"(neg_zero));
-#endif
-    }
+    pw_sparse_wg_lo_q8(*p, v);
     *p = make_uint4(v[0], v[1], v[2], v[3]);
   }
 }
@@ -172,14 +171,9 @@ PW_DEVICE_INLINE void pw_sparse_wg_dequant32(const uint4& w, pw_u32 code16, floa
 #if PW_SPARSE_WG_LO
   pw_u32 s0, s1;  // bf16(scale * 2^110) of the two 16-value blocks, both halves
   pw_e4m3fn_scale_lo2(code16, s0, s1);
-  const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
-#if defined(PW_SIMT_EMU)
-  s0 = pw_emu_fma_bf16x2(s0, g2, neg_zero);
-  s1 = pw_emu_fma_bf16x2(s1, g2, neg_zero);
-#else
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s0) : "r"(s0), "r"(g2), "r"(neg_zero));
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(s1) : "r"(s1), "r"(g2), "r"(neg_zero));
-#endif
+  const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv);
+  s0 = pw_mul_bf16x2(s0, g2);
+  s1 = pw_mul_bf16x2(s1, g2);
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     uint4 out;

@@ -240,8 +240,8 @@ PW_DEVICE_INLINE void pw_sparse_wgn_dequant(const PwSparseWgnRaw& raw, float g_k
 
 #if PW_SPARSE_WGN_RS
 // Q of heads [head0, head0 + 16) for the register path: its rope chunks by cp.async (one committed
-// group), its latent chunks in pw_sparse_wgn_rs_dim's order and times 2^16 (as pw_sparse_wg_lo_q
-// leaves them) by this thread's own loads and stores; heads past Hr zeros.
+// group), its latent chunks in pw_sparse_wgn_rs_dim's order and times 2^16 (pw_sparse_wg_lo_q8)
+// by this thread's own loads and stores; heads past Hr zeros.
 PW_DEVICE_INLINE void pw_sparse_wgn_stage_q_rs(const PwSparseArgs& a, int row, int head0,
                                                unsigned char* q) {
   constexpr int ropes = PW_DR / 8;
@@ -252,7 +252,6 @@ PW_DEVICE_INLINE void pw_sparse_wgn_stage_q_rs(const PwSparseArgs& a, int row, i
     pw_async_copy16(q + pw_sparse_wg_chunk(h, PW_L / 8 + c), a.q_rope + qo * PW_DR + 8 * c, real);
   }
   pw_async_commit();
-  const pw_u32 pow16 = 0x47804780u, neg_zero = 0x80008000u;  // bf16 2^16 in both halves
   // Word (j, t, qq) of head h: dims 128 j + 32 t + 8 qq .. + 7, whose pair jj goes to chunk
   // 16 j + 4 qq + jj, elements 2 t and 2 t + 1. A warp's lanes take the 8 heads of a row group
   // at each t: their stores fall in 32 different banks.
@@ -266,18 +265,10 @@ PW_DEVICE_INLINE void pw_sparse_wgn_stage_q_rs(const PwSparseArgs& a, int row, i
       v = *reinterpret_cast<const uint4*>(a.q_latent + qo * PW_L + 128 * j + 32 * t + 8 * qq);
     }
     pw_u32 out[4];
-    pw_bf16x8_lo_order(v, out);
+    pw_sparse_wg_lo_q8(v, out);
 #pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-#if defined(PW_SIMT_EMU)
-      out[jj] = pw_emu_fma_bf16x2(out[jj], pow16, neg_zero);
-#else
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;"
-          : "=r"(out[jj])
-          : "r"(out[jj]), "r"(pow16), "r"(neg_zero));
-#endif
+    for (int jj = 0; jj < 4; ++jj)
       *reinterpret_cast<pw_u32*>(q + pw_sparse_wg_chunk(h, 16 * j + 4 * qq + jj) + 4 * t) = out[jj];
-    }
   }
 }
 
@@ -288,7 +279,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_stage_q_rs(const PwSparseArgs& a, int row, i
 PW_DEVICE_INLINE void pw_sparse_wgn_scales(const PwSparseWgnRaw& raw, int j, float g_kv,
                                            pw_u32 (&sg)[2][2]) {
   const int lane = threadIdx.x % 32, tig = lane % 4;
-  const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv), neg_zero = 0x80008000u;
+  const pw_u32 g2 = pw_pack_bf16x2(g_kv, g_kv);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const pw_u32 w0 = static_cast<pw_u32>(
@@ -298,13 +289,7 @@ PW_DEVICE_INLINE void pw_sparse_wgn_scales(const PwSparseWgnRaw& raw, int j, flo
     const pw_u32 word = tig / 2 ? w1 : w0;
     pw_e4m3fn_scale_lo2(tig % 2 ? word >> 16 : word & 0xffffu, sg[r][0], sg[r][1]);
 #pragma unroll
-    for (int b = 0; b < 2; ++b) {
-#if defined(PW_SIMT_EMU)
-      sg[r][b] = pw_emu_fma_bf16x2(sg[r][b], g2, neg_zero);
-#else
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(sg[r][b]) : "r"(sg[r][b]), "r"(g2), "r"(neg_zero));
-#endif
-    }
+    for (int b = 0; b < 2; ++b) sg[r][b] = pw_mul_bf16x2(sg[r][b], g2);
   }
 }
 
