@@ -840,6 +840,12 @@ TEST_F(GpuCheckTest, SparseAttentionOfDeepSeekV32sHeadsMatchesTheCpuReference) {
   const std::vector<std::string> only_heads = CommaListEnv("PREWARM_GPU_CHECK_HEADS");
   for (const std::string& h : only_heads)
     ASSERT_TRUE(h == "16" || h == "128") << "PREWARM_GPU_CHECK_HEADS=" << h << ": 16 or 128";
+  // PREWARM_GPU_CHECK_ONLY=sparse_decode|sparse_prefill: that launcher's variants alone (a
+  // change of one launcher's default).
+  const std::vector<std::string> only = CommaListEnv("PREWARM_GPU_CHECK_ONLY");
+  for (const std::string& l : only)
+    ASSERT_TRUE(l == "sparse_decode" || l == "sparse_prefill")
+        << "PREWARM_GPU_CHECK_ONLY=" << l << ": sparse_decode or sparse_prefill";
   for (int64_t heads : {16, 128}) {
     if (!only_heads.empty() &&
         std::find(only_heads.begin(), only_heads.end(), std::to_string(heads)) == only_heads.end())
@@ -852,6 +858,8 @@ TEST_F(GpuCheckTest, SparseAttentionOfDeepSeekV32sHeadsMatchesTheCpuReference) {
       for (const std::vector<std::string>& defines :
            {std::vector<std::string>{}, std::vector<std::string>{"-DPW_FORCE_SIMT=1"}}) {
         if (heads != 16 && !defines.empty()) continue;
+        if (!only.empty() && std::find(only.begin(), only.end(), v.launcher) == only.end())
+          continue;
         Key key = NewKey(v.launcher, arch_);
         key.Set("heads", heads)
             .Set("kv_lora_rank", int64_t{512})
