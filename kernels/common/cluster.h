@@ -1,10 +1,9 @@
 // Thread block clusters (Hopper, sm_90a: PW_WGMMA): the cluster barrier and distributed shared
-// memory, shared by topk (a row's keys split over a cluster's blocks, which merge their
-// counts), sparse_decode (a row's 2 splits, which combine their partials) and sparse_wg.h's pair
-// of a row's two head tiles (each dequantizes half of every tile of keys into both). The
-// barrier's arrive releases this block's shared writes and its wait acquires the peers'.
-// Elsewhere the barrier is nothing and a load reads this block's own value (a cluster of one);
-// the CPU tests' emulator (tests/kernels/simt_emu.h) has its own.
+// memory, shared by topk (a row's keys split over a cluster's blocks, which merge their counts)
+// and sparse_decode (a row's 2 splits, which combine their partials). The barrier's arrive
+// releases this block's shared writes and its wait acquires the peers'. Elsewhere the barrier is
+// nothing and a load reads this block's own value (a cluster of one); the CPU tests' emulator
+// (tests/kernels/simt_emu.h) has its own.
 //
 // pw_cluster_lse_combine: the LSE combine of split-K partials held in the shared memory of the
 // cluster's blocks (sparse_decode's 2 splits; msa_sparse_decode combines through the L2, which
@@ -35,17 +34,6 @@ __device__ inline pw_u32 pw_cluster_addr(const void* p, int rank) {
   pw_u32 a;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(pw_smem_addr(p)), "r"(rank));
   return a;
-}
-// Stores 16 bytes at `addr`, an address in a cluster block's shared memory (pw_cluster_addr's).
-__device__ inline void pw_cluster_store16(pw_u32 addr, const uint4& v) {
-  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x),
-               "r"(v.y), "r"(v.z), "r"(v.w)
-               : "memory");
-}
-// Makes this thread's writes to the cluster's shared memory (its peers' too) visible to the async
-// proxy their wgmma read operands through; a cluster barrier after it publishes them.
-__device__ inline void pw_fence_proxy_async_cluster() {
-  asm volatile("fence.proxy.async.shared::cluster;" ::: "memory");
 }
 // `*p` as the cluster's block `rank` holds it.
 __device__ inline int pw_cluster_load(const int* p, int rank) {

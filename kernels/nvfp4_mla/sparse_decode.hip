@@ -26,9 +26,7 @@
 #define PW_SPARSE_DEC_CLUSTER_DIMS __cluster_dims__(1, 1, PW_SPLITS)
 #else
 #define PW_SPARSE_DEC_CLUSTERED 0
-// Else, on Hopper at an even number of 64-head tiles with sparse_wg.h's PW_SPARSE_WG_PAIR, a
-// row's two head tiles of a split are a cluster sharing each tile's dequantization.
-#define PW_SPARSE_DEC_CLUSTER_DIMS PW_SPARSE_WG_PAIR_DIMS
+#define PW_SPARSE_DEC_CLUSTER_DIMS
 #endif
 #include "common/geometry.h"
 #include "nvfp4_mla/sparse_wg_narrow.h"

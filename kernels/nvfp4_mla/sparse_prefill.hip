@@ -7,12 +7,10 @@
 //   Hopper (sm_90a): sparse_wg.h's block on warpgroup instructions at 64 heads and more, staged at
 //     either rounds; sparse_wg_narrow.h's at 16 heads and fewer (PW_SPARSE_WG_NARROW), the same
 //     at either rounds.
-// Grid (rows, ceil(Hr / head_tile)), block and dynamic shared memory from sparse_geometry.h; on
-// Hopper at an even number of 64-head tiles (128 heads), with sparse_wg.h's PW_SPARSE_WG_PAIR, a
-// row's two head tiles are a cluster sharing each tile's dequantization.
+// Grid (rows, ceil(Hr / head_tile)), block and dynamic shared memory from sparse_geometry.h.
 #include "nvfp4_mla/sparse_wg_narrow.h"
 
-extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident) PW_SPARSE_WG_PAIR_DIMS
+extern "C" __global__ void __launch_bounds__(kPwSg.threads, kPwResident)
     pw_sparse_prefill(const pw_u16* q_latent, const pw_u16* q_rope, const int* topk,
                       const int* row_req, const int* block_table, int max_blocks, int block_size,
                       const pw_u8* kv_cache, float g_kv, float scale, pw_u16* out, float* lse) {

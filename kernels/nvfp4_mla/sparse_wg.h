@@ -13,34 +13,8 @@
 // (bench/RESULTS.md, twenty-eighth session, where each form this took is measured: each
 // warpgroup S of its 32 keys, m64n32k16, Q read twice a tile, was 4% slower).
 #pragma once
-#include "common/cluster.h"
 #include "common/trace.h"
 #include "nvfp4_mla/sparse_attend.h"
-
-// 1: where a row's heads are an even number of 64-head tiles (DeepSeek-V3.2 at tp 1: 128 heads),
-// sparse_prefill's blocks and those of sparse_decode's splits outside a combining cluster are
-// launched as thread block clusters of a row's two head tiles (grid y 2 t and 2 t + 1: the same
-// row, the same selected keys), and each block of the pair stages and dequantizes half of every
-// tile of keys (rank r keys [32 r, 32 r + 32)) into its own K tile and its peer's: half the
-// dequantization and half the record reads a block, for two cluster barriers a tile in place of
-// two of the block's own (at 64 heads the dequantization was 28% of the block's time: H100,
-// twenty-eighth session). Kernel-only (the launch takes the cluster from the kernel's attribute):
-// an A/B through kernel_bench --define. 0 (default) until it has passed the GPU check and been
-// timed (bench/RESULTS.md, thirty-fifth session: written and emulated, no device time left); the
-// emulator's pair tests build it with 1.
-#ifndef PW_SPARSE_WG_PAIR
-#define PW_SPARSE_WG_PAIR 0
-#endif
-#if PW_SPARSE_WG_BUILD && PW_SPARSE_WG && PW_SPARSE_WG_PAIR && !PW_SPARSE_DEC_CLUSTERED && \
-    PW_HEADS > 64 && (PW_HEADS + 63) / 64 % 2 == 0 && PW_L == 512 && PW_DR % 64 == 0
-#define PW_SPARSE_WG_PAIRED 1
-#define PW_SPARSE_WG_PAIR_DIMS __cluster_dims__(1, 2, 1)
-#else
-#define PW_SPARSE_WG_PAIRED 0
-#define PW_SPARSE_WG_PAIR_DIMS
-#endif
-// The blocks a tile's keys are shared out over (each stages and dequantizes its share).
-constexpr int kPwWgShare = PW_SPARSE_WG_PAIRED ? 2 : 1;
 
 #if PW_SPARSE_WG_BUILD
 // The 64-head block's (sparse_wg_narrow.h has the 16-head one, which shares Q's layout below).
@@ -82,8 +56,6 @@ static_assert(!kPwWgWide || (64 * PW_DQ * 2 <= kPwSg.k_offset - kPwSg.q_offset &
               "Q, K, P and the exchanges fit the layout's regions");
 static_assert(!kPwWgWide || pw_sparse_out_staged(kPwSg, PW_L, PW_SPARSE_SPLITS > 1 ? 4 : 2),
               "the output tile (a split's f32 partial) is staged in Q's and K's regions");
-static_assert(!PW_SPARSE_WG_PAIRED || (kPwWgWide && PW_DR % 64 == 0),
-              "a pair shares out the 64-head block's tiles; 8 threads a key, a rope chunk each");
 
 // Q's chunk i of the block's head_tile heads x PW_DQ / 8 (a thread takes i = its index, +
 // threads, ...): head h, dims [8 d8, 8 d8 + 8). A quarter warp takes the 8 heads of a row group at
@@ -136,13 +108,13 @@ PW_DEVICE_INLINE void pw_sparse_wg_lo_q(unsigned char* q) {
 }
 #endif
 
-// The raw records of this block's share of tile [k0, k0 + 64) (keys [r0, r0 + 64 / kPwWgShare))
-// into the stage at their keys' rows (zeros where nothing is selected), one committed group.
+// The raw records of tile [k0, k0 + 64) into the stage (zeros where nothing is selected), one
+// committed group.
 PW_DEVICE_INLINE void pw_sparse_wg_stage(const PwSparseArgs& a, const int* slots, int k0, int end,
-                                         int r0, unsigned char* stage) {
+                                         unsigned char* stage) {
   constexpr int chunks = kPwRecord / 16;
-  for (int c = threadIdx.x; c < 64 / kPwWgShare * chunks; c += kPwSg.threads) {
-    const int r = r0 + c / chunks, w = c % chunks;
+  for (int c = threadIdx.x; c < 64 * chunks; c += kPwSg.threads) {
+    const int r = c / chunks, w = c % chunks;
     const int slot = k0 + r < end ? slots[k0 + r] : -1;
     const pw_u8* src =
         a.kv_cache + (slot < 0 ? 0 : static_cast<long long>(slot) * kPwRecord + 16 * w);
@@ -151,22 +123,11 @@ PW_DEVICE_INLINE void pw_sparse_wg_stage(const PwSparseArgs& a, const int* slots
   pw_async_commit();
 }
 
-// A 16-byte chunk of the K tile at dst, and where the pair shares the tiles at the same place in
-// the shared memory of the cluster's block `peer` (its rank).
-PW_DEVICE_INLINE void pw_sparse_wg_put(unsigned char* dst, int peer, const uint4& v) {
-  *reinterpret_cast<uint4*>(dst) = v;
-#if PW_SPARSE_WG_PAIRED
-  pw_cluster_store16(pw_cluster_addr(dst, peer), v);
-#else
-  (void)peer;
-#endif
-}
-
 // A key's 16-byte group of nibbles (32 values, two 16-value blocks whose scale codes are code16's
 // two bytes) into its 4 core-matrix chunks at dst, dst + 128, ... (dims 32 g to 32 g + 32 of the
-// key whose chunk 4 g dst is; peer: the pair's other block, where the tiles are shared).
+// key whose chunk 4 g dst is).
 PW_DEVICE_INLINE void pw_sparse_wg_dequant32(const uint4& w, pw_u32 code16, float g_kv,
-                                             unsigned char* dst, int peer = 0) {
+                                             unsigned char* dst) {
   const pw_u32 words[4] = {w.x, w.y, w.z, w.w};
 #if PW_SPARSE_WG_LO
   pw_u32 s0, s1;  // bf16(scale * 2^110) of the two 16-value blocks, both halves
@@ -178,7 +139,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_dequant32(const uint4& w, pw_u32 code16, floa
   for (int u = 0; u < 4; ++u) {
     uint4 out;
     pw_nvfp4_dequant8_bf16_lo(words[u], u < 2 ? s0 : s1, &out.x);
-    pw_sparse_wg_put(dst + u * 128, peer, out);
+    *reinterpret_cast<uint4*>(dst + u * 128) = out;
   }
 #else
   const float s0 = pw_e4m3fn_decode_fast(code16 & 0xffu) * g_kv;
@@ -187,59 +148,37 @@ PW_DEVICE_INLINE void pw_sparse_wg_dequant32(const uint4& w, pw_u32 code16, floa
   for (int u = 0; u < 4; ++u) {
     uint4 out;
     pw_nvfp4_dequant8_bf16(words[u], u < 2 ? s0 : s1, &out.x);
-    pw_sparse_wg_put(dst + u * 128, peer, out);
+    *reinterpret_cast<uint4*>(dst + u * 128) = out;
   }
 #endif
 }
 
-// This block's share of the staged tile into the K tile (and the pair's other block's, at the
-// same place in its shared memory): with P = 4 kPwWgShare parts a key, thread t takes key
-// 64 / kPwWgShare x rank + t % (64 / kPwWgShare) and, of its record, the 16-byte groups of
-// nibbles q, q + P, ... (q = t / (64 / kPwWgShare): 32 values and their 2 scale bytes each) and
-// the rope chunks q, q + P, ...; a quarter warp's stores fill one core matrix's 128 bytes. All
-// loads first.
-PW_DEVICE_INLINE void pw_sparse_wg_dequant(const unsigned char* stage, float g_kv, int rank,
+// The staged tile into the K tile: thread t takes key t % 64 and, of its record, the 16-byte
+// groups of nibbles q, q + 4, ... (q = t / 64: 32 values and their 2 scale bytes each) and the
+// rope chunks q, q + 4; a quarter warp's stores fill one core matrix's 128 bytes. All loads first.
+PW_DEVICE_INLINE void pw_sparse_wg_dequant(const unsigned char* stage, float g_kv,
                                            unsigned char* k) {
-  constexpr int keys = 64 / kPwWgShare, parts = kPwSg.threads / keys;
-  constexpr int quads = PW_L / 32 / parts, ropes = PW_DR / 8 / parts;  // a thread's, of each
-  static_assert(quads * parts == PW_L / 32 && ropes * parts == PW_DR / 8, "whole groups a thread");
-  const int key = keys * rank + threadIdx.x % keys, q = threadIdx.x / keys;
+  constexpr int quads = PW_L / 32 / 4, ropes = PW_DR / 8 / 4;  // a thread's, of each
+  const int key = threadIdx.x % 64, q = threadIdx.x / 64;
   const unsigned char* rec = stage + key * kPwWgStride;
   uint4 w[quads], r[ropes];
   pw_u32 sc[quads];
 #pragma unroll
   for (int i = 0; i < quads; ++i) {
-    const int g = q + parts * i;
+    const int g = q + 4 * i;
     w[i] = *reinterpret_cast<const uint4*>(rec + 16 * g);
     sc[i] = *reinterpret_cast<const pw_u16*>(rec + PW_L / 2 + 2 * g);
   }
 #pragma unroll
   for (int j = 0; j < ropes; ++j)
-    r[j] = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (q + parts * j));
+    r[j] = *reinterpret_cast<const uint4*>(rec + PW_L / 2 + PW_L / 16 + 16 * (q + 4 * j));
   unsigned char* dst = k + pw_sparse_wg_chunk(key, 0);
-  const int peer = rank ^ 1;  // the pair's other block (used where PW_SPARSE_WG_PAIRED)
 #pragma unroll
-  for (int i = 0; i < quads; ++i) {
-    const int at = 4 * (q + parts * i) * 128;
-    pw_sparse_wg_dequant32(w[i], sc[i], g_kv, dst + at, peer);
-  }
+  for (int i = 0; i < quads; ++i)
+    pw_sparse_wg_dequant32(w[i], sc[i], g_kv, dst + 4 * (q + 4 * i) * 128);
 #pragma unroll
-  for (int j = 0; j < ropes; ++j) {
-    const int at = (PW_L / 8 + q + parts * j) * 128;
-    pw_sparse_wg_put(dst + at, peer, r[j]);
-  }
-}
-
-// The barrier a tile's K tile needs on either side of its dequantization: the block's own, or,
-// where the pair shares the tiles, the cluster's (both blocks' multiplies of the last tile done
-// before either writes into the other's K tile; both halves in before either multiplies).
-PW_DEVICE_INLINE void pw_sparse_wg_sync() {
-#if PW_SPARSE_WG_PAIRED
-  pw_cluster_arrive();
-  pw_cluster_wait();
-#else
-  __syncthreads();
-#endif
+  for (int j = 0; j < ropes; ++j)
+    *reinterpret_cast<uint4*>(dst + (PW_L / 8 + q + 4 * j) * 128) = r[j];
 }
 
 // A thread's pair of P (keys 8 j + 2 tig and + 1 of row `row`), K-major as warpgroup 1's A
@@ -311,10 +250,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   // Q's (and its permute's).
   constexpr bool kStage = !(PW_SPARSE_SKIP & 16);
   const bool staged = kStage && end > 0;
-  // The pair's rank (the head tile's parity): its share of every tile's keys.
-  const int rank = PW_SPARSE_WG_PAIRED ? head0 / 64 % 2 : 0;
-  const int r0 = 64 / kPwWgShare * rank;
-  if (staged) pw_sparse_wg_stage(a, slots, 0, end, r0, stage);
+  if (staged) pw_sparse_wg_stage(a, slots, 0, end, stage);
 #if PW_SPARSE_WG_LO
   // This thread's chunks of Q (its older group, or its only one): permuted and times 2^16 where
   // they lie.
@@ -344,19 +280,14 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   const pw_u64 dk = pw_wgmma_desc(ks, 128, kPwWgGroup);
   for (int k0 = 0; k0 < end; k0 += 64) {
     pw_async_wait();
-    // The stage holds this tile's share (and Q is in); every multiply of the last is done (the
-    // pair's: both blocks').
-    pw_sparse_wg_sync();
+    __syncthreads();  // the stage holds this tile (and Q is in); every multiply of the last is done
     if (k0 == 0) pw_trace(1);  // the slots, Q and the first tile's records in
 #if !(PW_SPARSE_SKIP & 1)
-    pw_sparse_wg_dequant(stage, a.g_kv, rank, ks);
+    pw_sparse_wg_dequant(stage, a.g_kv, ks);
 #endif
     pw_fence_proxy_async();  // the K tile's writes, for the tensor cores' reads
-#if PW_SPARSE_WG_PAIRED
-    pw_fence_proxy_async_cluster();  // and the peer's
-#endif
-    pw_sparse_wg_sync();
-    if (kStage && k0 + 64 < end) pw_sparse_wg_stage(a, slots, k0 + 64, end, r0, stage);
+    __syncthreads();
+    if (kStage && k0 + 64 < end) pw_sparse_wg_stage(a, slots, k0 + 64, end, stage);
 
     // Warpgroup 0 alone: S of the tile's 64 keys (one read of Q a tile, not two), the softmax, P
     // into its registers and into shared memory, alpha (the rows' rescale) for warpgroup 1.

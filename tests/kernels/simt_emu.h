@@ -41,7 +41,6 @@
 #define __device__
 #define __global__
 #define __launch_bounds__(...)
-#define __cluster_dims__(...)  // the emulator runs a cluster as its test says (PwEmuRunCluster)
 
 struct PwEmuDim3 {
   unsigned x = 0, y = 0, z = 0;
@@ -423,17 +422,6 @@ inline void pw_emu_copy16_to(pw_u32 dst, const void* src) {
   pw_emu_copy16(pw_emu_block->shared + dst, src, true);
 }
 
-// Distributed shared memory as cluster.h's: an address is the block's rank over its offset (24
-// bits), a store writes that block's object at once, the proxy fence orders nothing (each
-// multiply reads shared memory at its issue).
-inline pw_u32 pw_cluster_addr(const void* p, int rank) {
-  return static_cast<pw_u32>(rank) << 24 | pw_smem_addr(p);
-}
-inline void pw_cluster_store16(pw_u32 addr, const uint4& v) {
-  std::memcpy(pw_emu_cluster->blocks[addr >> 24]->shared + (addr & 0xffffffu), &v, sizeof(v));
-}
-inline void pw_fence_proxy_async_cluster() {}
-
 // This block's shared-memory object (a kernel's dynamic shared memory).
 inline unsigned char* pw_emu_shared() {
   return reinterpret_cast<unsigned char*>(pw_emu_block->shared);
@@ -506,20 +494,6 @@ class PwEmuSharedMemory {
   size_t bytes_;
   std::unique_ptr<char[]> storage_;
 };
-
-// Runs kernel() as the thread block cluster of `blocks` (rank i block blocks[i]) of a grid of
-// `grid` blocks, `threads` threads each, on stale shared memory from shared[i].
-inline void PwEmuRunCluster(const std::vector<PwEmuSharedMemory*>& shared, int threads,
-                            const std::vector<PwEmuDim3>& blocks, PwEmuDim3 grid,
-                            const std::function<void()>& kernel) {
-  std::vector<char*> objects;
-  for (PwEmuSharedMemory* s : shared) objects.push_back(s->Stale());
-  PwEmuRun(static_cast<int>(blocks.size()), threads, true, objects, [&] {
-    blockIdx = blocks[static_cast<size_t>(pw_emu_rank)];
-    gridDim = grid;
-    kernel();
-  });
-}
 
 // Runs kernel() as block `block` of a grid of `grid` blocks, `threads` threads, on stale shared
 // memory from `shared`.

@@ -6,9 +6,7 @@
 // implementation (the GPU check's SIMT build runs the same code), the asynchronous copies at
 // once. One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_TOPK, PW_SPLITS (decode) or
 // PW_ROUNDS (prefill) and the geometry's defines; L 512 (one build 768) and Dr 64
-// (DeepSeek-V3.2's), sm_90's 227 KiB of shared memory. A build whose row's two head tiles are a
-// cluster (sparse_wg.h's PW_SPARSE_WG_PAIR: PW_EMU_EXPECT_PAIR=1 says it must be) runs them as
-// one, each block on its own shared memory.
+// (DeepSeek-V3.2's), sm_90's 227 KiB of shared memory.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
 #include <algorithm>
@@ -33,10 +31,6 @@
 #include "tests/gpu/random_inputs.h"
 #include "tests/gpu/reference.h"
 #include "tests/kernels/emu_row_check.h"
-
-#ifndef PW_EMU_EXPECT_PAIR
-#define PW_EMU_EXPECT_PAIR 0
-#endif
 
 namespace prewarm {
 namespace {
@@ -83,29 +77,19 @@ TEST(SparseEmuTest, RowsMatchTheCpuReference) {
   PwEmuSharedMemory shared(kPwSg.smem_bytes);
   const PwEmuDim3 grid{static_cast<unsigned>(rows), static_cast<unsigned>(head_blocks),
                        static_cast<unsigned>(PW_SPLITS)};
-  const auto kernel = [&] {
-#ifdef PW_ROUNDS
-    pw_sparse_prefill(ql.data(), qr.data(), sel.data(), req.data(), table.data(), max_blocks,
-                      kBlockSize, cache.data(), g_kv, scale, out.data(), lse.data());
-#else
-    pw_sparse_decode(ql.data(), qr.data(), sel.data(), req.data(), table.data(), max_blocks,
-                     kBlockSize, cache.data(), g_kv, scale, out.data(), lse.data(), ws_o.data(),
-                     ws_lse.data());
-#endif
-  };
-  // The build's pair of head tiles (sparse_wg.h's PW_SPARSE_WG_PAIR) or none, as the test's name
-  // says.
-  static_assert(PW_SPARSE_WG_PAIRED == PW_EMU_EXPECT_PAIR, "the build pairs its head tiles or not");
   for (unsigned row = 0; row < grid.x; ++row) {
-    for (unsigned hb = 0; hb < grid.y; hb += kPwWgShare) {
+    for (unsigned hb = 0; hb < grid.y; ++hb) {
       for (unsigned split = 0; split < grid.z; ++split) {
-        if (kPwWgShare == 2) {  // a cluster of the row's two head tiles, each on its own memory
-          PwEmuSharedMemory peer(kPwSg.smem_bytes);
-          PwEmuRunCluster({&shared, &peer}, kPwSg.threads, {{row, hb, split}, {row, hb + 1, split}},
-                          grid, kernel);
-        } else {
-          PwEmuRunBlock(shared, kPwSg.threads, {row, hb, split}, grid, kernel);
-        }
+        PwEmuRunBlock(shared, kPwSg.threads, {row, hb, split}, grid, [&] {
+#ifdef PW_ROUNDS
+          pw_sparse_prefill(ql.data(), qr.data(), sel.data(), req.data(), table.data(), max_blocks,
+                            kBlockSize, cache.data(), g_kv, scale, out.data(), lse.data());
+#else
+          pw_sparse_decode(ql.data(), qr.data(), sel.data(), req.data(), table.data(), max_blocks,
+                           kBlockSize, cache.data(), g_kv, scale, out.data(), lse.data(),
+                           ws_o.data(), ws_lse.data());
+#endif
+        });
       }
     }
   }

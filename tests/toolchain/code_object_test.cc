@@ -6,9 +6,6 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <string>
-#include <variant>
-#include <vector>
 
 #include "gtest/gtest.h"
 #include "prewarm/catalog/catalog.h"
@@ -140,40 +137,6 @@ TEST(CodeObjectTest, TheNarrowWarpgroupBlockCompilesForSm90WithoutScratch) {
       // The define reached the kernel: the block's 64 accumulators and two tiles' bytes take more
       // than the 8-warp mma.sync block's 78 to 102 registers.
       EXPECT_GT(k->registers, 160) << key.String();
-    }
-  }
-}
-
-// sparse_wg.h's pair (PW_SPARSE_WG_PAIR=1: a row's two 64-head tiles one cluster, each block
-// dequantizing half of every tile into both) compiles for sm_90 (NVRTC) at DeepSeek-V3.2's tp 1
-// shape (128 heads): prefill, and decode at 1 and 16 splits (the combine kernel's); no scratch.
-// The define reaches those kernels and no other: decode at 2 splits (its splits combine in their
-// own cluster) and the 64-head stand-in compile to the same bytes with it as without.
-TEST(CodeObjectTest, ThePairedWarpgroupBlockCompilesForSm90WithoutScratch) {
-  const Arch arch = *ParseArch("sm_90");
-  auto tc = OpenToolchain(arch.platform);
-  ASSERT_TRUE(tc.ok()) << tc.status();
-  const auto compile = [&](const Key& key, bool pair) -> std::string {
-    CompileJob job = JobForKey(key, arch);
-    job.defines.push_back(pair ? "-DPW_SPARSE_WG_PAIR=1" : "-DPW_SPARSE_WG_PAIR=0");
-    auto out = (*tc)->Compile(job);
-    EXPECT_TRUE(out.ok()) << key.String() << ": " << out.status();
-    return out.ok() ? out->code : "";
-  };
-  for (int tp : {1, 2}) {
-    ASSERT_EQ(ShapeForRank(ExampleModelConfig(), tp)->heads, 128 / tp);
-    const std::vector<Key> keys = SparseKeysAtTp(tp, arch);
-    ASSERT_EQ(keys.size(), 4u);
-    for (const Key& key : keys) {
-      const std::string paired = compile(key, true), alone = compile(key, false);
-      ASSERT_FALSE(paired.empty());
-      const auto splits = key.params.find("splits");
-      const bool pairs =
-          tp == 1 && !(splits != key.params.end() && std::get<int64_t>(splits->second) == 2);
-      EXPECT_EQ(paired != alone, pairs) << key.String();
-      const std::optional<KernelResources> k = SparseEntry(paired, key);
-      ASSERT_TRUE(k.has_value());
-      EXPECT_FALSE(k->Spills()) << key.String();
     }
   }
 }
