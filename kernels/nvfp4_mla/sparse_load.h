@@ -166,9 +166,21 @@ __device__ inline void pw_sparse_stage_q(const PwSparseArgs& a, int row, int hea
 #endif
 }
 
-// Looks up the cache slot of every selected entry in [begin, end) into slots[i - begin] (-1
-// where nothing is selected) and returns 1 + the last index that selects a position (begin when
-// none does). The loads are independent, so their latency is paid once per block, not per tile.
+// 1: pw_sparse_slots asks for a thread's every selected position first, then for every block
+// table entry they need, then stores the slots: two memory latencies a block. 0: one entry at a
+// time (the position, its table entry, the store, then the next entry's position), which the
+// in-order issue turns into two latencies an entry a thread (16 at a time for the 16-head
+// block's prefill of 2048 entries in 128 threads; the PTX of 0 shows it). Kernel-only (an A/B
+// through kernel_bench --define). 0 (default) until checked and timed on a GPU: written and
+// emulated in the thirty-sixth session, which got no device time for it
+// (sparse_emu_*slots*_test build it with 1; the A/B is staged in bench/RESULTS.md).
+#ifndef PW_SPARSE_SLOTS_BATCH
+#define PW_SPARSE_SLOTS_BATCH 0
+#endif
+
+// Looks up the cache slot of every selected entry in [begin, end) (end - begin <= kPwRange) into
+// slots[i - begin] (-1 where nothing is selected) and returns 1 + the last index that selects a
+// position (begin when none does).
 __device__ inline int pw_sparse_slots(const PwSparseArgs& a, int row, int begin, int end,
                                       const PwSparseSmem& sm) {
   if (threadIdx.x == 0) *sm.last = begin;
@@ -176,12 +188,33 @@ __device__ inline int pw_sparse_slots(const PwSparseArgs& a, int row, int begin,
   const int* sel = a.topk + static_cast<long long>(row) * PW_TOPK;
   const int req = a.row_req[row];
   int mine = begin;
+#if PW_SPARSE_SLOTS_BATCH
+  constexpr int kPer = (kPwRange + kPwSg.threads - 1) / kPwSg.threads;  // entries a thread
+  int pos[kPer], slot[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int i = begin + threadIdx.x + j * kPwSg.threads;
+    pos[j] = i < end ? sel[i] : -1;
+  }
+#pragma unroll
+  for (int j = 0; j < kPer; ++j)
+    slot[j] = pos[j] < 0 ? -1
+                         : static_cast<int>(pw_slot(a.block_table, a.max_blocks, a.block_size,
+                                                    req, pos[j]));
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int i = begin + threadIdx.x + j * kPwSg.threads;
+    if (i < end) sm.slots[i - begin] = slot[j];
+    if (pos[j] >= 0) mine = i + 1;
+  }
+#else
   for (int i = begin + threadIdx.x; i < end; i += kPwSg.threads) {
     const int pos = sel[i];
     sm.slots[i - begin] =
         pos < 0 ? -1 : static_cast<int>(pw_slot(a.block_table, a.max_blocks, a.block_size, req, pos));
     if (pos >= 0) mine = i + 1;
   }
+#endif
   if (mine > begin) atomicMax(sm.last, mine);
   __syncthreads();
   return *sm.last;
