@@ -79,6 +79,18 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #ifndef PW_TOPK_FILL_ASYNC
 #define PW_TOPK_FILL_ASYNC 0
 #endif
+// PW_TOPK_SAMPLE_BATCH (1, the default; kernel-only): the sample path's reads of global memory,
+// in loads a thread asks for before it uses any. The sample then takes up to 8 keys a thread at
+// once (1: one, each stored before the next is asked for) and the fill PW_TOPK_SAMPLE_BATCH
+// float4 a lane (1: one). At 1 each warp of the fill has one 512-byte load in flight: a 32K row's
+// fill is 32 memory latencies a warp in series, the sample's 16 more (its loop is not unrolled).
+// Meant to take topk_prefill's rows past its cache (8192 x 32K) from latency toward bandwidth;
+// unmeasured (2 or 4 raise the kernel's registers: check its blocks a multiprocessor).
+#ifndef PW_TOPK_SAMPLE_BATCH
+#define PW_TOPK_SAMPLE_BATCH 1
+#endif
+static_assert(PW_TOPK_SAMPLE_BATCH >= 1 && PW_TOPK_SAMPLE_BATCH <= 8,
+              "the sample path's loads a thread at once: 1 to 8");
 // Called by each block's thread 0 with whether the lists gave the row (the CPU tests count them).
 #ifndef PW_TOPK_SAMPLE_TRACE
 #define PW_TOPK_SAMPLE_TRACE(listed) ((void)0)
@@ -462,10 +474,29 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
   const pw_u64 below = pw_lanes_below();
   // 1. The sample.
   const int runs = ((n + 31) / 32 + 7) / 8;
+#if PW_TOPK_SAMPLE_BATCH > 1
+  // Every load of a batch asked for before any key is stored (the loop's order kept the thread's
+  // loads one at a time: each store waited for its load).
+  constexpr int kSampleBatch = 8;
+  for (int j0 = threadIdx.x; j0 < runs * 32; j0 += kSampleBatch * PW_BLOCK_THREADS) {
+    float f[kSampleBatch];
+#pragma unroll
+    for (int b = 0; b < kSampleBatch; ++b) {
+      const int j = j0 + b * PW_BLOCK_THREADS, i = (j / 32) * 256 + j % 32;
+      f[b] = j < runs * 32 && i < n ? raw[i] : 0.0f;
+    }
+#pragma unroll
+    for (int b = 0; b < kSampleBatch; ++b) {
+      const int j = j0 + b * PW_BLOCK_THREADS, i = (j / 32) * 256 + j % 32;
+      if (j < runs * 32) cache[j] = i < n ? pw_order_key(f[b]) : 0u;
+    }
+  }
+#else
   for (int j = threadIdx.x; j < runs * 32; j += PW_BLOCK_THREADS) {
     const int i = (j / 32) * 256 + j % 32;
     cache[j] = i < n ? pw_order_key(raw[i]) : 0u;
   }
+#endif
   __syncthreads();
   pw_u32 t0 = 0;
   int unused = 0;
@@ -485,17 +516,9 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
   // Offsets from the segment's start, 16 bits each, down from the share's end: [-1 - c].
   unsigned short* index = reinterpret_cast<unsigned short*>(cache + (w + 1) * share);
   int listed = 0;
-  for (int base = begin; base < end; base += 4 * PW_WARP) {
-    const int j = base + 4 * lane;
-    pw_u32 v[4];
-    if (j + 3 < end) {
-      const float4 f = *reinterpret_cast<const float4*>(raw + j);
-      v[0] = pw_order_key(f.x), v[1] = pw_order_key(f.y), v[2] = pw_order_key(f.z);
-      v[3] = pw_order_key(f.w);
-    } else {
-#pragma unroll
-      for (int b = 0; b < 4; ++b) v[b] = j + b < end ? pw_order_key(raw[j + b]) : 0u;
-    }
+  // Lists the lane's keys v (j .. j + 3 of the row; key 0 past the segment) that are >= T0, the
+  // warp's in index order.
+  auto list4 = [&](int j, const pw_u32(&v)[4]) {
     int mine = 0;
 #pragma unroll
     for (int b = 0; b < 4; ++b) mine += v[b] >= t0 ? 1 : 0;
@@ -512,7 +535,50 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
       }
     }
     listed += total;
+  };
+#if PW_TOPK_SAMPLE_BATCH > 1
+  // Each lane's PW_TOPK_SAMPLE_BATCH float4 of a step (4 PW_WARP keys apart) asked for at once,
+  // then listed in index order, a 4 PW_WARP-key slice of the warp's segment at a time.
+  constexpr int kFill = PW_TOPK_SAMPLE_BATCH;
+  for (int base = begin; base < end; base += kFill * 4 * PW_WARP) {
+    float4 f[kFill];
+#pragma unroll
+    for (int u = 0; u < kFill; ++u) {
+      const int j = base + u * 4 * PW_WARP + 4 * lane;
+      if (j + 3 < end) {
+        f[u] = *reinterpret_cast<const float4*>(raw + j);
+      } else {
+        f[u].x = j < end ? raw[j] : 0.0f;
+        f[u].y = j + 1 < end ? raw[j + 1] : 0.0f;
+        f[u].z = j + 2 < end ? raw[j + 2] : 0.0f;
+        f[u].w = j + 3 < end ? raw[j + 3] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kFill; ++u) {
+      const int j = base + u * 4 * PW_WARP + 4 * lane;
+      if (base + u * 4 * PW_WARP >= end) break;  // the warp's segment has ended
+      const pw_u32 v[4] = {
+          j < end ? pw_order_key(f[u].x) : 0u, j + 1 < end ? pw_order_key(f[u].y) : 0u,
+          j + 2 < end ? pw_order_key(f[u].z) : 0u, j + 3 < end ? pw_order_key(f[u].w) : 0u};
+      list4(j, v);
+    }
   }
+#else
+  for (int base = begin; base < end; base += 4 * PW_WARP) {
+    const int j = base + 4 * lane;
+    pw_u32 v[4];
+    if (j + 3 < end) {
+      const float4 f = *reinterpret_cast<const float4*>(raw + j);
+      v[0] = pw_order_key(f.x), v[1] = pw_order_key(f.y), v[2] = pw_order_key(f.z);
+      v[3] = pw_order_key(f.w);
+    } else {
+#pragma unroll
+      for (int b = 0; b < 4; ++b) v[b] = j + b < end ? pw_order_key(raw[j + b]) : 0u;
+    }
+    list4(j, v);
+  }
+#endif
   // 3. Enough candidates, every list within its room: the cluster's blocks decide alike.
   if (lane == 0) {
     sh.warp_greater[w] = listed;
