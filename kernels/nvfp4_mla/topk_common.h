@@ -82,8 +82,9 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 // PW_TOPK_SAMPLE_BATCH (1, the default; kernel-only): the sample path's reads of global memory,
 // in loads a thread asks for before it uses any. The sample then takes up to 8 keys a thread at
 // once (1: one, each stored before the next is asked for) and the fill PW_TOPK_SAMPLE_BATCH
-// float4 a lane (1: one). At 1 each warp of the fill has one 512-byte load in flight: a 32K row's
-// fill is 32 memory latencies a warp in series, the sample's 16 more (its loop is not unrolled).
+// float4 a lane (1: one), testing each key against T0 as pw_order_key_signed's value. At 1 each
+// warp of the fill has one 512-byte load in flight: a 32K row's fill is 32 memory latencies a
+// warp in series, the sample's 16 more (its loop is not unrolled).
 // Meant to take topk_prefill's rows past its cache (8192 x 32K) from latency toward bandwidth;
 // unmeasured (2 or 4 raise the kernel's registers: check its blocks a multiprocessor).
 #ifndef PW_TOPK_SAMPLE_BATCH
@@ -108,6 +109,14 @@ static_assert(PW_TOPK_SAMPLE_BATCH >= 1 && PW_TOPK_SAMPLE_BATCH <= 8,
 __device__ inline pw_u32 pw_order_key(float f) {
   const pw_u32 u = f == 0.0f ? 0u : __float_as_uint(f);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// pw_order_key's order as signed integers in 2 instructions (its value xor 0x80000000), but for
+// -0, which gives -1 (+0 gives 0): the sample path's fill tests every key of a long row with it
+// (PW_TOPK_SAMPLE_BATCH > 1) and makes the key itself only of those it lists.
+__device__ inline int pw_order_key_signed(float f) {
+  const int s = static_cast<int>(__float_as_uint(f));
+  return s ^ ((s >> 31) & 0x7fffffff);
 }
 
 struct PwTopkShared {
@@ -518,15 +527,15 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
   int listed = 0;
   // Lists the lane's keys v (j .. j + 3 of the row; key 0 past the segment) that are >= T0, the
   // warp's in index order.
-  auto list4 = [&](int j, const pw_u32(&v)[4]) {
+  auto list4 = [&](int j, auto take, const pw_u32(&v)[4]) {
     int mine = 0;
 #pragma unroll
-    for (int b = 0; b < 4; ++b) mine += v[b] >= t0 ? 1 : 0;
+    for (int b = 0; b < 4; ++b) mine += take(b) ? 1 : 0;
     int total = 0;
     int at = listed + pw_warp_prefix_small(mine, total);
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
-      if (v[b] >= t0) {
+      if (take(b)) {
         if (at < room) {
           keys[at] = v[b];
           index[-1 - at] = static_cast<unsigned short>(j + b - begin);
@@ -539,7 +548,10 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
 #if PW_TOPK_SAMPLE_BATCH > 1
   // Each lane's PW_TOPK_SAMPLE_BATCH float4 of a step (4 PW_WARP keys apart) asked for at once,
   // then listed in index order, a 4 PW_WARP-key slice of the warp's segment at a time.
+  // The test >= T0 on pw_order_key_signed's values (the keys' order as signed integers, but -0
+  // one below +0): where T0 is +0's key, -0 (-1 there) is a tie of +0 and listed too.
   constexpr int kFill = PW_TOPK_SAMPLE_BATCH;
+  const int t0_signed = t0 == 0x80000000u ? -1 : static_cast<int>(t0 ^ 0x80000000u);
   for (int base = begin; base < end; base += kFill * 4 * PW_WARP) {
     float4 f[kFill];
 #pragma unroll
@@ -558,10 +570,17 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
     for (int u = 0; u < kFill; ++u) {
       const int j = base + u * 4 * PW_WARP + 4 * lane;
       if (base + u * 4 * PW_WARP >= end) break;  // the warp's segment has ended
-      const pw_u32 v[4] = {
-          j < end ? pw_order_key(f[u].x) : 0u, j + 1 < end ? pw_order_key(f[u].y) : 0u,
-          j + 2 < end ? pw_order_key(f[u].z) : 0u, j + 3 < end ? pw_order_key(f[u].w) : 0u};
-      list4(j, v);
+      const float x[4] = {f[u].x, f[u].y, f[u].z, f[u].w};
+      bool take[4];
+      pw_u32 v[4];
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const int ks = pw_order_key_signed(x[b]);
+        take[b] = j + b < end && ks >= t0_signed;
+        v[b] = static_cast<pw_u32>(ks == -1 ? 0 : ks) ^ 0x80000000u;  // -0 is +0's key
+      }
+      list4(
+          j, [&](int b) { return take[b]; }, v);
     }
   }
 #else
@@ -576,7 +595,8 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
 #pragma unroll
       for (int b = 0; b < 4; ++b) v[b] = j + b < end ? pw_order_key(raw[j + b]) : 0u;
     }
-    list4(j, v);
+    list4(
+        j, [&](int b) { return v[b] >= t0; }, v);
   }
 #endif
   // 3. Enough candidates, every list within its room: the cluster's blocks decide alike.
