@@ -22,6 +22,15 @@
 // 128, exact below) over the same grid instead, for the A/B.
 #pragma once
 
+// PW_FP8_BMM_WG_SKIP=1 (a measuring define: Y is zeros) keeps the streamed path's memory traffic
+// and nothing else: every X piece copied and waited for, every Y row stored (zeros), no reads of
+// the pieces, quantize or multiply. Its time against the kernel's says whether the X stream
+// itself (its pattern, its bytes in flight: stages - 1 pieces a block) or the block's work on
+// each piece bounds the kernel (v_up at M = 8192 runs at 66% of the H200's copy rate).
+#ifndef PW_FP8_BMM_WG_SKIP
+#define PW_FP8_BMM_WG_SKIP 0
+#endif
+
 #if PW_FP8_MMA && PW_WGMMA && !(defined(PW_FP8_BMM_MMA_SYNC) && PW_FP8_BMM_MMA_SYNC)
 constexpr bool kPwWg = kPwGeometry.persistent;
 #else
@@ -184,9 +193,17 @@ __device__ inline void pw_fp8_bmm_wg_store_staged(pw_u16* y, int b, int m, int n
 __device__ inline void pw_fp8_bmm_wg_wide_piece(const pw_u8* xs, const pw_u8* ws, int r,
                                                 const PwFp8Tile& t, float w_scale, pw_u16* y,
                                                 int m_total, pw_u8* st) {
+  const int m = t.m0 + r - threadIdx.x % 32 / 4;  // the warp's first row
+#if PW_FP8_BMM_WG_SKIP
+  (void)xs, (void)ws;
+  float zero[64] = {};
+#pragma unroll 1
+  for (int p = 0; p < kPwWgPasses; ++p) {
+    pw_fp8_bmm_wg_store_staged(y, t.b, m, t.n_block + 128 * p, zero, w_scale, w_scale, m_total, st);
+  }
+#else
   PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(pw_fp8_bmm_wg_read(xs, r, threadIdx.x % 4));
   const float s_lo = q.s_lo * w_scale, s_hi = q.s_hi * w_scale;
-  const int m = t.m0 + r - threadIdx.x % 32 / 4;  // the warp's first row
 #pragma unroll 1
   for (int p = 0; p < kPwWgPasses; ++p) {
     float d[64];
@@ -196,6 +213,7 @@ __device__ inline void pw_fp8_bmm_wg_wide_piece(const pw_u8* xs, const pw_u8* ws
     pw_wgmma_hold(q.a);
     pw_fp8_bmm_wg_store_staged(y, t.b, m, t.n_block + 128 * p, d, s_lo, s_hi, m_total, st);
   }
+#endif
 }
 
 // The products of one piece (tile t's rows, group g; the lane's rows r and r + 8 of the piece),
@@ -203,6 +221,11 @@ __device__ inline void pw_fp8_bmm_wg_wide_piece(const pw_u8* xs, const pw_u8* ws
 __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int g, int r,
                                            const PwFp8Tile& t, float w_scale, float (&acc)[64],
                                            pw_u16* y, int m_total, pw_u8* st) {
+#if PW_FP8_BMM_WG_SKIP
+  (void)xs, (void)ws;
+#pragma unroll
+  for (int j = 0; j < 64; ++j) acc[j] = 0.0f;
+#else
   PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(pw_fp8_bmm_wg_read(xs, r, threadIdx.x % 4));
   float d[64];
   pw_fp8_bmm_wg_issue(d, q, ws, g);
@@ -214,6 +237,7 @@ __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int
     const float part = d[j] * (j % 4 < 2 ? q.s_lo : q.s_hi);
     acc[j] = g == 0 ? part : acc[j] + part;
   }
+#endif
   if (g == PW_GROUPS - 1) {
     pw_fp8_bmm_wg_store_staged(y, t.b, t.m0 + r - threadIdx.x % 32 / 4, t.n_block, acc, w_scale,
                                w_scale, m_total, st);
