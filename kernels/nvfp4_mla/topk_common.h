@@ -525,9 +525,16 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
   // Offsets from the segment's start, 16 bits each, down from the share's end: [-1 - c].
   unsigned short* index = reinterpret_cast<unsigned short*>(cache + (w + 1) * share);
   int listed = 0;
+  // The test >= T0 of the batched fill (PW_TOPK_SAMPLE_BATCH > 1) on pw_order_key_signed's values
+  // (the keys' order as signed integers, but -0 one below +0): where T0 is +0's key, -0 (-1
+  // there) is a tie of +0 and listed too.
+  const int t0_signed = t0 == 0x80000000u ? -1 : static_cast<int>(t0 ^ 0x80000000u);
   // Lists the lane's keys v (j .. j + 3 of the row; key 0 past the segment) that are >= T0, the
-  // warp's in index order.
-  auto list4 = [&](int j, auto take, const pw_u32(&v)[4]) {
+  // warp's in index order; by_signed: tested as ks >= t0_signed (ks: pw_order_key_signed's
+  // values, the least int past the segment), else as v >= t0. (A lambda with an `auto` parameter
+  // would be a host template to NVRTC.)
+  auto list4 = [&](int j, const pw_u32(&v)[4], const int(&ks)[4], bool by_signed) {
+    auto take = [&](int b) { return by_signed ? ks[b] >= t0_signed : v[b] >= t0; };
     int mine = 0;
 #pragma unroll
     for (int b = 0; b < 4; ++b) mine += take(b) ? 1 : 0;
@@ -548,10 +555,7 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
 #if PW_TOPK_SAMPLE_BATCH > 1
   // Each lane's PW_TOPK_SAMPLE_BATCH float4 of a step (4 PW_WARP keys apart) asked for at once,
   // then listed in index order, a 4 PW_WARP-key slice of the warp's segment at a time.
-  // The test >= T0 on pw_order_key_signed's values (the keys' order as signed integers, but -0
-  // one below +0): where T0 is +0's key, -0 (-1 there) is a tie of +0 and listed too.
   constexpr int kFill = PW_TOPK_SAMPLE_BATCH;
-  const int t0_signed = t0 == 0x80000000u ? -1 : static_cast<int>(t0 ^ 0x80000000u);
   for (int base = begin; base < end; base += kFill * 4 * PW_WARP) {
     float4 f[kFill];
 #pragma unroll
@@ -571,16 +575,14 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
       const int j = base + u * 4 * PW_WARP + 4 * lane;
       if (base + u * 4 * PW_WARP >= end) break;  // the warp's segment has ended
       const float x[4] = {f[u].x, f[u].y, f[u].z, f[u].w};
-      bool take[4];
+      int ks[4];
       pw_u32 v[4];
 #pragma unroll
       for (int b = 0; b < 4; ++b) {
-        const int ks = pw_order_key_signed(x[b]);
-        take[b] = j + b < end && ks >= t0_signed;
-        v[b] = static_cast<pw_u32>(ks == -1 ? 0 : ks) ^ 0x80000000u;  // -0 is +0's key
+        ks[b] = j + b < end ? pw_order_key_signed(x[b]) : -2147483647 - 1;  // never listed
+        v[b] = static_cast<pw_u32>(ks[b] == -1 ? 0 : ks[b]) ^ 0x80000000u;  // -0 is +0's key
       }
-      list4(
-          j, [&](int b) { return take[b]; }, v);
+      list4(j, v, ks, true);
     }
   }
 #else
@@ -595,8 +597,8 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
 #pragma unroll
       for (int b = 0; b < 4; ++b) v[b] = j + b < end ? pw_order_key(raw[j + b]) : 0u;
     }
-    list4(
-        j, [&](int b) { return v[b] >= t0; }, v);
+    const int no_ks[4] = {};
+    list4(j, v, no_ks, false);
   }
 #endif
   // 3. Enough candidates, every list within its room: the cluster's blocks decide alike.
