@@ -31,6 +31,17 @@
 #define PW_FP8_BMM_WG_SKIP 0
 #endif
 
+// PW_FP8_BMM_WG_SPLIT=1 (kernel-only, 0 by default, unmeasured): each warpgroup copies, waits
+// for and works on its own 64 rows of every piece, meeting only its own 128 threads a piece
+// (bar.sync 1 + warpgroup) and the whole block only where W is staged. At 0 the block's barrier a
+// piece keeps both warpgroups in step: both quantize at once, then both wait for their wgmmas,
+// with 2 warps a scheduler to hide either. Split, nothing holds them in phase, so one's quantize
+// can fill the other's wait (v_up at M = 8192: about 1100 PTX instructions a thread a piece and
+// 1.94 us a piece on the H200 against about 1.1 us of issue).
+#ifndef PW_FP8_BMM_WG_SPLIT
+#define PW_FP8_BMM_WG_SPLIT 0
+#endif
+
 #if PW_FP8_MMA && PW_WGMMA && !(defined(PW_FP8_BMM_MMA_SYNC) && PW_FP8_BMM_MMA_SYNC)
 constexpr bool kPwWg = kPwGeometry.persistent;
 #else
@@ -60,12 +71,18 @@ struct PwFp8WgRaw {
 };
 
 // Starts the copy of group g of rows [m0, m0 + 128) of batch b into piece `xs` (zeros past M):
-// 2048 16-byte units, a warp's 32 being two whole rows (512 contiguous bytes of each).
+// 2048 16-byte units, a warp's 32 being two whole rows (512 contiguous bytes of each). kThreads
+// 128 (PW_FP8_BMM_WG_SPLIT): only the calling warpgroup's rows, 64 wg .. + 63, by its threads.
+template <int kThreads = PW_THREADS>
 __device__ inline void pw_fp8_bmm_wg_copy_x(const pw_u16* x, int b, int m0, int g, int m_total,
                                             pw_u8* xs) {
+  constexpr int rows = 128 * kThreads / PW_THREADS;
+  constexpr bool whole = kThreads == PW_THREADS;
+  const int tid = whole ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % kThreads;
+  const int r0 = whole ? 0 : static_cast<int>(threadIdx.x) / kThreads * rows;
 #pragma unroll
-  for (int j = 0; j < 128 * 16 / PW_THREADS; ++j) {
-    const int i = threadIdx.x + j * PW_THREADS, r = i / 16, u = i % 16;
+  for (int j = 0; j < rows * 16 / kThreads; ++j) {
+    const int i = tid + j * kThreads, r = r0 + i / 16, u = i % 16;
     const bool real = m0 + r < m_total;
     const pw_u16* src =
         x +
@@ -192,10 +209,11 @@ __device__ inline void pw_fp8_bmm_wg_store_staged(pw_u16* y, int b, int m, int n
 // once, then each 128-column pass of W multiplied and stored through the warp's staging rows.
 __device__ inline void pw_fp8_bmm_wg_wide_piece(const pw_u8* xs, const pw_u8* ws, int r,
                                                 const PwFp8Tile& t, float w_scale, pw_u16* y,
-                                                int m_total, pw_u8* st) {
+                                                int m_total, pw_u8* st, bool signal) {
   const int m = t.m0 + r - threadIdx.x % 32 / 4;  // the warp's first row
 #if PW_FP8_BMM_WG_SKIP
   (void)xs, (void)ws;
+  if (signal) pw_bar_arrive(3, PW_THREADS);
   float zero[64] = {};
 #pragma unroll 1
   for (int p = 0; p < kPwWgPasses; ++p) {
@@ -208,6 +226,7 @@ __device__ inline void pw_fp8_bmm_wg_wide_piece(const pw_u8* xs, const pw_u8* ws
   for (int p = 0; p < kPwWgPasses; ++p) {
     float d[64];
     pw_fp8_bmm_wg_issue(d, q, ws + p * 128 * PW_K, 0);
+    if (signal && p == 0) pw_bar_arrive(3, PW_THREADS);  // PW_FP8_BMM_WG_SPLIT 2's offset
     pw_wgmma_wait<0>();
     pw_wgmma_hold(d);  // d and q's registers are the tensor cores' until here
     pw_wgmma_hold(q.a);
@@ -220,15 +239,17 @@ __device__ inline void pw_fp8_bmm_wg_wide_piece(const pw_u8* xs, const pw_u8* ws
 // scaled by the rows' scales into acc; the sums stored after the last group.
 __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int g, int r,
                                            const PwFp8Tile& t, float w_scale, float (&acc)[64],
-                                           pw_u16* y, int m_total, pw_u8* st) {
+                                           pw_u16* y, int m_total, pw_u8* st, bool signal) {
 #if PW_FP8_BMM_WG_SKIP
   (void)xs, (void)ws;
+  if (signal) pw_bar_arrive(3, PW_THREADS);
 #pragma unroll
   for (int j = 0; j < 64; ++j) acc[j] = 0.0f;
 #else
   PwFp8WgGroup q = pw_fp8_bmm_wg_quantize(pw_fp8_bmm_wg_read(xs, r, threadIdx.x % 4));
   float d[64];
   pw_fp8_bmm_wg_issue(d, q, ws, g);
+  if (signal) pw_bar_arrive(3, PW_THREADS);  // PW_FP8_BMM_WG_SPLIT 2's offset
   pw_wgmma_wait<0>();
   pw_wgmma_hold(d);  // d and q's registers are the tensor cores' until here
   pw_wgmma_hold(q.a);
@@ -261,10 +282,12 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
   auto piece = [&](int i) { return xs + (i % kPwWgStages) * PW_FP8_BMM_STAGE_BYTES; };
   // Starts the copy of piece i (if there is one) and commits a cp.async group either way, so that
   // the wait below counts pieces.
+  // PW_FP8_BMM_WG_SPLIT: each warpgroup copies its own rows of each piece.
+  constexpr int kCopiers = PW_FP8_BMM_WG_SPLIT ? 128 : PW_THREADS;
   auto copy = [&](int i) {
     if (i < items) {
       const PwFp8Tile t = pw_fp8_bmm_tile(first + i / PW_GROUPS, tiles.m_tiles);
-      pw_fp8_bmm_wg_copy_x(x, t.b, t.m0, i % PW_GROUPS, m_total, piece(i));
+      pw_fp8_bmm_wg_copy_x<kCopiers>(x, t.b, t.m0, i % PW_GROUPS, m_total, piece(i));
     }
     asm volatile("cp.async.commit_group;");
   };
@@ -292,12 +315,29 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
       t = next;
     }
     if (fence) pw_fence_proxy_async();  // W's copy, for the tensor cores (async proxy)
-    __syncthreads();  // piece i whole; piece i - 1 (whose slot the next copy takes) read by all
-    copy(i + kPwWgStages - 1);
-    if constexpr (kPwWgWide) {
-      pw_fp8_bmm_wg_wide_piece(piece(i), ws, r, t, w_scale, y, m_total, st);
+#if PW_FP8_BMM_WG_SPLIT
+    // The warpgroup's rows of piece i in; its rows of piece i - 1 read by it. W (its first copy,
+    // or another batch's) is every thread's: the whole block then.
+    if (fence) {
+      __syncthreads();
     } else {
-      pw_fp8_bmm_wg_piece(piece(i), ws, g, r, t, w_scale, acc, y, m_total, st);
+      pw_bar_sync(1 + warp / 4, 128);
+    }
+#else
+    __syncthreads();  // piece i whole; piece i - 1 (whose slot the next copy takes) read by all
+#endif
+    copy(i + kPwWgStages - 1);
+#if PW_FP8_BMM_WG_SPLIT == 2
+    // The second warpgroup's first piece waits for the first's first multiplies (its arrive).
+    const bool signal = i == 0 && warp < 4;
+    if (i == 0 && warp >= 4) pw_bar_sync(3, PW_THREADS);
+#else
+    constexpr bool signal = false;
+#endif
+    if constexpr (kPwWgWide) {
+      pw_fp8_bmm_wg_wide_piece(piece(i), ws, r, t, w_scale, y, m_total, st, signal);
+    } else {
+      pw_fp8_bmm_wg_piece(piece(i), ws, g, r, t, w_scale, acc, y, m_total, st, signal);
     }
   }
 }
