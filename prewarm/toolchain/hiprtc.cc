@@ -125,16 +125,20 @@ class Hiprtc final : public Toolchain {
 
 }  // namespace
 
-absl::Status CheckHiprtcTempDir() {
-  std::string dir = "/tmp", from = "the default, no TMPDIR, TMP, TEMP or TEMPDIR being set";
+HiprtcTempDir FindHiprtcTempDir() {
   for (const char* name : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
     if (std::optional<std::string> v = GetEnv(name); v.has_value()) {
-      dir = v->empty() ? "." : *v;
-      from = v->empty() ? StrCat(name, " is set but empty: the working directory")
-                        : StrCat("from ", name);
-      break;
+      if (v->empty()) return {".", StrCat(name, " is set but empty: the working directory")};
+      return {*v, StrCat("from ", name)};
     }
   }
+  return {"/tmp", "the default, no TMPDIR, TMP, TEMP or TEMPDIR being set"};
+}
+
+absl::Status CheckHiprtcTempDir() {
+  const HiprtcTempDir temp = FindHiprtcTempDir();
+  const std::string& dir = temp.dir;
+  const std::string& from = temp.from;
   const auto unusable = [&](int err) {
     return absl::FailedPreconditionError(
         StrCat("hipRTC cannot compile here: it writes temporary files in ", dir, " (", from,

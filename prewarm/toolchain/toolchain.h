@@ -55,11 +55,18 @@ absl::StatusOr<std::unique_ptr<Toolchain>> OpenNvrtc();
 absl::StatusOr<std::unique_ptr<Toolchain>> OpenToolchain(Platform platform);
 
 // hipRTC (through comgr) writes temporary files while it compiles, in the first of $TMPDIR, $TMP,
-// $TEMP and $TEMPDIR that is set (an empty one: the working directory), else /tmp; where that
-// directory cannot hold a file every compile fails with a bare HIPRTC_ERROR_COMPILATION. OK when
-// a directory and a file in it can be made and written there (both removed again);
-// FailedPrecondition naming the directory, where it came from and why otherwise. NVRTC writes
-// none.
+// $TEMP and $TEMPDIR that is set (an empty one: the working directory), else /tmp: that
+// directory, and where it came from (for messages). A compile worker's child gets a directory of
+// its own inside it (toolchain/worker.h).
+struct HiprtcTempDir {
+  std::string dir, from;
+};
+HiprtcTempDir FindHiprtcTempDir();
+
+// Where FindHiprtcTempDir's directory cannot hold a file every compile fails with a bare
+// HIPRTC_ERROR_COMPILATION. OK when a directory and a file in it can be made and written there
+// (both removed again); FailedPrecondition naming the directory, where it came from and why
+// otherwise. NVRTC writes none.
 absl::Status CheckHiprtcTempDir();
 
 // The defines every compile for `arch` gets, whichever compiler: -DPW_FP8_FNUZ (gfx942 uses

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <new>
 #include <set>
@@ -252,6 +253,16 @@ absl::Status PersistentWorker::Start() {
   SpawnOptions spawn;
   spawn.redirects = {SpawnOptions::Redirect::Dup(STDIN_FILENO, in_pipe[0]),
                      SpawnOptions::Redirect::Dup(STDOUT_FILENO, out_pipe[1])};
+  // The child's temporary files (comgr's comgr-XXXXXX a compile) in a directory of its own,
+  // removed once it is reaped: comgr removes its own only when its compile ends, and a child
+  // killed at its timeout or dead inside the compiler left them behind (the kernel's bitcode,
+  // up to 0.5 MiB a compile). Where none can be made, the child uses the temporary directory
+  // itself (CheckHiprtcTempDir says why that fails).
+  std::string tmp = FindHiprtcTempDir().dir + "/prewarm-worker-XXXXXX";
+  if (::mkdtemp(tmp.data()) != nullptr) {
+    tmp_dir_ = tmp;
+    spawn.env.emplace_back("TMPDIR", tmp_dir_);
+  }
   absl::StatusOr<int> pid = Spawn({binary, kWorkerCommand, "--serve"}, spawn);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
@@ -260,6 +271,7 @@ absl::Status PersistentWorker::Start() {
   if (!pid.ok()) {
     pid_ = -1;
     Stop(false);
+    RemoveTmpDir();
     return pid.status();
   }
   pid_ = *pid;
@@ -294,7 +306,15 @@ int PersistentWorker::WaitAndReap() {
     }
   }
   pid_ = -1;
+  RemoveTmpDir();
   return status;
+}
+
+void PersistentWorker::RemoveTmpDir() {
+  if (tmp_dir_.empty()) return;
+  std::error_code ignored;  // a directory that cannot go costs its space, never a compile
+  std::filesystem::remove_all(tmp_dir_, ignored);
+  tmp_dir_.clear();
 }
 
 std::string PersistentWorker::Reap() {

@@ -38,7 +38,9 @@ struct WorkerOptions {
 absl::StatusOr<CompileOutput> CompileInWorker(const CompileJob& job, const WorkerOptions& options);
 
 // A long-lived compile worker. Not thread-safe: one per pool thread. A crash or timeout fails
-// that job; the next Compile starts a fresh child.
+// that job; the next Compile starts a fresh child. Each child's temporary files go in a
+// directory of its own ($TMPDIR/prewarm-worker-XXXXXX), removed once the child is reaped, so a
+// killed or crashed compile leaves none behind (a SIGKILL of this process still would).
 class PersistentWorker {
  public:
   explicit PersistentWorker(WorkerOptions options) : options_(std::move(options)) {}
@@ -54,10 +56,13 @@ class PersistentWorker {
   // The child's end: a signal, or an exit code.
   std::string Reap();
   // Waits for the child and reaps it; its pid leaves the kill list before it is reaped (a reaped
-  // pid may be reused by an unrelated process). Returns the wait status.
+  // pid may be reused by an unrelated process); then removes its temporary directory. Returns the
+  // wait status.
   int WaitAndReap();
+  void RemoveTmpDir();
 
   WorkerOptions options_;
+  std::string tmp_dir_;  // the child's $TMPDIR, in FindHiprtcTempDir's (empty: none made)
   int pid_ = -1;
   int to_child_ = -1;
   int from_child_ = -1;

@@ -3,10 +3,18 @@
 #include "prewarm/toolchain/worker.h"
 
 #include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "prewarm/catalog/catalog.h"
+#include "prewarm/util/env.h"
 #include "tests/testing/compile_jobs.h"
+#include "tests/testing/temp_dir.h"
 
 namespace prewarm {
 namespace {
@@ -14,6 +22,7 @@ namespace {
 using testing::ElfMachine;
 using testing::Fp8BmmKey;
 using testing::kEmAmdgpu;
+using testing::TempDir;
 
 class WorkerTest : public ::testing::Test {
  protected:
@@ -46,6 +55,58 @@ TEST_F(WorkerTest, AHipRtcAbortCostsOnlyTheChild) {
   EXPECT_TRUE(msg.find("killed by signal 6") != std::string::npos ||
               msg.find("killed by signal 11") != std::string::npos)
       << msg;
+}
+
+// The names in `dir` (none: empty).
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  return names;
+}
+
+// A compile that dies inside hipRTC (on gfx942, in the middle of comgr's work), one
+// killed at its timeout and one that succeeds leave nothing in $TMPDIR: each worker child gets a
+// directory of its own there, removed once the child is reaped (comgr's own comgr-XXXXXX, with
+// the kernel's bitcode, stayed behind every dead compile).
+TEST_F(WorkerTest, ADeadOrKilledCompileLeavesNoTemporaryFiles) {
+  const TempDir tmp;
+  const std::optional<std::string> old = GetEnv("TMPDIR");
+  ::setenv("TMPDIR", tmp.path().c_str(), 1);
+  const Arch gfx942 = *ParseArch("gfx942");
+  WorkerOptions o = Options();
+  o.skip_arch_check = true;
+  absl::StatusOr<CompileOutput> crashed;
+  {
+    // A hipRTC that has compiled before dies on gfx942 inside comgr's work (SIGSEGV); a fresh
+    // one aborts before comgr has made its directory.
+    PersistentWorker worker(o);
+    ASSERT_TRUE(worker.Compile(JobForKey(Fp8BmmKey(gfx90a_, 1), gfx90a_)).ok());
+    crashed = worker.Compile(JobForKey(Fp8BmmKey(gfx942, 5), gfx942));
+  }
+  const std::vector<std::string> after_crash = Entries(tmp.path());
+  ::setenv("PREWARM_TEST_COMPILE_DELAY_MS", "5000", 1);
+  WorkerOptions quick = Options();
+  quick.timeout = absl::Milliseconds(300);
+  auto killed = CompileInWorker(JobForKey(Fp8BmmKey(gfx90a_, 5), gfx90a_), quick);
+  ::unsetenv("PREWARM_TEST_COMPILE_DELAY_MS");
+  const std::vector<std::string> after_kill = Entries(tmp.path());
+  auto ok = CompileInWorker(JobForKey(Fp8BmmKey(gfx90a_, 5), gfx90a_), Options());
+  const std::vector<std::string> after_ok = Entries(tmp.path());
+  if (old.has_value()) {
+    ::setenv("TMPDIR", old->c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  ASSERT_FALSE(crashed.ok());
+  EXPECT_TRUE(absl::IsAborted(crashed.status())) << crashed.status();
+  EXPECT_EQ(after_crash, std::vector<std::string>{}) << "after hipRTC's abort";
+  ASSERT_FALSE(killed.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(killed.status())) << killed.status();
+  EXPECT_EQ(after_kill, std::vector<std::string>{}) << "after a compile killed at its timeout";
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(after_ok, std::vector<std::string>{}) << "after a compile";
 }
 
 TEST_F(WorkerTest, WithoutSkippingTheCheckTheArchIsRefusedCleanly) {
