@@ -37,7 +37,12 @@
 // piece keeps both warpgroups in step: both quantize at once, then both wait for their wgmmas,
 // with 2 warps a scheduler to hide either. Split, nothing holds them in phase, so one's quantize
 // can fill the other's wait (v_up at M = 8192: about 1100 PTX instructions a thread a piece and
-// 1.94 us a piece on the H200 against about 1.1 us of issue).
+// 1.94 us a piece on the H200 against about 1.1 us of issue). 2: the same, and the second
+// warpgroup starts its first piece once the first has issued its first multiplies (a named
+// barrier, once), so that the two begin half a piece apart rather than in step; each staging of
+// W (the block's barrier) puts them back in step, so at M = 8192 (one or two a run) 2 keeps its
+// offset, where runs of a tile or two (q_absorb at small M) make it 1. Named barriers 1 and 2
+// (each warpgroup's) and 3 (the offset's) are this path's; barrier 0 is __syncthreads.
 #ifndef PW_FP8_BMM_WG_SPLIT
 #define PW_FP8_BMM_WG_SPLIT 0
 #endif
@@ -299,7 +304,9 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
 #pragma unroll 1
   for (int i = 0; i < items; ++i) {
     const int g = i % PW_GROUPS;
-    asm volatile("cp.async.wait_group %0;" ::"n"(kPwWgStages - 2) : "memory");  // piece i here
+    // This thread's copies of piece i here (the barrier below makes it the block's, or with
+    // PW_FP8_BMM_WG_SPLIT the warpgroup's rows).
+    asm volatile("cp.async.wait_group %0;" ::"n"(kPwWgStages - 2) : "memory");
     bool fence = i == 0;
     if (g == 0 && i > 0) {
       const PwFp8Tile next = pw_fp8_bmm_tile(first + i / PW_GROUPS, tiles.m_tiles);

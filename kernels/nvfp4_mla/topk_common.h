@@ -80,18 +80,20 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #define PW_TOPK_FILL_ASYNC 0
 #endif
 // PW_TOPK_SAMPLE_BATCH (1, the default; kernel-only): the sample path's reads of global memory,
-// in loads a thread asks for before it uses any. The sample then takes up to 8 keys a thread at
-// once (1: one, each stored before the next is asked for) and the fill PW_TOPK_SAMPLE_BATCH
-// float4 a lane (1: one), testing each key against T0 as pw_order_key_signed's value. At 1 each
+// in loads a thread asks for before it uses any. Above 1 the sample takes up to 8 keys a thread
+// at once (1: one, each stored before the next is asked for) and the fill PW_TOPK_SAMPLE_BATCH
+// float4 a lane (1: one; 4 at most), testing each key against T0 as pw_order_key_signed's value
+// (the sample's 8 come with any batch above 1: an A/B does not part their gains). At 1 each
 // warp of the fill has one 512-byte load in flight: a 32K row's fill is 32 memory latencies a
 // warp in series, the sample's 16 more (its loop is not unrolled).
 // Meant to take topk_prefill's rows past its cache (8192 x 32K) from latency toward bandwidth;
-// unmeasured (2 or 4 raise the kernel's registers: check its blocks a multiprocessor).
+// unmeasured (40 registers at 2 and 4, as at 1: 6 blocks a multiprocessor).
 #ifndef PW_TOPK_SAMPLE_BATCH
 #define PW_TOPK_SAMPLE_BATCH 1
 #endif
-static_assert(PW_TOPK_SAMPLE_BATCH >= 1 && PW_TOPK_SAMPLE_BATCH <= 8,
-              "the sample path's loads a thread at once: 1 to 8");
+static_assert(PW_TOPK_SAMPLE_BATCH >= 1 && PW_TOPK_SAMPLE_BATCH <= 4,
+              "the sample path's float4 a lane at once: 1 to 4 (40 registers at 4, 6 blocks a "
+              "multiprocessor; more would cost blocks)");
 // Called by each block's thread 0 with whether the lists gave the row (the CPU tests count them).
 #ifndef PW_TOPK_SAMPLE_TRACE
 #define PW_TOPK_SAMPLE_TRACE(listed) ((void)0)
