@@ -31,12 +31,11 @@
 #define PW_FP8_BMM_WG_SKIP 0
 #endif
 
-// PW_FP8_BMM_WG_SPLIT=1 (kernel-only): each warpgroup copies, waits
-// for and works on its own 64 rows of every piece, meeting only its own 128 threads a piece
-// (bar.sync 1 + warpgroup) and the whole block only where W is staged. At 0 the block's barrier a
-// piece keeps both warpgroups in step: both quantize at once, then both wait for their wgmmas,
-// with 2 warps a scheduler to hide either. Split, nothing holds them in phase, so one's quantize
-// can fill the other's wait (v_up at M = 8192: about 1100 PTX instructions a thread a piece and
+// PW_FP8_BMM_WG_SPLIT=1 (kernel-only): each warpgroup copies, waits for and works on its own 64
+// rows of every piece, meeting only its own 128 threads a piece (bar.sync 1 + warpgroup) and the
+// whole block only where W is staged. At 0 the block's barrier a piece keeps both warpgroups in
+// step: both quantize at once, then both wait for their wgmmas, with 2 warps a scheduler to hide
+// either. Split, nothing holds them in phase, so one's quantize can fill the other's wait (v_up at M = 8192: about 1100 PTX instructions a thread a piece and
 // 1.94 us a piece on the H200 against about 1.1 us of issue). 2: the same, and the second
 // warpgroup starts its first piece once the first has issued its first multiplies (a named
 // barrier, once), so that the two begin half a piece apart rather than in step; each staging of

@@ -86,8 +86,9 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 // (the sample's 8 come with any batch above 1: an A/B does not part their gains). At 1 each
 // warp of the fill has one 512-byte load in flight: a 32K row's fill is 32 memory latencies a
 // warp in series, the sample's 16 more (its loop is not unrolled).
-// Meant to take topk_prefill's rows past its cache (8192 x 32K) from latency toward bandwidth;
-// unmeasured (40 registers at 2 and 4, as at 1: 6 blocks a multiprocessor).
+// 40 registers at 2 and 4, as at 1 (6 blocks a multiprocessor). H100, 4 against 1 (thirty-seventh
+// session): 512 x 32K 58.2 -> 51.6 us, 4096 x 64K 519.9 -> 497.4, but 8192 x 32K (issue 28's row,
+// every SM full) 540.1 -> 542.8: left at 1 until an H200 A/B.
 #ifndef PW_TOPK_SAMPLE_BATCH
 #define PW_TOPK_SAMPLE_BATCH 1
 #endif
