@@ -35,16 +35,16 @@
 // rows of every piece, meeting only its own 128 threads a piece (bar.sync 1 + warpgroup) and the
 // whole block only where W is staged. At 0 the block's barrier a piece keeps both warpgroups in
 // step: both quantize at once, then both wait for their wgmmas, with 2 warps a scheduler to hide
-// either. Split, nothing holds them in phase, so one's quantize can fill the other's wait (v_up at M = 8192: about 1100 PTX instructions a thread a piece and
-// 1.94 us a piece on the H200 against about 1.1 us of issue). 2: the same, and the second
-// warpgroup starts its first piece once the first has issued its first multiplies (a named
-// barrier, once), so that the two begin half a piece apart rather than in step; each staging of
-// W (the block's barrier) puts them back in step, so at M = 8192 (one or two a run) 2 keeps its
-// offset, where runs of a tile or two (q_absorb at small M) make it 1. Named barriers 1 and 2
-// (each warpgroup's) and 3 (the offset's) are this path's; barrier 0 is __syncthreads.
-// 1 by default: on the H100 (thirty-seventh session, A B A B, M = 8192) v_up 248.9 -> 244.3 us
-// (stand-in), 480.5 -> 471.1 (tp 1), 73.2 -> 72.4 (tp 8), q_absorb within 0.5%; its GPU check
-// passed. 0 keeps the block's barrier a piece (the A/B build).
+// either. Split, nothing holds them in phase, so one's quantize can fill the other's wait (v_up at
+// M = 8192: about 1100 PTX instructions a thread a piece and 1.94 us a piece on the H200 against
+// about 1.1 us of issue). 2: the same, and the second warpgroup starts its first piece once the
+// first has issued its first multiplies (a named barrier, once), so that the two begin half a piece
+// apart rather than in step; each staging of W (the block's barrier) puts them back in step, so at
+// M = 8192 (one or two a run) 2 keeps its offset, where runs of a tile or two (q_absorb at small M)
+// make it 1. Named barriers 1 and 2 (each warpgroup's) and 3 (the offset's) are this path's;
+// barrier 0 is __syncthreads. 1 by default: on the H100 (thirty-seventh session, A B A B, M = 8192)
+// v_up 248.9 -> 244.3 us (stand-in), 480.5 -> 471.1 (tp 1), 73.2 -> 72.4 (tp 8), q_absorb within
+// 0.5%; its GPU check passed. 0 keeps the block's barrier a piece (the A/B build).
 #ifndef PW_FP8_BMM_WG_SPLIT
 #define PW_FP8_BMM_WG_SPLIT 1
 #endif
