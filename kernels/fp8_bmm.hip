@@ -50,6 +50,9 @@
 //     one block an SM walks a run of tiles with its batch's W kept in shared memory and X pieces
 //     copied ahead, wgmma e4m3 from quantized registers; the rows of Y stored through per-warp
 //     staging rows of shared memory (fp8_bmm_wg.h).
+// The NVIDIA paths also run on the CPU, as sm_90a's, under tests/kernels/simt_emu.h
+// (fp8_bmm_emu_*_test against the GPU check's reference).
+#include "common/async_copy.h"
 #include "common/bf16.h"
 #include "common/fp8.h"
 #include "common/geometry.h"
@@ -91,7 +94,11 @@
 #endif
 // PW_FP8_MMA_ARCH: the arch has e4m3 matrix instructions (what the host's launch code knows);
 // PW_FP8_MMA: this compile uses them.
-#if !defined(PW_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !PW_FP8_FNUZ
+// The SIMT emulator runs a build with PW_EMU_WGMMA as sm_90a's (tests/kernels/simt_emu.h emulates
+// its e4m3 and f16 matrix instructions and conversions).
+#if !defined(PW_AMD) && !PW_FP8_FNUZ &&                         \
+    ((defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890) ||        \
+     (defined(PW_SIMT_EMU) && defined(PW_EMU_WGMMA) && PW_EMU_WGMMA))
 #define PW_FP8_MMA_ARCH 1
 #else
 #define PW_FP8_MMA_ARCH 0
@@ -163,6 +170,9 @@ __device__ inline PwFp8Tile pw_fp8_bmm_tile(int t, int m_tiles) {
 // Four floats as e4m3 (cvt.rn.satfinite.e4m3x2: the same rounding and saturation as
 // pw_fp8_encode; it may give -0 where that gives +0, the same value), `a` in the low byte.
 __device__ inline pw_u32 pw_e4m3x4(float a, float b, float c, float d) {
+#if defined(PW_SIMT_EMU)
+  return pw_emu_e4m3x2(a, b) | (pw_emu_e4m3x2(c, d) << 16);
+#else
   pw_u32 lo, hi;
   asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
       : "=r"(lo)
@@ -171,16 +181,22 @@ __device__ inline pw_u32 pw_e4m3x4(float a, float b, float c, float d) {
       : "=r"(hi)
       : "f"(c), "f"(d));
   return lo | (hi << 16);
+#endif
 }
 
 // c += a · b: one mma.sync m16n8k32 e4m3 with f32 accumulators.
 __device__ inline void pw_mma_e4m3_native(float* c, pw_u32 a0, pw_u32 a1, pw_u32 a2, pw_u32 a3,
                                           pw_u32 b0, pw_u32 b1) {
+#if defined(PW_SIMT_EMU)
+  const pw_u32 a[4] = {a0, a1, a2, a3};
+  pw_emu_mma_m16n8k32_e4m3(c, a, b0, b1);
+#else
   asm volatile(
       "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, "
       "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
 }
 
 // The same product as the exact path computes it. On sm_90 `mma.sync ... e4m3` is not a tensor
@@ -191,26 +207,38 @@ __device__ inline void pw_mma_e4m3_native(float* c, pw_u32 a0, pw_u32 a1, pw_u32
 // tiled path keeps the instruction (spelled out there, its 128 registers spilled and it ran 3-16%
 // slower). Elsewhere (sm_89, whose tensor cores take e4m3, and later archs: not measured) the
 // instruction; PW_FP8_BMM_E4M3_MMA=1 forces it (the A/B).
-#ifndef PW_FP8_BMM_E4M3_MMA
+#if !defined(PW_FP8_BMM_E4M3_MMA) && defined(PW_SIMT_EMU)
+#define PW_FP8_BMM_E4M3_MMA 0  // the emulator's sm_90a
+#elif !defined(PW_FP8_BMM_E4M3_MMA)
 #define PW_FP8_BMM_E4M3_MMA (__CUDA_ARCH__ != 900)
 #endif
 #if !PW_FP8_BMM_E4M3_MMA
 // Four e4m3 as two f16x2: bytes 0 and 1 in lo, 2 and 3 in hi (exact: f16 holds every e4m3).
 __device__ inline void pw_e4m3x4_f16(pw_u32 v, pw_u32& lo, pw_u32& hi) {
+#if defined(PW_SIMT_EMU)
+  lo = pw_emu_f16x2_of_e4m3x2(v & 0xffffu);
+  hi = pw_emu_f16x2_of_e4m3x2(v >> 16);
+#else
   asm("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.rn.f16x2.e4m3x2 %0, l; cvt.rn.f16x2.e4m3x2 %1, "
       "h; }"
       : "=r"(lo), "=r"(hi)
       : "r"(v));
+#endif
 }
 
 // c += a · b: one mma.sync m16n8k16 f16 with f32 accumulators.
 __device__ inline void pw_mma_f16(float* c, pw_u32 a0, pw_u32 a1, pw_u32 a2, pw_u32 a3, pw_u32 b0,
                                   pw_u32 b1) {
+#if defined(PW_SIMT_EMU)
+  const pw_u32 a[4] = {a0, a1, a2, a3};
+  pw_emu_mma_m16n8k16(c, a, b0, b1, /*f16=*/true);
+#else
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
       "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
 }
 #endif
 
@@ -474,8 +502,7 @@ __device__ inline void pw_fp8_bmm_copy_w_unit(const pw_u8* w, int b, int n_block
   const bool real = n_block + n < PW_N;
   const pw_u8* src =
       w + (real ? (static_cast<long long>(b) * PW_N + n_block + n) * PW_K : 0) + 16 * u;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(ws + 16 * at)),
-               "l"(src), "r"(real ? 16 : 0));
+  pw_async_copy16(ws + 16 * at, src, real);
 }
 
 // Copies the block's W (PW_COLS x K) into shared memory as one committed cp.async group, 16-byte
@@ -486,7 +513,7 @@ __device__ inline void pw_fp8_bmm_stage_w(const pw_u8* w, int b, int n_block, pw
     const int n = i / units, u = i % units;
     pw_fp8_bmm_copy_w_unit(w, b, n_block, n, u, ws, pw_fp8_bmm_unit(n, u));
   }
-  asm volatile("cp.async.commit_group;");
+  pw_async_commit();
 }
 
 // Stores a 16-row tile's accumulators for n8 tiles t0 + t (t < Pass, t0 + t < t_end). C of
@@ -535,7 +562,11 @@ struct PwFp8Warps {
 __device__ inline void pw_fp8_bmm_tiled(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
                                         float w_scale, pw_u16* __restrict__ y, int m_total,
                                         PwFp8Tile tile) {
+#if defined(PW_SIMT_EMU)
+  pw_u8* const ws = pw_emu_shared();  // the emulated block's object
+#else
   extern __shared__ __attribute__((aligned(16))) pw_u8 ws[];  // cols x K, swizzled units
+#endif
   const int b = tile.b, n_block = tile.n_block, m0 = tile.m0;
   pw_fp8_bmm_stage_w(w, b, n_block, ws);
   constexpr bool keep = PW_GROUPS <= 2;
@@ -552,7 +583,7 @@ __device__ inline void pw_fp8_bmm_tiled(const pw_u16* __restrict__ x, const pw_u
       kept[g] = pw_fp8_bmm_group(x, b, m0 + 16 * wp.rt0 + grp, m_total, g, tig);
     }
   }
-  asm volatile("cp.async.wait_all;" ::: "memory");
+  pw_async_wait();
   __syncthreads();
   for (int rt = wp.rt0; rt < Warps::row_tiles; rt += Warps::rt_stride) {
     if (m0 + 16 * rt >= m_total) break;  // the same for the whole warp

@@ -94,9 +94,7 @@ __device__ inline void pw_fp8_bmm_wg_copy_x(const pw_u16* x, int b, int m0, int 
     const pw_u16* src =
         x +
         (real ? (static_cast<long long>(m0 + r) * PW_BATCH + b) * PW_K + PW_GROUP * g + 8 * u : 0);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
-                     pw_smem_addr(xs + 16 * pw_fp8_bmm_xunit(r, u))),
-                 "l"(src), "r"(real ? 16 : 0));
+    pw_async_copy16(xs + 16 * pw_fp8_bmm_xunit(r, u), src, real);
   }
 }
 
@@ -274,7 +272,11 @@ __device__ inline void pw_fp8_bmm_wg_piece(const pw_u8* xs, const pw_u8* ws, int
 
 __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* __restrict__ w,
                                      float w_scale, pw_u16* __restrict__ y, int m_total) {
+#if defined(PW_SIMT_EMU)
+  pw_u8* const smem = pw_emu_shared();  // the emulated block's object
+#else
   extern __shared__ __attribute__((aligned(128))) pw_u8 smem[];
+#endif
   pw_u8* const ws = smem;                                        // W: cols x K as core matrices
   pw_u8* const xs = smem + PW_COLS * PW_K;                       // the X pieces
   pw_u8* const st = xs + kPwWgStages * PW_FP8_BMM_STAGE_BYTES +  // this warp's staging rows
@@ -296,7 +298,7 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
       const PwFp8Tile t = pw_fp8_bmm_tile(first + i / PW_GROUPS, tiles.m_tiles);
       pw_fp8_bmm_wg_copy_x<kCopiers>(x, t.b, t.m0, i % PW_GROUPS, m_total, piece(i));
     }
-    asm volatile("cp.async.commit_group;");
+    pw_async_commit();
   };
   PwFp8Tile t = pw_fp8_bmm_tile(first, tiles.m_tiles);
   pw_fp8_bmm_wg_stage_w(w, t.b, t.n_block, ws);  // committed with piece 0
@@ -308,7 +310,7 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
     const int g = i % PW_GROUPS;
     // This thread's copies of piece i here (the barrier below makes it the block's, or with
     // PW_FP8_BMM_WG_SPLIT the warpgroup's rows).
-    asm volatile("cp.async.wait_group %0;" ::"n"(kPwWgStages - 2) : "memory");
+    pw_async_wait_pending<kPwWgStages - 2>();
     bool fence = i == 0;
     if (g == 0 && i > 0) {
       const PwFp8Tile next = pw_fp8_bmm_tile(first + i / PW_GROUPS, tiles.m_tiles);
@@ -318,7 +320,7 @@ __device__ inline void pw_fp8_bmm_wg(const pw_u16* __restrict__ x, const pw_u8* 
         // with it (once or twice in the long runs of a large M; every tile or two at M <= 512).
         __syncthreads();
         pw_fp8_bmm_wg_stage_w(w, next.b, next.n_block, ws);
-        asm volatile("cp.async.wait_all;" ::: "memory");
+        pw_async_wait();
         fence = true;
       }
       t = next;

@@ -64,6 +64,12 @@ inline void pw_wgmma_m64n16k16_bf16_rs(float (&d)[8], const pw_u32 (&a)[4], pw_u
   pw_emu_wgmma(d, 16, a, 0, desc_b, kAccumulate, false, false);
 }
 inline void pw_stsm_x4(unsigned char* p, const pw_u32 (&r)[4]) { pw_emu_stsm_x4(r, p); }
+inline void pw_wgmma_m64n128k32_e4m3(float (&d)[64], const pw_u32 (&a)[4], pw_u64 desc,
+                                     int accumulate) {
+  pw_emu_wgmma_e4m3(d, 128, a, desc, accumulate != 0);
+}
+inline void pw_bar_sync(int id, int threads) { pw_emu_named_barrier(id, threads, true); }
+inline void pw_bar_arrive(int id, int threads) { pw_emu_named_barrier(id, threads, false); }
 #elif PW_WGMMA
 // The accumulator operands of an N-wide wgmma (N / 2 f32 a thread): their registers in the
 // instruction ("%0, ..., %N/2-1") and their constraints (c: "+f" read and written, "=f" only

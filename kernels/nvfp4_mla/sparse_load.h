@@ -3,6 +3,7 @@
 // cp.async on NVIDIA), and their NVFP4 -> bf16 decode into the K tile. sparse_common.h has the
 // shapes and layouts; sparse_attend.h the GEMMs, the softmax and the whole attention.
 #pragma once
+#include "common/async_copy.h"
 #include "nvfp4_mla/sparse_common.h"
 
 // One dequant item's raw bytes: eight NVFP4 values (a 32-bit word of nibbles in x, the scale
@@ -22,28 +23,6 @@ __device__ inline uint2 pw_sparse_item(const pw_u8* rec, int part) {
   return *reinterpret_cast<const uint2*>(rec + PW_L / 2 + PW_L / 16 + 8 * (part - PW_L / 8));
 }
 
-#if !defined(PW_AMD)
-// 16 bytes from global into shared memory, asynchronously (cp.async; zeros where !real); this
-// thread's copies are committed by pw_async_commit and waited for by pw_async_wait. Under the
-// SIMT emulator (tests/kernels/simt_emu.h) the copy lands at the wait, so a read before it sees
-// the old bytes.
-__device__ inline void pw_async_copy16(void* dst, const void* src, bool real) {
-#if defined(PW_SIMT_EMU)
-  pw_emu_copy16(dst, src, real);
-#else
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(pw_smem_addr(dst)), "l"(src),
-               "r"(real ? 16 : 0));
-#endif
-}
-__device__ inline void pw_async_commit() {
-#if defined(PW_SIMT_EMU)
-  pw_emu_copy_commit();
-#else
-  asm volatile("cp.async.commit_group;");
-#endif
-}
-#endif
-
 // Copies the raw records of tile [k0, k0 + keys) into sm.stage, 16 bytes a copy, asynchronously
 // (cp.async; zeros where nothing is selected), as one committed group; pw_async_wait waits.
 __device__ inline void pw_sparse_stage(const PwSparseArgs& a, const PwSparseSmem& sm, int k0,
@@ -58,14 +37,6 @@ __device__ inline void pw_sparse_stage(const PwSparseArgs& a, const PwSparseSmem
     pw_async_copy16(sm.stage + r * kPwRecord + 16 * w, src, slot >= 0);
   }
   pw_async_commit();
-#endif
-}
-
-__device__ inline void pw_async_wait() {
-#if defined(PW_SIMT_EMU)
-  pw_emu_copy_wait();
-#elif !defined(PW_AMD)
-  asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
 

@@ -255,11 +255,7 @@ PW_DEVICE_INLINE void pw_sparse_wg_attend(const PwSparseArgs& a, int row, int he
   // This thread's chunks of Q (its older group, or its only one): permuted and times 2^16 where
   // they lie.
   if (staged)
-#if defined(PW_SIMT_EMU)
-    pw_emu_copy_wait_pending(1);
-#else
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
-#endif
+    pw_async_wait_pending<1>();
   else
     pw_async_wait();
   pw_sparse_wg_lo_q(qs);

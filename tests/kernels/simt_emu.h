@@ -18,14 +18,17 @@
 #include <math.h>
 #include <pthread.h>
 
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -94,6 +97,14 @@ struct PwEmuWarp {
   pw_u64 v[PW_WARP] = {};
   pw_u32 frag[PW_WARP][6] = {};  // an emulated mma.sync's operands, a lane's registers
 };
+// A named barrier (bar.sync / bar.arrive with an id other than 0): it completes when `count`
+// threads have arrived at it, syncing or only arriving, and then starts afresh.
+struct PwEmuNamedBarrier {
+  std::mutex mu;
+  std::condition_variable done;
+  int arrived = 0;
+  unsigned generation = 0;
+};
 struct PwEmuBlock {
   explicit PwEmuBlock(int threads)
       : bar(threads),
@@ -105,6 +116,7 @@ struct PwEmuBlock {
   std::barrier<> bar;
   std::vector<std::unique_ptr<PwEmuWarp>> warps;
   std::vector<std::unique_ptr<std::barrier<>>> groups;  // a warpgroup's (4 warps) barrier
+  std::array<PwEmuNamedBarrier, 16> named;              // bar.sync / bar.arrive 1..15
   char* shared = nullptr;                               // this block's shared-memory object
 };
 struct PwEmuCluster {
@@ -117,6 +129,24 @@ inline thread_local PwEmuCluster* pw_emu_cluster = nullptr;
 inline thread_local int pw_emu_rank = 0;
 
 inline void __syncthreads() { pw_emu_block->bar.arrive_and_wait(); }
+
+// bar.sync id, count (wait) and bar.arrive id, count (no wait), id 1..15: the barrier completes
+// with its count-th thread, syncing or arriving, and wakes the threads that synced. Every thread
+// of a warp takes part, as on the GPU, where the count is of whole warps.
+inline void pw_emu_named_barrier(int id, int count, bool wait) {
+  if (id <= 0 || id >= 16 || count <= 0 || count % PW_WARP != 0)
+    throw std::logic_error("named barrier: id 1..15 and a count of whole warps");
+  PwEmuNamedBarrier& b = pw_emu_block->named[static_cast<size_t>(id)];
+  std::unique_lock<std::mutex> lock(b.mu);
+  const unsigned generation = b.generation;
+  if (++b.arrived == count) {
+    b.arrived = 0;
+    ++b.generation;
+    b.done.notify_all();
+    return;
+  }
+  if (wait) b.done.wait(lock, [&] { return b.generation != generation; });
+}
 
 inline PwEmuWarp& pw_emu_warp() { return *pw_emu_block->warps[threadIdx.x / PW_WARP]; }
 inline int pw_emu_lane() { return static_cast<int>(threadIdx.x % PW_WARP); }
@@ -132,6 +162,12 @@ inline auto pw_emu_round(pw_u64 mine, F f) {
 }
 
 inline void pw_syncwarp() { pw_emu_warp().bar.arrive_and_wait(); }
+inline void __syncwarp() { pw_syncwarp(); }
+// The host's float product rounds to nearest even, as __fmul_rn (never contracted into an FMA).
+inline float __fmul_rn(float a, float b) {
+  volatile float p = a * b;
+  return p;
+}
 inline pw_u64 pw_ballot(bool p) {
   return pw_emu_round(p ? 1u : 0u, [](const pw_u64* v) {
     pw_u64 m = 0;
@@ -239,31 +275,42 @@ inline pw_u32 pw_emu_fma_bf16x2(pw_u32 a, pw_u32 b, pw_u32 c) {
   }
   return d;
 }
-// Element k's bf16 (k even: the low 16 bits) of a fragment register, and A's element (m, k) of
-// the 16 x 16 tile a warp's lanes hold in `frag` in mma.sync's m16n8k16 A layout (below).
-inline float pw_emu_frag_half(pw_u32 r, int k) {
-  return pw_bf16_to_float(static_cast<pw_u16>(r >> (16 * (k % 2))));
+// IEEE half precision's value (f16: 5 exponent bits, 10 fraction bits, subnormals).
+inline float pw_emu_f16_to_float(pw_u16 h) {
+  const int e = (h >> 10) & 31, f = h & 1023;
+  const double mag = e == 0    ? std::ldexp(f, -24)
+                     : e == 31 ? (f == 0 ? INFINITY : NAN)
+                               : std::ldexp(1024 + f, e - 25);
+  return static_cast<float>((h & 0x8000u) != 0u ? -mag : mag);
 }
-inline float pw_emu_frag_a(const PwEmuWarp& w, int m, int k) {
-  return pw_emu_frag_half(w.frag[4 * (m % 8) + (k % 8) / 2][(m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)],
-                          k);
+// Element k's half (k even: the low 16 bits; bf16, or f16 where `f16`) of a fragment register,
+// and A's element (m, k) of the 16 x 16 tile a warp's lanes hold in `frag` in mma.sync's m16n8k16
+// A layout (below).
+inline float pw_emu_frag_half(pw_u32 r, int k, bool f16 = false) {
+  const auto h = static_cast<pw_u16>(r >> (16 * (k % 2)));
+  return f16 ? pw_emu_f16_to_float(h) : pw_bf16_to_float(h);
 }
-// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, c += A B, the whole warp: lane l (g = l / 4,
+inline float pw_emu_frag_a(const PwEmuWarp& w, int m, int k, bool f16 = false) {
+  return pw_emu_frag_half(w.frag[4 * (m % 8) + (k % 8) / 2][(m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k,
+                          f16);
+}
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (.f16.f16 where `f16`), c += A B, the whole
+// warp: lane l (g = l / 4,
 // t = l % 4) holds A's rows g and g + 8 at columns 2t, 2t + 1 (a[0], a[1]) and 2t + 8, 2t + 9
 // (a[2], a[3]), B's column g at rows 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1), C's rows g, g + 8
 // at columns 2t, 2t + 1 (c[0], c[1]; c[2], c[3]); the lower index in the low 16 bits. The
 // products summed in k's order in float (the hardware's order and rounding are its own: a
 // check's bounds allow for both).
-inline void pw_emu_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1) {
+inline void pw_emu_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1, bool f16 = false) {
   PwEmuWarp& w = pw_emu_warp();
   const int lane = pw_emu_lane();
   for (int i = 0; i < 4; ++i) w.frag[lane][i] = a[i];
   w.frag[lane][4] = b0;
   w.frag[lane][5] = b1;
   w.bar.arrive_and_wait();
-  const auto at_a = [&](int m, int k) { return pw_emu_frag_a(w, m, k); };
+  const auto at_a = [&](int m, int k) { return pw_emu_frag_a(w, m, k, f16); };
   const auto at_b = [&](int k, int n) {
-    return pw_emu_frag_half(w.frag[4 * n + (k % 8) / 2][k >= 8 ? 5 : 4], k);
+    return pw_emu_frag_half(w.frag[4 * n + (k % 8) / 2][k >= 8 ? 5 : 4], k, f16);
   };
   const int g = lane / 4, t = lane % 4;
   float out[4];
@@ -276,6 +323,84 @@ inline void pw_emu_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1)
   w.bar.arrive_and_wait();  // every lane has read the operands before any puts the next ones
   for (int e = 0; e < 4; ++e) c[e] = out[e];
 }
+
+// E4M3 (OCP's "fn": bias 7, 3 fraction bits, subnormals, 0x7f and 0xff NaN, no infinities), as
+// PTX's conversions read and write it.
+inline double pw_emu_e4m3_value(pw_u8 c) {
+  const int e = (c >> 3) & 15, f = c & 7;
+  const double mag = (c & 0x7fu) == 0x7fu ? NAN
+                     : e == 0             ? std::ldexp(f, -9)
+                                          : std::ldexp(8 + f, e - 10);
+  return (c & 0x80u) != 0u ? -mag : mag;
+}
+// cvt.rn.satfinite.e4m3x2.f32 d, b, a: a in the low byte, b in the high one, each rounded to
+// nearest even, past 448 (the largest finite) 448, NaN 0x7f.
+inline pw_u8 pw_emu_e4m3_of(float x) {
+  if (std::isnan(x)) return 0x7fu;
+  const pw_u8 sign = std::signbit(x) ? 0x80u : 0u;
+  const double m = std::fabs(static_cast<double>(x));
+  int e = 0;
+  std::frexp(m, &e);  // m = f 2^e, f in [0.5, 1): the leading bit is 2^(e - 1)
+  const double quantum = std::ldexp(1.0, std::max(e - 1, -6) - 3);
+  const double r = std::min(std::nearbyint(m / quantum) * quantum, 448.0);
+  if (r < std::ldexp(1.0, -6)) return static_cast<pw_u8>(sign | static_cast<int>(r * 512));
+  std::frexp(r, &e);  // rounding may have carried into the next binade
+  return static_cast<pw_u8>(sign | (e - 1 + 7) << 3 | (static_cast<int>(std::ldexp(r, 4 - e)) - 8));
+}
+inline pw_u32 pw_emu_e4m3x2(float a, float b) {
+  return pw_u32{pw_emu_e4m3_of(a)} | pw_u32{pw_emu_e4m3_of(b)} << 8;
+}
+// cvt.rn.f16x2.e4m3x2: the low byte of v to the low half, the high byte to the high half (exact:
+// every e4m3 value is an f16 normal or zero; NaN the canonical 0x7fff).
+inline pw_u16 pw_emu_f16_of_e4m3(pw_u8 c) {
+  const double v = pw_emu_e4m3_value(c);
+  if (std::isnan(v)) return 0x7fffu;
+  const pw_u16 sign = (c & 0x80u) != 0u ? 0x8000u : 0u;
+  if (v == 0.0) return sign;
+  int e = 0;
+  const double f = std::frexp(std::fabs(v), &e);  // f in [0.5, 1)
+  return static_cast<pw_u16>(sign | (e - 1 + 15) << 10 | static_cast<int>((2 * f - 1) * 1024));
+}
+inline pw_u32 pw_emu_f16x2_of_e4m3x2(pw_u32 v) {
+  return pw_u32{pw_emu_f16_of_e4m3(static_cast<pw_u8>(v))} |
+         pw_u32{pw_emu_f16_of_e4m3(static_cast<pw_u8>(v >> 8))} << 16;
+}
+// Byte j of a register: element k with k % 4 = j (the lower k in the low byte).
+inline float pw_emu_frag_e4m3(pw_u32 r, int k) {
+  return static_cast<float>(pw_emu_e4m3_value(static_cast<pw_u8>(r >> (8 * (k % 4)))));
+}
+// A's element (m, k) of the 16 x 32 e4m3 tile a warp's lanes hold in `frag` in mma.sync's
+// m16n8k32 A layout: lane l (g = l / 4, t = l % 4) holds rows g and g + 8 at columns 4t .. 4t + 3
+// (a[0], a[1]) and 16 + 4t .. (a[2], a[3]).
+inline float pw_emu_frag_a_e4m3(const PwEmuWarp& w, int m, int k) {
+  return pw_emu_frag_e4m3(w.frag[4 * (m % 8) + (k % 16) / 4][(m >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0)],
+                          k);
+}
+// mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32, c += A B, the whole warp: A as above, B's
+// column g at rows 4t .. 4t + 3 (b0) and 16 + 4t .. (b1), C as m16n8k16's; the products summed
+// in k's order in float.
+inline void pw_emu_mma_m16n8k32_e4m3(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1) {
+  PwEmuWarp& w = pw_emu_warp();
+  const int lane = pw_emu_lane();
+  for (int i = 0; i < 4; ++i) w.frag[lane][i] = a[i];
+  w.frag[lane][4] = b0;
+  w.frag[lane][5] = b1;
+  w.bar.arrive_and_wait();
+  const int g = lane / 4, t = lane % 4;
+  float out[4];
+  for (int e = 0; e < 4; ++e) {
+    const int m = g + 8 * (e / 2), n = 2 * t + e % 2;
+    float acc = c[e];
+    for (int k = 0; k < 32; ++k) {
+      acc += pw_emu_frag_a_e4m3(w, m, k) *
+             pw_emu_frag_e4m3(w.frag[4 * n + (k % 16) / 4][k >= 16 ? 5 : 4], k);
+    }
+    out[e] = acc;
+  }
+  w.bar.arrive_and_wait();
+  for (int e = 0; e < 4; ++e) c[e] = out[e];
+}
+
 // ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lanes 8i .. 8i + 7 give the addresses of
 // matrix i's 8 rows (8 bf16 each); lane l gets r[i] = matrix i's row l / 4, columns 2 (l % 4) and
 // + 1 (trans: rows 2 (l % 4) and + 1 of column l / 4), the first in the low 16 bits.
@@ -355,6 +480,36 @@ inline void pw_emu_wgmma(float* d, int n, const pw_u32* a_regs, pw_u64 desc_a, p
     }
   }
   if (a_regs != nullptr) warp.bar.arrive_and_wait();  // the warp's fragments all read
+}
+// wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3.e4m3: as above, A (64 x 32) in registers, each
+// warp's 16 rows in mma.sync's m16n8k32 A layout, and B (32 x N) through a K-major descriptor
+// whose core matrices are 8 rows of 16 bytes of 16 consecutive k.
+inline void pw_emu_wgmma_e4m3(float* d, int n, const pw_u32* a_regs, pw_u64 desc_b,
+                              bool accumulate) {
+  const int lane = pw_emu_lane();
+  PwEmuWarp& warp = pw_emu_warp();
+  for (int i = 0; i < 4; ++i) warp.frag[lane][i] = a_regs[i];
+  warp.bar.arrive_and_wait();
+  const size_t start = static_cast<size_t>(desc_b & 0x3fffu) << 4;
+  const size_t lead = static_cast<size_t>((desc_b >> 16) & 0x3fffu) << 4;
+  const size_t stride = static_cast<size_t>((desc_b >> 32) & 0x3fffu) << 4;
+  const auto at_b = [&](int col, int k) {
+    const size_t at = start + static_cast<size_t>(k / 16) * lead +
+                      static_cast<size_t>(col / 8) * stride + static_cast<size_t>(col % 8) * 16 +
+                      static_cast<size_t>(k % 16);
+    return static_cast<float>(pw_emu_e4m3_value(
+        static_cast<pw_u8>(pw_emu_block->shared[static_cast<std::ptrdiff_t>(at)])));
+  };
+  const int g = lane / 4, t4 = lane % 4;
+  for (int j = 0; j < n / 8; ++j) {
+    for (int e = 0; e < 4; ++e) {
+      const int m = g + 8 * (e / 2), col = 8 * j + 2 * t4 + e % 2;
+      float acc = accumulate ? d[4 * j + e] : 0.0f;
+      for (int k = 0; k < 32; ++k) acc += pw_emu_frag_a_e4m3(warp, m, k) * at_b(col, k);
+      d[4 * j + e] = acc;
+    }
+  }
+  warp.bar.arrive_and_wait();  // the warp's fragments all read
 }
 inline void pw_emu_wgmma_wait() {
   pw_emu_block->groups[static_cast<size_t>(threadIdx.x / 128)]->arrive_and_wait();

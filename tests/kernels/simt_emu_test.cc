@@ -1,16 +1,21 @@
 // simt_emu.h's emulated NVIDIA instructions (the PW_EMU_MMA_SYNC builds' mma.sync, ldmatrix,
-// prmt and fma.rn.bf16x2, the PW_EMU_WGMMA builds' wgmma) against what PTX's ISA says they compute:
-// byte selects with and without the sign mode, bf16 rounding to nearest even (ties, subnormals,
-// overflow), and common/mma.h's mma.sync tile (two ldmatrix.x4 operands, two m16n8k16) read through
-// mma.h's own accumulator layout, whose table tests/kernels/mma_layout_test.cc checks against the
-// vendors' documents.
+// prmt and fma.rn.bf16x2, the PW_EMU_WGMMA builds' wgmma, e4m3 conversions and named barriers)
+// against what PTX's ISA says they compute: byte selects with and without the sign mode, bf16
+// rounding to nearest even (ties, subnormals, overflow), e4m3 rounding and saturation (against
+// common/fp8.h, which formats_test checks against the format's definition), and common/mma.h's
+// mma.sync tile (two ldmatrix.x4 operands, two m16n8k16) read through mma.h's own accumulator
+// layout, whose table tests/kernels/mma_layout_test.cc checks against the vendors' documents.
 #include "tests/kernels/simt_emu.h"
 // simt_emu.h first: it defines what the kernel code takes from the GPU compiler.
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "common/bf16.h"
+#include "common/fp8.h"
 #include "common/mma.h"
 #include "common/wgmma.h"
 #include "gtest/gtest.h"
@@ -181,6 +186,69 @@ TEST(SimtEmuTest, WgmmaComputesTheProductThroughDescriptorsAndRegisters) {
       }
     }
   }
+}
+
+// cvt.rn.satfinite.e4m3x2.f32 and cvt.rn.f16x2.e4m3x2 as simt_emu.h writes them: every finite
+// code's value converts back to it, the midpoint between two codes to the even one, values past
+// 448 to 448 (satfinite), NaN to NaN; each code's f16 is its value; a pair's first value in the
+// low byte.
+TEST(SimtEmuTest, E4m3ConversionsRoundToNearestEvenAndSaturate) {
+  for (int c = 0; c < 256; ++c) {
+    const auto code = static_cast<pw_u8>(c);
+    const double v = pw_emu_e4m3_value(code);
+    if ((c & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(v)) << c;
+      continue;
+    }
+    EXPECT_EQ(v, pw_fp8_decode_fmt(code, false)) << c;
+    EXPECT_EQ(pw_emu_e4m3_of(static_cast<float>(v)), code) << c;
+    EXPECT_EQ(pw_emu_f16_to_float(pw_emu_f16_of_e4m3(code)), static_cast<float>(v)) << c;
+    if ((c & 0x7f) < 0x7e) {  // the midpoint to the next code of the same sign
+      const double mid = (v + pw_emu_e4m3_value(static_cast<pw_u8>(c + 1))) / 2;
+      const pw_u8 even = static_cast<pw_u8>(c % 2 == 0 ? c : c + 1);
+      EXPECT_EQ(pw_emu_e4m3_of(static_cast<float>(mid)), even) << "between " << c << " and +1";
+      // fp8.h's encode gives +0 where the instruction keeps the sign of a -0: the same value.
+      EXPECT_EQ(pw_emu_e4m3_value(pw_emu_e4m3_of(static_cast<float>(mid))),
+                pw_fp8_decode_fmt(pw_fp8_encode_fmt(static_cast<float>(mid), false), false));
+    }
+  }
+  EXPECT_EQ(pw_emu_e4m3_of(460.0f), 0x7e);
+  EXPECT_EQ(pw_emu_e4m3_of(1e30f), 0x7e);
+  EXPECT_EQ(pw_emu_e4m3_of(-INFINITY), 0xfe);
+  EXPECT_EQ(pw_emu_e4m3_of(NAN) & 0x7f, 0x7f);
+  EXPECT_EQ(pw_emu_e4m3_of(std::ldexp(1.0f, -10)), 0x00);  // half the least subnormal: to even
+  EXPECT_EQ(pw_emu_e4m3_of(std::ldexp(3.0f, -11)), 0x01);
+  EXPECT_EQ(pw_emu_e4m3x2(1.0f, -2.0f), 0xc038u);
+  EXPECT_EQ(pw_emu_f16x2_of_e4m3x2(0xc038u), 0xc0003c00u);
+}
+
+// bar.arrive / bar.sync as the warp-specialized kernels use them: warpgroup 0 writes a round's
+// value late and arrives at barrier 1, warpgroup 1 syncs there and reads it, then arrives at
+// barrier 2, where warpgroup 0 syncs before it writes the next round's. Every read sees its
+// round's value; barrier 3, of warpgroup 1 alone (128 threads), completes without warpgroup 0.
+TEST(SimtEmuTest, NamedBarriersWaitForTheirCountOfThreads) {
+  constexpr int kRounds = 20;
+  std::atomic<int> value{-1}, wrong{0}, alone{0};
+  std::vector<char> shared(16);
+  PwEmuRun(1, 256, false, {shared.data()}, [&] {
+    const bool producer = threadIdx.x < 128;
+    for (int r = 0; r < kRounds; ++r) {
+      if (producer) {
+        if (r > 0) pw_emu_named_barrier(2, 256, true);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        if (threadIdx.x == 0) value.store(r);
+        pw_emu_named_barrier(1, 256, false);
+      } else {
+        pw_emu_named_barrier(1, 256, true);
+        if (value.load() != r) wrong.fetch_add(1);
+        pw_emu_named_barrier(3, 128, true);
+        if (threadIdx.x == 128) alone.fetch_add(1);
+        if (r + 1 < kRounds) pw_emu_named_barrier(2, 256, false);
+      }
+    }
+  });
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(alone.load(), kRounds);
 }
 
 }  // namespace
