@@ -72,11 +72,15 @@ static_assert(PW_SPARSE_WGN_PIPE == 1 || PW_SPARSE_WGN_PIPE == 2, "one or two se
 // that order too; the output puts each dim back). The K tile then takes no second barrier before
 // S, S reads 64 of its 90 KiB a tile from registers, and V's stores are stmatrix's, a core
 // matrix an instruction's quarter; the rope's 4 k-steps still read the tile (copied in by
-// cp.async). 0 (default): every thread dequantizes its share into the K tile,
-// a barrier, and S reads both operands from shared memory. Kernel-only (an A/B through
-// kernel_bench --define); written and emulated in the thirty-fifth session, unmeasured.
+// cp.async). 0: every thread dequantizes its share into the K tile, a barrier, and S reads both
+// operands from shared memory. The default is 1 for sparse_prefill and 0 for sparse_decode: on
+// the H100 the register path took the 8192-token chunk from 3675 to 3405 us at 8K and from 4299
+// to 3891 at 32K, but a decode split's few tiles leave its load, dequantize, multiply chain
+// exposed (2-13% slower; bench/RESULTS.md, thirty-sixth and thirty-seventh sessions).
+// Kernel-only (an A/B through kernel_bench --define); the measuring builds of PW_SPARSE_WG_LO 0
+// or PW_SPARSE_SKIP take the shared-memory path.
 #ifndef PW_SPARSE_WGN_RS
-#define PW_SPARSE_WGN_RS 0
+#define PW_SPARSE_WGN_RS (PW_SPARSE_PREFILL && PW_SPARSE_WG_LO && PW_SPARSE_SKIP == 0)
 #endif
 static_assert(!kPwWgNarrow || !PW_SPARSE_WGN_RS || (PW_SPARSE_WG_LO && PW_SPARSE_SKIP == 0),
               "the register path dequantizes with the _lo order and has no measuring skips");
