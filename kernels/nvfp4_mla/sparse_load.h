@@ -141,12 +141,14 @@ __device__ inline void pw_sparse_stage_q(const PwSparseArgs& a, int row, int hea
 // table entry they need, then stores the slots: two memory latencies a block. 0: one entry at a
 // time (the position, its table entry, the store, then the next entry's position), which the
 // in-order issue turns into two latencies an entry a thread (16 at a time for the 16-head
-// block's prefill of 2048 entries in 128 threads; the PTX of 0 shows it). Kernel-only (an A/B
-// through kernel_bench --define). 0 (default) until checked and timed on a GPU: written and
-// emulated in the thirty-sixth session, which got no device time for it
-// (sparse_emu_*slots*_test build it with 1; the A/B is staged in bench/RESULTS.md).
+// block's prefill of 2048 entries in 128 threads; the PTX of 0 shows it). 2 (the default): 1
+// where a thread has at most 2 entries (decode blocks of 8 splits or more), else 0. Kernel-only.
+// H100, A B A B (thirty-eighth session, 1 against 0): DeepSeek-V3.2 tp 8 decode at 32K, 1 row
+// (32 splits) 15.3 / 15.0 -> 14.9 / 14.7 us, 16 rows (8 splits) 28.4 / 28.2 -> 27.3 / 27.5, but
+// 128 rows (2 splits, 8 entries a thread) 96.7 / 96.5 -> 99.6 / 99.1; prefill within -0.8 to
+// +0.5% (tp 8 and tp 1), tp 1 decode within 1%. Its GPU check passed at 16 and 128 heads.
 #ifndef PW_SPARSE_SLOTS_BATCH
-#define PW_SPARSE_SLOTS_BATCH 0
+#define PW_SPARSE_SLOTS_BATCH 2
 #endif
 
 // Looks up the cache slot of every selected entry in [begin, end) (end - begin <= kPwRange) into
@@ -159,33 +161,34 @@ __device__ inline int pw_sparse_slots(const PwSparseArgs& a, int row, int begin,
   const int* sel = a.topk + static_cast<long long>(row) * PW_TOPK;
   const int req = a.row_req[row];
   int mine = begin;
-#if PW_SPARSE_SLOTS_BATCH
   constexpr int kPer = (kPwRange + kPwSg.threads - 1) / kPwSg.threads;  // entries a thread
-  int pos[kPer], slot[kPer];
+  if constexpr (PW_SPARSE_SLOTS_BATCH == 1 || (PW_SPARSE_SLOTS_BATCH == 2 && kPer <= 2)) {
+    int pos[kPer], slot[kPer];
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int i = begin + threadIdx.x + j * kPwSg.threads;
-    pos[j] = i < end ? sel[i] : -1;
-  }
+    for (int j = 0; j < kPer; ++j) {
+      const int i = begin + threadIdx.x + j * kPwSg.threads;
+      pos[j] = i < end ? sel[i] : -1;
+    }
 #pragma unroll
-  for (int j = 0; j < kPer; ++j)
-    slot[j] = pos[j] < 0 ? -1
-                         : static_cast<int>(pw_slot(a.block_table, a.max_blocks, a.block_size,
-                                                    req, pos[j]));
+    for (int j = 0; j < kPer; ++j)
+      slot[j] = pos[j] < 0 ? -1
+                           : static_cast<int>(pw_slot(a.block_table, a.max_blocks, a.block_size,
+                                                      req, pos[j]));
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int i = begin + threadIdx.x + j * kPwSg.threads;
-    if (i < end) sm.slots[i - begin] = slot[j];
-    if (pos[j] >= 0) mine = i + 1;
+    for (int j = 0; j < kPer; ++j) {
+      const int i = begin + threadIdx.x + j * kPwSg.threads;
+      if (i < end) sm.slots[i - begin] = slot[j];
+      if (pos[j] >= 0) mine = i + 1;
+    }
+  } else {
+    for (int i = begin + threadIdx.x; i < end; i += kPwSg.threads) {
+      const int pos = sel[i];
+      sm.slots[i - begin] = pos < 0 ? -1
+                                    : static_cast<int>(pw_slot(a.block_table, a.max_blocks,
+                                                               a.block_size, req, pos));
+      if (pos >= 0) mine = i + 1;
+    }
   }
-#else
-  for (int i = begin + threadIdx.x; i < end; i += kPwSg.threads) {
-    const int pos = sel[i];
-    sm.slots[i - begin] =
-        pos < 0 ? -1 : static_cast<int>(pw_slot(a.block_table, a.max_blocks, a.block_size, req, pos));
-    if (pos >= 0) mine = i + 1;
-  }
-#endif
   if (mine > begin) atomicMax(sm.last, mine);
   __syncthreads();
   return *sm.last;
