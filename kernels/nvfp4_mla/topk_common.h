@@ -79,18 +79,20 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 #ifndef PW_TOPK_FILL_ASYNC
 #define PW_TOPK_FILL_ASYNC 0
 #endif
-// PW_TOPK_SAMPLE_BATCH (1, the default; kernel-only): the sample path's reads of global memory,
+// PW_TOPK_SAMPLE_BATCH (2, the default; kernel-only): the sample path's reads of global memory,
 // in loads a thread asks for before it uses any. Above 1 the sample takes up to 8 keys a thread
 // at once (1: one, each stored before the next is asked for) and the fill PW_TOPK_SAMPLE_BATCH
 // float4 a lane (1: one; 4 at most), testing each key against T0 as pw_order_key_signed's value
 // (the sample's 8 come with any batch above 1: an A/B does not part their gains). At 1 each
 // warp of the fill has one 512-byte load in flight: a 32K row's fill is 32 memory latencies a
 // warp in series, the sample's 16 more (its loop is not unrolled).
-// 40 registers at 2 and 4, as at 1 (6 blocks a multiprocessor). H100, 4 against 1 (thirty-seventh
-// session): 512 x 32K 58.2 -> 51.6 us, 4096 x 64K 519.9 -> 497.4, but 8192 x 32K (issue 28's row,
-// every SM full) 540.1 -> 542.8: left at 1 until an H200 A/B.
+// 40 registers at 2 and 4, as at 1 (6 blocks a multiprocessor). H100, A B A B, 1 / 2 / 4
+// (thirty-eighth session): 512 x 32K 58.3 / 54.0 / 51.4 us, 512 x 64K 91.9 / 84.2 / 81.4,
+// 4096 x 64K 519.6 / 498.2 / 497.3, 8192 x 32K (issue 28's row, every SM full) 540.2 / 537.1 /
+// 542.8: 2 gains at every row, 4 loses at the last (which is bound by issue: Nsight Compute puts
+// the SMs' issue at 79% of their slots, DRAM at 53%).
 #ifndef PW_TOPK_SAMPLE_BATCH
-#define PW_TOPK_SAMPLE_BATCH 1
+#define PW_TOPK_SAMPLE_BATCH 2
 #endif
 static_assert(PW_TOPK_SAMPLE_BATCH >= 1 && PW_TOPK_SAMPLE_BATCH <= 4,
               "the sample path's float4 a lane at once: 1 to 4 (40 registers at 4, 6 blocks a "
