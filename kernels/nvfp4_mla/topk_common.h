@@ -97,6 +97,16 @@ static_assert(PW_BLOCK_THREADS == 256, "the digit scan takes one thread a digit"
 static_assert(PW_TOPK_SAMPLE_BATCH >= 1 && PW_TOPK_SAMPLE_BATCH <= 4,
               "the sample path's float4 a lane at once: 1 to 4 (40 registers at 4, 6 blocks a "
               "multiprocessor; more would cost blocks)");
+// PW_TOPK_FILL_FLOAT (kernel-only, 0 by default: an A/B): the batched fill (PW_TOPK_SAMPLE_BATCH
+// > 1) tests a whole step's keys as floats, each against T0's least float in one compare that NaN
+// passes too (pw_topk_at_least), and makes the order key only of the keys it lists; the lane
+// prefix of the listed keys comes from a ballot a key (4) rather than a count and three. The
+// signed order key took 5 instructions a key and its bound check 2 (topk_prefill at 8192 x 32K,
+// issue-bound: about 55 instructions a key run, about a fifth of them the fill's tests). A step
+// partly past the segment's end keeps the signed keys.
+#ifndef PW_TOPK_FILL_FLOAT
+#define PW_TOPK_FILL_FLOAT 0
+#endif
 // Called by each block's thread 0 with whether the lists gave the row (the CPU tests count them).
 #ifndef PW_TOPK_SAMPLE_TRACE
 #define PW_TOPK_SAMPLE_TRACE(listed) ((void)0)
@@ -122,6 +132,19 @@ __device__ inline pw_u32 pw_order_key(float f) {
 __device__ inline int pw_order_key_signed(float f) {
   const int s = static_cast<int>(__float_as_uint(f));
   return s ^ ((s >> 31) & 0x7fffffff);
+}
+
+// The least float f whose order key is at least `key` (pw_order_key(x) >= key exactly when
+// x >= f, for x not NaN), NaN where no float's is (keys above +inf's or below -inf's: NaNs'); and
+// whether score x passes key >= T0 by it, in one compare that a NaN passes too, but for the
+// NaN 0xffffffff (key 0: padding, never listed). A NaN's pass lists a key that may lie below T0
+// (or, at a NaN f, every key): the lists then hold more than the keys at or above T0, which the
+// exact select over them allows for (too many: the row falls back to the uncached select).
+__device__ inline float pw_order_key_float(pw_u32 key) {
+  return __uint_as_float(key >= 0x80000000u ? key & 0x7fffffffu : ~key);
+}
+__device__ inline bool pw_topk_at_least(float x, float f) {
+  return !(x < f) && __float_as_uint(x) != 0xffffffffu;
 }
 
 struct PwTopkShared {
@@ -557,6 +580,32 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
     }
     listed += total;
   };
+#if PW_TOPK_FILL_FLOAT && PW_TOPK_SAMPLE_BATCH > 1
+  // A whole step's 4 keys of the lane (j .. j + 3), listed where tk: each key's ballot gives the
+  // lanes before this one their count.
+  const float t0f = pw_order_key_float(t0);
+  auto list4f = [&](int j, const float(&x)[4], const bool(&tk)[4]) {
+    int before = 0, total = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const pw_u64 m = pw_ballot(tk[b]);
+      before += pw_popc(m & below);
+      total += pw_popc(m);
+    }
+    int at = listed + before;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      if (tk[b]) {
+        if (at < room) {
+          keys[at] = pw_order_key(x[b]);
+          index[-1 - at] = static_cast<unsigned short>(j + b - begin);
+        }
+        ++at;
+      }
+    }
+    listed += total;
+  };
+#endif
 #if PW_TOPK_SAMPLE_BATCH > 1
   // Each lane's PW_TOPK_SAMPLE_BATCH float4 of a step (4 PW_WARP keys apart) asked for at once,
   // then listed in index order, a 4 PW_WARP-key slice of the warp's segment at a time.
@@ -580,6 +629,15 @@ __device__ inline int pw_topk_sample_select(int n, int k, Emit emit, PwTopkShare
       const int j = base + u * 4 * PW_WARP + 4 * lane;
       if (base + u * 4 * PW_WARP >= end) break;  // the warp's segment has ended
       const float x[4] = {f[u].x, f[u].y, f[u].z, f[u].w};
+#if PW_TOPK_FILL_FLOAT
+      if (base + (u + 1) * 4 * PW_WARP <= end) {  // the whole step (the same for the warp)
+        bool tk[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) tk[b] = pw_topk_at_least(x[b], t0f);
+        list4f(j, x, tk);
+        continue;
+      }
+#endif
       int ks[4];
       pw_u32 v[4];
 #pragma unroll
