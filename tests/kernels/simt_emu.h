@@ -294,34 +294,42 @@ inline float pw_emu_frag_a(const PwEmuWarp& w, int m, int k, bool f16 = false) {
   return pw_emu_frag_half(w.frag[4 * (m % 8) + (k % 8) / 2][(m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k,
                           f16);
 }
-// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (.f16.f16 where `f16`), c += A B, the whole
-// warp: lane l (g = l / 4,
-// t = l % 4) holds A's rows g and g + 8 at columns 2t, 2t + 1 (a[0], a[1]) and 2t + 8, 2t + 9
-// (a[2], a[3]), B's column g at rows 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1), C's rows g, g + 8
-// at columns 2t, 2t + 1 (c[0], c[1]; c[2], c[3]); the lower index in the low 16 bits. The
-// products summed in k's order in float (the hardware's order and rounding are its own: a
-// check's bounds allow for both).
-inline void pw_emu_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1, bool f16 = false) {
+// One mma.sync of the warp (m16n8kK): the lanes' operand registers put in `frag` (a round of
+// the warp), then each lane's C elements, rows g and g + 8 at columns 2t, 2t + 1 (lane l: g = l /
+// 4, t = l % 4; c[0], c[1]; c[2], c[3]), c += the sum over k in k's order, in float, of at_a(w,
+// m, k) at_b(w, k, n) (the hardware's order and rounding are its own: a check's bounds allow for
+// both).
+template <typename AtA, typename AtB>
+inline void pw_emu_mma_m16n8(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1, int kdim, AtA at_a,
+                             AtB at_b) {
   PwEmuWarp& w = pw_emu_warp();
   const int lane = pw_emu_lane();
   for (int i = 0; i < 4; ++i) w.frag[lane][i] = a[i];
   w.frag[lane][4] = b0;
   w.frag[lane][5] = b1;
   w.bar.arrive_and_wait();
-  const auto at_a = [&](int m, int k) { return pw_emu_frag_a(w, m, k, f16); };
-  const auto at_b = [&](int k, int n) {
-    return pw_emu_frag_half(w.frag[4 * n + (k % 8) / 2][k >= 8 ? 5 : 4], k, f16);
-  };
   const int g = lane / 4, t = lane % 4;
   float out[4];
   for (int e = 0; e < 4; ++e) {
     const int m = g + 8 * (e / 2), n = 2 * t + e % 2;
     float acc = c[e];
-    for (int k = 0; k < 16; ++k) acc += at_a(m, k) * at_b(k, n);
+    for (int k = 0; k < kdim; ++k) acc += at_a(w, m, k) * at_b(w, k, n);
     out[e] = acc;
   }
   w.bar.arrive_and_wait();  // every lane has read the operands before any puts the next ones
   for (int e = 0; e < 4; ++e) c[e] = out[e];
+}
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (.f16.f16 where `f16`), c += A B, the whole
+// warp: lane l holds A's rows g and g + 8 at columns 2t, 2t + 1 (a[0], a[1]) and 2t + 8, 2t + 9
+// (a[2], a[3]), B's column g at rows 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1); the lower index in
+// the low 16 bits.
+inline void pw_emu_mma_m16n8k16(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1, bool f16 = false) {
+  pw_emu_mma_m16n8(
+      c, a, b0, b1, 16,
+      [f16](const PwEmuWarp& w, int m, int k) { return pw_emu_frag_a(w, m, k, f16); },
+      [f16](const PwEmuWarp& w, int k, int n) {
+        return pw_emu_frag_half(w.frag[4 * n + (k % 8) / 2][k >= 8 ? 5 : 4], k, f16);
+      });
 }
 
 // E4M3 (OCP's "fn": bias 7, 3 fraction bits, subnormals, 0x7f and 0xff NaN, no infinities), as
@@ -380,25 +388,12 @@ inline float pw_emu_frag_a_e4m3(const PwEmuWarp& w, int m, int k) {
 // column g at rows 4t .. 4t + 3 (b0) and 16 + 4t .. (b1), C as m16n8k16's; the products summed
 // in k's order in float.
 inline void pw_emu_mma_m16n8k32_e4m3(float* c, const pw_u32* a, pw_u32 b0, pw_u32 b1) {
-  PwEmuWarp& w = pw_emu_warp();
-  const int lane = pw_emu_lane();
-  for (int i = 0; i < 4; ++i) w.frag[lane][i] = a[i];
-  w.frag[lane][4] = b0;
-  w.frag[lane][5] = b1;
-  w.bar.arrive_and_wait();
-  const int g = lane / 4, t = lane % 4;
-  float out[4];
-  for (int e = 0; e < 4; ++e) {
-    const int m = g + 8 * (e / 2), n = 2 * t + e % 2;
-    float acc = c[e];
-    for (int k = 0; k < 32; ++k) {
-      acc += pw_emu_frag_a_e4m3(w, m, k) *
-             pw_emu_frag_e4m3(w.frag[4 * n + (k % 16) / 4][k >= 16 ? 5 : 4], k);
-    }
-    out[e] = acc;
-  }
-  w.bar.arrive_and_wait();
-  for (int e = 0; e < 4; ++e) c[e] = out[e];
+  pw_emu_mma_m16n8(
+      c, a, b0, b1, 32,
+      [](const PwEmuWarp& w, int m, int k) { return pw_emu_frag_a_e4m3(w, m, k); },
+      [](const PwEmuWarp& w, int k, int n) {
+        return pw_emu_frag_e4m3(w.frag[4 * n + (k % 16) / 4][k >= 16 ? 5 : 4], k);
+      });
 }
 
 // ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lanes 8i .. 8i + 7 give the addresses of
