@@ -70,6 +70,22 @@ inline void pw_wgmma_m64n128k32_e4m3(float (&d)[64], const pw_u32 (&a)[4], pw_u6
 }
 inline void pw_bar_sync(int id, int threads) { pw_emu_named_barrier(id, threads, true); }
 inline void pw_bar_arrive(int id, int threads) { pw_emu_named_barrier(id, threads, false); }
+template <bool kAccumulate>
+inline void pw_wgmma_m64n64k16_bf16(float (&d)[32], const pw_u32 (&a)[4], pw_u64 desc) {
+  pw_emu_wgmma(d, 64, a, 0, desc, kAccumulate, false, false);
+}
+template <bool kAccumulate>
+inline void pw_wgmma_m64n128k16_bf16(float (&d)[64], const pw_u32 (&a)[4], pw_u64 desc) {
+  pw_emu_wgmma(d, 128, a, 0, desc, kAccumulate, false, false);
+}
+inline void pw_wgmma_m64n128k16_bf16_bt(float (&d)[64], const pw_u32 (&a)[4], pw_u64 desc,
+                                        int accumulate) {
+  pw_emu_wgmma(d, 128, a, 0, desc, accumulate != 0, false, true);
+}
+template <int N>
+inline void pw_setmaxnreg_dec() {}  // a host thread has the registers it has
+template <int N>
+inline void pw_setmaxnreg_inc() {}
 #elif PW_WGMMA
 // The accumulator operands of an N-wide wgmma (N / 2 f32 a thread): their registers in the
 // instruction ("%0, ..., %N/2-1") and their constraints (c: "+f" read and written, "=f" only

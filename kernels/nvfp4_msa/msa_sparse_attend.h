@@ -254,9 +254,9 @@ constexpr int kPwMsaBarProducer = 1 + (kPwMsaWgC + 1) * kPwMsaWgW;
 // the consumers wait), and the consumers hold the current item's Q in registers (the reverse).
 constexpr int kPwMsaBarItemFull = kPwMsaBarProducer + 1;
 constexpr int kPwMsaBarItemEmpty = kPwMsaBarProducer + 2;
-static_assert(!kPwMsaWg || kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
-                               kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0 &&
-                               kPwMg.lead_warps % 4 == 0 && kPwMsaBarItemEmpty < 16,
+static_assert(!kPwMsaWg || (kPwMsaStaged && kPwMg.key_warps == 1 && kPwMg.slice_keys == 64 &&
+                             kPwMsaWarpKeys == 64 && kPwMg.m_tiles % 4 == 0 &&
+                             kPwMg.lead_warps % 4 == 0 && kPwMsaBarItemEmpty < 16),
               "the warpgroup path takes staged 64-key tiles, one slice, whole warpgroups");
 
 // A producer thread, over one work item's tiles: tile t's raw bytes land in raw buffer t % stages
@@ -507,7 +507,11 @@ PW_DEVICE_INLINE PwMsaItem pw_msa_item(int w) {
 // tiles' copies) and end (the last P V, the output) overlap its neighbours' work instead of
 // standing alone on the SM, as 1024 blocks of 7.8 waves did.
 PW_DEVICE_INLINE void pw_msa_wg_block(const PwMsaArgs& a, int items, const PwMsaOut& out) {
+#if defined(PW_SIMT_EMU)
+  unsigned char* pw_msa_shared = pw_emu_shared();  // the emulated block's object
+#else
   extern __shared__ __attribute__((aligned(16))) unsigned char pw_msa_shared[];
+#endif
   const int cw = static_cast<int>(threadIdx.x / PW_WARP) - kPwMg.lead_warps;
   int t0 = 0;  // the tile ring's position: the tiles of the block's items so far
   int k = 0;   // the block's items so far (its list is k % 2)

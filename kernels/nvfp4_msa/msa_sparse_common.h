@@ -184,10 +184,15 @@ PW_DEVICE_INLINE void pw_msa_load_q(const PwMsaArgs& a, const PwMsaSmem& sm, int
 // (pw_msa_lo_dim).
 PW_DEVICE_INLINE uint4 pw_msa_lo_chunk(uint4 v) {
   uint4 w;
+#if defined(PW_SIMT_EMU)
+  w.x = pw_emu_prmt(v.x, v.z, 0x5410), w.y = pw_emu_prmt(v.x, v.z, 0x7632);
+  w.z = pw_emu_prmt(v.y, v.w, 0x5410), w.w = pw_emu_prmt(v.y, v.w, 0x7632);
+#else
   asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(w.x) : "r"(v.x), "r"(v.z));
   asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w.y) : "r"(v.x), "r"(v.z));
   asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(w.z) : "r"(v.y), "r"(v.w));
   asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w.w) : "r"(v.y), "r"(v.w));
+#endif
   return w;
 }
 
@@ -401,8 +406,12 @@ PW_DEVICE_INLINE void pw_msa_stage_wg(const PwMsaArgs& a, const PwMsaSmem& sm, i
     if (c >= 2 * chunks) break;
     const bool v = c >= chunks;
     const int w = v ? c - chunks : c;
+#if defined(PW_SIMT_EMU)
+    pw_emu_copy16_to(dst + 16 * c, src + (v ? side_bytes : 0) + 16 * w);
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + 16 * c),
                  "l"(src + (v ? side_bytes : 0) + 16 * w));
+#endif
   }
 #else
   (void)a, (void)sm, (void)g, (void)buf, (void)count, (void)t, (void)tid;

@@ -5,7 +5,8 @@
 // build, of sm_80's prefill, and, with its own block shape and 64-lane wavefronts (which the
 // emulator does not run), of AMD. PW_EMU_MMA_SYNC builds run NVIDIA's mma.sync code instead
 // (simt_emu.h's emulated instructions): decode's direct path (msa_sparse_decode.h), or the
-// prefill's mma.sync block (too slow for the suite); Hopper's warpgroup prefill is not emulated.
+// prefill's mma.sync block (too slow for the suite); with PW_EMU_WGMMA too, Hopper's warpgroup
+// prefill (sm_90a's production path: producer and consumer warpgroups on named barriers, wgmma).
 // One shape a build (tests/CMakeLists.txt): PW_HEADS, PW_KV_HEADS, and PW_SPLITS (decode) or
 // PW_ROUNDS (prefill); D 128, Kb 16 (MiniMax-M3's). A decode tile is loaded through registers; the
 // prefill's are staged (cp.async groups, landing at their waits) unless the build sets
@@ -36,6 +37,10 @@ static_assert(PW_MSA_DEC_DIRECT == 1, "an emulated mma.sync decode build runs th
 #endif
 #include "tests/gpu/msa_sparse_reference.h"
 #include "tests/kernels/emu_row_check.h"
+
+#if defined(PW_ROUNDS) && defined(PW_EMU_WGMMA) && PW_EMU_WGMMA
+static_assert(kPwMsaWg, "a prefill build with wgmma emulated runs the warpgroup path");
+#endif
 
 namespace prewarm {
 namespace {
