@@ -441,39 +441,54 @@ inline void pw_emu_stsm_x4(const pw_u32* r, unsigned char* p) {
 // M- or N-major (8 rows of k, 16 bytes of 8 consecutive M or N each). A in registers (a_regs:
 // each warp's 16 rows in mma.sync's m16n8k16 A layout) takes a round of the warp. Every thread
 // of the warpgroup issues it (sync.aligned); pw_emu_wgmma_wait is the warpgroup's barrier.
-inline float pw_emu_wgmma_operand(pw_u64 desc, int row, int k, bool trans) {
+// Element (row, k) of an operand read through `desc`, in this block's shared memory: elements of
+// `bytes` (a core matrix row's 16 bytes hold 16 / bytes consecutive k), K-major, or transposed
+// (8 rows of k, 16 bytes of consecutive M or N each).
+inline const char* pw_emu_desc_at(pw_u64 desc, int row, int k, int bytes, bool trans) {
   const size_t start = static_cast<size_t>(desc & 0x3fffu) << 4;
   const size_t lead = static_cast<size_t>((desc >> 16) & 0x3fffu) << 4;
   const size_t stride = static_cast<size_t>((desc >> 32) & 0x3fffu) << 4;
-  const size_t at =
-      start + static_cast<size_t>(k / 8) * lead + static_cast<size_t>(row / 8) * stride +
-      static_cast<size_t>(trans ? (k % 8) * 16 + (row % 8) * 2 : (row % 8) * 16 + (k % 8) * 2);
+  const int kc = 16 / bytes;
+  const size_t at = start + static_cast<size_t>(k / kc) * lead +
+                    static_cast<size_t>(row / 8) * stride +
+                    static_cast<size_t>(trans ? (k % kc) * 16 + (row % 8) * bytes
+                                              : (row % 8) * 16 + (k % kc) * bytes);
+  return pw_emu_block->shared + at;
+}
+inline float pw_emu_wgmma_operand(pw_u64 desc, int row, int k, bool trans) {
   pw_u16 v;
-  std::memcpy(&v, pw_emu_block->shared + at, 2);
+  std::memcpy(&v, pw_emu_desc_at(desc, row, k, 2, trans), 2);
   return pw_bf16_to_float(v);
 }
-inline void pw_emu_wgmma(float* d, int n, const pw_u32* a_regs, pw_u64 desc_a, pw_u64 desc_b,
-                         bool accumulate, bool trans_a, bool trans_b) {
+// The warpgroup's D (+)= A B over kdim k, this thread's accumulators (the layout above): the
+// products at_a(m, k) at_b(col, k), m the warpgroup's row (0..63), summed in k's order.
+template <typename AtA, typename AtB>
+inline void pw_emu_wgmma_sum(float* d, int n, int kdim, bool accumulate, AtA at_a, AtB at_b) {
   const int t = static_cast<int>(threadIdx.x % 128), w = t / 32, lane = t % 32;
-  PwEmuWarp& warp = pw_emu_warp();
-  if (a_regs != nullptr) {
-    for (int i = 0; i < 4; ++i) warp.frag[lane][i] = a_regs[i];
-    warp.bar.arrive_and_wait();
-  }
-  const auto at_a = [&](int m, int k) {  // m: 0..63; in registers, row m % 16 of this warp's
-    return a_regs == nullptr ? pw_emu_wgmma_operand(desc_a, m, k, trans_a)
-                             : pw_emu_frag_a(warp, m % 16, k);
-  };
   const int g = lane / 4, t4 = lane % 4;
   for (int j = 0; j < n / 8; ++j) {  // each accumulator read (accumulate) and written by itself
     for (int e = 0; e < 4; ++e) {
       const int m = 16 * w + g + 8 * (e / 2), col = 8 * j + 2 * t4 + e % 2;
       float acc = accumulate ? d[4 * j + e] : 0.0f;
-      for (int k = 0; k < 16; ++k)
-        acc += at_a(m, k) * pw_emu_wgmma_operand(desc_b, col, k, trans_b);
+      for (int k = 0; k < kdim; ++k) acc += at_a(m, k) * at_b(col, k);
       d[4 * j + e] = acc;
     }
   }
+}
+inline void pw_emu_wgmma(float* d, int n, const pw_u32* a_regs, pw_u64 desc_a, pw_u64 desc_b,
+                         bool accumulate, bool trans_a, bool trans_b) {
+  PwEmuWarp& warp = pw_emu_warp();
+  if (a_regs != nullptr) {
+    for (int i = 0; i < 4; ++i) warp.frag[pw_emu_lane()][i] = a_regs[i];
+    warp.bar.arrive_and_wait();
+  }
+  pw_emu_wgmma_sum(
+      d, n, 16, accumulate,
+      [&](int m, int k) {  // in registers, row m % 16 of this warp's
+        return a_regs == nullptr ? pw_emu_wgmma_operand(desc_a, m, k, trans_a)
+                                 : pw_emu_frag_a(warp, m % 16, k);
+      },
+      [&](int col, int k) { return pw_emu_wgmma_operand(desc_b, col, k, trans_b); });
   if (a_regs != nullptr) warp.bar.arrive_and_wait();  // the warp's fragments all read
 }
 // wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3.e4m3: as above, A (64 x 32) in registers, each
@@ -481,29 +496,15 @@ inline void pw_emu_wgmma(float* d, int n, const pw_u32* a_regs, pw_u64 desc_a, p
 // whose core matrices are 8 rows of 16 bytes of 16 consecutive k.
 inline void pw_emu_wgmma_e4m3(float* d, int n, const pw_u32* a_regs, pw_u64 desc_b,
                               bool accumulate) {
-  const int lane = pw_emu_lane();
   PwEmuWarp& warp = pw_emu_warp();
-  for (int i = 0; i < 4; ++i) warp.frag[lane][i] = a_regs[i];
+  for (int i = 0; i < 4; ++i) warp.frag[pw_emu_lane()][i] = a_regs[i];
   warp.bar.arrive_and_wait();
-  const size_t start = static_cast<size_t>(desc_b & 0x3fffu) << 4;
-  const size_t lead = static_cast<size_t>((desc_b >> 16) & 0x3fffu) << 4;
-  const size_t stride = static_cast<size_t>((desc_b >> 32) & 0x3fffu) << 4;
-  const auto at_b = [&](int col, int k) {
-    const size_t at = start + static_cast<size_t>(k / 16) * lead +
-                      static_cast<size_t>(col / 8) * stride + static_cast<size_t>(col % 8) * 16 +
-                      static_cast<size_t>(k % 16);
-    return static_cast<float>(pw_emu_e4m3_value(
-        static_cast<pw_u8>(pw_emu_block->shared[static_cast<std::ptrdiff_t>(at)])));
-  };
-  const int g = lane / 4, t4 = lane % 4;
-  for (int j = 0; j < n / 8; ++j) {
-    for (int e = 0; e < 4; ++e) {
-      const int m = g + 8 * (e / 2), col = 8 * j + 2 * t4 + e % 2;
-      float acc = accumulate ? d[4 * j + e] : 0.0f;
-      for (int k = 0; k < 32; ++k) acc += pw_emu_frag_a_e4m3(warp, m, k) * at_b(col, k);
-      d[4 * j + e] = acc;
-    }
-  }
+  pw_emu_wgmma_sum(
+      d, n, 32, accumulate, [&](int m, int k) { return pw_emu_frag_a_e4m3(warp, m % 16, k); },
+      [&](int col, int k) {
+        return static_cast<float>(
+            pw_emu_e4m3_value(static_cast<pw_u8>(*pw_emu_desc_at(desc_b, col, k, 1, false))));
+      });
   warp.bar.arrive_and_wait();  // the warp's fragments all read
 }
 inline void pw_emu_wgmma_wait() {
